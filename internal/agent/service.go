@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// Service applies the rules of agents.md on top of a Store: who may read and
+// change an agent, validation, and that config agents are read-only through it.
+type Service struct {
+	store Store
+	rules Rules
+}
+
+// NewService returns a Service over store with the given validation rules.
+func NewService(store Store, rules Rules) *Service {
+	return &Service{store: store, rules: rules}
+}
+
+// canRead reports whether u may use a: admins see everything, others their own
+// agents and shared ones.
+func canRead(u *auth.User, a *Agent) bool {
+	return u.IsAdmin() || a.Shared || (a.Author != "" && a.Author == u.ID)
+}
+
+// canWrite reports whether u may change a (managed agents are refused separately).
+func canWrite(u *auth.User, a *Agent) bool {
+	return u.IsAdmin() || (a.Author != "" && a.Author == u.ID)
+}
+
+func notFound(id string) error { return fault.New(fault.NotFound, "agent %q not found", id) }
+
+// Create validates spec and stores a new agent authored by u. An empty id gets a
+// generated one.
+func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec) (*Agent, error) {
+	var fs fault.Fields
+	if id == "" {
+		id = NewID()
+	} else if !ValidID(id) {
+		fs.Add("id", "must be 1 to 64 letters, digits, '_' or '-'")
+	}
+	s.rules.check(&fs, &spec)
+	if err := fs.Err("invalid agent"); err != nil {
+		return nil, err
+	}
+	a := &Agent{ID: id, Spec: spec, Author: u.ID}
+	if err := s.store.CreateAgent(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Get returns an agent u may read; agents u may not read are reported as not found
+// so that their existence does not leak.
+func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Agent, error) {
+	a, err := s.store.GetAgent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !canRead(u, a) {
+		return nil, notFound(id)
+	}
+	return a, nil
+}
+
+// List returns a page of the agents u may read.
+func (s *Service) List(ctx context.Context, u *auth.User, opts ListOptions) (*Page, error) {
+	opts.VisibleTo = u.ID
+	if u.IsAdmin() {
+		opts.VisibleTo = ""
+	}
+	return s.store.ListAgents(ctx, opts)
+}
+
+// Versions returns the kept versions of an agent u may read.
+func (s *Service) Versions(ctx context.Context, u *auth.User, id string) ([]Version, error) {
+	if _, err := s.Get(ctx, u, id); err != nil {
+		return nil, err
+	}
+	return s.store.AgentVersions(ctx, id)
+}
+
+// readOnlyFields are the fields of an Agent that only Relay sets.
+var readOnlyFields = []string{"id", "author", "managed", "version", "created_at", "updated_at"}
+
+// ReadOnlyField reports whether name is a field of Agent that clients cannot set.
+func ReadOnlyField(name string) bool { return slices.Contains(readOnlyFields, name) }
+
+// Patch applies a merge patch to an agent: each field present replaces the stored
+// value and null clears it. A patch that changes nothing keeps the version.
+func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[string]json.RawMessage) (*Agent, error) {
+	for k := range patch {
+		if ReadOnlyField(k) {
+			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid agent", Fields: []fault.FieldError{{Field: k, Message: "read-only"}}}
+		}
+	}
+	// A concurrent update moves the version under us; re-read and re-apply a few times.
+	for attempt := 0; ; attempt++ {
+		a, err := s.writable(ctx, u, id)
+		if err != nil {
+			return nil, err
+		}
+		spec, err := applyPatch(a.Spec, patch)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.rules.Validate(&spec); err != nil {
+			return nil, err
+		}
+		if sameSpec(a.Spec, spec) {
+			return a, nil
+		}
+		a.Spec = spec
+		err = s.store.UpdateAgent(ctx, a)
+		if err == nil {
+			return a, nil
+		}
+		if !fault.Is(err, fault.Conflict) || attempt == 4 {
+			return nil, err
+		}
+	}
+}
+
+// Delete removes an agent and its versions.
+func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
+	if _, err := s.writable(ctx, u, id); err != nil {
+		return err
+	}
+	return s.store.DeleteAgent(ctx, id)
+}
+
+// writable loads an agent u may change, refusing managed ones with a Conflict.
+func (s *Service) writable(ctx context.Context, u *auth.User, id string) (*Agent, error) {
+	a, err := s.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.Managed {
+		return nil, fault.New(fault.Conflict, "agent %q is defined in the config file and is read-only through the API; change it in the config", id)
+	}
+	if !canWrite(u, a) {
+		return nil, fault.New(fault.Forbidden, "agent %q is shared with you but belongs to another user; only its author or an admin may change it", id)
+	}
+	return a, nil
+}
+
+// SyncConfig makes the config's agents the managed agents, validating each.
+func (s *Service) SyncConfig(ctx context.Context, defs []*Agent) (SyncResult, error) {
+	for _, d := range defs {
+		if err := s.rules.Validate(&d.Spec); err != nil {
+			return SyncResult{}, fmt.Errorf("config agent %q: %w", d.ID, err)
+		}
+		d.Managed, d.Author = true, ""
+	}
+	return s.store.SyncManagedAgents(ctx, defs)
+}
+
+func applyPatch(cur Spec, patch map[string]json.RawMessage) (Spec, error) {
+	raw, err := json.Marshal(cur)
+	if err != nil {
+		return Spec{}, fmt.Errorf("encoding agent: %w", err)
+	}
+	doc := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return Spec{}, fmt.Errorf("decoding agent: %w", err)
+	}
+	for k, v := range patch {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			delete(doc, k)
+		} else {
+			doc[k] = v
+		}
+	}
+	merged, err := json.Marshal(doc)
+	if err != nil {
+		return Spec{}, fmt.Errorf("encoding patched agent: %w", err)
+	}
+	var out Spec
+	dec := json.NewDecoder(bytes.NewReader(merged))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return Spec{}, fault.FromJSON(err)
+	}
+	return out, nil
+}
+
+// sameSpec compares two specs by their JSON form, which is also how they are stored.
+func sameSpec(a, b Spec) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}

@@ -1,0 +1,279 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+)
+
+// withServices loads the config, opens the store and runs f, closing the store after.
+func withServices(ctx context.Context, e *env, f func(*services) error) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	svc, err := open(ctx, cfg, e.logger(cfg))
+	if err != nil {
+		return err
+	}
+	defer svc.store.Close()
+	return f(svc)
+}
+
+func usersAddCommand() *command {
+	return &command{
+		name:    "users add",
+		summary: "create a user",
+		detail:  "Prints the new user's id. With --password-stdin the first line of standard input is the\npassword (at least 8 characters), for signing in to the UI.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			email := fs.String("email", "", "the user's `email` (required, unique)")
+			name := fs.String("name", "", "display `name` (default: the part of the email before @)")
+			role := fs.String("role", "user", "`role`: admin or user")
+			pwStdin := fs.Bool("password-stdin", false, "read a password from standard input")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unexpected argument %q", args[0])
+				}
+				if *email == "" {
+					return usageErr("--email is required")
+				}
+				in := auth.NewUser{Email: *email, DisplayName: *name, Role: auth.Role(*role)}
+				if *pwStdin {
+					line, err := bufio.NewReader(e.Stdin).ReadString('\n')
+					if err != nil && err != io.EOF {
+						return fmt.Errorf("reading the password: %w", err)
+					}
+					in.Password = strings.TrimRight(line, "\r\n")
+					if in.Password == "" {
+						return usageErr("--password-stdin: standard input held no password")
+					}
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					u, err := svc.auth.CreateUser(ctx, in)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(e.Stdout, u.ID)
+					return nil
+				})
+			}
+		},
+	}
+}
+
+func usersListCommand() *command {
+	return &command{
+		name:    "users list",
+		summary: "list users",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "print JSON instead of a table")
+			return func(ctx context.Context, e *env, _ []string) error {
+				return withServices(ctx, e, func(svc *services) error {
+					us, err := svc.auth.ListUsers(ctx)
+					if err != nil {
+						return err
+					}
+					if *asJSON {
+						return printJSON(e.Stdout, us)
+					}
+					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tROLE\tCREATED")
+					for _, u := range us {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.ID, u.Email, u.DisplayName, u.Role, u.CreatedAt.Format(time.RFC3339))
+					}
+					return tw.Flush()
+				})
+			}
+		},
+	}
+}
+
+func keysCreateCommand() *command {
+	return &command{
+		name:    "keys create",
+		summary: "create an API key for a user and print it (shown once)",
+		detail:  "The key is printed on standard output and never again: Relay stores only its hash.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			user := fs.String("user", "", "the user's `id or email` (required)")
+			name := fs.String("name", "", "a `label` for the key")
+			return func(ctx context.Context, e *env, args []string) error {
+				if *user == "" {
+					return usageErr("--user is required")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					u, err := svc.auth.FindUser(ctx, *user)
+					if err != nil {
+						return err
+					}
+					k, secret, err := svc.auth.CreateKey(ctx, u.ID, *name)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.Stderr, "created key %s for %s; it is shown once:\n", k.ID, u.Email)
+					fmt.Fprintln(e.Stdout, secret)
+					return nil
+				})
+			}
+		},
+	}
+}
+
+func keysListCommand() *command {
+	return &command{
+		name:    "keys list",
+		summary: "list a user's API keys (never the keys themselves)",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			user := fs.String("user", "", "the user's `id or email` (required)")
+			asJSON := fs.Bool("json", false, "print JSON instead of a table")
+			return func(ctx context.Context, e *env, _ []string) error {
+				if *user == "" {
+					return usageErr("--user is required")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					u, err := svc.auth.FindUser(ctx, *user)
+					if err != nil {
+						return err
+					}
+					ks, err := svc.auth.ListKeys(ctx, u.ID)
+					if err != nil {
+						return err
+					}
+					if *asJSON {
+						return printJSON(e.Stdout, ks)
+					}
+					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tLAST USED\tREVOKED")
+					for _, k := range ks {
+						fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), fmtTime(k.LastUsedAt), fmtTime(k.RevokedAt))
+					}
+					return tw.Flush()
+				})
+			}
+		},
+	}
+}
+
+func keysRevokeCommand() *command {
+	return &command{
+		name:    "keys revoke",
+		args:    "KEY_ID",
+		summary: "revoke an API key; it stops working at once",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("expected one key id (see 'relay keys list')")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					if err := svc.auth.RevokeKey(ctx, args[0]); err != nil {
+						return err
+					}
+					fmt.Fprintf(e.Stderr, "revoked %s\n", args[0])
+					return nil
+				})
+			}
+		},
+	}
+}
+
+func agentsListCommand() *command {
+	return &command{
+		name:    "agents list",
+		summary: "list agents (all of them, or those a user may use)",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			user := fs.String("user", "", "only the agents this user (`id or email`) may use")
+			asJSON := fs.Bool("json", false, "print JSON instead of a table")
+			return func(ctx context.Context, e *env, _ []string) error {
+				return withServices(ctx, e, func(svc *services) error {
+					opts := agent.ListOptions{Limit: 1000}
+					if *user != "" {
+						u, err := svc.auth.FindUser(ctx, *user)
+						if err != nil {
+							return err
+						}
+						if !u.IsAdmin() {
+							opts.VisibleTo = u.ID
+						}
+					}
+					var all []*agent.Agent
+					for {
+						page, err := svc.store.ListAgents(ctx, opts)
+						if err != nil {
+							return err
+						}
+						all = append(all, page.Agents...)
+						if page.NextCursor == "" {
+							break
+						}
+						opts.Cursor = page.NextCursor
+					}
+					if *asJSON {
+						return printJSON(e.Stdout, all)
+					}
+					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tNAME\tPROVIDER\tMODEL\tVERSION\tSOURCE\tSHARED")
+					for _, a := range all {
+						src := "api"
+						if a.Managed {
+							src = "config"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%t\n", a.ID, a.Name, a.Provider, a.Model, a.Version, src, a.Shared)
+					}
+					return tw.Flush()
+				})
+			}
+		},
+	}
+}
+
+func agentsShowCommand() *command {
+	return &command{
+		name:    "agents show",
+		args:    "AGENT_ID",
+		summary: "print one agent as JSON",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			versions := fs.Bool("versions", false, "print every kept version instead")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("expected one agent id")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					if *versions {
+						vs, err := svc.store.AgentVersions(ctx, args[0])
+						if err != nil {
+							return err
+						}
+						return printJSON(e.Stdout, vs)
+					}
+					a, err := svc.store.GetAgent(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					return printJSON(e.Stdout, a)
+				})
+			}
+		},
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}

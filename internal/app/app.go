@@ -1,0 +1,211 @@
+// Package app is Relay's composition root: it parses the command line, loads the
+// config, opens the store and wires the services together, and starts and stops
+// the long-lived parts in a stated order. Nothing imports it but cmd/relay.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// Version is Relay's version, set at build time with
+// -ldflags "-X github.com/relay-ai/relay/internal/app.Version=v1.2.3".
+var Version = ""
+
+// version returns Version, or the module version recorded in the binary.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// IO is where a command reads and writes, and its environment.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv looks a variable up; nil means os.LookupEnv.
+	Getenv func(string) (string, bool)
+}
+
+// env is what a running command gets: its streams and the --config flag.
+type env struct {
+	IO
+	configPath string
+}
+
+// loadConfig loads the config named by --config (or found the usual way).
+func (e *env) loadConfig() (*config.Config, error) {
+	return config.Load(e.configPath, e.Getenv)
+}
+
+// logger returns the logger the config asks for, writing to stderr.
+func (e *env) logger(cfg *config.Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Server.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.Stderr, opts))
+}
+
+// command is one subcommand. setup registers its flags and returns the function that runs it.
+type command struct {
+	name    string // e.g. "users add"
+	args    string // the synopsis of its positional arguments
+	summary string
+	detail  string
+	setup   func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+// errUsage marks an error in how a command was called (exit code 2).
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func usageErr(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
+
+// Main runs the relay command line and returns the process exit code.
+func Main(ctx context.Context, args []string, io IO) int {
+	if io.Getenv == nil {
+		io.Getenv = os.LookupEnv
+	}
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, _ := find(cmds, args[1:]); c != nil {
+				printCommandHelp(io.Stdout, c)
+				return 0
+			}
+			fmt.Fprintf(io.Stderr, "relay: no command %q\n\n", strings.Join(args[1:], " "))
+			printHelp(io.Stderr, cmds)
+			return 2
+		}
+		printHelp(io.Stdout, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, rest := find(cmds, args)
+	if c == nil {
+		fmt.Fprintf(io.Stderr, "relay: unknown command %q; run 'relay help' for the list\n", strings.Join(args, " "))
+		return 2
+	}
+	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Stderr)
+	e := &env{IO: io}
+	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	run := c.setup(fs)
+	fs.Usage = func() { printCommandHelp(io.Stderr, c) }
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	err := run(ctx, e, fs.Args())
+	if err == nil {
+		return 0
+	}
+	var ue errUsage
+	if errors.As(err, &ue) {
+		fmt.Fprintf(io.Stderr, "relay %s: %s\nrun 'relay %s --help' for usage\n", c.name, ue.msg, c.name)
+		return 2
+	}
+	var ec exitCode
+	if errors.As(err, &ec) {
+		return int(ec)
+	}
+	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, describe(err))
+	return 1
+}
+
+// exitCode ends a command with that code after it has printed its own message.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// describe formats an error for the terminal, one field per line for validation errors.
+func describe(err error) string {
+	var fe *fault.Error
+	if errors.As(err, &fe) && len(fe.Fields) > 0 {
+		var b strings.Builder
+		prefix := strings.TrimSuffix(err.Error(), fe.Error())
+		b.WriteString(prefix + fe.Message)
+		for _, f := range fe.Fields {
+			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
+		}
+		return b.String()
+	}
+	return err.Error()
+}
+
+// find matches the longest command name at the start of args.
+func find(cmds []*command, args []string) (*command, []string) {
+	var best *command
+	n := 0
+	for _, c := range cmds {
+		words := strings.Fields(c.name)
+		if len(words) <= len(args) && len(words) > n && strings.Join(args[:len(words)], " ") == c.name {
+			best, n = c, len(words)
+		}
+	}
+	return best, args[n:]
+}
+
+func printHelp(w io.Writer, cmds []*command) {
+	fmt.Fprintf(w, "relay %s — a self-hosted AI agent server\n\nUsage: relay <command> [flags]\n\nCommands:\n", version())
+	sorted := append([]*command(nil), cmds...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nEvery command takes --config FILE. Run 'relay <command> --help' for its flags.")
+}
+
+func printCommandHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: relay %s [flags] %s\n\n%s\n", c.name, c.args, c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	c.setup(fs)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// commands is every subcommand of relay.
+func commands() []*command {
+	return []*command{
+		serveCommand(),
+		versionCommand(),
+		configCheckCommand(),
+		usersAddCommand(),
+		usersListCommand(),
+		keysCreateCommand(),
+		keysListCommand(),
+		keysRevokeCommand(),
+		agentsListCommand(),
+		agentsShowCommand(),
+	}
+}

@@ -1,0 +1,248 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/postgres"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+func versionCommand() *command {
+	return &command{
+		name:    "version",
+		summary: "print Relay's version",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(_ context.Context, e *env, _ []string) error {
+				fmt.Fprintf(e.Stdout, "relay %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				return nil
+			}
+		},
+	}
+}
+
+func configCheckCommand() *command {
+	return &command{
+		name:    "config check",
+		summary: "validate the config and print it as Relay sees it, secrets masked",
+		detail: "Exits 1 and lists every problem when the config is invalid. LibreChat keys that Relay\n" +
+			"does not use are listed as ignored.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(_ context.Context, e *env, _ []string) error {
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				src := cfg.Path
+				if src == "" {
+					src = "built-in defaults (no config file found)"
+				}
+				fmt.Fprintf(e.Stderr, "config OK: %s\n", src)
+				if len(cfg.Ignored) > 0 {
+					fmt.Fprintf(e.Stderr, "ignored LibreChat keys: %s\n", strings.Join(cfg.Ignored, ", "))
+				}
+				return cfg.WriteMasked(e.Stdout)
+			}
+		},
+	}
+}
+
+func serveCommand() *command {
+	return &command{
+		name:    "serve",
+		summary: "run the Relay server",
+		detail: "Listens on server.addr, applies database migrations, ensures the admin key of\n" +
+			"RELAY_BOOTSTRAP_API_KEY, loads the config's agents, and serves the API until SIGINT or\n" +
+			"SIGTERM, then lets in-flight requests finish (server.shutdown_timeout) and closes the database.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			addr := fs.String("addr", "", "listen `address` (overrides server.addr and RELAY_ADDR)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unexpected argument %q", args[0])
+				}
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				if *addr != "" {
+					cfg.Server.Addr = *addr
+				}
+				return serve(ctx, e, cfg)
+			}
+		},
+	}
+}
+
+// openStore opens the database the config names and applies migrations.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
+	engine, dsn, err := cfg.DB()
+	if err != nil {
+		return nil, err
+	}
+	switch engine {
+	case "sqlite":
+		return sqlite.Open(ctx, dsn)
+	case "postgres":
+		return postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
+	}
+	return nil, fmt.Errorf("database.url: unsupported engine %q", engine)
+}
+
+// services are the parts built on the store.
+type services struct {
+	store  store.Store
+	auth   *auth.Service
+	agents *agent.Service
+}
+
+// open builds the services on an opened store and applies the start-up work that
+// every command shares: the config's agents are synced.
+func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services, error) {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &services{
+		store:  st,
+		auth:   auth.NewService(st, nil),
+		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit}),
+	}
+	defs := make([]*agent.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		defs[i] = &agent.Agent{ID: a.ID, Spec: a.Spec}
+	}
+	res, err := s.agents.SyncConfig(ctx, defs)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("loading the config's agents: %w", err)
+	}
+	if res.Created+res.Updated+res.Released > 0 {
+		log.Info("config agents synced", slog.Int("created", res.Created), slog.Int("updated", res.Updated),
+			slog.Int("unchanged", res.Unchanged), slog.Int("released", res.Released))
+	}
+	return s, nil
+}
+
+// serve runs the server until ctx is done. It listens first, so that /healthz
+// answers and a port in use fails at once, then opens the database (Postgres may
+// still be starting) and only then reports ready.
+func serve(ctx context.Context, e *env, cfg *config.Config) error {
+	log := e.logger(cfg)
+	if len(cfg.Ignored) > 0 {
+		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("server.addr %s: address already in use (is another relay running? set server.addr or --addr)", cfg.Server.Addr)
+		}
+		return fmt.Errorf("server.addr %s: %w", cfg.Server.Addr, err)
+	}
+	// Until the services exist, only the probes answer; everything else is 503.
+	var handler atomic.Pointer[http.Handler]
+	var starting http.Handler = startingHandler(version())
+	handler.Store(&starting)
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening", slog.String("addr", ln.Addr().String()))
+
+	svc, err := open(ctx, cfg, log)
+	if err == nil {
+		err = bootstrap(ctx, e, svc, log)
+		if err != nil {
+			svc.store.Close()
+		}
+	}
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	var api http.Handler = httpapi.New(httpapi.Options{
+		Auth:         svc.auth,
+		Agents:       svc.agents,
+		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
+		Logger:       log,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Version:      version(),
+	})
+	handler.Store(&api)
+	log.Info("ready", slog.String("database", svc.store.Engine()))
+
+	select {
+	case err = <-served:
+		err = fmt.Errorf("http server stopped: %w", err)
+	case <-ctx.Done():
+		log.Info("shutting down", slog.String("cause", fmt.Sprint(context.Cause(ctx))))
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout.Duration)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("in-flight requests did not finish within server.shutdown_timeout (%s): %w", cfg.Server.ShutdownTimeout.Duration, err)
+		}
+	}
+	if cerr := svc.store.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("closing the database: %w", cerr)
+	}
+	if err == nil {
+		log.Info("stopped")
+	}
+	return err
+}
+
+// bootstrap ensures the admin key of RELAY_BOOTSTRAP_API_KEY.
+func bootstrap(ctx context.Context, e *env, svc *services, log *slog.Logger) error {
+	secret, ok := e.Getenv("RELAY_BOOTSTRAP_API_KEY")
+	if !ok || secret == "" {
+		return nil
+	}
+	u, err := svc.auth.Bootstrap(ctx, secret)
+	if err != nil {
+		return fmt.Errorf("RELAY_BOOTSTRAP_API_KEY: %w", err)
+	}
+	log.Info("bootstrap admin key ensured", slog.String("user_id", u.ID), slog.String("email", u.Email))
+	return nil
+}
+
+// ready checks that the database answers; migrations were applied when it opened.
+func ready(ctx context.Context, st store.Store) error {
+	if err := st.Ping(ctx); err != nil {
+		return fault.New(fault.Unavailable, "database not reachable")
+	}
+	return nil
+}
+
+// startingHandler answers while the database is being opened.
+func startingHandler(v string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/healthz" {
+			fmt.Fprintf(w, "{\"status\":\"ok\",\"version\":%q}\n", v)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"starting: the database is not open yet"}}`)
+	})
+}

@@ -1,0 +1,310 @@
+// Package auth owns users and API keys: who a request comes from, what role they
+// hold, and how keys are made, stored (hashed), checked and revoked.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// Role is what a user may do.
+type Role string
+
+// The roles of Relay.
+const (
+	RoleAdmin Role = "admin"
+	RoleUser  Role = "user"
+)
+
+// User is a person or service that talks to Relay.
+type User struct {
+	ID          string    `json:"id"`
+	Email       string    `json:"email"`
+	DisplayName string    `json:"display_name"`
+	Role        Role      `json:"role"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// PasswordHash is a bcrypt hash, or empty when the user has no password.
+	PasswordHash string `json:"-"`
+}
+
+// IsAdmin reports whether the user holds the admin role.
+func (u *User) IsAdmin() bool { return u != nil && u.Role == RoleAdmin }
+
+// Key is a stored API key. The key itself is never stored, only its SHA-256.
+type Key struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"` // the first characters, to recognise a key in a list
+	Hash       string     `json:"-"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Store is what auth needs from storage. Lookups of missing rows return fault.NotFound;
+// a duplicate email is fault.Conflict.
+type Store interface {
+	CreateUser(ctx context.Context, u *User) error
+	GetUser(ctx context.Context, id string) (*User, error)
+	GetUserByEmail(ctx context.Context, email string) (*User, error)
+	ListUsers(ctx context.Context) ([]*User, error)
+	UpdateUser(ctx context.Context, u *User) error
+	CreateKey(ctx context.Context, k *Key) error
+	// GetKeyByHash returns the key with that hash, revoked or not.
+	GetKeyByHash(ctx context.Context, hash string) (*Key, error)
+	ListKeys(ctx context.Context, userID string) ([]*Key, error)
+	RevokeKey(ctx context.Context, id string, at time.Time) error
+	TouchKey(ctx context.Context, id string, at time.Time) error
+}
+
+const (
+	keyPrefix   = "rk-"
+	keyRandLen  = 40
+	alnum       = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	touchPeriod = time.Minute
+)
+
+// randomString returns n characters drawn uniformly from alphabet.
+func randomString(alphabet string, n int) string {
+	out := make([]byte, n)
+	buf := make([]byte, n*2)
+	for i := 0; i < n; {
+		_, _ = rand.Read(buf) // never fails (crypto/rand)
+		for _, b := range buf {
+			// Rejection sampling keeps the distribution uniform.
+			if int(b) < 256-256%len(alphabet) && i < n {
+				out[i] = alphabet[int(b)%len(alphabet)]
+				i++
+			}
+		}
+	}
+	return string(out)
+}
+
+// NewUserID returns a fresh user id.
+func NewUserID() string { return "user_" + randomString(alnum, 21) }
+
+// NewKeyID returns a fresh key id (not the key itself).
+func NewKeyID() string { return "key_" + randomString(alnum, 21) }
+
+// NewSecret returns a fresh API key: `rk-` and 40 random letters and digits.
+func NewSecret() string { return keyPrefix + randomString(alnum, keyRandLen) }
+
+// ValidSecretFormat reports whether s looks like an API key.
+func ValidSecretFormat(s string) bool {
+	if len(s) != len(keyPrefix)+keyRandLen || !strings.HasPrefix(s, keyPrefix) {
+		return false
+	}
+	for _, c := range s[len(keyPrefix):] {
+		if !strings.ContainsRune(alnum, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// HashSecret returns the stored form of an API key. Keys are long and random, so a
+// plain SHA-256 is enough and keeps every request's check cheap.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Service creates users and keys and authenticates requests.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a Service over store. now may be nil for time.Now.
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now}
+}
+
+// NewUser describes a user to create.
+type NewUser struct {
+	Email       string
+	DisplayName string
+	Role        Role
+	Password    string // optional
+}
+
+// CreateUser validates and stores a new user.
+func (s *Service) CreateUser(ctx context.Context, in NewUser) (*User, error) {
+	var fs fault.Fields
+	email := strings.ToLower(strings.TrimSpace(in.Email))
+	if email == "" {
+		fs.Add("email", "required")
+	} else if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
+		fs.Add("email", "%q is not an email address", in.Email)
+	}
+	role := in.Role
+	if role == "" {
+		role = RoleUser
+	}
+	if role != RoleAdmin && role != RoleUser {
+		fs.Add("role", "must be admin or user")
+	}
+	if in.Password != "" && len(in.Password) < 8 {
+		fs.Add("password", "at least 8 characters")
+	}
+	if len(in.Password) > 72 {
+		fs.Add("password", "at most 72 bytes")
+	}
+	if err := fs.Err("invalid user"); err != nil {
+		return nil, err
+	}
+	name := strings.TrimSpace(in.DisplayName)
+	if name == "" {
+		name = email[:strings.IndexByte(email, '@')]
+	}
+	now := s.now().UTC()
+	u := &User{ID: NewUserID(), Email: email, DisplayName: name, Role: role, CreatedAt: now, UpdatedAt: now}
+	if in.Password != "" {
+		h, err := bcrypt.GenerateFromPassword([]byte(in.Password), bcrypt.DefaultCost)
+		if err != nil {
+			return nil, fmt.Errorf("hashing password: %w", err)
+		}
+		u.PasswordHash = string(h)
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// CheckPassword reports whether password is the user's password.
+func CheckPassword(u *User, password string) bool {
+	return u.PasswordHash != "" && bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) == nil
+}
+
+// FindUser looks a user up by id or, when ref contains '@', by email.
+func (s *Service) FindUser(ctx context.Context, ref string) (*User, error) {
+	if strings.Contains(ref, "@") {
+		return s.store.GetUserByEmail(ctx, strings.ToLower(strings.TrimSpace(ref)))
+	}
+	return s.store.GetUser(ctx, ref)
+}
+
+// CreateKey makes a new API key for a user and returns its record and the secret,
+// which is shown once and never stored.
+func (s *Service) CreateKey(ctx context.Context, userID, name string) (*Key, string, error) {
+	return s.storeKey(ctx, userID, name, NewSecret())
+}
+
+func (s *Service) storeKey(ctx context.Context, userID, name, secret string) (*Key, string, error) {
+	if _, err := s.store.GetUser(ctx, userID); err != nil {
+		return nil, "", err
+	}
+	k := &Key{ID: NewKeyID(), UserID: userID, Name: strings.TrimSpace(name), Prefix: secret[:len(keyPrefix)+6], Hash: HashSecret(secret), CreatedAt: s.now().UTC()}
+	if err := s.store.CreateKey(ctx, k); err != nil {
+		return nil, "", err
+	}
+	return k, secret, nil
+}
+
+// RevokeKey revokes a key; the key stops working at once.
+func (s *Service) RevokeKey(ctx context.Context, id string) error {
+	return s.store.RevokeKey(ctx, id, s.now().UTC())
+}
+
+// ListKeys lists a user's keys.
+func (s *Service) ListKeys(ctx context.Context, userID string) ([]*Key, error) {
+	return s.store.ListKeys(ctx, userID)
+}
+
+// ListUsers lists every user.
+func (s *Service) ListUsers(ctx context.Context) ([]*User, error) { return s.store.ListUsers(ctx) }
+
+// errBadKey is the one answer to every failed authentication, so that a caller
+// learns nothing about which keys exist.
+var errBadKey = fault.New(fault.Unauthorized, "invalid or revoked API key")
+
+// Authenticate returns the user holding secret. Any failure is the same
+// fault.Unauthorized error. Last-used times are written at most once a minute per key.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error) {
+	if !ValidSecretFormat(secret) {
+		return nil, errBadKey
+	}
+	k, err := s.store.GetKeyByHash(ctx, HashSecret(secret))
+	if fault.Is(err, fault.NotFound) {
+		return nil, errBadKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up API key: %w", err)
+	}
+	if k.RevokedAt != nil {
+		return nil, errBadKey
+	}
+	u, err := s.store.GetUser(ctx, k.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("loading key owner: %w", err)
+	}
+	now := s.now().UTC()
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchPeriod {
+		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
+			return nil, fmt.Errorf("recording key use: %w", err)
+		}
+	}
+	return u, nil
+}
+
+// BootstrapEmail is the email of the admin user created for RELAY_BOOTSTRAP_API_KEY.
+const BootstrapEmail = "admin@relay.local"
+
+// Bootstrap ensures an admin user holding secret exists. It is idempotent and safe
+// when several processes run it at once. A key that was revoked stays revoked.
+func (s *Service) Bootstrap(ctx context.Context, secret string) (*User, error) {
+	if !ValidSecretFormat(secret) {
+		return nil, fault.New(fault.Invalid, "RELAY_BOOTSTRAP_API_KEY must be %q followed by %d letters or digits", keyPrefix, keyRandLen)
+	}
+	k, err := s.store.GetKeyByHash(ctx, HashSecret(secret))
+	switch {
+	case err == nil:
+		if k.RevokedAt != nil {
+			return nil, fault.New(fault.Conflict, "RELAY_BOOTSTRAP_API_KEY was revoked; set a new key")
+		}
+		u, err := s.store.GetUser(ctx, k.UserID)
+		if err != nil {
+			return nil, err
+		}
+		if u.Role != RoleAdmin {
+			u.Role, u.UpdatedAt = RoleAdmin, s.now().UTC()
+			if err := s.store.UpdateUser(ctx, u); err != nil {
+				return nil, err
+			}
+		}
+		return u, nil
+	case !fault.Is(err, fault.NotFound):
+		return nil, err
+	}
+	u, err := s.store.GetUserByEmail(ctx, BootstrapEmail)
+	if fault.Is(err, fault.NotFound) {
+		u, err = s.CreateUser(ctx, NewUser{Email: BootstrapEmail, DisplayName: "Relay admin", Role: RoleAdmin})
+		if fault.Is(err, fault.Conflict) { // another process created it first
+			u, err = s.store.GetUserByEmail(ctx, BootstrapEmail)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := s.storeKey(ctx, u.ID, "bootstrap", secret); err != nil && !fault.Is(err, fault.Conflict) {
+		return nil, err
+	}
+	return u, nil
+}

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// createAgentRequest is the body of POST /api/agents: an agent's Spec and,
+// optionally, the id to give it (kept when importing agents from elsewhere).
+type createAgentRequest struct {
+	ID string `json:"id"`
+	agent.Spec
+}
+
+func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
+	var req createAgentRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, readOnly(err))
+		return
+	}
+	a, err := s.opts.Agents.Create(r.Context(), userFrom(r.Context()), req.ID, req.Spec)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/agents/"+a.ID)
+	writeJSON(w, http.StatusCreated, a)
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
+	a, err := s.opts.Agents.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	opts := agent.ListOptions{Cursor: r.URL.Query().Get("cursor")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			s.writeError(w, r, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000"))
+			return
+		}
+		opts.Limit = n
+	}
+	page, err := s.opts.Agents.List(r.Context(), userFrom(r.Context()), opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if page.Agents == nil {
+		page.Agents = []*agent.Agent{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]json.RawMessage
+	if err := decode(r, &patch); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.opts.Agents.Patch(r.Context(), userFrom(r.Context()), r.PathValue("id"), patch)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	if err := s.opts.Agents.Delete(r.Context(), userFrom(r.Context()), r.PathValue("id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) agentVersions(w http.ResponseWriter, r *http.Request) {
+	vs, err := s.opts.Agents.Versions(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": vs})
+}
+
+// readOnly rewords "unknown field" for the fields of an agent that only Relay sets.
+func readOnly(err error) error {
+	var fe *fault.Error
+	if errors.As(err, &fe) && len(fe.Fields) == 1 && fe.Fields[0].Message == "unknown field" && agent.ReadOnlyField(fe.Fields[0].Field) {
+		fe.Fields[0].Message = "read-only: set by Relay"
+	}
+	return err
+}

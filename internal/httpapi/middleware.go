@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+type userKey struct{}
+
+// userFrom returns the authenticated user of a request that went through authed.
+func userFrom(ctx context.Context) *auth.User {
+	u, _ := ctx.Value(userKey{}).(*auth.User)
+	return u
+}
+
+// authed wraps h so that it only runs for a request with a valid API key.
+func (s *Server) authed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="relay"`)
+			s.writeError(w, r, fault.New(fault.Unauthorized, "missing API key: send Authorization: Bearer <key>"))
+			return
+		}
+		u, err := s.opts.Auth.Authenticate(r.Context(), secret)
+		if err != nil {
+			if fault.Is(err, fault.Unauthorized) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="relay", error="invalid_token"`)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// capBodies limits every request body to the configured size; reading past it
+// fails and decode answers 413.
+func (s *Server) capBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.opts.MaxBodyBytes {
+			s.writeError(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", s.opts.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status code for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flushing for SSE).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests writes one debug line per request: never headers, never bodies.
+func (s *Server) logRequests(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		s.log.DebugContext(r.Context(), "http request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.code), slog.Duration("duration", time.Since(start)))
+	})
+}
+
+// recoverPanics turns a panicking handler into a logged 500 instead of a dropped connection.
+func (s *Server) recoverPanics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "handler panic", slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+				s.writeError(w, r, fault.New(fault.Internal, "internal error"))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// status maps an error kind to its HTTP status: the one place where that happens.
+func status(k fault.Kind) int {
+	switch k {
+	case fault.Invalid:
+		return http.StatusBadRequest
+	case fault.Unauthorized:
+		return http.StatusUnauthorized
+	case fault.Forbidden:
+		return http.StatusForbidden
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.Conflict:
+		return http.StatusConflict
+	case fault.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case fault.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    fault.Kind         `json:"code"`
+	Message string             `json:"message"`
+	Fields  []fault.FieldError `json:"fields,omitempty"`
+}
+
+// writeError answers with the JSON error of agents.md. Internal errors are logged
+// and answered with a generic message: a 500 never carries internals.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	kind := fault.KindOf(err)
+	d := errorDetail{Code: kind}
+	var fe *fault.Error
+	if kind != fault.Internal && errors.As(err, &fe) {
+		d.Message, d.Fields = fe.Message, fe.Fields
+	} else {
+		d.Code, d.Message = fault.Internal, "internal error; the server log has the details"
+		s.log.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+	}
+	writeJSON(w, status(d.Code), errorBody{Error: d})
+}
+
+// writeJSON writes v with the given status.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing to do
+}
+
+// decode reads a JSON request body into v, refusing unknown fields, trailing data
+// and bodies over the cap.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return classifyBodyErr(err)
+	}
+	if dec.More() {
+		return fault.New(fault.Invalid, "request body must hold one JSON value")
+	}
+	return nil
+}
+
+func classifyBodyErr(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fault.New(fault.TooLarge, "request body is over the %d-byte limit", tooBig.Limit)
+	}
+	return fault.FromJSON(err)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, fault.New(fault.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+}

@@ -1,0 +1,28 @@
+package httpapi
+
+import "net/http"
+
+// routes is the whole HTTP surface of Relay, in one place.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+
+	// Probes: no authentication.
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+
+	// Agents (agents.md).
+	mux.Handle("GET /api/agents", s.authed(s.listAgents))
+	mux.Handle("POST /api/agents", s.authed(s.createAgent))
+	mux.Handle("GET /api/agents/{id}", s.authed(s.getAgent))
+	mux.Handle("PATCH /api/agents/{id}", s.authed(s.patchAgent))
+	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
+	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
+
+	// Who am I: the user behind the API key.
+	mux.Handle("GET /api/me", s.authed(s.me))
+
+	// Everything else is a JSON 404 (or 405), never an HTML page.
+	mux.HandleFunc("/", s.notFound)
+
+	return s.recoverPanics(s.logRequests(s.capBodies(mux)))
+}

@@ -1,0 +1,45 @@
+// Package httpapi is Relay's HTTP surface: the routes (all in routes.go), their
+// handlers, authentication, JSON in and out, and the mapping of error kinds to
+// status codes.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+)
+
+// Options holds what the handlers need. Nil fields are not allowed except where noted.
+type Options struct {
+	Auth   *auth.Service
+	Agents *agent.Service
+	// Ready reports whether Relay can serve requests (database reachable,
+	// migrations applied); it backs /readyz.
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
+	MaxBodyBytes int64
+	// Version is reported by /healthz.
+	Version string
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns the HTTP handler for Relay's API.
+func New(opts Options) http.Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+	return s.routes()
+}

@@ -1,0 +1,24 @@
+// Package store is Relay's storage contract. The engines live below it: sqlite/
+// (the embedded default) and postgres/; storetest/ is the one conformance suite
+// that both must pass. Domain packages declare the small interfaces they need
+// (agent.Store, auth.Store, …); Store is their union plus the engine's lifecycle.
+package store
+
+import (
+	"context"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+)
+
+// Store is everything Relay keeps, behind one engine.
+type Store interface {
+	auth.Store
+	agent.Store
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Engine names the engine: "sqlite" or "postgres".
+	Engine() string
+	// Close releases the database; it waits for nothing in flight.
+	Close() error
+}
