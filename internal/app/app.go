@@ -114,11 +114,13 @@ func Main(ctx context.Context, args []string, io IO) int {
 	e := &env{IO: io}
 	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
 	run := c.setup(fs)
-	fs.Usage = func() { printCommandHelp(io.Stderr, c) }
+	fs.Usage = func() {} // errors are reported below
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printCommandHelp(io.Stdout, c)
 			return 0
 		}
+		fmt.Fprintf(io.Stderr, "run 'relay %s --help' for usage\n", c.name)
 		return 2
 	}
 	err := run(ctx, e, fs.Args())
@@ -190,8 +192,14 @@ func printCommandHelp(w io.Writer, c *command) {
 	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
 	c.setup(fs)
 	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s %s\n        %s", f.Name, typ, usage)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // commands is every subcommand of relay.

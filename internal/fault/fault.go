@@ -124,7 +124,7 @@ func FromJSON(err error) error {
 	case errors.As(err, &syntax):
 		return Wrap(Invalid, err, "malformed JSON at byte %d", syntax.Offset)
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonField(typ.Field)
 		if field == "" {
 			return New(Invalid, "request body must be a JSON %s", jsonKind(typ.Type.Kind().String()))
 		}
@@ -139,6 +139,16 @@ func FromJSON(err error) error {
 	}
 	// Errors returned by a type's own UnmarshalJSON carry their message but not the field.
 	return Wrap(Invalid, nil, "invalid request body: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonField drops the names of embedded Go structs from a decoding error's field
+// path ("Spec.tools" → "tools"): Relay's JSON names all start in lower case.
+func jsonField(path string) string {
+	parts := strings.Split(path, ".")
+	for len(parts) > 1 && parts[0] != "" && parts[0][0] >= 'A' && parts[0][0] <= 'Z' {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
 }
 
 func jsonKind(goKind string) string {

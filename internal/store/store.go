@@ -2,6 +2,10 @@
 // (the embedded default) and postgres/; storetest/ is the one conformance suite
 // that both must pass. Domain packages declare the small interfaces they need
 // (agent.Store, auth.Store, …); Store is their union plus the engine's lifecycle.
+//
+// This package also holds what the SQL engines share: DB, which implements Store
+// with every query written once, a Dialect for what differs between engines, and
+// the runner of each engine's numbered migrations.
 package store
 
 import (

@@ -1,0 +1,399 @@
+// Package config owns Relay's one configuration: its shape, its defaults, where it
+// is read from (a relay.yaml or an existing librechat.yaml, then RELAY_*
+// environment overrides), ${VAR} expansion, validation with the dotted path and
+// file position of every bad field, and the masked dump that `relay config check`
+// prints. It is loaded once at start-up and passed down; nothing reads it globally.
+package config
+
+import (
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+)
+
+// Config is everything Relay is configured with.
+type Config struct {
+	Server    Server    `yaml:"server"`
+	Database  Database  `yaml:"database"`
+	Endpoints Endpoints `yaml:"endpoints"`
+	// MCPServers are the MCP servers by name. Their values are kept raw: ${VAR}
+	// and {{LIBRECHAT_USER_…}} placeholders are substituted by the MCP manager for
+	// each connection, not at load time.
+	MCPServers map[string]MCPServer `yaml:"mcpServers" relay:"raw"`
+	// MCPOrder lists the names of MCPServers in the order the file declares them.
+	MCPOrder  []string  `yaml:"-"`
+	Agents    []Agent   `yaml:"agents"`
+	Memory    Memory    `yaml:"memory"`
+	WebSearch WebSearch `yaml:"webSearch"`
+
+	// Path is the file the config was loaded from; "" when only defaults apply.
+	Path string `yaml:"-"`
+	// Ignored lists, sorted, the dotted paths of LibreChat keys present in the
+	// file that Relay accepts and does not use, e.g. "interface" or
+	// "endpoints.custom[0].titleConvo".
+	Ignored []string `yaml:"-"`
+
+	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
+	// or "env RELAY_TIMEZONE"), so that validation can point at it.
+	where map[string]string
+
+	// Top-level librechat.yaml keys that Relay accepts and ignores.
+	_ any `yaml:"version" relay:"ignored"`
+	_ any `yaml:"cache" relay:"ignored"`
+	_ any `yaml:"interface" relay:"ignored"`
+	_ any `yaml:"registration" relay:"ignored"`
+	_ any `yaml:"socialLogins" relay:"ignored"`
+	_ any `yaml:"fileStrategy" relay:"ignored"`
+	_ any `yaml:"fileStrategies" relay:"ignored"`
+	_ any `yaml:"fileConfig" relay:"ignored"`
+	_ any `yaml:"balance" relay:"ignored"`
+	_ any `yaml:"transactions" relay:"ignored"`
+	_ any `yaml:"speech" relay:"ignored"`
+	_ any `yaml:"stt" relay:"ignored"`
+	_ any `yaml:"tts" relay:"ignored"`
+	_ any `yaml:"actions" relay:"ignored"`
+	_ any `yaml:"rateLimits" relay:"ignored"`
+	_ any `yaml:"modelSpecs" relay:"ignored"`
+	_ any `yaml:"turnstile" relay:"ignored"`
+	_ any `yaml:"ocr" relay:"ignored"`
+	_ any `yaml:"includedTools" relay:"ignored"`
+	_ any `yaml:"filteredTools" relay:"ignored"`
+	_ any `yaml:"secureImageLinks" relay:"ignored"`
+	_ any `yaml:"imageOutputType" relay:"ignored"`
+	_ any `yaml:"ci" relay:"ignored"`
+	_ any `yaml:"mcpSettings" relay:"ignored"`
+	_ any `yaml:"scheduledTasks" relay:"ignored"`
+}
+
+// Server is how Relay listens, logs and keeps its files.
+type Server struct {
+	// Addr is the host:port to listen on.
+	Addr string `yaml:"addr"`
+	// DataDir holds the SQLite database and uploaded files. A relative path is
+	// relative to the working directory Relay is started in, not to the config
+	// file, so that `relay serve` in a checkout and in a container behave alike.
+	DataDir string `yaml:"data_dir"`
+	// Timezone is the IANA zone used for dates in prompts and schedules; "" is
+	// the process's local zone.
+	Timezone string `yaml:"timezone"`
+	// MaxBodyBytes caps the size of a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownTimeout is how long in-flight requests may take to finish on stop.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text or json.
+	LogFormat string `yaml:"log_format"`
+}
+
+// Database names the store. See Config.DB for the forms URL takes.
+type Database struct {
+	// URL is a SQLite file (a path, sqlite:PATH or sqlite://PATH) or a
+	// postgres:// URL; "" means SQLite at <data_dir>/relay.db.
+	URL string `yaml:"url"`
+	// ConnectTimeout bounds how long start-up waits for the database.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+}
+
+// The built-in provider names, as librechat.yaml spells them.
+const (
+	ProviderOpenAI      = "openAI"
+	ProviderAnthropic   = "anthropic"
+	ProviderGoogle      = "google"
+	ProviderAzureOpenAI = "azureOpenAI"
+)
+
+// reservedEndpoints are the names a custom endpoint may not take: the built-in
+// providers and the other endpoint names librechat.yaml gives a meaning.
+var reservedEndpoints = []string{
+	ProviderOpenAI, ProviderAnthropic, ProviderGoogle, ProviderAzureOpenAI,
+	"agents", "assistants", "azureAssistants", "bedrock", "custom", "gptPlugins",
+}
+
+// Endpoints configures the model providers, as librechat.yaml's `endpoints` does.
+type Endpoints struct {
+	OpenAI    Endpoint `yaml:"openAI"`
+	Anthropic Endpoint `yaml:"anthropic"`
+	Google    Endpoint `yaml:"google"`
+	// Custom are OpenAI-compatible providers (Ollama, vLLM, OpenRouter, …); each
+	// name becomes a provider agents may use.
+	Custom []CustomEndpoint `yaml:"custom"`
+	Agents AgentsEndpoint   `yaml:"agents"`
+
+	_ any `yaml:"azureOpenAI" relay:"ignored"`
+	_ any `yaml:"assistants" relay:"ignored"`
+	_ any `yaml:"azureAssistants" relay:"ignored"`
+	_ any `yaml:"bedrock" relay:"ignored"`
+	_ any `yaml:"all" relay:"ignored"`
+	_ any `yaml:"gptPlugins" relay:"ignored"`
+}
+
+// Endpoint is how Relay reaches one provider.
+type Endpoint struct {
+	APIKey  string `yaml:"apiKey,omitempty"`
+	BaseURL string `yaml:"baseURL,omitempty"`
+	Models  Models `yaml:"models,omitempty"`
+	// Headers are added to every request to the provider.
+	Headers map[string]string `yaml:"headers,omitempty"`
+	// AddParams are merged into every request body.
+	AddParams map[string]any `yaml:"addParams,omitempty"`
+	// DropParams are removed from every request body.
+	DropParams []string `yaml:"dropParams,omitempty"`
+
+	_ any `yaml:"titleConvo" relay:"ignored"`
+	_ any `yaml:"titleModel" relay:"ignored"`
+	_ any `yaml:"titleMethod" relay:"ignored"`
+	_ any `yaml:"titlePrompt" relay:"ignored"`
+	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
+	_ any `yaml:"titleEndpoint" relay:"ignored"`
+	_ any `yaml:"titleMessageRole" relay:"ignored"`
+	_ any `yaml:"summarize" relay:"ignored"`
+	_ any `yaml:"summaryModel" relay:"ignored"`
+	_ any `yaml:"streamRate" relay:"ignored"`
+	_ any `yaml:"plugins" relay:"ignored"`
+	_ any `yaml:"modelDisplayLabel" relay:"ignored"`
+	_ any `yaml:"iconURL" relay:"ignored"`
+	_ any `yaml:"forcePrompt" relay:"ignored"`
+	_ any `yaml:"directEndpoint" relay:"ignored"`
+	_ any `yaml:"customParams" relay:"ignored"`
+	_ any `yaml:"customOrder" relay:"ignored"`
+	_ any `yaml:"vertex" relay:"ignored"`
+}
+
+// CustomEndpoint is an OpenAI-compatible provider with a name of its own.
+type CustomEndpoint struct {
+	Name     string `yaml:"name"`
+	Endpoint `yaml:",inline"`
+}
+
+// Models lists the models a provider offers.
+type Models struct {
+	Default ModelList `yaml:"default,omitempty"`
+
+	_ any `yaml:"fetch" relay:"ignored"`
+	_ any `yaml:"userIdQuery" relay:"ignored"`
+}
+
+// IsZero reports whether no model is listed; it keeps an empty `models:` out of dumps.
+func (m Models) IsZero() bool { return len(m.Default) == 0 }
+
+// AgentsEndpoint holds the limits librechat.yaml sets under endpoints.agents.
+type AgentsEndpoint struct {
+	// RecursionLimit is the step limit of an agent that sets none.
+	RecursionLimit int `yaml:"recursionLimit"`
+	// MaxRecursionLimit caps every agent's recursion_limit.
+	MaxRecursionLimit int `yaml:"maxRecursionLimit"`
+
+	_ any `yaml:"disableBuilder" relay:"ignored"`
+	_ any `yaml:"capabilities" relay:"ignored"`
+	_ any `yaml:"maxCitations" relay:"ignored"`
+	_ any `yaml:"maxCitationsPerFile" relay:"ignored"`
+	_ any `yaml:"minRelevanceScore" relay:"ignored"`
+	_ any `yaml:"allowedProviders" relay:"ignored"`
+	_ any `yaml:"streamRate" relay:"ignored"`
+	_ any `yaml:"baseURL" relay:"ignored"`
+	_ any `yaml:"titleConvo" relay:"ignored"`
+	_ any `yaml:"titleModel" relay:"ignored"`
+	_ any `yaml:"titleMethod" relay:"ignored"`
+	_ any `yaml:"titlePrompt" relay:"ignored"`
+	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
+	_ any `yaml:"titleEndpoint" relay:"ignored"`
+}
+
+// The MCP transports.
+const (
+	TransportStdio          = "stdio"
+	TransportSSE            = "sse"
+	TransportStreamableHTTP = "streamable-http"
+	TransportWebSocket      = "websocket"
+)
+
+// The connection scopes of an MCP server.
+const (
+	// ScopeApp servers have one connection shared by every user.
+	ScopeApp = "app"
+	// ScopeUser servers have one connection per user.
+	ScopeUser = "user"
+)
+
+// MCPServer is one entry of mcpServers, with the keys of librechat.yaml.
+type MCPServer struct {
+	// Type is stdio, sse, streamable-http or websocket ("http" is read as
+	// streamable-http); "" means inferred, see Transport.
+	Type    string            `yaml:"type,omitempty"`
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	// Stderr says what to do with the child's stderr, as given (e.g. "inherit").
+	Stderr  string            `yaml:"stderr,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+	// Timeout is the limit of one request, in milliseconds.
+	Timeout int `yaml:"timeout"`
+	// InitTimeout is the limit to connect and initialize, in milliseconds.
+	InitTimeout        int                `yaml:"initTimeout"`
+	ServerInstructions ServerInstructions `yaml:"serverInstructions,omitempty"`
+	// Startup false defers connecting to first use. Never nil after Load.
+	Startup     *bool  `yaml:"startup,omitempty"`
+	ChatMenu    *bool  `yaml:"chatMenu,omitempty"`
+	IconPath    string `yaml:"iconPath,omitempty"`
+	Title       string `yaml:"title,omitempty"`
+	Description string `yaml:"description,omitempty"`
+	// Scope is ScopeApp or ScopeUser. Never empty after Load.
+	Scope string `yaml:"scope,omitempty"`
+	// SendUserID adds the user's id to tools/call on user-scoped connections.
+	// Never nil after Load.
+	SendUserID *bool `yaml:"sendUserId,omitempty"`
+
+	_ any `yaml:"customUserVars" relay:"ignored"`
+	_ any `yaml:"oauth" relay:"ignored"`
+	_ any `yaml:"requiresOAuth" relay:"ignored"`
+	_ any `yaml:"oauth_headers" relay:"ignored"`
+	_ any `yaml:"apiKey" relay:"ignored"`
+	_ any `yaml:"obo" relay:"ignored"`
+	_ any `yaml:"sseReadTimeout" relay:"ignored"`
+}
+
+// setDefaults fills the values an absent key leaves, before the entry is decoded,
+// so that an explicit `timeout: 0` is seen (and rejected) as such.
+func (s *MCPServer) setDefaults() {
+	s.Timeout = 60000
+	s.InitTimeout = 30000
+}
+
+// Transport returns the transport the server uses: Type, or when it is absent
+// stdio for a command, websocket for a ws:// or wss:// URL and sse for any other
+// URL. It returns "" when there is nothing to infer from.
+func (s MCPServer) Transport() string {
+	switch {
+	case s.Type == "http":
+		return TransportStreamableHTTP
+	case s.Type != "":
+		return s.Type
+	case s.Command != "":
+		return TransportStdio
+	case hasPrefixFold(s.URL, "ws://") || hasPrefixFold(s.URL, "wss://"):
+		return TransportWebSocket
+	case s.URL != "":
+		return TransportSSE
+	}
+	return ""
+}
+
+// RequestTimeout returns Timeout as a duration.
+func (s MCPServer) RequestTimeout() time.Duration {
+	return time.Duration(s.Timeout) * time.Millisecond
+}
+
+// ConnectTimeout returns InitTimeout as a duration.
+func (s MCPServer) ConnectTimeout() time.Duration {
+	return time.Duration(s.InitTimeout) * time.Millisecond
+}
+
+// ConnectsAtStartup reports whether the server is connected at start-up (the default).
+func (s MCPServer) ConnectsAtStartup() bool { return s.Startup == nil || *s.Startup }
+
+// SendsUserID reports whether tools/call carries the user's id (the default).
+func (s MCPServer) SendsUserID() bool { return s.SendUserID == nil || *s.SendUserID }
+
+// Agent is an agent defined in the config file. Relay upserts these at start-up
+// and marks them as managed by the config.
+type Agent struct {
+	ID         string `yaml:"id"`
+	agent.Spec `yaml:",inline"`
+}
+
+// setDefaults makes a config agent shared unless its entry says `shared: false`:
+// the operator's agents are meant for everyone on the server.
+func (a *Agent) setDefaults() { a.Shared = true }
+
+// Memory configures the memory tool that keeps facts about a user.
+type Memory struct {
+	Disabled bool `yaml:"disabled"`
+	// ValidKeys, when set, are the only keys memories may be stored under.
+	ValidKeys []string `yaml:"validKeys,omitempty"`
+	// TokenLimit caps the tokens of a user's memories; 0 means no cap.
+	TokenLimit int `yaml:"tokenLimit"`
+	// Personalize lets users turn memory on and off for themselves. Never nil after Load.
+	Personalize *bool `yaml:"personalize"`
+
+	_ any `yaml:"messageWindowSize" relay:"ignored"`
+	_ any `yaml:"agent" relay:"ignored"`
+	_ any `yaml:"charLimit" relay:"ignored"`
+}
+
+// The web search providers.
+const (
+	SearchSearxng = "searxng"
+	SearchBrave   = "brave"
+	SearchTavily  = "tavily"
+	SearchSerper  = "serper"
+)
+
+// WebSearch configures the web_search tool.
+type WebSearch struct {
+	// SearchProvider is searxng, brave, tavily or serper; "" means the tool is off.
+	SearchProvider     string `yaml:"searchProvider,omitempty"`
+	SearxngInstanceURL string `yaml:"searxngInstanceUrl,omitempty"`
+	SearxngAPIKey      string `yaml:"searxngApiKey,omitempty"`
+	BraveAPIKey        string `yaml:"braveApiKey,omitempty"`
+	TavilyAPIKey       string `yaml:"tavilyApiKey,omitempty"`
+	SerperAPIKey       string `yaml:"serperApiKey,omitempty"`
+	// SafeSearch is 0 (off), 1 (moderate) or 2 (strict).
+	SafeSearch SafeSearch `yaml:"safeSearch"`
+	// AnswerLanguage asks the provider for results in a language ("" for any).
+	AnswerLanguage string `yaml:"answerLanguage,omitempty"`
+
+	_ any `yaml:"firecrawlApiKey" relay:"ignored"`
+	_ any `yaml:"firecrawlApiUrl" relay:"ignored"`
+	_ any `yaml:"firecrawlVersion" relay:"ignored"`
+	_ any `yaml:"firecrawlOptions" relay:"ignored"`
+	_ any `yaml:"jinaApiKey" relay:"ignored"`
+	_ any `yaml:"jinaApiUrl" relay:"ignored"`
+	_ any `yaml:"cohereApiKey" relay:"ignored"`
+	_ any `yaml:"scraperType" relay:"ignored"`
+	_ any `yaml:"scraperProvider" relay:"ignored"`
+	_ any `yaml:"rerankerType" relay:"ignored"`
+	_ any `yaml:"scraperTimeout" relay:"ignored"`
+}
+
+// Default returns the configuration Relay runs with when no file and no
+// environment override says otherwise.
+func Default() *Config {
+	personalize := true
+	return &Config{
+		Server: Server{
+			Addr:            "127.0.0.1:3080",
+			DataDir:         "./data",
+			MaxBodyBytes:    1 << 20,
+			ShutdownTimeout: Duration{30 * time.Second},
+			LogLevel:        "info",
+			LogFormat:       "text",
+		},
+		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
+		Endpoints: Endpoints{
+			Agents: AgentsEndpoint{RecursionLimit: 25, MaxRecursionLimit: 100},
+		},
+		Memory:    Memory{Personalize: &personalize},
+		WebSearch: WebSearch{SafeSearch: SafeSearchModerate},
+	}
+}
+
+// Providers returns the provider names agents may use: the built-in ones, then
+// every custom endpoint in file order.
+func (c *Config) Providers() []string {
+	ps := []string{ProviderOpenAI, ProviderAnthropic, ProviderGoogle, ProviderAzureOpenAI}
+	for _, e := range c.Endpoints.Custom {
+		ps = append(ps, e.Name)
+	}
+	return ps
+}
+
+// Location returns the time zone of Server.Timezone, or the process's local
+// zone when it is empty.
+func (c *Config) Location() (*time.Location, error) {
+	if c.Server.Timezone == "" {
+		return time.Local, nil
+	}
+	return time.LoadLocation(c.Server.Timezone)
+}

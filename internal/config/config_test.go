@@ -1,0 +1,1000 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// envOf returns a getenv over a fixed set of variables.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+// loadYAML writes text to relay.yaml in a fresh working directory and loads it
+// by name, so that positions in errors read "relay.yaml:LINE:COL".
+func loadYAML(t *testing.T, text string, env map[string]string) (*Config, error) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("relay.yaml", []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Load("relay.yaml", envOf(env))
+}
+
+func mustLoadYAML(t *testing.T, text string, env map[string]string) *Config {
+	t.Helper()
+	c, err := loadYAML(t, text, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+// problems returns the "field: message" lines of an invalid-config error.
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Load succeeded; want an error")
+	}
+	if !fault.Is(err, fault.Invalid) {
+		t.Fatalf("error kind = %s, want invalid: %v", fault.KindOf(err), err)
+	}
+	var fe *fault.Error
+	if !errors.As(err, &fe) {
+		t.Fatalf("not a *fault.Error: %v", err)
+	}
+	var out []string
+	for _, f := range fe.Fields {
+		out = append(out, f.Field+": "+f.Message)
+	}
+	return out
+}
+
+var ignoreUnexported = cmpopts.IgnoreUnexported(Config{}, Endpoints{}, Endpoint{}, Models{}, AgentsEndpoint{}, MCPServer{}, Memory{}, WebSearch{})
+
+func TestDefaultsWithoutFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load("", envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	if diff := cmp.Diff(want, c, ignoreUnexported); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if c.Path != "" || c.Ignored != nil {
+		t.Errorf("Path = %q, Ignored = %q; want both empty", c.Path, c.Ignored)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"addr", c.Server.Addr, "127.0.0.1:3080"},
+		{"data_dir", c.Server.DataDir, "./data"},
+		{"max_body_bytes", c.Server.MaxBodyBytes, int64(1 << 20)},
+		{"shutdown_timeout", c.Server.ShutdownTimeout.Duration, 30 * time.Second},
+		{"log_level", c.Server.LogLevel, "info"},
+		{"log_format", c.Server.LogFormat, "text"},
+		{"connect_timeout", c.Database.ConnectTimeout.Duration, 30 * time.Second},
+		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 25},
+		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
+		{"personalize", *c.Memory.Personalize, true},
+		{"safeSearch", c.WebSearch.SafeSearch, SafeSearchModerate},
+		{"providers", strings.Join(c.Providers(), ","), "openAI,anthropic,google,azureOpenAI"},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+	engine, dsn, err := c.DB()
+	if err != nil || engine != "sqlite" || dsn != filepath.Join("data", "relay.db") {
+		t.Errorf("DB() = %q, %q, %v; want sqlite, data/relay.db", engine, dsn, err)
+	}
+	loc, err := c.Location()
+	if err != nil || loc != time.Local {
+		t.Errorf("Location() = %v, %v; want time.Local", loc, err)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    []string // files to create, each with server.addr naming it
+		flag     string
+		env      map[string]string
+		wantPath string // "" for defaults only
+		wantErr  string
+	}{
+		{name: "flag wins over RELAY_CONFIG and ./relay.yaml", files: []string{"flag.yaml", "env.yaml", "relay.yaml"},
+			flag: "flag.yaml", env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "flag.yaml"},
+		{name: "RELAY_CONFIG wins over ./relay.yaml", files: []string{"env.yaml", "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "env.yaml"},
+		{name: "./relay.yaml when nothing names a file", files: []string{"relay.yaml"}, wantPath: "relay.yaml"},
+		{name: "empty RELAY_CONFIG is unset", files: []string{"relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": ""}, wantPath: "relay.yaml"},
+		{name: "defaults when there is no file"},
+		{name: "flag file must exist", files: []string{"relay.yaml"}, flag: "missing.yaml",
+			wantErr: "config file missing.yaml (from --config) does not exist"},
+		{name: "RELAY_CONFIG file must exist", files: []string{"relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "gone.yaml"}, wantErr: "config file gone.yaml (from RELAY_CONFIG) does not exist"},
+		{name: "a directory is not a config file", files: []string{"relay.yaml"}, flag: ".",
+			wantErr: "config file . (from --config) is a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			for i, f := range tt.files {
+				text := "server:\n  addr: 127.0.0.1:" + string(rune('1'+i)) + "000\n"
+				if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := Load(tt.flag, envOf(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Path != tt.wantPath {
+				t.Errorf("Path = %q, want %q", c.Path, tt.wantPath)
+			}
+			wantAddr := Default().Server.Addr
+			for i, f := range tt.files {
+				if f == tt.wantPath {
+					wantAddr = "127.0.0.1:" + string(rune('1'+i)) + "000"
+				}
+			}
+			if c.Server.Addr != wantAddr {
+				t.Errorf("addr = %q, want %q (from %s)", c.Server.Addr, wantAddr, tt.wantPath)
+			}
+		})
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	const file = `server:
+  addr: 127.0.0.1:4000
+  data_dir: /srv/relay
+  timezone: Europe/Amsterdam
+  log_level: warn
+database:
+  url: /srv/relay/file.db
+`
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(t *testing.T, c *Config)
+	}{
+		{"file values without env", nil, func(t *testing.T, c *Config) {
+			if c.Server.Addr != "127.0.0.1:4000" || c.Server.DataDir != "/srv/relay" || c.Server.Timezone != "Europe/Amsterdam" ||
+				c.Server.LogLevel != "warn" || c.Database.URL != "/srv/relay/file.db" {
+				t.Errorf("server = %+v, database.url = %q", c.Server, c.Database.URL)
+			}
+		}},
+		{"every override beats the file", map[string]string{
+			"RELAY_ADDR": ":9999", "RELAY_DATA_DIR": "/tmp/d", "RELAY_DATABASE_URL": "postgres://u@db:5432/relay",
+			"RELAY_TIMEZONE": "UTC", "RELAY_LOG_LEVEL": "DEBUG",
+		}, func(t *testing.T, c *Config) {
+			if c.Server.Addr != ":9999" || c.Server.DataDir != "/tmp/d" || c.Server.Timezone != "UTC" || c.Server.LogLevel != "debug" {
+				t.Errorf("server = %+v", c.Server)
+			}
+			if e, dsn, _ := c.DB(); e != "postgres" || dsn != "postgres://u@db:5432/relay" {
+				t.Errorf("DB() = %q, %q", e, dsn)
+			}
+		}},
+		{"empty values are unset", map[string]string{"RELAY_ADDR": "", "RELAY_LOG_LEVEL": ""}, func(t *testing.T, c *Config) {
+			if c.Server.Addr != "127.0.0.1:4000" || c.Server.LogLevel != "warn" {
+				t.Errorf("server = %+v", c.Server)
+			}
+		}},
+		{"RELAY_DATA_DIR moves the default database", map[string]string{"RELAY_DATA_DIR": "/var/lib/relay", "RELAY_DATABASE_URL": ""},
+			func(t *testing.T, c *Config) {
+				c.Database.URL = ""
+				if _, dsn, _ := c.DB(); dsn != "/var/lib/relay/relay.db" {
+					t.Errorf("dsn = %q", dsn)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, mustLoadYAML(t, file, tt.env))
+		})
+	}
+
+	t.Run("a bad override is reported by its variable", func(t *testing.T) {
+		_, err := loadYAML(t, file, map[string]string{"RELAY_TIMEZONE": "Mars/Base"})
+		want := []string{`env RELAY_TIMEZONE: server.timezone: unknown time zone "Mars/Base" (use an IANA name such as Europe/Amsterdam, or leave it empty for the local zone)`}
+		if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+			t.Errorf("problems (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("env overrides apply without a file", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		c, err := Load("", envOf(map[string]string{"RELAY_ADDR": "0.0.0.0:80"}))
+		if err != nil || c.Server.Addr != "0.0.0.0:80" {
+			t.Fatalf("Load = %v, %v", c, err)
+		}
+	})
+}
+
+func TestLibreChatFile(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": "sk-openai-from-env-0006", "OPENROUTER_KEY": "or-from-env-0007", "APP_TITLE": "Relay"}
+	c, err := Load("testdata/librechat.yaml", envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIgnored := []string{
+		"cache",
+		"endpoints.agents.capabilities",
+		"endpoints.agents.disableBuilder",
+		"endpoints.custom[0].modelDisplayLabel",
+		"endpoints.custom[0].models.fetch",
+		"endpoints.custom[0].titleConvo",
+		"endpoints.custom[0].titleModel",
+		"endpoints.openAI.models.fetch",
+		"endpoints.openAI.titleConvo",
+		"endpoints.openAI.titleModel",
+		"fileStrategy",
+		"interface",
+		"mcpServers.per-user.customUserVars",
+		"memory.agent",
+		"memory.messageWindowSize",
+		"registration",
+		"version",
+		"webSearch.firecrawlApiKey",
+		"webSearch.rerankerType",
+	}
+	if diff := cmp.Diff(wantIgnored, c.Ignored); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"scheduled-tasks", "weather-api", "realtime-data", "ANVS-IAEA-Wetten", "NEO NL", "legacy-weather", "per-user"}, c.MCPOrder); diff != "" {
+		t.Errorf("MCPOrder (-want +got):\n%s", diff)
+	}
+
+	type server struct {
+		Transport, Scope     string
+		Timeout, InitTimeout int
+		Startup, FromServer  bool
+		Instructions         string
+	}
+	wantServers := map[string]server{
+		"scheduled-tasks":  {TransportStdio, ScopeApp, 30000, 30000, true, false, ""},
+		"weather-api":      {TransportSSE, ScopeApp, 15000, 30000, true, false, ""},
+		"realtime-data":    {TransportWebSocket, ScopeApp, 10000, 30000, true, false, ""},
+		"ANVS-IAEA-Wetten": {TransportStreamableHTTP, ScopeApp, 60000, 30000, true, false, "When using search tools, synthesize results into a clear answer in the user's language.\n"},
+		"NEO NL":           {TransportStreamableHTTP, ScopeApp, 60000, 30000, true, true, ""},
+		"legacy-weather":   {TransportSSE, ScopeApp, 60000, 30000, true, false, ""},
+		"per-user":         {TransportStreamableHTTP, ScopeUser, 60000, 30000, false, false, ""},
+	}
+	gotServers := map[string]server{}
+	for name, s := range c.MCPServers {
+		gotServers[name] = server{s.Transport(), s.Scope, s.Timeout, s.InitTimeout, s.ConnectsAtStartup(), s.ServerInstructions.FromServer(), s.ServerInstructions.Text}
+	}
+	if diff := cmp.Diff(wantServers, gotServers); diff != "" {
+		t.Errorf("mcpServers (-want +got):\n%s", diff)
+	}
+	if got := c.MCPServers["NEO NL"].Type; got != TransportStreamableHTTP {
+		t.Errorf(`type "http" read as %q, want streamable-http`, got)
+	}
+	if got := c.MCPServers["weather-api"].Headers["Authorization"]; got != "Bearer ${WEATHER_API_KEY}" {
+		t.Errorf("mcpServers headers are expanded: %q", got)
+	}
+
+	if got := c.Endpoints.OpenAI.APIKey; got != env["OPENAI_API_KEY"] {
+		t.Errorf("openAI.apiKey = %q, want it expanded", got)
+	}
+	if diff := cmp.Diff([]string{"openAI", "anthropic", "google", "azureOpenAI", "Ollama", "OpenRouter"}, c.Providers()); diff != "" {
+		t.Errorf("Providers (-want +got):\n%s", diff)
+	}
+	or := c.Endpoints.Custom[1]
+	if diff := cmp.Diff(ModelList{"meta-llama/llama-3-70b-instruct", "openai/gpt-4o"}, or.Models.Default); diff != "" {
+		t.Errorf("models given as mappings (-want +got):\n%s", diff)
+	}
+	if or.Headers["X-Title"] != "Relay" || or.Headers["Authorization"] != "Bearer or-from-env-0007" {
+		t.Errorf("custom headers = %q", or.Headers)
+	}
+	if or.AddParams["temperature"] != 0.2 {
+		t.Errorf("addParams = %v", or.AddParams)
+	}
+	if a := c.Endpoints.Agents; a.RecursionLimit != 50 || a.MaxRecursionLimit != 100 {
+		t.Errorf("endpoints.agents = %+v", a)
+	}
+
+	if len(c.Agents) != 2 {
+		t.Fatalf("agents = %d, want 2", len(c.Agents))
+	}
+	if a := c.Agents[0]; a.ID != "researcher" || !a.Shared || a.Instructions != "Answer with sources. Never reveal ${OPENAI_API_KEY}." {
+		t.Errorf("agents[0] = %+v; want shared by default and instructions unexpanded", a)
+	}
+	if c.Agents[1].Shared {
+		t.Errorf("agents[1].shared = true, want the file's false")
+	}
+	if m := c.Memory; m.TokenLimit != 10000 || len(m.ValidKeys) != 3 || !*m.Personalize {
+		t.Errorf("memory = %+v", m)
+	}
+	if w := c.WebSearch; w.SearchProvider != SearchSerper || w.SerperAPIKey != "${SERPER_API_KEY}" || w.SafeSearch != SafeSearchModerate {
+		t.Errorf("webSearch = %+v", w)
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format)`,
+		}},
+		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
+			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch)`,
+		}},
+		{"in a custom endpoint", "endpoints:\n  custom:\n    - name: Groq\n      baseURL: https://api.groq.com/openai/v1\n      titelConvo: true\n", []string{
+			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams)`,
+		}},
+		{"in an MCP server", "mcpServers:\n  fs:\n    command: npx\n    argz: [a]\n", []string{
+			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, sendUserId)`,
+		}},
+		{"in an MCP server with a spaced name", "mcpServers:\n  \"NEO NL\":\n    url: http://x/mcp\n    header: {}\n", []string{
+			`relay.yaml:4:5: unknown key "header" in mcpServers["NEO NL"] (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, sendUserId)`,
+		}},
+		{"in an agent edge", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: a\n        to: b\n        kind: direct\n", []string{
+			`relay.yaml:8:9: unknown key "kind" in agents[0].edges[0] (known: from, to, edgeType, prompt, excludeResults, promptKey, description)`,
+		}},
+		{"several at once, with a duplicate", "server:\n  addr: :1\n  addr: :2\nmemory:\n  tokenlimit: 5\n", []string{
+			`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
+			`relay.yaml:5:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize)`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadYAML(t, tt.yaml, nil)
+			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			if !strings.HasPrefix(err.Error(), "invalid config relay.yaml: ") {
+				t.Errorf("error = %q, want it to name the file", err)
+			}
+		})
+	}
+}
+
+func TestMalformedYAML(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"missing colon", "server:\n  addr: :3080\n  data_dir\n  timezone: UTC\n", "relay.yaml:3: malformed YAML: could not find expected ':'"},
+		{"bad indentation", "server:\n  addr: :3080\n bad: x\n", "relay.yaml:2: malformed YAML: did not find expected key"},
+		{"tab indentation", "server:\n\taddr: :3080\n", "relay.yaml:2: malformed YAML: found character that cannot start any token"},
+		{"not a mapping", "- a\n- b\n", `relay.yaml:1:1: the file must be a mapping of keys such as server, endpoints and mcpServers, got a list`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadYAML(t, tt.yaml, nil)
+			if diff := cmp.Diff([]string{tt.want}, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTypeErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"integer", "mcpServers:\n  x:\n    url: http://h/mcp\n    timeout: abc\n",
+			`relay.yaml:4:14: mcpServers.x.timeout: expected an integer, got "abc"`},
+		{"boolean", "mcpServers:\n  x:\n    command: npx\n    startup: maybe\n",
+			`relay.yaml:4:14: mcpServers.x.startup: expected true or false, got "maybe"`},
+		{"duration", "server:\n  shutdown_timeout: soon\n",
+			`relay.yaml:2:21: server.shutdown_timeout: expected a duration such as "30s" or "2m", or a number of seconds, got "soon"`},
+		{"list expected", "mcpServers:\n  x:\n    command: npx\n    args: {a: b}\n",
+			`relay.yaml:4:11: mcpServers.x.args: expected a list of strings, got a mapping`},
+		{"mapping expected", "server: :3080\n",
+			`relay.yaml:1:9: server: expected a mapping, got ":3080"`},
+		{"list of agents expected", "agents:\n  id: a\n",
+			`relay.yaml:2:3: agents: expected a list, got a mapping`},
+		{"string expected", "agents:\n  - id: a\n    provider: openAI\n    model: [a, b]\n",
+			`relay.yaml:4:12: agents[0].model: expected a string, got a list`},
+		{"safe search", "webSearch:\n  safeSearch: strict\n",
+			`relay.yaml:2:15: webSearch.safeSearch: expected 0, 1, 2, true or false, got "strict"`},
+		{"edge ids", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: {x: 1}\n        to: b\n",
+			`relay.yaml:6:15: agents[0].edges[0].from: must be an agent id or a list of agent ids`},
+		{"serverInstructions", "mcpServers:\n  x:\n    command: npx\n    serverInstructions: [a]\n",
+			`relay.yaml:4:25: mcpServers.x.serverInstructions: expected true, false or a text, got a list`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadYAML(t, tt.yaml, nil)
+			if diff := cmp.Diff([]string{tt.want}, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestScalarForms(t *testing.T) {
+	c := mustLoadYAML(t, `server:
+  shutdown_timeout: 45
+database:
+  connect_timeout: 1m30s
+mcpServers:
+  x:
+    command: npx
+    stderr: 2
+    env:
+      PORT: 8080
+    serverInstructions: false
+  y:
+    command: npx
+    serverInstructions: "true"
+webSearch:
+  safeSearch: 2
+`, nil)
+	if got := c.Server.ShutdownTimeout.Duration; got != 45*time.Second {
+		t.Errorf("shutdown_timeout = %v, want 45s", got)
+	}
+	if got := c.Database.ConnectTimeout.Duration; got != 90*time.Second {
+		t.Errorf("connect_timeout = %v, want 1m30s", got)
+	}
+	x := c.MCPServers["x"]
+	if x.Stderr != "2" || x.Env["PORT"] != "8080" || !x.ServerInstructions.IsZero() {
+		t.Errorf("x = %+v", x)
+	}
+	if !c.MCPServers["y"].ServerInstructions.FromServer() {
+		t.Errorf(`serverInstructions "true" = %+v, want the server's own`, c.MCPServers["y"].ServerInstructions)
+	}
+	if c.WebSearch.SafeSearch != SafeSearchStrict {
+		t.Errorf("safeSearch = %d", c.WebSearch.SafeSearch)
+	}
+}
+
+func TestExpansion(t *testing.T) {
+	env := map[string]string{"KEY": "sk-expanded", "HOST": "llm.internal", "LIMIT": "2048", "TZ_NAME": "UTC", "EMPTY": ""}
+	c := mustLoadYAML(t, `server:
+  timezone: ${TZ_NAME}
+  addr: ${EMPTY}
+endpoints:
+  openAI:
+    apiKey: ${KEY}
+    baseURL: "https://${HOST}/v1"
+    headers:
+      X-Unset: "${NOT_SET}"
+      X-Dollar: "$KEY"
+      X-Both: "${KEY}-${NOT_SET}"
+memory:
+  tokenLimit: ${LIMIT}
+mcpServers:
+  x:
+    url: "https://${HOST}/mcp"
+    headers:
+      Authorization: "Bearer ${KEY}"
+    env:
+      TOKEN: ${KEY}
+agents:
+  - id: a
+    provider: openAI
+    model: ${HOST}
+    instructions: "Use ${KEY} wisely"
+    edges:
+      - from: a
+        to: b
+        prompt: "Summarize ${KEY}"
+`, env)
+	tests := []struct {
+		name, got, want string
+	}{
+		{"whole string", c.Endpoints.OpenAI.APIKey, "sk-expanded"},
+		{"embedded", c.Endpoints.OpenAI.BaseURL, "https://llm.internal/v1"},
+		{"unset stays literal", c.Endpoints.OpenAI.Headers["X-Unset"], "${NOT_SET}"},
+		{"$VAR is not a reference", c.Endpoints.OpenAI.Headers["X-Dollar"], "$KEY"},
+		{"set and unset together", c.Endpoints.OpenAI.Headers["X-Both"], "sk-expanded-${NOT_SET}"},
+		{"set to empty leaves the default", c.Server.Addr, "127.0.0.1:3080"},
+		{"timezone", c.Server.Timezone, "UTC"},
+		{"not in mcpServers url", c.MCPServers["x"].URL, "https://${HOST}/mcp"},
+		{"not in mcpServers headers", c.MCPServers["x"].Headers["Authorization"], "Bearer ${KEY}"},
+		{"not in mcpServers env", c.MCPServers["x"].Env["TOKEN"], "${KEY}"},
+		{"agent model", c.Agents[0].Model, "llm.internal"},
+		{"not in agent instructions", c.Agents[0].Instructions, "Use ${KEY} wisely"},
+		{"not in edge prompts", c.Agents[0].Edges[0].Prompt, "Summarize ${KEY}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+	t.Run("unquoted reference can be a number", func(t *testing.T) {
+		if c.Memory.TokenLimit != 2048 {
+			t.Errorf("tokenLimit = %d, want 2048", c.Memory.TokenLimit)
+		}
+	})
+}
+
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"server", `server:
+  addr: localhost
+  data_dir: ""
+  timezone: Mars/Base
+  max_body_bytes: 0
+  shutdown_timeout: 0s
+  log_level: verbose
+  log_format: xml
+`, []string{
+			`relay.yaml:2:9: server.addr: "localhost" is not a host:port address (e.g. 127.0.0.1:3080 or :3080)`,
+			`relay.yaml:3:13: server.data_dir: required`,
+			`relay.yaml:4:13: server.timezone: unknown time zone "Mars/Base" (use an IANA name such as Europe/Amsterdam, or leave it empty for the local zone)`,
+			`relay.yaml:5:19: server.max_body_bytes: must be greater than 0`,
+			`relay.yaml:6:21: server.shutdown_timeout: must be greater than 0`,
+			`relay.yaml:7:14: server.log_level: must be one of debug, info, warn, error, got "verbose"`,
+			`relay.yaml:8:15: server.log_format: must be text or json, got "xml"`,
+		}},
+		{"database", "database:\n  url: mysql://root:hunter2@db/relay\n  connect_timeout: 0\n", []string{
+			`relay.yaml:2:8: database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`,
+			`relay.yaml:3:20: database.connect_timeout: must be greater than 0`,
+		}},
+		{"custom endpoints", `endpoints:
+  openAI:
+    baseURL: api.openai.com/v1
+  custom:
+    - baseURL: http://localhost:11434/v1
+    - name: groq
+      baseURL: https://api.groq.com/openai/v1
+    - name: Groq
+      baseURL: ftp://x
+    - name: OpenAI
+      baseURL: "${OPENAI_PROXY}/v1"
+    - name: Agents
+      baseURL: "ftp://${HOST}"
+`, []string{
+			`relay.yaml:3:14: endpoints.openAI.baseURL: must be an http:// or https:// URL with a host, got "api.openai.com/v1"`,
+			`relay.yaml:5:7: endpoints.custom[0].name: required`,
+			`relay.yaml:8:13: endpoints.custom[2].name: "Groq" is already the name of endpoints.custom[1] (names are compared without case)`,
+			`relay.yaml:9:16: endpoints.custom[2].baseURL: must be an http:// or https:// URL with a host, got "ftp://x"`,
+			`relay.yaml:10:13: endpoints.custom[3].name: "OpenAI" is a built-in endpoint name; choose another`,
+			`relay.yaml:12:13: endpoints.custom[4].name: "Agents" is a built-in endpoint name; choose another`,
+			`relay.yaml:13:16: endpoints.custom[4].baseURL: must be an http:// or https:// URL`,
+		}},
+		{"recursion limits", "endpoints:\n  agents:\n    recursionLimit: 200\n    maxRecursionLimit: 100\n", []string{
+			`relay.yaml:3:21: endpoints.agents.recursionLimit: 200 is more than maxRecursionLimit (100)`,
+		}},
+		{"recursion limits at least 1", "endpoints:\n  agents:\n    recursionLimit: 0\n    maxRecursionLimit: -1\n", []string{
+			`relay.yaml:3:21: endpoints.agents.recursionLimit: must be at least 1`,
+			`relay.yaml:4:24: endpoints.agents.maxRecursionLimit: must be at least 1`,
+		}},
+		{"mcp servers", `mcpServers:
+  a-stdio:
+    type: stdio
+    args: [x]
+  b-ws:
+    type: websocket
+    url: http://localhost:3002
+  c-sse:
+    url: ftp://localhost/sse
+  d-http:
+    type: http
+  e-placeholder:
+    type: streamable-http
+    url: "https://{{LIBRECHAT_USER_ID}}.example.com/mcp"
+  f-env:
+    url: "${MCP_URL}"
+  g-bad-placeholder:
+    type: websocket
+    url: "http://${HOST}/ws"
+  h-nothing:
+    title: Nothing
+  i-timeouts:
+    command: npx
+    timeout: 0
+    initTimeout: -5
+    scope: everyone
+  j-type:
+    type: grpc
+    url: http://x
+`, []string{
+			`relay.yaml:3:5: mcpServers.a-stdio.command: required for a stdio server`,
+			`relay.yaml:7:10: mcpServers.b-ws.url: must be a ws:// or wss:// URL with a host, got "http://localhost:3002"`,
+			`relay.yaml:9:10: mcpServers.c-sse.url: must be a http:// or https:// URL with a host, got "ftp://localhost/sse"`,
+			`relay.yaml:11:5: mcpServers.d-http.url: required (a http:// or https:// URL)`,
+			`relay.yaml:19:10: mcpServers.g-bad-placeholder.url: must be a ws:// or wss:// URL`,
+			`relay.yaml:21:5: mcpServers.h-nothing: needs a command (stdio) or a url`,
+			`relay.yaml:24:14: mcpServers.i-timeouts.timeout: must be greater than 0 (milliseconds)`,
+			`relay.yaml:25:18: mcpServers.i-timeouts.initTimeout: must be greater than 0 (milliseconds)`,
+			`relay.yaml:26:12: mcpServers.i-timeouts.scope: must be app or user, got "everyone"`,
+			`relay.yaml:28:11: mcpServers.j-type.type: must be one of stdio, sse, streamable-http (or http), websocket, got "grpc"`,
+		}},
+		{"agents", `endpoints:
+  agents:
+    maxRecursionLimit: 30
+  custom:
+    - name: Ollama
+      baseURL: http://localhost:11434/v1
+agents:
+  - id: "bad id!"
+    provider: ollama
+    model: llama3
+  - id: twin
+    provider: openAI
+    model: gpt-4o
+  - id: twin
+    provider: mistral
+    model: ""
+    recursion_limit: 50
+    tools: [web_search, web_search]
+    edges:
+      - from: twin
+        to: "no good"
+        edgeType: sideways
+  - provider: openAI
+    model: gpt-4o
+`, []string{
+			`relay.yaml:8:9: agents[0].id: "bad id!" is not an agent id (1 to 64 letters, digits, _ or -)`,
+			`relay.yaml:14:9: agents[2].id: "twin" is already the id of agents[1]`,
+			`relay.yaml:15:15: agents[2].provider: unknown provider "mistral" (known: openAI, anthropic, google, azureOpenAI, Ollama)`,
+			`relay.yaml:16:12: agents[2].model: required`,
+			`relay.yaml:18:12: agents[2].tools[1]: duplicate tool "web_search"`,
+			`relay.yaml:17:22: agents[2].recursion_limit: at most 30 (endpoints.agents.maxRecursionLimit)`,
+			`relay.yaml:21:13: agents[2].edges[0].to[0]: "no good" is not an agent id`,
+			`relay.yaml:22:19: agents[2].edges[0].edgeType: must be handoff or direct`,
+			`relay.yaml:23:5: agents[3].id: required`,
+		}},
+		{"memory and web search", `memory:
+  validKeys: [preferences, Work-Info]
+  tokenLimit: -1
+webSearch:
+  searchProvider: bing
+  safeSearch: 3
+  searxngInstanceUrl: searx.local
+`, []string{
+			`relay.yaml:2:14: memory.validKeys[1]: "Work-Info" must be lower-case letters and _`,
+			`relay.yaml:3:15: memory.tokenLimit: must not be negative`,
+			`relay.yaml:5:19: webSearch.searchProvider: must be one of searxng, brave, tavily, serper, or empty, got "bing"`,
+			`relay.yaml:6:15: webSearch.safeSearch: must be 0 (off), 1 (moderate) or 2 (strict), got 3`,
+			`relay.yaml:7:23: webSearch.searxngInstanceUrl: must be an http:// or https:// URL with a host, got "searx.local"`,
+		}},
+		{"type errors are not reported twice", "agents:\n  - id: a\n    provider: [openAI]\n    model: m\n", []string{
+			`relay.yaml:3:15: agents[0].provider: expected a string, got a list`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadYAML(t, tt.yaml, nil)
+			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("valid after flags change it", func(t *testing.T) {
+		c := mustLoadYAML(t, "server:\n  addr: :3080\n", nil)
+		c.Server.Addr = "nonsense"
+		got := problems(t, c.Validate())
+		want := []string{`relay.yaml:2:9: server.addr: "nonsense" is not a host:port address (e.g. 127.0.0.1:3080 or :3080)`}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("problems (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("error text lists every problem", func(t *testing.T) {
+		_, err := loadYAML(t, "server:\n  log_level: loud\n  log_format: xml\n", nil)
+		want := `invalid config relay.yaml: relay.yaml:2:14: server.log_level: must be one of debug, info, warn, error, got "loud"; ` +
+			`relay.yaml:3:15: server.log_format: must be text or json, got "xml"`
+		if err == nil || err.Error() != want {
+			t.Errorf("error = %v\nwant    %s", err, want)
+		}
+	})
+}
+
+func TestMCPDefaults(t *testing.T) {
+	c := mustLoadYAML(t, `mcpServers:
+  plain:
+    command: npx
+  user-env:
+    command: npx
+    env:
+      USER_ID: "{{LIBRECHAT_USER_ID}}"
+  user-args:
+    command: npx
+    args: ["--user", "{{LIBRECHAT_USER_EMAIL}}"]
+  user-header:
+    url: http://h/mcp
+    headers:
+      X-User: "{{LIBRECHAT_USER_USERNAME}}"
+  forced-app:
+    url: "http://h/{{LIBRECHAT_USER_ID}}"
+    scope: app
+    sendUserId: false
+    startup: false
+`, nil)
+	tests := []struct {
+		name                 string
+		scope                string
+		startup, sendsUserID bool
+	}{
+		{"plain", ScopeApp, true, true},
+		{"user-env", ScopeUser, true, true},
+		{"user-args", ScopeUser, true, true},
+		{"user-header", ScopeUser, true, true},
+		{"forced-app", ScopeApp, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := c.MCPServers[tt.name]
+			if s.Scope != tt.scope || s.ConnectsAtStartup() != tt.startup || s.SendsUserID() != tt.sendsUserID {
+				t.Errorf("scope %q startup %v sendUserId %v; want %q %v %v", s.Scope, s.ConnectsAtStartup(), s.SendsUserID(), tt.scope, tt.startup, tt.sendsUserID)
+			}
+			if s.RequestTimeout() != time.Minute || s.ConnectTimeout() != 30*time.Second {
+				t.Errorf("timeouts %v, %v; want 1m, 30s", s.RequestTimeout(), s.ConnectTimeout())
+			}
+		})
+	}
+}
+
+func TestTransport(t *testing.T) {
+	tests := []struct {
+		name string
+		s    MCPServer
+		want string
+	}{
+		{"explicit", MCPServer{Type: "sse", URL: "ws://x"}, TransportSSE},
+		{"http alias", MCPServer{Type: "http", URL: "http://x"}, TransportStreamableHTTP},
+		{"command", MCPServer{Command: "npx", URL: "http://x"}, TransportStdio},
+		{"ws url", MCPServer{URL: "ws://x"}, TransportWebSocket},
+		{"wss url", MCPServer{URL: "WSS://x"}, TransportWebSocket},
+		{"http url", MCPServer{URL: "https://x/sse"}, TransportSSE},
+		{"nothing", MCPServer{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.Transport(); got != tt.want {
+				t.Errorf("Transport() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDB(t *testing.T) {
+	tests := []struct {
+		name, url, engine, dsn, err string
+	}{
+		{name: "default", url: "", engine: "sqlite", dsn: "data/relay.db"},
+		{name: "plain relative path", url: "relay.db", engine: "sqlite", dsn: "relay.db"},
+		{name: "plain absolute path", url: "/var/lib/relay/relay.db", engine: "sqlite", dsn: "/var/lib/relay/relay.db"},
+		{name: "sqlite: path", url: "sqlite:relay.db", engine: "sqlite", dsn: "relay.db"},
+		{name: "sqlite:// relative", url: "sqlite://data/relay.db", engine: "sqlite", dsn: "data/relay.db"},
+		{name: "sqlite:/// absolute", url: "sqlite:///abs/path.db", engine: "sqlite", dsn: "/abs/path.db"},
+		{name: "sqlite without a path", url: "sqlite://", err: "database.url: sqlite URL needs a file path, e.g. sqlite:///var/lib/relay/relay.db"},
+		{name: "postgres", url: "postgres://relay:pw@db:5432/relay?sslmode=disable", engine: "postgres", dsn: "postgres://relay:pw@db:5432/relay?sslmode=disable"},
+		{name: "postgresql", url: "postgresql://relay@localhost/relay", engine: "postgres", dsn: "postgresql://relay@localhost/relay"},
+		{name: "postgres without host", url: "postgres:///relay", err: "database.url: postgres URL needs a host, e.g. postgres://relay@localhost:5432/relay"},
+		{name: "unparsable postgres hides the password", url: "postgres://relay:s3cr%t@db/relay", err: "database.url: not a valid postgres URL (check that special characters in the password are percent-encoded)"},
+		{name: "mysql", url: "mysql://root:hunter2@x", err: `database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`},
+		{name: "key=value DSN", url: "host=db user=relay password=hunter2", err: "database.url: looks like a key=value connection string; write it as postgres://user:password@host:5432/dbname"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.Server.DataDir = "data"
+			c.Database.URL = tt.url
+			engine, dsn, err := c.DB()
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || engine != tt.engine || dsn != tt.dsn {
+				t.Errorf("DB() = %q, %q, %v; want %q, %q", engine, dsn, err, tt.engine, tt.dsn)
+			}
+		})
+	}
+}
+
+func TestWriteMasked(t *testing.T) {
+	env := map[string]string{
+		"OPENAI_API_KEY":     "sk-openai-from-env-0006",
+		"OPENROUTER_KEY":     "or-from-env-0007",
+		"APP_TITLE":          "Relay",
+		"RELAY_DATABASE_URL": "postgres://relay:db-password-0008@db.internal:5432/relay?sslmode=disable",
+	}
+	c, err := Load("testdata/librechat.yaml", envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WebSearch.BraveAPIKey = "brave-secret-0009"
+	c.Endpoints.Google.APIKey = "AIza-google-secret-0010"
+	var b strings.Builder
+	if err := c.WriteMasked(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+
+	secrets := []string{
+		"sk-openai-from-env-0006", "or-from-env-0007", "db-password-0008", "brave-secret-0009", "AIza-google-secret-0010",
+		"sk-ant-literal-secret-0001", "mcp-arg-secret-0002", "ghp_literal-secret-0003", "query-secret-0004", "literal-header-secret-0005",
+	}
+	for _, s := range secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("output contains the secret %q", s)
+		}
+	}
+	shown := []string{
+		"# Ignored LibreChat keys: cache, endpoints.agents.capabilities,",
+		"serperApiKey: ${SERPER_API_KEY}",
+		"Authorization: Bearer ${WEATHER_API_KEY}",
+		"Authorization: Bearer ${MCP_KEY}",
+		"DATABASE_URL: ${DATABASE_URL}",
+		"X-Api-Key: '{{MY_SERVICE_KEY}}'",
+		"url: postgres://relay:****@db.internal:5432/relay?sslmode=disable",
+		"url: https://weather.example.com/sse?api_key=****&units=metric",
+		"X-Title: Relay",
+		"- --api-key\n      - '****'",
+		"GITHUB_TOKEN: '****'",
+		"NODE_ENV: production",
+		"serverInstructions: true",
+		"instructions: Answer with sources. Never reveal ${OPENAI_API_KEY}.",
+	}
+	for _, s := range shown {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q", s)
+		}
+	}
+	if i, j := strings.Index(out, "scheduled-tasks:"), strings.Index(out, "per-user:"); i < 0 || j < i {
+		t.Errorf("mcpServers are not in file order")
+	}
+	if c.Endpoints.OpenAI.APIKey != "sk-openai-from-env-0006" || c.MCPServers["scheduled-tasks"].Env["GITHUB_TOKEN"] != "ghp_literal-secret-0003" {
+		t.Errorf("WriteMasked changed the config it was called on")
+	}
+
+	t.Run("round trip", func(t *testing.T) {
+		dir := t.TempDir()
+		c := Default()
+		c.Endpoints.OpenAI.APIKey = "${OPENAI_API_KEY}"
+		var b strings.Builder
+		if err := c.WriteMasked(&b); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "dump.yaml")
+		if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Load(p, envOf(nil))
+		if err != nil {
+			t.Fatalf("the dump does not load: %v\n%s", err, b.String())
+		}
+		got.Path = ""
+		if diff := cmp.Diff(c, got, ignoreUnexported, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestMasking(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"literal", "sk-123", masked},
+		{"empty", "", ""},
+		{"reference", "${KEY}", "${KEY}"},
+		{"bearer reference", "Bearer ${KEY}", "Bearer ${KEY}"},
+		{"user placeholder", "{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_ID}}"},
+		{"literal around a reference", "sk-${KEY}", masked},
+		{"bearer literal", "Bearer abc", masked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := maskValue(tt.in); got != tt.want {
+				t.Errorf("maskValue(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	urls := []struct {
+		name, in, want string
+	}{
+		{"password", "postgres://u:pw@h/db", "postgres://u:****@h/db"},
+		{"unparsable password", "postgres://u:p%zz@h/db", "postgres://u:****@h/db"},
+		{"password reference", "postgres://u:${PW}@h/db", "postgres://u:${PW}@h/db"},
+		{"no password", "postgres://u@h/db", "postgres://u@h/db"},
+		{"query", "https://h/x?token=abc&v=1#top", "https://h/x?token=****&v=1#top"},
+		{"file path", "/var/lib/relay.db", "/var/lib/relay.db"},
+	}
+	for _, tt := range urls {
+		t.Run("url "+tt.name, func(t *testing.T) {
+			if got := maskURL(tt.in); got != tt.want {
+				t.Errorf("maskURL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	args := []struct {
+		name     string
+		in, want []string
+	}{
+		{"flag and value", []string{"--token", "abc", "--verbose"}, []string{"--token", masked, "--verbose"}},
+		{"flag=value", []string{"--api-key=abc"}, []string{"--api-key=" + masked}},
+		{"env assignment", []string{"-e", "GITHUB_TOKEN=ghp"}, []string{"-e", "GITHUB_TOKEN=" + masked}},
+		{"reference", []string{"--token", "${T}"}, []string{"--token", "${T}"}},
+		{"harmless", []string{"-y", "@modelcontextprotocol/server-everything"}, []string{"-y", "@modelcontextprotocol/server-everything"}},
+	}
+	for _, tt := range args {
+		t.Run("args "+tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, maskArgs(tt.in)); diff != "" {
+				t.Errorf("maskArgs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	c := mustLoadYAML(t, `mcpServers:
+  first: &remote
+    type: streamable-http
+    url: https://a.example.com/mcp
+    timeout: 5000
+    oauth: {client_id: x}
+  second:
+    <<: *remote
+    url: https://b.example.com/mcp
+endpoints:
+  azureOpenAI:
+    groups: []
+  custom:
+    - &ollama
+      name: Ollama
+      baseURL: http://localhost:11434/v1
+      titleConvo: true
+    - <<: *ollama
+      name: Ollama2
+`, nil)
+	second := c.MCPServers["second"]
+	if second.URL != "https://b.example.com/mcp" || second.Timeout != 5000 || second.Transport() != TransportStreamableHTTP {
+		t.Errorf("second = %+v; want the anchor's keys with its own url", second)
+	}
+	if got := c.Endpoints.Custom[1]; got.Name != "Ollama2" || got.BaseURL != "http://localhost:11434/v1" {
+		t.Errorf("custom[1] = %+v", got)
+	}
+	want := []string{
+		"endpoints.azureOpenAI",
+		"endpoints.custom[0].titleConvo",
+		"endpoints.custom[1].titleConvo",
+		"mcpServers.first.oauth",
+		"mcpServers.second.oauth",
+	}
+	if diff := cmp.Diff(want, c.Ignored); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	for _, text := range []string{"", "# only a comment\n", "---\n"} {
+		c := mustLoadYAML(t, text, nil)
+		if c.Path != "relay.yaml" {
+			t.Errorf("%q: Path = %q", text, c.Path)
+		}
+		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path")); diff != "" {
+			t.Errorf("%q: config (-want +got):\n%s", text, diff)
+		}
+	}
+}

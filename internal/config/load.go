@@ -1,0 +1,177 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// DefaultFile is the file Load reads when neither --config nor RELAY_CONFIG names one.
+const DefaultFile = "relay.yaml"
+
+// envOverrides are the environment variables that override the file, and the
+// paths they set.
+var envOverrides = []struct {
+	name, path string
+	set        func(c *Config, v string)
+}{
+	{"RELAY_ADDR", "server.addr", func(c *Config, v string) { c.Server.Addr = v }},
+	{"RELAY_DATA_DIR", "server.data_dir", func(c *Config, v string) { c.Server.DataDir = v }},
+	{"RELAY_DATABASE_URL", "database.url", func(c *Config, v string) { c.Database.URL = v }},
+	{"RELAY_TIMEZONE", "server.timezone", func(c *Config, v string) { c.Server.Timezone = v }},
+	{"RELAY_LOG_LEVEL", "server.log_level", func(c *Config, v string) { c.Server.LogLevel = v }},
+}
+
+// Load reads the configuration, applies the environment and validates it.
+//
+// The file is path when it is not empty (the --config flag), else the file named
+// by RELAY_CONFIG, else ./relay.yaml when it exists; a file named by the first two
+// must exist. Without a file, Load uses Default. The file may be an existing
+// librechat.yaml: ${VAR} in its values is expanded from getenv (except in
+// mcpServers and in agent prompts), and LibreChat keys Relay does not use are
+// listed in Ignored. Then RELAY_ADDR, RELAY_DATA_DIR, RELAY_DATABASE_URL,
+// RELAY_TIMEZONE and RELAY_LOG_LEVEL override the file when set and not empty.
+// Command-line flags are the caller's to apply afterwards (then call Validate).
+//
+// getenv nil means os.LookupEnv. Errors are fault.Invalid and name every problem
+// with its dotted path and, where known, file:line:column.
+func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	file, err := find(path, getenv)
+	if err != nil {
+		return nil, err
+	}
+	c := Default()
+	d := newDecoder(file, getenv)
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fault.Wrap(fault.Invalid, err, "reading config")
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid config " + file,
+				Fields: []fault.FieldError{syntaxProblem(file, err)}}
+		}
+		c.Path = file
+		d.decodeFile(&doc, c)
+		c.MCPOrder = d.order["mcpServers"]
+		slices.Sort(d.ignored)
+		c.Ignored = slices.Compact(d.ignored)
+	}
+	c.where = d.where
+	for _, o := range envOverrides {
+		if v, ok := getenv(o.name); ok && v != "" {
+			o.set(c, v)
+			c.where[o.path] = "env " + o.name
+		}
+	}
+	c.complete()
+	if err := c.validate(d.problems, d.bad); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// find returns the config file to read, or "" for defaults only.
+func find(path string, getenv func(string) (string, bool)) (string, error) {
+	if path != "" {
+		return path, mustExist(path, "--config")
+	}
+	if p, ok := getenv("RELAY_CONFIG"); ok && p != "" {
+		return p, mustExist(p, "RELAY_CONFIG")
+	}
+	switch _, err := os.Stat(DefaultFile); {
+	case err == nil:
+		return DefaultFile, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	default:
+		return "", fault.Wrap(fault.Invalid, err, "config file %s", DefaultFile)
+	}
+}
+
+func mustExist(path, from string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fault.New(fault.Invalid, "config file %s (from %s) does not exist", path, from)
+		}
+		return fault.Wrap(fault.Invalid, err, "config file %s (from %s)", path, from)
+	}
+	if fi.IsDir() {
+		return fault.New(fault.Invalid, "config file %s (from %s) is a directory", path, from)
+	}
+	return nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxProblem turns a yaml.v3 parse error into file:line: message. yaml.v3
+// gives the line of a syntax error but not its column.
+func syntaxProblem(file string, err error) fault.FieldError {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return fault.FieldError{Field: file + ":" + m[1], Message: "malformed YAML: " + msg[len(m[0]):]}
+	}
+	return fault.FieldError{Field: file, Message: "malformed YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// complete fills the defaults that depend on what else is set.
+func (c *Config) complete() {
+	c.Server.LogLevel = strings.ToLower(c.Server.LogLevel)
+	c.Server.LogFormat = strings.ToLower(c.Server.LogFormat)
+	if c.Memory.Personalize == nil {
+		c.Memory.Personalize = ptr(true)
+	}
+	for name, s := range c.MCPServers {
+		if s.Type == "http" {
+			s.Type = TransportStreamableHTTP
+		}
+		if s.Startup == nil {
+			s.Startup = ptr(true)
+		}
+		if s.SendUserID == nil {
+			s.SendUserID = ptr(true)
+		}
+		if s.Scope == "" {
+			s.Scope = ScopeApp
+			if s.usesUserPlaceholder() {
+				s.Scope = ScopeUser
+			}
+		}
+		c.MCPServers[name] = s
+	}
+}
+
+// usesUserPlaceholder reports whether the server's env, args, headers or url
+// name the user, which makes it one connection per user.
+func (s MCPServer) usesUserPlaceholder() bool {
+	const p = "{{LIBRECHAT_USER_"
+	if strings.Contains(s.URL, p) || slices.ContainsFunc(s.Args, func(a string) bool { return strings.Contains(a, p) }) {
+		return true
+	}
+	for _, m := range []map[string]string{s.Env, s.Headers} {
+		for _, v := range m {
+			if strings.Contains(v, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

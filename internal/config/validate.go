@@ -1,0 +1,355 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// Validate checks the whole configuration and returns a fault.Invalid error that
+// lists every problem, each as its dotted path (with file:line:column when it
+// came from the file, or the environment variable that set it) and a message.
+// Load calls it; call it again after changing a Config, e.g. to apply flags.
+func (c *Config) Validate() error {
+	c.complete()
+	return c.validate(nil, nil)
+}
+
+// validate adds the problems of c to those found while decoding, leaving out
+// fields that already failed to decode.
+func (c *Config) validate(decoded []problem, bad []string) error {
+	v := &validator{c: c}
+	v.server()
+	v.database()
+	v.endpoints()
+	v.mcpServers()
+	v.agents()
+	v.memory()
+	v.webSearch()
+
+	all := decoded
+	for _, p := range v.problems {
+		if !slices.ContainsFunc(bad, func(b string) bool { return within(p.path, b) }) {
+			all = append(all, p)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	fs := make([]fault.FieldError, len(all))
+	for i, p := range all {
+		field := p.path
+		if p.where != "" {
+			field = strings.TrimSuffix(p.where+": "+p.path, ": ")
+		}
+		fs[i] = fault.FieldError{Field: field, Message: p.msg}
+	}
+	msg := "invalid config"
+	if c.Path != "" {
+		msg += " " + c.Path
+	}
+	return &fault.Error{Kind: fault.Invalid, Message: msg, Fields: fs}
+}
+
+// within reports whether path is base or below it.
+func within(path, base string) bool {
+	return path == base || strings.HasPrefix(path, base+".") || strings.HasPrefix(path, base+"[")
+}
+
+type validator struct {
+	c        *Config
+	problems []problem
+}
+
+// add records a problem at path, pointing at where the value (or the nearest
+// enclosing one) was written.
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, problem{where: v.c.whereOf(path), path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+// whereOf returns the position of path's value, or of the closest enclosing
+// value when path itself was not written (a missing key, a list item).
+func (c *Config) whereOf(path string) string {
+	for p := path; p != ""; p = parentPath(p) {
+		if w, ok := c.where[p]; ok {
+			return w
+		}
+	}
+	return ""
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+var (
+	logLevels  = []string{"debug", "info", "warn", "error"}
+	logFormats = []string{"text", "json"}
+	memoryKey  = regexp.MustCompile(`^[a-z_]+$`)
+)
+
+func (v *validator) server() {
+	s := v.c.Server
+	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
+		v.add("server.addr", "%q is not a host:port address (e.g. 127.0.0.1:3080 or :3080)", s.Addr)
+	}
+	if strings.TrimSpace(s.DataDir) == "" {
+		v.add("server.data_dir", "required")
+	}
+	if _, err := v.c.Location(); err != nil {
+		v.add("server.timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam, or leave it empty for the local zone)", s.Timezone)
+	}
+	if s.MaxBodyBytes <= 0 {
+		v.add("server.max_body_bytes", "must be greater than 0")
+	}
+	if s.ShutdownTimeout.Duration <= 0 {
+		v.add("server.shutdown_timeout", "must be greater than 0")
+	}
+	if !slices.Contains(logLevels, s.LogLevel) {
+		v.add("server.log_level", "must be one of %s, got %q", strings.Join(logLevels, ", "), s.LogLevel)
+	}
+	if !slices.Contains(logFormats, s.LogFormat) {
+		v.add("server.log_format", "must be text or json, got %q", s.LogFormat)
+	}
+}
+
+func (v *validator) database() {
+	if _, _, err := v.c.DB(); err != nil {
+		v.add("database.url", "%s", strings.TrimPrefix(err.Error(), "database.url: "))
+	}
+	if v.c.Database.ConnectTimeout.Duration <= 0 {
+		v.add("database.connect_timeout", "must be greater than 0")
+	}
+}
+
+var (
+	urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]+):`)
+	libpqDSN  = regexp.MustCompile(`(^|\s)(host|dbname|user|password|sslmode)=`)
+)
+
+// DB returns the database engine and what to open: "sqlite" and a file path, or
+// "postgres" and the URL. database.url may be empty (SQLite at
+// <data_dir>/relay.db), a file path, sqlite:PATH, sqlite://PATH (so
+// sqlite:///abs/relay.db is absolute), or a postgres:// or postgresql:// URL.
+// Errors never include a password.
+func (c *Config) DB() (engine string, dsn string, err error) {
+	u := strings.TrimSpace(c.Database.URL)
+	if u == "" {
+		return "sqlite", filepath.Join(c.Server.DataDir, "relay.db"), nil
+	}
+	m := urlScheme.FindStringSubmatch(u)
+	if m == nil {
+		if libpqDSN.MatchString(u) {
+			return "", "", errors.New("database.url: looks like a key=value connection string; write it as postgres://user:password@host:5432/dbname")
+		}
+		return "sqlite", u, nil
+	}
+	switch scheme := strings.ToLower(m[1]); scheme {
+	case "sqlite":
+		p := strings.TrimPrefix(u[len(m[0]):], "//")
+		if p == "" {
+			return "", "", errors.New("database.url: sqlite URL needs a file path, e.g. sqlite:///var/lib/relay/relay.db")
+		}
+		return "sqlite", p, nil
+	case "postgres", "postgresql":
+		pu, err := url.Parse(u)
+		if err != nil {
+			return "", "", errors.New("database.url: not a valid postgres URL (check that special characters in the password are percent-encoded)")
+		}
+		if pu.Host == "" || pu.Hostname() == "" {
+			return "", "", errors.New("database.url: postgres URL needs a host, e.g. postgres://relay@localhost:5432/relay")
+		}
+		return "postgres", u, nil
+	default:
+		return "", "", fmt.Errorf("database.url: unsupported scheme %q (use a SQLite file path, sqlite://PATH or postgres://…)", scheme)
+	}
+}
+
+func (v *validator) endpoints() {
+	e := v.c.Endpoints
+	for _, b := range []struct {
+		name string
+		e    Endpoint
+	}{{ProviderOpenAI, e.OpenAI}, {ProviderAnthropic, e.Anthropic}, {ProviderGoogle, e.Google}} {
+		v.baseURL("endpoints."+b.name+".baseURL", b.e.BaseURL)
+	}
+	seen := map[string]int{}
+	for i, ce := range e.Custom {
+		at := fmt.Sprintf("endpoints.custom[%d]", i)
+		name := strings.TrimSpace(ce.Name)
+		key := strings.ToLower(name)
+		switch {
+		case name == "":
+			v.add(at+".name", "required")
+		case slices.ContainsFunc(reservedEndpoints, func(r string) bool { return strings.EqualFold(r, name) }):
+			v.add(at+".name", "%q is a built-in endpoint name; choose another", ce.Name)
+		default:
+			if j, dup := seen[key]; dup {
+				v.add(at+".name", "%q is already the name of endpoints.custom[%d] (names are compared without case)", ce.Name, j)
+			} else {
+				seen[key] = i
+			}
+		}
+		v.baseURL(at+".baseURL", ce.BaseURL)
+	}
+	a := e.Agents
+	if a.RecursionLimit < 1 {
+		v.add("endpoints.agents.recursionLimit", "must be at least 1")
+	}
+	if a.MaxRecursionLimit < 1 {
+		v.add("endpoints.agents.maxRecursionLimit", "must be at least 1")
+	}
+	if a.RecursionLimit >= 1 && a.MaxRecursionLimit >= 1 && a.RecursionLimit > a.MaxRecursionLimit {
+		v.add("endpoints.agents.recursionLimit", "%d is more than maxRecursionLimit (%d)", a.RecursionLimit, a.MaxRecursionLimit)
+	}
+}
+
+// baseURL checks an http(s) URL. A value still holding a ${VAR} reference (its
+// variable is not set) can only be checked for its scheme.
+func (v *validator) baseURL(path, s string) {
+	if s == "" {
+		return
+	}
+	if strings.Contains(s, "${") {
+		if !strings.HasPrefix(s, "${") && !hasPrefixFold(s, "http://") && !hasPrefixFold(s, "https://") {
+			v.add(path, "must be an http:// or https:// URL")
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(path, "must be an http:// or https:// URL with a host, got %q", maskURL(s))
+	}
+}
+
+var transports = []string{TransportStdio, TransportSSE, TransportStreamableHTTP, TransportWebSocket}
+
+func (v *validator) mcpServers() {
+	names := make([]string, 0, len(v.c.MCPServers))
+	for name := range v.c.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := v.c.MCPServers[name]
+		at := mapPath("mcpServers", name)
+		if strings.TrimSpace(name) == "" {
+			v.add(at, "a server needs a name")
+		}
+		switch t := s.Transport(); {
+		case t == "":
+			v.add(at, "needs a command (stdio) or a url")
+		case !slices.Contains(transports, t):
+			v.add(at+".type", "must be one of stdio, sse, streamable-http (or http), websocket, got %q", s.Type)
+		case t == TransportStdio:
+			if strings.TrimSpace(s.Command) == "" {
+				v.add(at+".command", "required for a stdio server")
+			}
+		case t == TransportWebSocket:
+			v.mcpURL(at+".url", s.URL, "ws://", "wss://")
+		default:
+			v.mcpURL(at+".url", s.URL, "http://", "https://")
+		}
+		if s.Timeout <= 0 {
+			v.add(at+".timeout", "must be greater than 0 (milliseconds)")
+		}
+		if s.InitTimeout <= 0 {
+			v.add(at+".initTimeout", "must be greater than 0 (milliseconds)")
+		}
+		if s.Scope != ScopeApp && s.Scope != ScopeUser {
+			v.add(at+".scope", "must be app or user, got %q", s.Scope)
+		}
+	}
+}
+
+// mcpURL checks a remote server's URL against the schemes of its transport. A
+// URL with ${VAR} or {{…}} placeholders is substituted per connection, so only
+// its scheme can be checked, and only when it does not start with a placeholder.
+func (v *validator) mcpURL(path, s string, schemes ...string) {
+	want := strings.Join(schemes, " or ")
+	if strings.TrimSpace(s) == "" {
+		v.add(path, "required (a %s URL)", want)
+		return
+	}
+	okScheme := slices.ContainsFunc(schemes, func(p string) bool { return hasPrefixFold(s, p) })
+	if strings.Contains(s, "${") || strings.Contains(s, "{{") {
+		if !okScheme && !strings.HasPrefix(s, "${") && !strings.HasPrefix(s, "{{") {
+			v.add(path, "must be a %s URL", want)
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || !okScheme || u.Host == "" {
+		v.add(path, "must be a %s URL with a host, got %q", want, maskURL(s))
+	}
+}
+
+func (v *validator) agents() {
+	rules := agent.Rules{Providers: v.c.Providers(), MaxRecursionLimit: v.c.Endpoints.Agents.MaxRecursionLimit}
+	seen := map[string]int{}
+	for i := range v.c.Agents {
+		a := &v.c.Agents[i]
+		at := fmt.Sprintf("agents[%d]", i)
+		switch j, dup := seen[a.ID]; {
+		case a.ID == "":
+			v.add(at+".id", "required")
+		case !agent.ValidID(a.ID):
+			v.add(at+".id", "%q is not an agent id (1 to 64 letters, digits, _ or -)", a.ID)
+		case dup:
+			v.add(at+".id", "%q is already the id of agents[%d]", a.ID, j)
+		default:
+			seen[a.ID] = i
+		}
+		err := rules.Validate(&a.Spec)
+		if err == nil {
+			continue
+		}
+		var fe *fault.Error
+		if !errors.As(err, &fe) || len(fe.Fields) == 0 {
+			v.add(at, "%s", err)
+			continue
+		}
+		for _, f := range fe.Fields {
+			v.add(at+"."+f.Field, "%s", f.Message)
+		}
+	}
+}
+
+func (v *validator) memory() {
+	m := v.c.Memory
+	for i, k := range m.ValidKeys {
+		if !memoryKey.MatchString(k) {
+			v.add(fmt.Sprintf("memory.validKeys[%d]", i), "%q must be lower-case letters and _", k)
+		}
+	}
+	if m.TokenLimit < 0 {
+		v.add("memory.tokenLimit", "must not be negative")
+	}
+}
+
+var searchProviders = []string{SearchSearxng, SearchBrave, SearchTavily, SearchSerper}
+
+func (v *validator) webSearch() {
+	w := v.c.WebSearch
+	if w.SearchProvider != "" && !slices.Contains(searchProviders, w.SearchProvider) {
+		v.add("webSearch.searchProvider", "must be one of %s, or empty, got %q", strings.Join(searchProviders, ", "), w.SearchProvider)
+	}
+	if w.SafeSearch < SafeSearchOff || w.SafeSearch > SafeSearchStrict {
+		v.add("webSearch.safeSearch", "must be 0 (off), 1 (moderate) or 2 (strict), got %d", w.SafeSearch)
+	}
+	if w.SearxngInstanceURL != "" {
+		v.baseURL("webSearch.searxngInstanceUrl", w.SearxngInstanceURL)
+	}
+}

@@ -1,0 +1,440 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// bundle is what a test gets from setup: a running API and keys for two users.
+type bundle struct {
+	srv      *httptest.Server
+	auth     *auth.Service
+	agents   *agent.Service
+	adminKey string
+	annKey   string // a plain user
+	bobKey   string // another plain user
+	annID    string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &bundle{
+		auth:   auth.NewService(st, nil),
+		agents: agent.NewService(st, agent.Rules{Providers: []string{"openAI", "anthropic", "ollama"}, MaxRecursionLimit: 100}),
+	}
+	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+		Auth: b.auth, Agents: b.agents, MaxBodyBytes: 64 << 10,
+		Ready: func(ctx context.Context) error { return st.Ping(ctx) },
+	}))
+	t.Cleanup(b.srv.Close)
+	newKey := func(email string, role auth.Role) (string, string) {
+		u, err := b.auth.CreateUser(ctx, auth.NewUser{Email: email, Role: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := b.auth.CreateKey(ctx, u.ID, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret, u.ID
+	}
+	b.adminKey, _ = newKey("root@example.com", auth.RoleAdmin)
+	b.annKey, b.annID = newKey("ann@example.com", auth.RoleUser)
+	b.bobKey, _ = newKey("bob@example.com", auth.RoleUser)
+	return b
+}
+
+// do sends a request and decodes the JSON answer into out (when non-nil).
+func (b *bundle) do(t *testing.T, key, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decoding %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Fields  []struct {
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		} `json:"fields"`
+	} `json:"error"`
+}
+
+// fullAgent sets every writable field.
+const fullAgent = `{
+  "name": "Nuclear Regulations Expert",
+  "description": "Expert on ANVS, IAEA, and Dutch nuclear law",
+  "instructions": "You are an expert on nuclear regulations. Current date: {{current_date}}...",
+  "provider": "openAI",
+  "model": "gpt-4",
+  "model_parameters": {"temperature": 0.2, "max_tokens": 1024, "stop": ["\n\n"], "nested": {"a": [1, 2]}},
+  "tools": ["file_search", "search_anvs__mcp__ANVS-IAEA-Wetten", "all__mcp__neo"],
+  "artifacts": "shadcnui",
+  "tool_resources": {"file_search": {"file_ids": ["file_123", "file_456"]}},
+  "edges": [
+    {"from": "router", "to": "specialist", "edgeType": "handoff", "prompt": "What should the specialist do?", "promptKey": "context", "description": "Hand to the specialist"},
+    {"from": ["a", "b"], "to": ["c"], "edgeType": "direct", "prompt": "Combine: {results}", "excludeResults": true}
+  ],
+  "agent_ids": ["agent_two", "agent_three"],
+  "chain_type": "output_passthrough",
+  "hide_sequential_outputs": true,
+  "recursion_limit": 30,
+  "conversation_starters": ["What does article 15 say?"],
+  "shared": true
+}`
+
+func TestAgentRoundTripsEveryField(t *testing.T) {
+	b := setup(t)
+	var created map[string]any
+	if code := b.do(t, b.annKey, "POST", "/api/agents", fullAgent, &created); code != http.StatusCreated {
+		t.Fatalf("create: status %d: %v", code, created)
+	}
+	id, _ := created["id"].(string)
+	if !strings.HasPrefix(id, "agent_") || len(id) != len("agent_")+21 {
+		t.Errorf("generated id %q, want agent_ + 21 characters", id)
+	}
+	var got map[string]any
+	if code := b.do(t, b.annKey, "GET", "/api/agents/"+id, nil, &got); code != http.StatusOK {
+		t.Fatalf("get: status %d", code)
+	}
+	var want map[string]any
+	if err := json.Unmarshal([]byte(fullAgent), &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "author", "managed", "version", "created_at", "updated_at"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("GET lacks %q", k)
+		}
+	}
+	if got["author"] != b.annID || got["version"] != float64(1) || got["managed"] != false {
+		t.Errorf("author/version/managed = %v/%v/%v", got["author"], got["version"], got["managed"])
+	}
+	for k := range want {
+		if diff := cmp.Diff(want[k], got[k]); diff != "" {
+			t.Errorf("field %s (-sent +got):\n%s", k, diff)
+		}
+	}
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Errorf("POST answer differs from GET (-post +get):\n%s", diff)
+	}
+}
+
+func TestAgentVisibility(t *testing.T) {
+	b := setup(t)
+	var private, shared agent.Agent
+	b.do(t, b.annKey, "POST", "/api/agents", map[string]any{"name": "mine", "provider": "openAI", "model": "m"}, &private)
+	b.do(t, b.annKey, "POST", "/api/agents", map[string]any{"name": "ours", "provider": "openAI", "model": "m", "shared": true}, &shared)
+
+	tests := []struct {
+		name, key, method, path string
+		body                    any
+		want                    int
+	}{
+		{"bob cannot read ann's private agent", b.bobKey, "GET", "/api/agents/" + private.ID, nil, 404},
+		{"bob cannot patch ann's private agent", b.bobKey, "PATCH", "/api/agents/" + private.ID, `{"name":"x"}`, 404},
+		{"bob cannot delete ann's private agent", b.bobKey, "DELETE", "/api/agents/" + private.ID, nil, 404},
+		{"bob can read ann's shared agent", b.bobKey, "GET", "/api/agents/" + shared.ID, nil, 200},
+		{"bob cannot patch ann's shared agent", b.bobKey, "PATCH", "/api/agents/" + shared.ID, `{"name":"x"}`, 403},
+		{"bob cannot delete ann's shared agent", b.bobKey, "DELETE", "/api/agents/" + shared.ID, nil, 403},
+		{"an admin reads any agent", b.adminKey, "GET", "/api/agents/" + private.ID, nil, 200},
+		{"ann reads her own", b.annKey, "GET", "/api/agents/" + private.ID, nil, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if code := b.do(t, tc.key, tc.method, tc.path, tc.body, nil); code != tc.want {
+				t.Errorf("status %d, want %d", code, tc.want)
+			}
+		})
+	}
+
+	var page struct {
+		Data []agent.Agent `json:"data"`
+	}
+	b.do(t, b.bobKey, "GET", "/api/agents", nil, &page)
+	if len(page.Data) != 1 || page.Data[0].ID != shared.ID {
+		t.Errorf("bob's list = %+v, want only the shared agent", page.Data)
+	}
+	b.do(t, b.adminKey, "GET", "/api/agents", nil, &page)
+	if len(page.Data) != 2 {
+		t.Errorf("admin's list has %d agents, want 2", len(page.Data))
+	}
+}
+
+func TestAgentAuthentication(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	u, err := b.auth.FindUser(ctx, "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, revoked, err := b.auth.CreateKey(ctx, u.ID, "soon revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := b.do(t, revoked, "GET", "/api/agents", nil, nil); code != 200 {
+		t.Fatalf("fresh key: status %d", code)
+	}
+	if err := b.auth.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{
+		"none":      "",
+		"malformed": "hello",
+		"unknown":   auth.NewSecret(),
+		"revoked":   revoked,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var e apiError
+			if code := b.do(t, key, "GET", "/api/agents", nil, &e); code != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401", code)
+			}
+			if e.Error.Code != "unauthorized" || strings.Contains(e.Error.Message, key[min(len(key), 3):]) && key != "" {
+				t.Errorf("error %+v", e.Error)
+			}
+		})
+	}
+	// The answers for an unknown and a revoked key are the same: nothing leaks.
+	var e1, e2 apiError
+	b.do(t, auth.NewSecret(), "GET", "/api/agents", nil, &e1)
+	b.do(t, revoked, "GET", "/api/agents", nil, &e2)
+	if !cmp.Equal(e1, e2) {
+		t.Errorf("unknown key: %+v; revoked key: %+v", e1, e2)
+	}
+	// Probes need no key.
+	if code := b.do(t, "", "GET", "/healthz", nil, nil); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code := b.do(t, "", "GET", "/readyz", nil, nil); code != 200 {
+		t.Errorf("/readyz: %d", code)
+	}
+}
+
+func TestAgentBadInput(t *testing.T) {
+	b := setup(t)
+	tests := []struct {
+		name   string
+		body   string
+		status int
+		code   string
+		fields map[string]string // field → substring of its message
+	}{
+		{"provider and model required", `{"name":"x"}`, 400, "invalid", map[string]string{"provider": "required", "model": "required"}},
+		{"unknown provider", `{"provider":"nope","model":"m"}`, 400, "invalid", map[string]string{"provider": "unknown provider"}},
+		{"unknown field is named", `{"provider":"openAI","model":"m","temprature":1}`, 400, "invalid", map[string]string{"temprature": "unknown field"}},
+		{"read-only field", `{"provider":"openAI","model":"m","version":7}`, 400, "invalid", map[string]string{"version": "read-only"}},
+		{"tools must be strings", `{"provider":"openAI","model":"m","tools":["a",3]}`, 400, "invalid", map[string]string{"tools": "expected string"}},
+		{"edge without target", `{"provider":"openAI","model":"m","edges":[{"from":"a","edgeType":"direct"}]}`, 400, "invalid", map[string]string{"edges[0].to": "required"}},
+		{"edge with a bad type", `{"provider":"openAI","model":"m","edges":[{"from":"a","to":"b","edgeType":"sideways"}]}`, 400, "invalid", map[string]string{"edges[0].edgeType": "handoff or direct"}},
+		{"edge with a bad id", `{"provider":"openAI","model":"m","edges":[{"from":"a","to":["b c"]}]}`, 400, "invalid", map[string]string{"edges[0].to[0]": "not an agent id"}},
+		{"bad id", `{"id":"has space","provider":"openAI","model":"m"}`, 400, "invalid", map[string]string{"id": "letters"}},
+		{"recursion limit over the cap", `{"provider":"openAI","model":"m","recursion_limit":101}`, 400, "invalid", map[string]string{"recursion_limit": "at most 100"}},
+		{"bad artifacts", `{"provider":"openAI","model":"m","artifacts":"fancy"}`, 400, "invalid", map[string]string{"artifacts": "one of"}},
+		{"malformed JSON", `{"provider":`, 400, "invalid", nil},
+		{"not an object", `[1,2]`, 400, "invalid", nil},
+		{"empty body", ``, 400, "invalid", nil},
+		{"two values", `{"provider":"openAI","model":"m"} {}`, 400, "invalid", nil},
+		{"over the cap", `{"name":"` + strings.Repeat("x", 70<<10) + `","provider":"openAI","model":"m"}`, 413, "too_large", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e apiError
+			if code := b.do(t, b.annKey, "POST", "/api/agents", tc.body, &e); code != tc.status {
+				t.Fatalf("status %d, want %d (%+v)", code, tc.status, e)
+			}
+			if e.Error.Code != tc.code || e.Error.Message == "" {
+				t.Errorf("error %+v, want code %s", e.Error, tc.code)
+			}
+			got := map[string]string{}
+			for _, f := range e.Error.Fields {
+				got[f.Field] = f.Message
+			}
+			for f, sub := range tc.fields {
+				if !strings.Contains(got[f], sub) {
+					t.Errorf("field %s: message %q, want it to contain %q (all: %v)", f, got[f], sub, got)
+				}
+			}
+		})
+	}
+	// A chunked body over the cap (no Content-Length) is refused too.
+	req, _ := http.NewRequest("POST", b.srv.URL+"/api/agents", io.MultiReader(strings.NewReader(`{"name":"`), strings.NewReader(strings.Repeat("y", 70<<10))))
+	req.Header.Set("Authorization", "Bearer "+b.annKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked oversize body: status %d, want 413", resp.StatusCode)
+	}
+}
+
+func TestAgentPatchVersionsDelete(t *testing.T) {
+	b := setup(t)
+	var a agent.Agent
+	b.do(t, b.annKey, "POST", "/api/agents", map[string]any{"name": "v1", "provider": "openAI", "model": "m", "tools": []string{"file_search"}, "description": "d"}, &a)
+
+	var patched agent.Agent
+	if code := b.do(t, b.annKey, "PATCH", "/api/agents/"+a.ID, `{"name":"v2","description":null}`, &patched); code != 200 {
+		t.Fatalf("patch: %d", code)
+	}
+	if patched.Name != "v2" || patched.Description != "" || patched.Version != 2 || !cmp.Equal(patched.Tools, []string{"file_search"}) {
+		t.Errorf("after patch: %+v", patched)
+	}
+	// A patch that changes nothing keeps the version.
+	b.do(t, b.annKey, "PATCH", "/api/agents/"+a.ID, `{"name":"v2"}`, &patched)
+	if patched.Version != 2 {
+		t.Errorf("no-op patch bumped the version to %d", patched.Version)
+	}
+	// Invalid results are refused and nothing changes.
+	var e apiError
+	if code := b.do(t, b.annKey, "PATCH", "/api/agents/"+a.ID, `{"model":null}`, &e); code != 400 || e.Error.Fields[0].Field != "model" {
+		t.Errorf("clearing model: %d %+v", code, e)
+	}
+	if code := b.do(t, b.annKey, "PATCH", "/api/agents/"+a.ID, `{"version":9}`, &e); code != 400 {
+		t.Errorf("patching version: %d", code)
+	}
+	if code := b.do(t, b.annKey, "PATCH", "/api/agents/"+a.ID, `{"nmae":"x"}`, &e); code != 400 || e.Error.Fields[0].Field != "nmae" {
+		t.Errorf("unknown field: %d %+v", code, e)
+	}
+	var versions struct {
+		Data []agent.Version `json:"data"`
+	}
+	b.do(t, b.annKey, "GET", "/api/agents/"+a.ID+"/versions", nil, &versions)
+	if len(versions.Data) != 2 || versions.Data[0].Spec.Name != "v1" || versions.Data[1].Spec.Name != "v2" {
+		t.Errorf("versions: %+v", versions.Data)
+	}
+	if code := b.do(t, b.annKey, "DELETE", "/api/agents/"+a.ID, nil, nil); code != http.StatusNoContent {
+		t.Errorf("delete: %d", code)
+	}
+	if code := b.do(t, b.annKey, "GET", "/api/agents/"+a.ID, nil, nil); code != 404 {
+		t.Errorf("get after delete: %d", code)
+	}
+}
+
+func TestManagedAgentsAreReadOnly(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.agents.SyncConfig(ctx, []*agent.Agent{{ID: "regulations", Spec: agent.Spec{Name: "R", Provider: "ollama", Model: "llama3", Shared: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	var got agent.Agent
+	if code := b.do(t, b.annKey, "GET", "/api/agents/regulations", nil, &got); code != 200 || !got.Managed {
+		t.Fatalf("get config agent: %d %+v", code, got)
+	}
+	for _, method := range []string{"PATCH", "DELETE"} {
+		var e apiError
+		if code := b.do(t, b.adminKey, method, "/api/agents/regulations", `{"name":"x"}`, &e); code != http.StatusConflict || !strings.Contains(e.Error.Message, "config") {
+			t.Errorf("%s: %d %+v", method, code, e)
+		}
+	}
+	// Creating an agent with a taken id is a conflict.
+	if code := b.do(t, b.annKey, "POST", "/api/agents", `{"id":"regulations","provider":"openAI","model":"m"}`, nil); code != http.StatusConflict {
+		t.Errorf("duplicate id: %d", code)
+	}
+}
+
+func TestAgentPagination(t *testing.T) {
+	b := setup(t)
+	want := map[string]bool{}
+	for i := range 25 {
+		var a agent.Agent
+		b.do(t, b.annKey, "POST", "/api/agents", map[string]any{"name": fmt.Sprint(i), "provider": "openAI", "model": "m"}, &a)
+		want[a.ID] = true
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		var page struct {
+			Data       []agent.Agent `json:"data"`
+			NextCursor string        `json:"next_cursor"`
+		}
+		if code := b.do(t, b.annKey, "GET", "/api/agents?limit=10&cursor="+cursor, nil, &page); code != 200 {
+			t.Fatalf("page %d: %d", pages, code)
+		}
+		for _, a := range page.Data {
+			if seen[a.ID] {
+				t.Errorf("agent %s on two pages", a.ID)
+			}
+			seen[a.ID] = true
+		}
+		if page.NextCursor == "" {
+			if pages != 2 {
+				t.Errorf("%d pages, want 3", pages+1)
+			}
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if !cmp.Equal(seen, want) {
+		t.Errorf("listed %d agents, want %d", len(seen), len(want))
+	}
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "cursor=%21%21"} {
+		if code := b.do(t, b.annKey, "GET", "/api/agents?"+bad, nil, nil); code != 400 {
+			t.Errorf("%s: status %d, want 400", bad, code)
+		}
+	}
+}
+
+func TestUnknownRouteIsJSON(t *testing.T) {
+	b := setup(t)
+	var e apiError
+	if code := b.do(t, b.annKey, "GET", "/api/nothing", nil, &e); code != 404 || e.Error.Code != "not_found" {
+		t.Errorf("%d %+v", code, e)
+	}
+}

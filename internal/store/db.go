@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DB is the SQL implementation of Store that every engine shares. Reads go to one
+// pool and writes to another, so that an engine can give writes a single
+// connection (SQLite) while reads run in parallel.
+type DB struct {
+	read, write *sql.DB
+	d           Dialect
+	now         func() time.Time
+}
+
+var _ Store = (*DB)(nil)
+
+// New returns a DB over the read and write pools, which may be the same pool. The
+// DB owns them from then on: Close closes them.
+func New(read, write *sql.DB, d Dialect) *DB {
+	return &DB{read: read, write: write, d: d, now: time.Now}
+}
+
+// Engine names the engine: "sqlite" or "postgres".
+func (db *DB) Engine() string { return db.d.Engine }
+
+// Ping checks that both pools reach the database.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s: %w", db.d.Engine, err)
+	}
+	if db.read != db.write {
+		if err := db.read.PingContext(ctx); err != nil {
+			return fmt.Errorf("ping %s: %w", db.d.Engine, err)
+		}
+	}
+	return nil
+}
+
+// Close closes both pools. Closing a nil DB does nothing, so a failed Open's
+// result may be closed like any other.
+func (db *DB) Close() error {
+	if db == nil {
+		return nil
+	}
+	err := db.write.Close()
+	if db.read != db.write {
+		err = errors.Join(err, db.read.Close())
+	}
+	return err
+}
+
+// querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	return q.ExecContext(ctx, db.d.bind(query), args...)
+}
+
+func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
+	return q.QueryContext(ctx, db.d.bind(query), args...)
+}
+
+func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
+	return q.QueryRowContext(ctx, db.d.bind(query), args...)
+}
+
+// inTx runs fn in a transaction on the write pool, committing if fn returns nil.
+func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// affected reports whether a statement changed at least one row.
+func affected(res sql.Result) (bool, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// timeLayout is how engines without a timestamp type store one: fixed width, UTC,
+// microseconds, so that text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// utc is the stored form of a time: UTC, truncated to microseconds, which every
+// engine keeps exactly.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// clock returns the current time in its stored form.
+func (db *DB) clock() time.Time { return utc(db.now()) }
+
+// timeArg is the query argument that stores t.
+func (db *DB) timeArg(t time.Time) any {
+	t = utc(t)
+	if db.d.TextTimes {
+		return t.Format(timeLayout)
+	}
+	return t
+}
+
+// nullTimeArg is the query argument that stores t, or NULL when t is nil.
+func (db *DB) nullTimeArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return db.timeArg(*t)
+}
+
+// nullString maps "" to NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// timeDest scans a stored time into a UTC time.Time.
+type timeDest struct{ t *time.Time }
+
+func (d timeDest) Scan(src any) error {
+	t, err := parseTime(src)
+	if err != nil {
+		return err
+	}
+	*d.t = t
+	return nil
+}
+
+// nullTimeDest scans a nullable stored time; NULL becomes nil.
+type nullTimeDest struct{ t **time.Time }
+
+func (d nullTimeDest) Scan(src any) error {
+	if src == nil {
+		*d.t = nil
+		return nil
+	}
+	t, err := parseTime(src)
+	if err != nil {
+		return err
+	}
+	*d.t = &t
+	return nil
+}
+
+func parseTime(src any) (time.Time, error) {
+	switch v := src.(type) {
+	case time.Time:
+		return v.UTC(), nil
+	case string:
+		return parseTimeText(v)
+	case []byte:
+		return parseTimeText(string(v))
+	}
+	return time.Time{}, fmt.Errorf("cannot read a time from %T", src)
+}
+
+func parseTimeText(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		// Accept any RFC 3339 form too, in case a row was written by hand.
+		t, err = time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("stored time %q is not RFC 3339", s)
+		}
+	}
+	return t.UTC(), nil
+}
+
+// nullStringDest scans a nullable text column; NULL becomes "".
+type nullStringDest struct{ s *string }
+
+func (d nullStringDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*d.s = ""
+	case string:
+		*d.s = v
+	case []byte:
+		*d.s = string(v)
+	default:
+		return fmt.Errorf("cannot read a string from %T", src)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package sqlite_test
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/store/storetest"
+)
+
+func open(t *testing.T, path string) *store.DB {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "relay.db"))
+	})
+}
+
+// migrationRow is one row of schema_migrations.
+type migrationRow struct {
+	Version   int
+	Name      string
+	AppliedAt string
+}
+
+// migrations reads schema_migrations directly from the file.
+func migrations(t *testing.T, path string) []migrationRow {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("reading schema_migrations: %v", err)
+	}
+	defer rows.Close()
+	var out []migrationRow
+	for rows.Next() {
+		var r migrationRow
+		if err := rows.Scan(&r.Version, &r.Name, &r.AppliedAt); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestReopenKeepsDataAndMigrations(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "nested", "dir", "relay.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a new file in a missing directory: %v", err)
+	}
+	u := &auth.User{ID: auth.NewUserID(), Email: "keep@example.com", DisplayName: "Keep", Role: auth.RoleUser}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	before := migrations(t, path)
+	if len(before) == 0 || before[0].Version != 1 || before[0].Name != "init" {
+		t.Fatalf("schema_migrations after the first Open = %+v, want 0001 init first", before)
+	}
+
+	db = open(t, path)
+	got, err := db.GetUser(ctx, u.ID)
+	if err != nil {
+		t.Fatalf("GetUser after reopening: %v", err)
+	}
+	if d := cmp.Diff(u, got); d != "" {
+		t.Errorf("user after reopening (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(before, migrations(t, path)); d != "" {
+		t.Errorf("reopening changed schema_migrations (-before +after):\n%s", d)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte(rand.Text()+rand.Text()+strings.Repeat("\x00\xff", 4096)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	newer := filepath.Join(dir, "newer.db")
+	db, err := sqlite.Open(t.Context(), newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err := sql.Open("sqlite", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', '2999-01-01T00:00:00.000000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	known := len(migrations(t, newer)) - 1
+
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"Directory", dir, "open sqlite database " + dir + ": is a directory"},
+		{"Garbage", garbage, "open sqlite database " + garbage + ": file is not a SQLite database"},
+		{"NewerSchema", newer, "open sqlite database " + newer + ": database schema version 9999 is newer than this relay (" + strconv.Itoa(known) + "); upgrade relay"},
+		{"ParentIsFile", filepath.Join(garbage, "relay.db"), "open sqlite database " + filepath.Join(garbage, "relay.db") + ": not a directory"},
+		{"EmptyPath", "", "open sqlite database: no path given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := sqlite.Open(t.Context(), tc.path)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%q) succeeded, want an error", tc.path)
+			}
+			if db != nil {
+				t.Errorf("Open returned a DB with its error")
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("Open(%q) error:\n got %q\nwant %q", tc.path, err, tc.want)
+			}
+		})
+	}
+
+	t.Run("Unreadable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("file permissions do not bind root")
+		}
+		path := filepath.Join(t.TempDir(), "locked.db")
+		db := open(t, path)
+		db.Close()
+		if err := os.Chmod(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sqlite.Open(t.Context(), path)
+		want := "open sqlite database " + path + ": cannot open the file for reading and writing: permission denied"
+		if err == nil || err.Error() != want {
+			t.Errorf("Open of an unreadable file: got %v, want %q", err, want)
+		}
+	})
+}
+
+func TestConcurrentOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.db")
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	dbs := make([]*store.DB, n)
+	for i := range n {
+		wg.Go(func() { dbs[i], errs[i] = sqlite.Open(t.Context(), path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v (%v)", i, err, errors.Unwrap(err))
+			continue
+		}
+		defer dbs[i].Close()
+	}
+	rows := migrations(t, path)
+	seen := map[int]bool{}
+	for _, r := range rows {
+		if seen[r.Version] {
+			t.Errorf("migration %d recorded twice", r.Version)
+		}
+		seen[r.Version] = true
+	}
+	if !seen[1] {
+		t.Errorf("schema_migrations = %+v, want migration 1", rows)
+	}
+	// Both handles work on the one file.
+	ctx := t.Context()
+	if t.Failed() {
+		return
+	}
+	u := &auth.User{ID: auth.NewUserID(), Email: "both@example.com", DisplayName: "Both", Role: auth.RoleUser}
+	if err := dbs[0].CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbs[1].GetUser(ctx, u.ID); err != nil {
+		t.Errorf("second handle does not see the first one's write: %v", err)
+	}
+}
