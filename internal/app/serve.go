@@ -95,13 +95,19 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	if err != nil {
 		return nil, err
 	}
+	var db *store.DB
 	switch engine {
 	case "sqlite":
-		return sqlite.Open(ctx, dsn)
+		db, err = sqlite.Open(ctx, dsn)
 	case "postgres":
-		return postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
+		db, err = postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
+	default:
+		err = fmt.Errorf("database.url: unsupported engine %q", engine)
 	}
-	return nil, fmt.Errorf("database.url: unsupported engine %q", engine)
+	if err != nil {
+		return nil, err // not db: a nil *DB in a Store interface would not be nil
+	}
+	return db, nil
 }
 
 // services are the parts built on the store.

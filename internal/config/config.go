@@ -372,7 +372,7 @@ func Default() *Config {
 		},
 		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
 		Endpoints: Endpoints{
-			Agents: AgentsEndpoint{RecursionLimit: 25, MaxRecursionLimit: 100},
+			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100},
 		},
 		Memory:    Memory{Personalize: &personalize},
 		WebSearch: WebSearch{SafeSearch: SafeSearchModerate},

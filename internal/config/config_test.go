@@ -89,7 +89,7 @@ func TestDefaultsWithoutFile(t *testing.T) {
 		{"log_level", c.Server.LogLevel, "info"},
 		{"log_format", c.Server.LogFormat, "text"},
 		{"connect_timeout", c.Database.ConnectTimeout.Duration, 30 * time.Second},
-		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 25},
+		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 50},
 		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
 		{"personalize", *c.Memory.Personalize, true},
 		{"safeSearch", c.WebSearch.SafeSearch, SafeSearchModerate},

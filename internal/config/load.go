@@ -130,6 +130,10 @@ func syntaxProblem(file string, err error) fault.FieldError {
 func (c *Config) complete() {
 	c.Server.LogLevel = strings.ToLower(c.Server.LogLevel)
 	c.Server.LogFormat = strings.ToLower(c.Server.LogFormat)
+	// The default step limit yields to a lower cap rather than making the config invalid.
+	if a := &c.Endpoints.Agents; a.RecursionLimit == Default().Endpoints.Agents.RecursionLimit && a.MaxRecursionLimit >= 1 && a.MaxRecursionLimit < a.RecursionLimit {
+		a.RecursionLimit = a.MaxRecursionLimit
+	}
 	if c.Memory.Personalize == nil {
 		c.Memory.Personalize = ptr(true)
 	}
