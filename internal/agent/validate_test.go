@@ -25,7 +25,9 @@ func TestValidate(t *testing.T) {
 		{"recursion limit", func(s *Spec) { s.RecursionLimit = 51 }, []string{"recursion_limit"}},
 		{"negative recursion limit", func(s *Spec) { s.RecursionLimit = -1 }, []string{"recursion_limit"}},
 		{"agent ids", func(s *Spec) { s.AgentIDs = []string{"ok", "not ok"} }, []string{"agent_ids[1]"}},
-		{"file ids", func(s *Spec) { s.ToolResources = &ToolResources{FileSearch: &FileSearchResources{FileIDs: []string{""}}} }, []string{"tool_resources.file_search.file_ids[0]"}},
+		{"file ids", func(s *Spec) {
+			s.ToolResources = &ToolResources{FileSearch: &FileSearchResources{FileIDs: []string{""}}}
+		}, []string{"tool_resources.file_search.file_ids[0]"}},
 		{"empty starter", func(s *Spec) { s.ConversationStarters = []string{" "} }, []string{"conversation_starters[0]"}},
 		{"edge sides", func(s *Spec) { s.Edges = []Edge{{EdgeType: EdgeDirect}} }, []string{"edges[0].from", "edges[0].to"}},
 		{"edge type", func(s *Spec) { s.Edges = []Edge{{From: One("a"), To: One("b"), EdgeType: "x"}} }, []string{"edges[0].edgeType"}},
