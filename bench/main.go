@@ -1,8 +1,11 @@
-// Command bench measures Relay end to end and prints a table: start-up time of
-// `relay serve` to the first /readyz 200, and create/get/list latency of the agents
-// API on SQLite and (when TEST_POSTGRES_URL or -postgres is set) Postgres.
+// Command bench measures Relay and prints tables.
 //
-//	go run ./bench [-runs 20] [-agents 1000] [-postgres URL]
+//	go run ./bench [-runs 20] [-agents 1000] [-postgres URL]   # start-up and the agents API
+//	go run ./bench mcp [-calls 500]                            # MCP calls per transport (needs the peers)
+//
+// The first measures start-up time of `relay serve` to the first /readyz 200, and
+// create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
+// or -postgres is set) Postgres.
 package main
 
 import (
@@ -29,6 +32,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchMCP(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench mcp:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	runs := flag.Int("runs", 20, "start-up measurements per engine")
 	agents := flag.Int("agents", 1000, "agents to create for the API latency measurements")
 	pgURL := flag.String("postgres", os.Getenv("TEST_POSTGRES_URL"), "Postgres `URL` for the Postgres rows (default $TEST_POSTGRES_URL; empty skips them)")

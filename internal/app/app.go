@@ -215,5 +215,8 @@ func commands() []*command {
 		keysRevokeCommand(),
 		agentsListCommand(),
 		agentsShowCommand(),
+		mcpListCommand(),
+		mcpToolsCommand(),
+		mcpCallCommand(),
 	}
 }

@@ -185,9 +185,22 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		_ = srv.Close()
 		return err
 	}
+	// MCP servers connect in the background: a slow or broken one never delays
+	// readiness, and its state is visible in /api/mcp/servers.
+	mcpm := newMCPManager(e, cfg, log)
+	mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
+	mcpDone := make(chan struct{})
+	go func() {
+		defer close(mcpDone)
+		mcpm.Start(mcpCtx)
+		_ = mcpm.Run(mcpCtx)
+	}()
+	defer func() { stopMCP(); <-mcpDone }()
+
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Auth:         svc.auth,
 		Agents:       svc.agents,
+		MCP:          mcpm,
 		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,

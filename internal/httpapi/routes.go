@@ -18,6 +18,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
 	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
 
+	// MCP servers (mcp.md).
+	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
+	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))
+	mux.Handle("POST /api/mcp/servers/{name}/reconnect", s.authed(s.mcpReconnect))
+
 	// Who am I: the user behind the API key.
 	mux.Handle("GET /api/me", s.authed(s.me))
 

@@ -10,12 +10,14 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/mcp"
 )
 
 // Options holds what the handlers need. Nil fields are not allowed except where noted.
 type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
+	MCP    *mcp.Manager
 	// Ready reports whether Relay can serve requests (database reachable,
 	// migrations applied); it backs /readyz.
 	Ready  func(ctx context.Context) error

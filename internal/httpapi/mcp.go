@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/mcp"
+)
+
+// mcpUser is the MCP view of an authenticated user, for user-scoped connections.
+func mcpUser(u *auth.User) *mcp.User {
+	username, _, _ := strings.Cut(u.Email, "@")
+	return &mcp.User{ID: u.ID, Email: u.Email, Name: u.DisplayName, Username: username}
+}
+
+func (s *Server) mcpServers(w http.ResponseWriter, r *http.Request) {
+	u := userFrom(r.Context())
+	var who *mcp.User
+	if !u.IsAdmin() {
+		who = mcpUser(u) // admins see every user's connections summed up
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": s.opts.MCP.Status(who)})
+}
+
+func (s *Server) mcpServerTools(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, ok := s.opts.MCP.Server(name); !ok {
+		s.writeError(w, r, fault.New(fault.NotFound, "no MCP server %q", name))
+		return
+	}
+	tools, err := s.opts.MCP.Tools(r.Context(), name, mcpUser(userFrom(r.Context())))
+	if err != nil {
+		s.writeError(w, r, fault.Wrap(fault.Unavailable, nil, "MCP server %q: %v", name, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": tools})
+}
+
+func (s *Server) mcpReconnect(w http.ResponseWriter, r *http.Request) {
+	if !userFrom(r.Context()).IsAdmin() {
+		s.writeError(w, r, fault.New(fault.Forbidden, "only admins may reconnect MCP servers"))
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := s.opts.MCP.Server(name); !ok {
+		s.writeError(w, r, fault.New(fault.NotFound, "no MCP server %q", name))
+		return
+	}
+	if err := s.opts.MCP.Reconnect(r.Context(), name); err != nil {
+		s.writeError(w, r, fault.Wrap(fault.Unavailable, nil, "MCP server %q: %v", name, err))
+		return
+	}
+	for _, st := range s.opts.MCP.Status(nil) {
+		if st.Name == name {
+			writeJSON(w, http.StatusOK, st)
+			return
+		}
+	}
+}

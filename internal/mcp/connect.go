@@ -1,0 +1,210 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// ClientName is how Relay introduces itself in initialize.
+const ClientName = "relay"
+
+// Handlers receive what a server sends on its own.
+type Handlers struct {
+	// ToolsChanged is called on notifications/tools/list_changed.
+	ToolsChanged func()
+	// Progress is called on notifications/progress.
+	Progress func(p *sdk.ProgressNotificationParams)
+}
+
+// Session is an initialized connection to one server.
+type Session struct {
+	*sdk.ClientSession
+	cmd  *exec.Cmd // the stdio child, if any
+	stop func()    // ends the context the transport's streams live in
+}
+
+// Close ends the session and, for stdio, kills the child's whole process group so
+// that nothing it started outlives it.
+func (s *Session) Close() error {
+	err := s.ClientSession.Close()
+	s.stop()
+	s.killGroup()
+	return err
+}
+
+func (s *Session) killGroup() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// Instructions returns the instructions the server sent in its initialize result.
+func (s *Session) Instructions() string {
+	if r := s.InitializeResult(); r != nil {
+		return r.Instructions
+	}
+	return ""
+}
+
+// Connect opens and initializes a session with a server whose config has been
+// resolved (see ServerConfig.Resolve). ctx bounds only the connecting; userID, when
+// not empty, is added to every tools/call (seed 003). log may be nil.
+func Connect(ctx context.Context, cfg ServerConfig, userID, version string, h Handlers, log *slog.Logger) (*Session, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t, cmd, err := transport(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if userID != "" && cfg.SendUserID {
+		t = &userIDTransport{Transport: t, userID: userID}
+	}
+	opts := &sdk.ClientOptions{}
+	if h.ToolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { h.ToolsChanged() }
+	}
+	if h.Progress != nil {
+		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { h.Progress(r.Params) }
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: version}, opts)
+	// Some transports (SSE) keep streams open in the context they connect with, so
+	// the session gets a context of its own; ctx bounds only the connecting.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	unbound := context.AfterFunc(ctx, stop)
+	cs, err := client.Connect(life, t, nil)
+	if !unbound() { // ctx ended while connecting
+		if err == nil {
+			_ = cs.Close()
+			err = context.Cause(ctx)
+		}
+	}
+	if err != nil {
+		stop()
+		if cmd != nil && cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+		return nil, err
+	}
+	return &Session{ClientSession: cs, cmd: cmd, stop: stop}, nil
+}
+
+// transport builds the go-sdk transport for a resolved config.
+func transport(cfg ServerConfig, log *slog.Logger) (sdk.Transport, *exec.Cmd, error) {
+	switch cfg.Transport {
+	case TransportStdio:
+		cmd := exec.Command(cfg.Command, cfg.Args...)
+		cmd.Env = childEnv(cfg.Env)
+		// Its own process group, so that closing kills everything it started; and
+		// killed with Relay if Relay dies without closing it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if cfg.Stderr == "inherit" {
+			cmd.Stderr = os.Stderr
+		} else {
+			cmd.Stderr = stderrLogger(log, cfg.Name)
+		}
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, cmd, nil
+	case TransportSSE:
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers)}, nil, nil
+	case TransportStreamableHTTP:
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers)}, nil, nil
+	case TransportWebSocket:
+		h := http.Header{}
+		for k, v := range cfg.Headers {
+			h.Set(k, v)
+		}
+		return &WebSocketTransport{URL: cfg.URL, Header: h}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown transport %q", cfg.Transport)
+}
+
+// stderrLogger returns a writer that logs each line a stdio server writes to stderr.
+func stderrLogger(log *slog.Logger, server string) io.Writer {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			log.Debug("mcp server stderr", slog.String("mcp_server", server), slog.String("line", sc.Text()))
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	return pw
+}
+
+// httpClient returns a client that adds the server's headers to every request.
+func httpClient(headers map[string]string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: &headerTransport{base: tr, headers: headers}}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// userIDTransport adds a top-level `userId` to the params of every tools/call
+// request, which the go-sdk's typed params have no field for.
+type userIDTransport struct {
+	sdk.Transport
+	userID string
+}
+
+func (t *userIDTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &userIDConn{Connection: c, userID: t.userID}, nil
+}
+
+type userIDConn struct {
+	sdk.Connection
+	userID string
+}
+
+func (c *userIDConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		params := map[string]json.RawMessage{}
+		if len(req.Params) > 0 {
+			if err := json.Unmarshal(req.Params, &params); err != nil {
+				return fmt.Errorf("adding userId to tools/call: %w", err)
+			}
+		}
+		id, _ := json.Marshal(c.userID)
+		params["userId"] = id
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("adding userId to tools/call: %w", err)
+		}
+		cp := *req
+		cp.Params = raw
+		msg = &cp
+	}
+	return c.Connection.Write(ctx, msg)
+}

@@ -1,0 +1,661 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+)
+
+// State is where a connection stands.
+type State string
+
+// The connection states of mcp.md.
+const (
+	StateDisconnected State = "disconnected"
+	StateConnecting   State = "connecting"
+	StateConnected    State = "connected"
+	StateError        State = "error"
+)
+
+// Options tune a Manager; the zero value gives mcp.md's defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Getenv resolves ${VAR}; nil means the process environment.
+	Getenv func(string) (string, bool)
+	// Version is sent as the client version in initialize.
+	Version string
+	// IdleTimeout closes user-scoped connections unused that long (default 15 min).
+	IdleTimeout time.Duration
+	// BackoffBase is the first reconnect delay (default 1 s), doubled per attempt
+	// up to BackoffMax (default 30 s).
+	BackoffBase, BackoffMax time.Duration
+	// MaxAttempts failed reconnects put a server in the error state (default 5);
+	// it is then retried on use, at most once per RetryAfter (default 1 min).
+	MaxAttempts int
+	RetryAfter  time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 15 * time.Minute
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Minute
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+}
+
+// Tool is one tool of one server, as the model will see it.
+type Tool struct {
+	Key         string `json:"key"`
+	Server      string `json:"server"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	InputSchema any    `json:"input_schema"`
+}
+
+// ServerStatus is what the API and `relay mcp list` show about a server. For a
+// user-scoped server it sums up that user's connection, or says how many users
+// are connected when asked without a user.
+type ServerStatus struct {
+	Name           string     `json:"name"`
+	Transport      string     `json:"transport"`
+	Scope          Scope      `json:"scope"`
+	State          State      `json:"state"`
+	ToolCount      int        `json:"tool_count"`
+	LastError      string     `json:"last_error,omitempty"`
+	ConnectedSince *time.Time `json:"connected_since,omitempty"`
+	Connections    int        `json:"connections"`
+}
+
+// Manager owns every connection to every MCP server.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	servers map[string]ServerConfig
+	order   []string
+	names   Names
+
+	mu     sync.Mutex
+	conns  map[connKey]*conn
+	closed bool
+}
+
+type connKey struct{ server, user string }
+
+// NewManager returns a manager for the given servers (in config order).
+func NewManager(servers []ServerConfig, opts Options) *Manager {
+	opts.defaults()
+	m := &Manager{opts: opts, log: opts.Logger, servers: map[string]ServerConfig{}, conns: map[connKey]*conn{}}
+	for _, s := range servers {
+		m.servers[s.Name] = s
+		m.order = append(m.order, s.Name)
+	}
+	return m
+}
+
+// Servers lists the configured servers in config order.
+func (m *Manager) Servers() []ServerConfig {
+	out := make([]ServerConfig, len(m.order))
+	for i, n := range m.order {
+		out[i] = m.servers[n]
+	}
+	return out
+}
+
+// Server returns one server's config.
+func (m *Manager) Server(name string) (ServerConfig, bool) {
+	s, ok := m.servers[name]
+	return s, ok
+}
+
+// Start connects the app-scoped servers marked for start-up, in parallel, each
+// bounded by its InitTimeout, and returns when every one has connected or failed.
+// A failure is logged and kept in the server's state; it never fails Start.
+func (m *Manager) Start(ctx context.Context) {
+	var g errgroup.Group
+	for _, name := range m.order {
+		s := m.servers[name]
+		if s.Scope != ScopeApp || !s.Startup {
+			continue
+		}
+		c := m.conn(s.Name, nil)
+		g.Go(func() error {
+			if _, err := c.session(ctx); err != nil {
+				m.log.Warn("mcp server failed to start", slog.String("mcp_server", s.Name), slog.String("err", err.Error()))
+			} else {
+				m.log.Info("mcp server connected", slog.String("mcp_server", s.Name), slog.String("transport", s.Transport))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// Run closes idle user connections until ctx is done, then closes everything.
+func (m *Manager) Run(ctx context.Context) error {
+	tick := min(m.opts.IdleTimeout/4, time.Minute)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return m.Close()
+		case <-t.C:
+			m.closeIdle()
+		}
+	}
+}
+
+func (m *Manager) closeIdle() {
+	m.mu.Lock()
+	var idle []*conn
+	for k, c := range m.conns {
+		if k.user != "" && c.idleFor() >= m.opts.IdleTimeout {
+			idle = append(idle, c)
+			delete(m.conns, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range idle {
+		m.log.Debug("closing idle mcp connection", slog.String("mcp_server", c.cfg.Name), slog.String("user_id", c.user.ID))
+		c.close()
+	}
+}
+
+// Close closes every connection and kills every stdio child.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	conns := m.conns
+	m.conns = map[connKey]*conn{}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(c.close)
+	}
+	wg.Wait()
+	return nil
+}
+
+// errUnknownServer is returned for a server name that is not configured.
+func errUnknownServer(name string) error {
+	return fmt.Errorf("no MCP server named %q in mcpServers", name)
+}
+
+// conn returns the connection for a server and user (nil user for app scope),
+// creating it (not yet connected) if needed.
+func (m *Manager) conn(server string, u *User) *conn {
+	s := m.servers[server]
+	key := connKey{server: server}
+	if s.Scope == ScopeUser {
+		if u == nil {
+			u = &User{}
+		}
+		key.user = u.ID
+	} else {
+		u = nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.conns[key]
+	if !ok {
+		c = newConn(m, s, u)
+		if !m.closed {
+			m.conns[key] = c
+		}
+	}
+	return c
+}
+
+// Status reports every server's state; for user-scoped servers, that of u's
+// connection (nil u: how many users are connected, and the state of any one).
+func (m *Manager) Status(u *User) []ServerStatus {
+	out := make([]ServerStatus, 0, len(m.order))
+	for _, name := range m.order {
+		s := m.servers[name]
+		st := ServerStatus{Name: name, Transport: s.Transport, Scope: s.Scope, State: StateDisconnected}
+		m.mu.Lock()
+		var cs []*conn
+		for k, c := range m.conns {
+			if k.server == name && (u == nil || s.Scope == ScopeApp || k.user == u.ID) {
+				cs = append(cs, c)
+			}
+		}
+		m.mu.Unlock()
+		st.Connections = len(cs)
+		for _, c := range cs {
+			cst := c.status()
+			if st.State != StateConnected {
+				st.State, st.LastError, st.ConnectedSince, st.ToolCount = cst.State, cst.LastError, cst.ConnectedSince, cst.ToolCount
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Tools lists a server's tools for u, connecting if needed.
+func (m *Manager) Tools(ctx context.Context, server string, u *User) ([]Tool, error) {
+	if _, ok := m.servers[server]; !ok {
+		return nil, errUnknownServer(server)
+	}
+	return m.conn(server, u).tools(ctx)
+}
+
+// Instructions returns the server's prompt instructions: the configured text, or
+// with serverInstructions: true the server's own (connecting if needed).
+func (m *Manager) Instructions(ctx context.Context, server string, u *User) (string, error) {
+	s, ok := m.servers[server]
+	if !ok {
+		return "", errUnknownServer(server)
+	}
+	if !s.InstructionsFromServer {
+		return s.Instructions, nil
+	}
+	sess, err := m.conn(server, u).session(ctx)
+	if err != nil {
+		return "", err
+	}
+	return sess.Instructions(), nil
+}
+
+// Reconnect drops a server's app connection (or every user's) and connects again.
+func (m *Manager) Reconnect(ctx context.Context, server string) error {
+	s, ok := m.servers[server]
+	if !ok {
+		return errUnknownServer(server)
+	}
+	m.mu.Lock()
+	var cs []*conn
+	for k, c := range m.conns {
+		if k.server == server {
+			cs = append(cs, c)
+			delete(m.conns, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range cs {
+		c.close()
+	}
+	if s.Scope == ScopeUser {
+		return nil // user connections open again on next use
+	}
+	_, err := m.conn(server, nil).session(ctx)
+	return err
+}
+
+// Resolve maps a tool key the model used back to its server and tool. Keys of
+// servers whose tools have not been listed yet are resolved by their name parts.
+func (m *Manager) Resolve(key string) (server, tool string, err error) {
+	if s, t, ok := m.names.Lookup(key); ok {
+		return s, t, nil
+	}
+	t, s, ok := SplitKey(key)
+	if ok {
+		for _, name := range m.order {
+			if name == s || NormaliseServer(name) == s {
+				return name, t, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no MCP tool %q", key)
+}
+
+// Call calls a tool by its key for u, after validating args against the tool's
+// schema. A failure the model should see (bad arguments, timeout, transport or
+// JSON-RPC error) is returned as a Go error; FailureText renders it. The call's
+// time limit is the server's Timeout, restarted by each progress notification.
+func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	server, tool, err := m.Resolve(key)
+	if err != nil {
+		return nil, err
+	}
+	c := m.conn(server, u)
+	tools, err := c.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var def *Tool
+	for i := range tools {
+		if tools[i].Name == tool {
+			def = &tools[i]
+		}
+	}
+	if def == nil {
+		return nil, fmt.Errorf("server %q has no tool %q", server, tool)
+	}
+	if err := ValidateArgs(def.InputSchema, args); err != nil {
+		return nil, err
+	}
+	return c.call(ctx, tool, args)
+}
+
+// conn is one connection to one server, for everyone (app scope) or one user.
+type conn struct {
+	m    *Manager
+	cfg  ServerConfig
+	user *User
+
+	mu             sync.Mutex
+	state          State
+	sess           *Session
+	lastErr        string
+	connectedSince time.Time
+	toolList       []Tool // nil: not listed yet, or changed since
+	failures       int
+	lastAttempt    time.Time
+	attempt        chan struct{} // closed when the connect in flight ends; nil when none
+	retry          *time.Timer   // the scheduled reconnect, if any
+	closed         bool
+
+	inflight atomic.Int64
+	lastUsed atomic.Int64 // unix nanoseconds
+	tokens   sync.Map     // progress token → func() that restarts the call's timer
+	nextTok  atomic.Int64
+}
+
+func newConn(m *Manager, cfg ServerConfig, u *User) *conn {
+	c := &conn{m: m, cfg: cfg, user: u, state: StateDisconnected}
+	c.touch()
+	return c
+}
+
+func (c *conn) touch() { c.lastUsed.Store(time.Now().UnixNano()) }
+
+func (c *conn) idleFor() time.Duration {
+	if c.inflight.Load() > 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, c.lastUsed.Load()))
+}
+
+func (c *conn) status() ServerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := ServerStatus{State: c.state, LastError: c.lastErr, ToolCount: len(c.toolList)}
+	if c.state == StateConnected {
+		t := c.connectedSince
+		st.ConnectedSince = &t
+	}
+	return st
+}
+
+func (c *conn) logger() *slog.Logger {
+	l := c.m.log.With(slog.String("mcp_server", c.cfg.Name))
+	if c.user != nil {
+		l = l.With(slog.String("user_id", c.user.ID))
+	}
+	return l
+}
+
+// session returns the connected session, connecting if needed. It waits no longer
+// than ctx allows; the connect itself is bounded by InitTimeout and goes on for
+// other callers if this one gives up.
+func (c *conn) session(ctx context.Context) (*Session, error) {
+	c.touch()
+	for {
+		c.mu.Lock()
+		switch {
+		case c.closed:
+			c.mu.Unlock()
+			return nil, errors.New("connection closed")
+		case c.state == StateConnected:
+			s := c.sess
+			c.mu.Unlock()
+			return s, nil
+		case c.attempt == nil && c.failures >= c.m.opts.MaxAttempts && time.Since(c.lastAttempt) < c.m.opts.RetryAfter:
+			err := fmt.Errorf("server %q is unavailable (%s); next retry %s", c.cfg.Name, c.lastErr, c.lastAttempt.Add(c.m.opts.RetryAfter).Format(time.TimeOnly))
+			c.mu.Unlock()
+			return nil, err
+		}
+		if c.attempt == nil {
+			c.startAttemptLocked()
+		}
+		wait := c.attempt
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for server %q to connect: %w", c.cfg.Name, context.Cause(ctx))
+		}
+		c.mu.Lock()
+		if c.state != StateConnected && !c.closed {
+			err := fmt.Errorf("server %q: %s", c.cfg.Name, c.lastErr)
+			c.mu.Unlock()
+			return nil, err
+		}
+		c.mu.Unlock()
+	}
+}
+
+// startAttemptLocked begins one connect attempt in the background.
+func (c *conn) startAttemptLocked() {
+	if c.retry != nil {
+		c.retry.Stop()
+		c.retry = nil
+	}
+	done := make(chan struct{})
+	c.attempt = done
+	c.state = StateConnecting
+	c.lastAttempt = time.Now()
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.InitTimeout)
+		defer cancel()
+		uid := ""
+		if c.user != nil {
+			uid = c.user.ID
+		}
+		sess, err := Connect(ctx, c.cfg.Resolve(c.user, c.m.opts.Getenv), uid, c.m.opts.Version, Handlers{
+			ToolsChanged: c.toolsChanged,
+			Progress:     c.progress,
+		}, c.logger())
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.attempt = nil
+		if c.closed {
+			if sess != nil {
+				go sess.Close()
+			}
+			return
+		}
+		if err != nil {
+			c.failures++
+			c.state, c.lastErr = StateError, err.Error()
+			c.logger().Warn("mcp connect failed", slog.Int("attempt", c.failures), slog.String("err", c.lastErr))
+			c.scheduleRetryLocked()
+			return
+		}
+		c.sess, c.state, c.lastErr, c.failures, c.connectedSince = sess, StateConnected, "", 0, time.Now().UTC()
+		c.toolList = nil
+		go c.watch(sess)
+	}()
+}
+
+// scheduleRetryLocked plans the next reconnect with exponential backoff, until
+// MaxAttempts have failed; after that the next use retries.
+func (c *conn) scheduleRetryLocked() {
+	if c.failures >= c.m.opts.MaxAttempts || c.closed {
+		return
+	}
+	d := c.m.opts.BackoffBase << (c.failures - 1)
+	if d > c.m.opts.BackoffMax || d <= 0 {
+		d = c.m.opts.BackoffMax
+	}
+	c.retry = time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.closed && c.attempt == nil && c.state != StateConnected {
+			c.startAttemptLocked()
+		}
+	})
+}
+
+// watch notices when a session ends on its own (the child died, the server went
+// away) and reconnects.
+func (c *conn) watch(sess *Session) {
+	err := sess.Wait()
+	sess.killGroup()
+	if err == nil {
+		err = errors.New("connection closed")
+	}
+	c.lost(sess, err)
+}
+
+// lost records that sess no longer works and plans a reconnect; the next use
+// reconnects at once.
+func (c *conn) lost(sess *Session, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.sess != sess {
+		return
+	}
+	c.logger().Warn("mcp connection lost", slog.String("err", err.Error()))
+	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+err.Error(), nil
+	c.failures = 1
+	c.scheduleRetryLocked()
+	go sess.Close()
+}
+
+// transportFailure reports whether a call's error means the connection itself is
+// gone (as opposed to an error answer, a timeout or a cancellation).
+func transportFailure(err error) bool {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	sess := c.sess
+	c.sess, c.state = nil, StateDisconnected
+	if c.retry != nil {
+		c.retry.Stop()
+	}
+	c.mu.Unlock()
+	if sess != nil {
+		_ = sess.Close()
+	}
+}
+
+func (c *conn) toolsChanged() {
+	c.mu.Lock()
+	c.toolList = nil
+	c.mu.Unlock()
+}
+
+// tools lists the server's tools (following pagination), cached until the server
+// says they changed.
+func (c *conn) tools(ctx context.Context) ([]Tool, error) {
+	sess, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	cached := c.toolList
+	c.mu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	list := []Tool{}
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err)
+		}
+		list = append(list, Tool{
+			Key: c.m.names.Add(c.cfg.Name, t.Name), Server: c.cfg.Name, Name: t.Name,
+			Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		})
+	}
+	c.mu.Lock()
+	if c.sess == sess {
+		c.toolList = list
+	}
+	c.mu.Unlock()
+	return list, nil
+}
+
+var errTimeout = errors.New("timed out")
+
+func (c *conn) progress(p *sdk.ProgressNotificationParams) {
+	if restart, ok := c.tokens.Load(fmt.Sprint(p.ProgressToken)); ok {
+		restart.(func())()
+	}
+}
+
+// call runs tools/call with a timeout that each progress notification restarts.
+// Cancelling ctx cancels the request on the server (notifications/cancelled).
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	c.inflight.Add(1)
+	defer func() { c.inflight.Add(-1); c.touch() }()
+	sess, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := c.cfg.Timeout
+	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	defer timer.Stop()
+	token := "relay-" + strconv.FormatInt(c.nextTok.Add(1), 10)
+	c.tokens.Store(token, func() { timer.Reset(timeout) })
+	defer c.tokens.Delete(token)
+
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
+	params.SetProgressToken(token)
+	res, err := sess.CallTool(ctx, params)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errTimeout) {
+			return nil, fmt.Errorf("no answer from %q within %s (timeout)", c.cfg.Name, timeout)
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, fmt.Errorf("cancelled: %w", cause)
+		}
+		if transportFailure(err) {
+			c.lost(sess, err)
+		}
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,292 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+)
+
+func server(name, transport, url string) mcp.ServerConfig {
+	return mcp.ServerConfig{Name: name, Transport: transport, URL: url, Timeout: 10 * time.Second, InitTimeout: 10 * time.Second, Startup: true, Scope: mcp.ScopeApp, SendUserID: true}
+}
+
+func newManager(t *testing.T, opts mcp.Options, servers ...mcp.ServerConfig) *mcp.Manager {
+	t.Helper()
+	m := mcp.NewManager(servers, opts)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func call(t *testing.T, m *mcp.Manager, u *mcp.User, key, args string) (*sdk.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return m.Call(ctx, u, key, json.RawMessage(args))
+}
+
+func text(res *sdk.CallToolResult) string { return mcp.Format(res, mcp.FamilyText).Text }
+
+// stdioEverything is server-everything over stdio, behind a shell that writes the
+// child's pid to a file so that a test can kill it.
+func stdioEverything(t *testing.T, name string) (mcp.ServerConfig, func() int) {
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	s := server(name, mcp.TransportStdio, "")
+	s.Command = "sh"
+	s.Args = []string{"-c", fmt.Sprintf("echo $$ > %s; exec node %s stdio", pidFile, everything)}
+	return s, func() int {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid
+	}
+}
+
+func TestResultsPerProviderFamily(t *testing.T) {
+	s, _ := stdioEverything(t, "everything")
+	m := newManager(t, mcp.Options{}, s)
+
+	img, err := call(t, m, nil, "get-tiny-image__mcp__everything", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oa := mcp.Format(img, mcp.FamilyOpenAI)
+	if len(oa.Images) != 1 || oa.Images[0].MIMEType != "image/png" || !strings.HasPrefix(oa.Images[0].DataURL(), "data:image/png;base64,") {
+		t.Errorf("OpenAI family: images %+v", oa.Images)
+	}
+	an := mcp.Format(img, mcp.FamilyAnthropic)
+	var kinds []string
+	for _, b := range an.Blocks {
+		kinds = append(kinds, b.Type)
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "image") || !strings.Contains(strings.Join(kinds, ","), "text") {
+		t.Errorf("Anthropic family: blocks %v", kinds)
+	}
+	if txt := mcp.Format(img, mcp.FamilyText).Text; !strings.Contains(txt, "[image: image/png]") {
+		t.Errorf("text family: %q", txt)
+	}
+
+	ref, err := call(t, m, nil, "get-resource-reference__mcp__everything", `{"resourceId": 2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := text(ref)
+	for _, want := range []string{"Resource 2: This is a plaintext resource", "Resource URI: demo://resource/dynamic/text/2", "Resource MIME Type: text/plain"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("resource reference lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestProgressRestartsTheTimeout(t *testing.T) {
+	s, _ := stdioEverything(t, "everything")
+	s.Timeout = 2 * time.Second
+	m := newManager(t, mcp.Options{}, s)
+	began := time.Now()
+	res, err := call(t, m, nil, "trigger-long-running-operation__mcp__everything", `{"duration": 5, "steps": 5}`)
+	if err != nil {
+		t.Fatalf("with progress every second the call should outlive its 2 s timeout: %v", err)
+	}
+	if d := time.Since(began); d < 5*time.Second || !strings.Contains(text(res), "completed") {
+		t.Errorf("after %s: %q", d, text(res))
+	}
+
+	// Without progress the same limit ends the call at 2 s with the error text.
+	goSrv := server("quiet", mcp.TransportWebSocket, mcptest.Start(t, "websocket", mcptest.Options{}))
+	goSrv.Timeout = 2 * time.Second
+	m2 := newManager(t, mcp.Options{}, goSrv)
+	if _, err := call(t, m2, nil, "echo__mcp__quiet", `{"message":"warm up"}`); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	_, err = call(t, m2, nil, "sleep__mcp__quiet", `{"ms": 5000}`)
+	d := time.Since(began)
+	if err == nil || d < 2*time.Second || d > 3*time.Second {
+		t.Fatalf("no progress: err %v after %s, want a timeout at 2 s", err, d)
+	}
+	if msg := mcp.FailureText("sleep__mcp__quiet", err); !strings.HasPrefix(msg, `"sleep__mcp__quiet" tool call failed: `) || !strings.Contains(msg, "timeout") {
+		t.Errorf("failure text %q", msg)
+	}
+}
+
+func TestCancelReachesTheServer(t *testing.T) {
+	stats := &mcptest.Stats{}
+	url := mcptest.Start(t, "websocket", mcptest.Options{Stats: stats})
+	m := newManager(t, mcp.Options{}, server("go", mcp.TransportWebSocket, url))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := m.Call(ctx, nil, "sleep__mcp__go", json.RawMessage(`{"ms": 10000}`)); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for stats.Cancelled() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never saw notifications/cancelled")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStdioChildKilledMidCall(t *testing.T) {
+	s, pid := stdioEverything(t, "everything")
+	s.Timeout = 5 * time.Second
+	m := newManager(t, mcp.Options{BackoffBase: 50 * time.Millisecond}, s)
+	if _, err := call(t, m, nil, "echo__mcp__everything", `{"message":"first"}`); err != nil {
+		t.Fatal(err)
+	}
+	victim := pid()
+	time.AfterFunc(500*time.Millisecond, func() { _ = syscall.Kill(victim, syscall.SIGKILL) })
+	began := time.Now()
+	_, err := call(t, m, nil, "trigger-long-running-operation__mcp__everything", `{"duration": 10, "steps": 10}`)
+	if err == nil {
+		t.Fatal("the call survived its server being killed")
+	}
+	if d := time.Since(began); d > s.Timeout+time.Second {
+		t.Errorf("the failed call took %s, more than its timeout", d)
+	}
+	t.Logf("failure text: %s", mcp.FailureText("trigger-long-running-operation__mcp__everything", err))
+	res, err := call(t, m, nil, "echo__mcp__everything", `{"message":"again"}`)
+	if err != nil || text(res) != "Echo: again" {
+		t.Fatalf("after the crash: %v %v", res, err)
+	}
+	if pid() == victim {
+		t.Errorf("no new child was started")
+	}
+}
+
+func TestHTTPServerDownAndBack(t *testing.T) {
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	port := mcptest.FreePort(t)
+	env := []string{fmt.Sprintf("PORT=%d", port)}
+	p := mcptest.StartProcess(t, port, env, "node", everything, "streamableHttp")
+	s := server("remote", mcp.TransportStreamableHTTP, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+	s.Timeout = 3 * time.Second
+	s.InitTimeout = 2 * time.Second
+	m := newManager(t, mcp.Options{BackoffBase: 100 * time.Millisecond, BackoffMax: 500 * time.Millisecond, MaxAttempts: 100}, s)
+	if _, err := call(t, m, nil, "echo__mcp__remote", `{"message":"up"}`); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	// The next call fails with the error text, and the state says why.
+	if _, err := call(t, m, nil, "echo__mcp__remote", `{"message":"down"}`); err == nil {
+		t.Fatal("a call to a stopped server succeeded")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := m.Status(nil)[0]
+		if st.State == mcp.StateError && st.LastError != "" {
+			t.Logf("state %s: %s", st.State, st.LastError)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state stayed %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mcptest.StartProcess(t, port, env, "node", everything, "streamableHttp")
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		res, err := call(t, m, nil, "echo__mcp__remote", `{"message":"back"}`)
+		if err == nil && text(res) == "Echo: back" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st := m.Status(nil)[0]; st.State != mcp.StateConnected {
+		t.Errorf("after recovery: %+v", st)
+	}
+}
+
+func TestOutOfOrderAnswers(t *testing.T) {
+	memory := mcptest.Peer(t, "PEER_MEMORY")
+	s := server("memory", mcp.TransportStdio, "")
+	s.Command = "node"
+	s.Args = []string{memory}
+	s.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}
+	m := newManager(t, mcp.Options{}, s)
+	var entities []map[string]any
+	for i := range 40 {
+		entities = append(entities, map[string]any{"name": fmt.Sprintf("entity%02d", i), "entityType": "thing", "observations": []string{fmt.Sprintf("observation %02d", i)}})
+	}
+	args, _ := json.Marshal(map[string]any{"entities": entities})
+	if _, err := call(t, m, nil, "create_entities__mcp__memory", string(args)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			name := fmt.Sprintf("entity%02d", i)
+			res, err := call(t, m, nil, "open_nodes__mcp__memory", fmt.Sprintf(`{"names": [%q]}`, name))
+			if err != nil {
+				errs <- err
+				return
+			}
+			got := text(res)
+			if !strings.Contains(got, name) || strings.Count(got, `"entityType"`) != 1 {
+				errs <- fmt.Errorf("call for %s got %s", name, got)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestUserScopedConnections(t *testing.T) {
+	url := mcptest.Start(t, "streamable-http", mcptest.Options{})
+	s := server("per-user", mcp.TransportStreamableHTTP, url)
+	s.Scope = mcp.ScopeUser
+	s.Headers = map[string]string{"X-User": "{{LIBRECHAT_USER_ID}}"}
+	m := newManager(t, mcp.Options{IdleTimeout: 400 * time.Millisecond}, s)
+	ann, bob := &mcp.User{ID: "user_ann"}, &mcp.User{ID: "user_bob"}
+	for _, u := range []*mcp.User{ann, bob, ann} {
+		res, err := call(t, m, u, "whoami__mcp__per-user", `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var who struct {
+			UserID string `json:"userId"`
+			Header string `json:"header"`
+		}
+		if err := json.Unmarshal([]byte(text(res)), &who); err != nil {
+			t.Fatalf("whoami: %q: %v", text(res), err)
+		}
+		if who.UserID != u.ID || who.Header != u.ID {
+			t.Errorf("%s: server saw userId %q and X-User %q", u.ID, who.UserID, who.Header)
+		}
+	}
+	if n := m.Status(nil)[0].Connections; n != 2 {
+		t.Errorf("%d connections for two users, want 2", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Status(nil)[0].Connections != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle user connections still open: %+v", m.Status(nil)[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
