@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -24,7 +25,7 @@ import (
 // client on the same server, per transport; 200 concurrent calls on one streamable
 // HTTP connection; and the memory an idle user-scoped HTTP connection holds.
 func benchMCP() error {
-	calls := flag.Int("calls", 500, "sequential calls per transport and client")
+	calls := flag.Int("calls", 1000, "sequential calls per transport and client")
 	users := flag.Int("users", 200, "idle user-scoped connections for the memory measurement")
 	flag.Parse()
 	everything, gateway := os.Getenv("PEER_EVERYTHING"), os.Getenv("PEER_SUPERGATEWAY")
@@ -86,13 +87,9 @@ func benchMCP() error {
 	fmt.Fprintln(tw, "tools/call echo\tclient\tn\tp50\tp99\tmean\tRelay/bare (mean)\ttarget\t")
 	for _, s := range servers {
 		fmt.Fprintf(os.Stderr, "%s…\n", s.Name)
-		bare, err := bareCalls(ctx, s, *calls)
+		bare, relay, err := pairedCalls(ctx, s, *calls)
 		if err != nil {
-			return fmt.Errorf("%s bare: %w", s.Name, err)
-		}
-		relay, err := managerCalls(ctx, s, *calls)
-		if err != nil {
-			return fmt.Errorf("%s relay: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		fmt.Fprintf(tw, "%s\tgo-sdk bare\t%d\t%s\t%s\t%s\t\t\t\n", s.Name, len(bare), ms(pct(bare, 50)), ms(pct(bare, 99)), ms(mean(bare)))
 		fmt.Fprintf(tw, "%s\tRelay manager\t%d\t%s\t%s\t%s\t%.2f×\t≤ 1.10×\t\n", s.Name, len(relay), ms(pct(relay, 50)), ms(pct(relay, 99)), ms(mean(relay)), float64(mean(relay))/float64(mean(bare)))
@@ -113,7 +110,7 @@ func benchMCP() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("memory per idle user-scoped streamable HTTP connection (%d users, Go heap after GC): %.1f KB (target < 100 KB)\n", *users, perConn/1024)
+	fmt.Printf("memory per idle user-scoped streamable HTTP connection (%d users, Go heap and goroutine stacks after GC): %.1f KB (target < 100 KB)\n", *users, perConn/1024)
 	return nil
 }
 
@@ -125,56 +122,62 @@ func mean(s []time.Duration) time.Duration {
 	return sum / time.Duration(len(s))
 }
 
-// bareCalls makes n sequential echo calls with the go-sdk's own client.
-func bareCalls(ctx context.Context, s mcp.ServerConfig, n int) ([]time.Duration, error) {
-	sess, err := mcp.Connect(ctx, s, "", "bench", mcp.Handlers{}, nil)
+// pairedCalls makes n sequential echo calls with the go-sdk's own client and n
+// through Relay's manager (key resolution, schema validation, progress tracking and
+// the timeout included), alternating between the two so that both see the same
+// server and machine conditions.
+func pairedCalls(ctx context.Context, s mcp.ServerConfig, n int) (bare, relay []time.Duration, err error) {
+	sess, err := mcp.Connect(ctx, s, mcp.ConnectOptions{Version: "bench"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer sess.Close()
-	out := make([]time.Duration, 0, n)
-	for i := range n + 20 {
-		t0 := time.Now()
-		res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
-		d := time.Since(t0)
-		if err != nil {
-			return nil, err
-		}
-		if res.IsError {
-			return nil, fmt.Errorf("echo failed")
-		}
-		if i >= 20 { // warm-up
-			out = append(out, d)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// managerCalls makes n sequential echo calls through Relay's manager: key
-// resolution, schema validation, progress tracking and the timeout included.
-func managerCalls(ctx context.Context, s mcp.ServerConfig, n int) ([]time.Duration, error) {
 	m := mcp.NewManager([]mcp.ServerConfig{s}, mcp.Options{})
 	defer m.Close()
 	key := mcp.Key("echo", s.Name)
-	out := make([]time.Duration, 0, n)
-	for i := range n + 20 {
+	viaSDK := func(i int) (time.Duration, error) {
+		t0 := time.Now()
+		res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
+		d := time.Since(t0)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("echo failed")
+		}
+		return d, err
+	}
+	viaRelay := func(i int) (time.Duration, error) {
 		args, _ := json.Marshal(map[string]any{"message": fmt.Sprint(i)})
 		t0 := time.Now()
 		res, err := m.Call(ctx, nil, key, args)
 		d := time.Since(t0)
-		if err != nil {
-			return nil, err
+		if err == nil && res.IsError {
+			err = fmt.Errorf("echo failed")
 		}
-		if res.IsError {
-			return nil, fmt.Errorf("echo failed")
-		}
-		if i >= 20 {
-			out = append(out, d)
-		}
+		return d, err
 	}
-	slices.Sort(out)
-	return out, nil
+	for i := range n + 50 {
+		first, second := viaSDK, viaRelay
+		if i%2 == 1 {
+			first, second = viaRelay, viaSDK
+		}
+		d1, err := first(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		d2, err := second(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i < 50 {
+			continue // warm-up
+		}
+		if i%2 == 1 {
+			d1, d2 = d2, d1
+		}
+		bare, relay = append(bare, d1), append(relay, d2)
+	}
+	slices.Sort(bare)
+	slices.Sort(relay)
+	return bare, relay, nil
 }
 
 func concurrentCalls(ctx context.Context, s mcp.ServerConfig, n int) (int, time.Duration, error) {
@@ -213,12 +216,12 @@ func idleMemory(ctx context.Context, s mcp.ServerConfig, n int) (float64, error)
 	m := mcp.NewManager([]mcp.ServerConfig{s}, mcp.Options{})
 	defer m.Close()
 	key := mcp.Key("echo", s.Name)
-	heap := func() uint64 {
+	heap := func() uint64 { // live heap plus goroutine stacks
 		runtime.GC()
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+		return ms.HeapAlloc + ms.StackInuse
 	}
 	// One connection first, so that code and caches loaded once are not counted.
 	if _, err := m.Call(ctx, &mcp.User{ID: "warm"}, key, json.RawMessage(`{"message":"x"}`)); err != nil {
@@ -230,8 +233,14 @@ func idleMemory(ctx context.Context, s mcp.ServerConfig, n int) (float64, error)
 			return 0, err
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // let every connection settle into idle
+	time.Sleep(time.Second) // let every connection settle into idle
 	after := heap()
+	if f := os.Getenv("RELAY_BENCH_HEAPPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil {
+			_ = pprof.WriteHeapProfile(out)
+			out.Close()
+		}
+	}
 	if st := m.Status(nil)[0]; st.Connections != n+1 {
 		return 0, fmt.Errorf("%d connections, want %d", st.Connections, n+1)
 	}

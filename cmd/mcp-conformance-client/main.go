@@ -56,7 +56,7 @@ func run(ctx context.Context, scenario, url string, log *slog.Logger) (err error
 		InitTimeout: timeout,
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.InitTimeout)
-	s, err := mcp.Connect(connectCtx, cfg, "", "conformance", mcp.Handlers{}, log)
+	s, err := mcp.Connect(connectCtx, cfg, mcp.ConnectOptions{Version: "conformance", Logger: log})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", url, err)

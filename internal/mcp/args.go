@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -51,55 +49,58 @@ func (e *ArgsError) Error() string {
 // with a remote $ref) is not enforced, because the server is the final judge of
 // its own arguments; [CheckSchema] reports such schemas.
 //
-// Compiled schemas are cached (keyed by the SHA-256 of the schema's JSON), since
-// the same tool is validated on every call. ValidateArgs is safe for concurrent
-// use.
+// ValidateArgs compiles the schema on every call; code that validates the same
+// tool's arguments repeatedly compiles it once with [CompileArgsSchema].
 func ValidateArgs(schema any, args json.RawMessage) error {
-	return argsSchemas.validate(schema, args)
+	return CompileArgsSchema(schema).Validate(args)
 }
 
 // CheckSchema reports why schema cannot be used to validate arguments, or nil
 // if it can (or there is nothing to check). [ValidateArgs] skips such schemas;
 // CheckSchema lets the caller say so once, e.g. when the tools are listed.
-func CheckSchema(schema any) error {
-	c, err := argsSchemas.get(schema)
-	if err != nil {
-		return err
+func CheckSchema(schema any) error { return CompileArgsSchema(schema).Err() }
+
+// ArgsSchema is a tool's input schema compiled for validating arguments. It is
+// safe for concurrent use.
+type ArgsSchema struct{ c *compiledSchema }
+
+// CompileArgsSchema compiles a tool's input schema (see [ValidateArgs] for the
+// forms it takes). It never fails: a schema that cannot be used accepts every
+// object, and Err says why.
+func CompileArgsSchema(schema any) *ArgsSchema {
+	raw, err := schemaJSON(schema)
+	switch {
+	case err != nil:
+		return &ArgsSchema{c: &compiledSchema{err: err}}
+	case raw == nil:
+		return &ArgsSchema{c: &compiledSchema{}}
 	}
-	return c.err
+	return &ArgsSchema{c: compile(raw)}
 }
 
-// argsSchemas is the process-wide cache of compiled input schemas. It holds no
-// configuration, only derived data, and is bounded.
-var argsSchemas = schemaCache{max: 1024}
+// Err says why the schema cannot be enforced, or nil.
+func (a *ArgsSchema) Err() error { return a.c.err }
 
-// schemaCache maps the hash of a schema's JSON to the compiled schema.
-type schemaCache struct {
-	max     int
-	mu      sync.Mutex
-	entries map[[sha256.Size]byte]*compiledSchema
-}
-
-// compiledSchema is one cache entry.
-type compiledSchema struct {
-	resolved *jsonschema.Resolved // nil: accept any object
-	doc      any                  // the schema as plain JSON values, to quote enum and const in errors
-	err      error                // why the schema cannot be enforced
-}
-
-func (c *schemaCache) validate(schema any, args json.RawMessage) error {
+// Validate checks args (a JSON object; empty or null mean {}) against the schema.
+func (a *ArgsSchema) Validate(args json.RawMessage) error {
 	instance, err := decodeArgs(args)
 	if err != nil {
 		return err
 	}
-	cs, err := c.get(schema)
-	if err != nil || cs.resolved == nil {
+	if a.c.resolved == nil {
 		return nil // an unusable schema is not enforced; see ValidateArgs
 	}
-	if err := cs.resolved.Validate(instance); err != nil {
-		return explain(err, cs.doc, instance)
+	if err := a.c.resolved.Validate(instance); err != nil {
+		return explain(err, a.c.doc, instance)
 	}
 	return nil
+}
+
+// compiledSchema is a compiled input schema.
+type compiledSchema struct {
+	resolved *jsonschema.Resolved // nil: accept any object
+	doc      any                  // the schema as plain JSON values, to quote enum and const in errors
+	err      error                // why the schema cannot be enforced
 }
 
 // decodeArgs decodes the arguments, which must be a JSON object.
@@ -117,39 +118,6 @@ func decodeArgs(args json.RawMessage) (map[string]any, error) {
 		return nil, &ArgsError{Problem: "arguments must be a JSON object, got " + jsonTypeOf(v)}
 	}
 	return obj, nil
-}
-
-// get returns the compiled schema, compiling and caching it on first use. An
-// error means the schema could not even be marshalled.
-func (c *schemaCache) get(schema any) (*compiledSchema, error) {
-	raw, err := schemaJSON(schema)
-	if err != nil {
-		return nil, err
-	}
-	if raw == nil {
-		return &compiledSchema{}, nil
-	}
-	key := sha256.Sum256(raw)
-	c.mu.Lock()
-	cs, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok {
-		return cs, nil
-	}
-	cs = compile(raw)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[[sha256.Size]byte]*compiledSchema{}
-	}
-	if len(c.entries) >= c.max {
-		for k := range c.entries { // drop an arbitrary entry
-			delete(c.entries, k)
-			break
-		}
-	}
-	c.entries[key] = cs
-	return cs, nil
 }
 
 // schemaJSON returns the schema's JSON, or nil for no schema.

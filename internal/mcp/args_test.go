@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -166,17 +165,14 @@ func TestCheckSchema(t *testing.T) {
 	}
 }
 
-func TestSchemaCache(t *testing.T) {
-	c := schemaCache{max: 3}
+func TestCompiledSchemaConcurrent(t *testing.T) {
+	schema := CompileArgsSchema(json.RawMessage(`{"type":"object","properties":{"p":{"type":"number"}}}`))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
-			for i := range 50 {
-				schema := fmt.Sprintf(`{"type":"object","properties":{"p%d":{"type":"number"}}}`, i%5)
-				args := fmt.Sprintf(`{"p%d":"x"}`, i%5)
-				err := c.validate(json.RawMessage(schema), json.RawMessage(args))
-				want := fmt.Sprintf(`invalid arguments for tool: property "p%d": expected number, got string`, i%5)
-				if err == nil || err.Error() != want {
+			for range 50 {
+				err := schema.Validate(json.RawMessage(`{"p":"x"}`))
+				if err == nil || err.Error() != `invalid arguments for tool: property "p": expected number, got string` {
 					t.Errorf("goroutine %d: %v", g, err)
 					return
 				}
@@ -184,23 +180,6 @@ func TestSchemaCache(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := len(c.entries); n > 3 {
-		t.Errorf("cache holds %d entries, max 3", n)
-	}
-
-	// The same schema, however it is given, is compiled once.
-	d := schemaCache{max: 10}
-	first, err := d.get(json.RawMessage(numberA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := d.get([]byte(numberA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != again {
-		t.Error("schema compiled twice")
-	}
 }
 
 func BenchmarkValidateArgs(b *testing.B) {
@@ -209,8 +188,9 @@ func BenchmarkValidateArgs(b *testing.B) {
 		b.Fatal(err)
 	}
 	args := json.RawMessage(`{"city":"Utrecht","unit":"celsius","days":3,"tags":["a"],"note":null}`)
+	compiled := CompileArgsSchema(schema)
 	for b.Loop() {
-		if err := ValidateArgs(schema, args); err != nil {
+		if err := compiled.Validate(args); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,12 +21,21 @@ import (
 // ClientName is how Relay introduces itself in initialize.
 const ClientName = "relay"
 
-// Handlers receive what a server sends on its own.
-type Handlers struct {
+// ConnectOptions are the optional parts of Connect.
+type ConnectOptions struct {
+	// UserID, when not empty, is added to every tools/call (seed 003).
+	UserID string
+	// Version is the client version sent in initialize.
+	Version string
 	// ToolsChanged is called on notifications/tools/list_changed.
 	ToolsChanged func()
 	// Progress is called on notifications/progress.
 	Progress func(p *sdk.ProgressNotificationParams)
+	// HTTP carries the requests of the HTTP transports; nil means a new transport.
+	// Connections of one manager share one, so that they share its idle pool.
+	HTTP http.RoundTripper
+	// Logger may be nil.
+	Logger *slog.Logger
 }
 
 // Session is an initialized connection to one server.
@@ -60,27 +69,31 @@ func (s *Session) Instructions() string {
 }
 
 // Connect opens and initializes a session with a server whose config has been
-// resolved (see ServerConfig.Resolve). ctx bounds only the connecting; userID, when
-// not empty, is added to every tools/call (seed 003). log may be nil.
-func Connect(ctx context.Context, cfg ServerConfig, userID, version string, h Handlers, log *slog.Logger) (*Session, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// resolved (see ServerConfig.Resolve). ctx bounds only the connecting.
+func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	t, cmd, err := transport(cfg, log)
+	if o.HTTP == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		o.HTTP = tr
+	}
+	t, cmd, err := transport(cfg, o.HTTP, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	if userID != "" && cfg.SendUserID {
-		t = &userIDTransport{Transport: t, userID: userID}
+	if o.UserID != "" && cfg.SendUserID {
+		t = &userIDTransport{Transport: t, userID: o.UserID}
 	}
 	opts := &sdk.ClientOptions{}
-	if h.ToolsChanged != nil {
-		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { h.ToolsChanged() }
+	if o.ToolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { o.ToolsChanged() }
 	}
-	if h.Progress != nil {
-		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { h.Progress(r.Params) }
+	if o.Progress != nil {
+		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { o.Progress(r.Params) }
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: version}, opts)
+	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: o.Version}, opts)
 	// Some transports (SSE) keep streams open in the context they connect with, so
 	// the session gets a context of its own; ctx bounds only the connecting.
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -104,7 +117,7 @@ func Connect(ctx context.Context, cfg ServerConfig, userID, version string, h Ha
 }
 
 // transport builds the go-sdk transport for a resolved config.
-func transport(cfg ServerConfig, log *slog.Logger) (sdk.Transport, *exec.Cmd, error) {
+func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Transport, *exec.Cmd, error) {
 	switch cfg.Transport {
 	case TransportStdio:
 		cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -119,15 +132,15 @@ func transport(cfg ServerConfig, log *slog.Logger) (sdk.Transport, *exec.Cmd, er
 		}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, cmd, nil
 	case TransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers)}, nil, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.Headers)}, nil, nil
 	case TransportStreamableHTTP:
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers)}, nil, nil
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.Headers)}, nil, nil
 	case TransportWebSocket:
 		h := http.Header{}
 		for k, v := range cfg.Headers {
 			h.Set(k, v)
 		}
-		return &WebSocketTransport{URL: cfg.URL, Header: h}, nil, nil
+		return &WebSocketTransport{URL: cfg.URL, Header: h, HTTPClient: &http.Client{Transport: rt}}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
@@ -146,11 +159,9 @@ func stderrLogger(log *slog.Logger, server string) io.Writer {
 	return pw
 }
 
-// httpClient returns a client that adds the server's headers to every request.
-func httpClient(headers map[string]string) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: &headerTransport{base: tr, headers: headers}}
+// httpClient returns a client over rt that adds the server's headers to every request.
+func httpClient(rt http.RoundTripper, headers map[string]string) *http.Client {
+	return &http.Client{Transport: &headerTransport{base: rt, headers: headers}}
 }
 
 type headerTransport struct {

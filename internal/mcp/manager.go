@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,6 +82,8 @@ type Tool struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description"`
 	InputSchema any    `json:"input_schema"`
+
+	args *ArgsSchema // InputSchema compiled once, for every call
 }
 
 // ServerStatus is what the API and `relay mcp list` show about a server. For a
@@ -100,6 +104,7 @@ type ServerStatus struct {
 type Manager struct {
 	opts    Options
 	log     *slog.Logger
+	http    http.RoundTripper // shared by every HTTP and websocket connection
 	servers map[string]ServerConfig
 	order   []string
 	names   Names
@@ -107,6 +112,43 @@ type Manager struct {
 	mu     sync.Mutex
 	conns  map[connKey]*conn
 	closed bool
+
+	// tools interns tool definitions by server and JSON, so that the many
+	// connections of a user-scoped server share one copy of each tool and its
+	// compiled schema.
+	toolsMu sync.Mutex
+	tools   map[string]Tool
+}
+
+// intern returns the shared Tool for a server's tool definition, building it once.
+func (m *Manager) intern(server string, t *sdk.Tool, log *slog.Logger) Tool {
+	raw, err := json.Marshal(t)
+	key := server + "\x00" + string(raw)
+	if err == nil {
+		m.toolsMu.Lock()
+		shared, ok := m.tools[key]
+		m.toolsMu.Unlock()
+		if ok {
+			return shared
+		}
+	}
+	tool := Tool{
+		Key: m.names.Add(server, t.Name), Server: server, Name: t.Name,
+		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		args: CompileArgsSchema(t.InputSchema),
+	}
+	if err := tool.args.Err(); err != nil {
+		log.Warn("tool arguments will not be checked", slog.String("tool", t.Name), slog.String("err", err.Error()))
+	}
+	if err == nil {
+		m.toolsMu.Lock()
+		if m.tools == nil {
+			m.tools = map[string]Tool{}
+		}
+		m.tools[key] = tool
+		m.toolsMu.Unlock()
+	}
+	return tool
 }
 
 type connKey struct{ server, user string }
@@ -114,7 +156,9 @@ type connKey struct{ server, user string }
 // NewManager returns a manager for the given servers (in config order).
 func NewManager(servers []ServerConfig, opts Options) *Manager {
 	opts.defaults()
-	m := &Manager{opts: opts, log: opts.Logger, servers: map[string]ServerConfig{}, conns: map[connKey]*conn{}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	m := &Manager{opts: opts, log: opts.Logger, http: tr, servers: map[string]ServerConfig{}, conns: map[connKey]*conn{}}
 	for _, s := range servers {
 		m.servers[s.Name] = s
 		m.order = append(m.order, s.Name)
@@ -203,6 +247,9 @@ func (m *Manager) Close() error {
 		wg.Go(c.close)
 	}
 	wg.Wait()
+	if tr, ok := m.http.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
 	return nil
 }
 
@@ -344,16 +391,11 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	var def *Tool
-	for i := range tools {
-		if tools[i].Name == tool {
-			def = &tools[i]
-		}
-	}
-	if def == nil {
+	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool })
+	if i < 0 {
 		return nil, fmt.Errorf("server %q has no tool %q", server, tool)
 	}
-	if err := ValidateArgs(def.InputSchema, args); err != nil {
+	if err := tools[i].args.Validate(args); err != nil {
 		return nil, err
 	}
 	return c.call(ctx, tool, args)
@@ -475,10 +517,10 @@ func (c *conn) startAttemptLocked() {
 		if c.user != nil {
 			uid = c.user.ID
 		}
-		sess, err := Connect(ctx, c.cfg.Resolve(c.user, c.m.opts.Getenv), uid, c.m.opts.Version, Handlers{
-			ToolsChanged: c.toolsChanged,
-			Progress:     c.progress,
-		}, c.logger())
+		sess, err := Connect(ctx, c.cfg.Resolve(c.user, c.m.opts.Getenv), ConnectOptions{
+			UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
+			HTTP: c.m.http, Logger: c.logger(),
+		})
 		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)
 		}
@@ -600,10 +642,7 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err)
 		}
-		list = append(list, Tool{
-			Key: c.m.names.Add(c.cfg.Name, t.Name), Server: c.cfg.Name, Name: t.Name,
-			Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
-		})
+		list = append(list, c.m.intern(c.cfg.Name, t, c.logger()))
 	}
 	c.mu.Lock()
 	if c.sess == sess {
