@@ -187,4 +187,11 @@ mcpServers:
 	if code := s.call(t, testKey, "GET", "/api/mcp/servers/nope/tools", "", &e); code != http.StatusNotFound {
 		t.Errorf("unknown server: %d", code)
 	}
+	var st struct{ Name, State string }
+	if code := s.call(t, testKey, "POST", "/api/mcp/servers/good/reconnect", "", &st); code != 200 || st.State != "connected" {
+		t.Errorf("reconnect: %d %+v", code, st)
+	}
+	if code := s.call(t, testKey, "POST", "/api/mcp/servers/unreachable/reconnect", "", &e); code != http.StatusServiceUnavailable {
+		t.Errorf("reconnecting an unreachable server: %d %v", code, e)
+	}
 }

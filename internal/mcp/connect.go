@@ -130,7 +130,7 @@ func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Tr
 		} else {
 			cmd.Stderr = stderrLogger(log, cfg.Name)
 		}
-		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, cmd, nil
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, cmd, nil
 	case TransportSSE:
 		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.Headers)}, nil, nil
 	case TransportStreamableHTTP:
