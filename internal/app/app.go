@@ -218,5 +218,6 @@ func commands() []*command {
 		mcpListCommand(),
 		mcpToolsCommand(),
 		mcpCallCommand(),
+		promptCommand(),
 	}
 }

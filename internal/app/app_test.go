@@ -43,7 +43,7 @@ func testEnv(vars map[string]string) func(string) (string, bool) {
 }
 
 // run runs a command to completion and returns its exit code and output.
-func run(t *testing.T, vars map[string]string, stdin string, args ...string) (int, string, string) {
+func runCLI(t *testing.T, vars map[string]string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb syncBuffer
 	code := Main(context.Background(), args, IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: testEnv(vars)})
@@ -330,7 +330,7 @@ func TestServeBadStarts(t *testing.T) {
 			if tc.name != "port in use" { // that case takes its address from the config
 				args = append(args, "--addr", freeAddr(t))
 			}
-			code, _, stderr := run(t, tc.vars, "", append(args, tc.args...)...)
+			code, _, stderr := runCLI(t, tc.vars, "", append(args, tc.args...)...)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
 			}
@@ -352,25 +352,25 @@ func TestServeBadStarts(t *testing.T) {
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+"\nendpoints:\n  custom:\n    - name: ollama\n      baseURL: http://127.0.0.1:11434/v1\n      apiKey: sk-verysecretvalue\n")
-	code, out, stderr := run(t, nil, "", "users", "add", "--config", cfgPath, "--email", "Ann@Example.com", "--name", "Ann", "--role", "admin")
+	code, out, stderr := runCLI(t, nil, "", "users", "add", "--config", cfgPath, "--email", "Ann@Example.com", "--name", "Ann", "--role", "admin")
 	if code != 0 || !strings.HasPrefix(out, "user_") {
 		t.Fatalf("users add: %d %q %q", code, out, stderr)
 	}
-	if code, _, stderr = run(t, nil, "", "users", "add", "--config", cfgPath, "--email", "ann@example.com"); code != 1 || !strings.Contains(stderr, "ann@example.com") {
+	if code, _, stderr = runCLI(t, nil, "", "users", "add", "--config", cfgPath, "--email", "ann@example.com"); code != 1 || !strings.Contains(stderr, "ann@example.com") {
 		t.Errorf("duplicate user: %d %q", code, stderr)
 	}
-	if code, _, stderr = run(t, nil, "", "users", "add", "--config", cfgPath); code != 2 || !strings.Contains(stderr, "--email is required") {
+	if code, _, stderr = runCLI(t, nil, "", "users", "add", "--config", cfgPath); code != 2 || !strings.Contains(stderr, "--email is required") {
 		t.Errorf("missing email: %d %q", code, stderr)
 	}
-	code, out, _ = run(t, nil, "secret-password\n", "users", "add", "--config", cfgPath, "--email", "bob@example.com", "--password-stdin")
+	code, out, _ = runCLI(t, nil, "secret-password\n", "users", "add", "--config", cfgPath, "--email", "bob@example.com", "--password-stdin")
 	if code != 0 {
 		t.Fatalf("users add with password: %d", code)
 	}
-	code, out, _ = run(t, nil, "", "users", "list", "--config", cfgPath)
+	code, out, _ = runCLI(t, nil, "", "users", "list", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "ann@example.com") || !strings.Contains(out, "bob@example.com") {
 		t.Errorf("users list: %d %q", code, out)
 	}
-	code, key, _ := run(t, nil, "", "keys", "create", "--config", cfgPath, "--user", "ann@example.com", "--name", "laptop")
+	code, key, _ := runCLI(t, nil, "", "keys", "create", "--config", cfgPath, "--user", "ann@example.com", "--name", "laptop")
 	key = strings.TrimSpace(key)
 	if code != 0 || !strings.HasPrefix(key, "rk-") || len(key) != 43 {
 		t.Fatalf("keys create: %d %q", code, key)
@@ -381,45 +381,45 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("create with the CLI's key: %d", code)
 	}
 	var ks []map[string]any
-	code, out, _ = run(t, nil, "", "keys", "list", "--config", cfgPath, "--user", "ann@example.com", "--json")
+	code, out, _ = runCLI(t, nil, "", "keys", "list", "--config", cfgPath, "--user", "ann@example.com", "--json")
 	if err := json.Unmarshal([]byte(out), &ks); err != nil || code != 0 || len(ks) != 1 || ks[0]["last_used_at"] == nil {
 		t.Fatalf("keys list: %d %q %v", code, out, err)
 	}
 	if strings.Contains(out, key) {
 		t.Errorf("keys list prints the key")
 	}
-	if code, _, stderr = run(t, nil, "", "keys", "revoke", "--config", cfgPath, ks[0]["id"].(string)); code != 0 {
+	if code, _, stderr = runCLI(t, nil, "", "keys", "revoke", "--config", cfgPath, ks[0]["id"].(string)); code != 0 {
 		t.Fatalf("keys revoke: %d %s", code, stderr)
 	}
 	if code := s.call(t, key, "GET", "/api/agents", "", nil); code != 401 {
 		t.Errorf("revoked key: %d", code)
 	}
 
-	code, out, _ = run(t, nil, "", "agents", "list", "--config", cfgPath)
+	code, out, _ = runCLI(t, nil, "", "agents", "list", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "helper") || !strings.Contains(out, "ollama") {
 		t.Errorf("agents list: %d %q", code, out)
 	}
 	var a map[string]any
-	code, out, _ = run(t, nil, "", "agents", "show", "--config", cfgPath, "helper")
+	code, out, _ = runCLI(t, nil, "", "agents", "show", "--config", cfgPath, "helper")
 	if err := json.Unmarshal([]byte(out), &a); err != nil || code != 0 || a["id"] != "helper" {
 		t.Errorf("agents show: %d %q", code, out)
 	}
-	if code, _, stderr = run(t, nil, "", "agents", "show", "--config", cfgPath, "nope"); code != 1 || !strings.Contains(stderr, `"nope" not found`) {
+	if code, _, stderr = runCLI(t, nil, "", "agents", "show", "--config", cfgPath, "nope"); code != 1 || !strings.Contains(stderr, `"nope" not found`) {
 		t.Errorf("agents show missing: %d %q", code, stderr)
 	}
 
-	code, out, stderr = run(t, nil, "", "config", "check", "--config", cfgPath)
+	code, out, stderr = runCLI(t, nil, "", "config", "check", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "ollama") || strings.Contains(out, "sk-verysecretvalue") {
 		t.Errorf("config check: %d\n%s\n%s", code, out, stderr)
 	}
-	code, out, _ = run(t, nil, "", "version")
+	code, out, _ = runCLI(t, nil, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "relay ") {
 		t.Errorf("version: %d %q", code, out)
 	}
 }
 
 func TestHelp(t *testing.T) {
-	code, out, _ := run(t, nil, "", "help")
+	code, out, _ := runCLI(t, nil, "", "help")
 	if code != 0 {
 		t.Fatalf("help: %d", code)
 	}
@@ -427,16 +427,16 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out, c.name) {
 			t.Errorf("help lacks %q", c.name)
 		}
-		code, out, _ := run(t, nil, "", append(strings.Fields(c.name), "--help")...)
+		code, out, _ := runCLI(t, nil, "", append(strings.Fields(c.name), "--help")...)
 		if code != 0 || !strings.Contains(out, "Usage: relay "+c.name) {
 			t.Errorf("%s --help: exit %d, %q", c.name, code, out)
 		}
-		code, hout, _ := run(t, nil, "", append([]string{"help"}, strings.Fields(c.name)...)...)
+		code, hout, _ := runCLI(t, nil, "", append([]string{"help"}, strings.Fields(c.name)...)...)
 		if code != 0 || !strings.Contains(hout, "--config") || !strings.Contains(hout, c.summary) {
 			t.Errorf("help %s: %d %q", c.name, code, hout)
 		}
 	}
-	if code, _, stderr := run(t, nil, "", "frobnicate"); code != 2 || !strings.Contains(stderr, "unknown command") {
+	if code, _, stderr := runCLI(t, nil, "", "frobnicate"); code != 2 || !strings.Contains(stderr, "unknown command") {
 		t.Errorf("unknown command: %d %q", code, stderr)
 	}
 }

@@ -46,7 +46,7 @@ func TestMCPCommandsOnEveryTransport(t *testing.T) {
 	cfgPath := writeConfig(t, t.TempDir(), everyTransport(t))
 	servers := []string{"stdio", "sse", "http", "gateway", "gows"}
 
-	code, out, stderr := run(t, nil, "", "mcp", "tools", "--config", cfgPath)
+	code, out, stderr := runCLI(t, nil, "", "mcp", "tools", "--config", cfgPath)
 	if code != 0 {
 		t.Fatalf("relay mcp tools: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -57,13 +57,13 @@ func TestMCPCommandsOnEveryTransport(t *testing.T) {
 	}
 	for _, s := range servers {
 		t.Run(s, func(t *testing.T) {
-			code, out, stderr := run(t, nil, "", "mcp", "call", "--config", cfgPath, "--args", `{"message":"hi"}`, "echo__mcp__"+s)
+			code, out, stderr := runCLI(t, nil, "", "mcp", "call", "--config", cfgPath, "--args", `{"message":"hi"}`, "echo__mcp__"+s)
 			if code != 0 || out != "Echo: hi\n" {
 				t.Errorf("relay mcp call echo__mcp__%s: exit %d, stdout %q, stderr %q", s, code, out, stderr)
 			}
 		})
 	}
-	code, out, _ = run(t, nil, "", "mcp", "list", "--config", cfgPath, "--json")
+	code, out, _ = runCLI(t, nil, "", "mcp", "list", "--config", cfgPath, "--json")
 	var sts []struct {
 		Name, State string
 		ToolCount   int `json:"tool_count"`
@@ -99,13 +99,13 @@ func TestMCPCallFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, _ := run(t, nil, "", "mcp", "call", "--config", cfgPath, "--args", tc.args, tc.key)
+			code, out, _ := runCLI(t, nil, "", "mcp", "call", "--config", cfgPath, "--args", tc.args, tc.key)
 			if code != 1 || !strings.HasPrefix(out, tc.want) {
 				t.Errorf("exit %d, stdout %q, want it to start with %q", code, out, tc.want)
 			}
 		})
 	}
-	code, out, _ := run(t, nil, "", "mcp", "list", "--config", cfgPath)
+	code, out, _ := runCLI(t, nil, "", "mcp", "list", "--config", cfgPath)
 	if code != 1 || !strings.Contains(out, "error") || !strings.Contains(out, "down") {
 		t.Errorf("relay mcp list with a server down: exit %d\n%s", code, out)
 	}

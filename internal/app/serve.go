@@ -197,7 +197,14 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	}()
 	defer func() { stopMCP(); <-mcpDone }()
 
+	prep, err := preparer(cfg, svc, mcpm)
+	if err != nil {
+		_ = srv.Close()
+		svc.store.Close()
+		return err
+	}
 	var api http.Handler = httpapi.New(httpapi.Options{
+		Prompt:       prep,
 		Auth:         svc.auth,
 		Agents:       svc.agents,
 		MCP:          mcpm,

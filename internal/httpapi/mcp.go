@@ -2,24 +2,17 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
-	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/run"
 )
-
-// mcpUser is the MCP view of an authenticated user, for user-scoped connections.
-func mcpUser(u *auth.User) *mcp.User {
-	username, _, _ := strings.Cut(u.Email, "@")
-	return &mcp.User{ID: u.ID, Email: u.Email, Name: u.DisplayName, Username: username}
-}
 
 func (s *Server) mcpServers(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	var who *mcp.User
 	if !u.IsAdmin() {
-		who = mcpUser(u) // admins see every user's connections summed up
+		who = run.MCPUser(u) // admins see every user's connections summed up
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": s.opts.MCP.Status(who)})
 }
@@ -30,7 +23,7 @@ func (s *Server) mcpServerTools(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.New(fault.NotFound, "no MCP server %q", name))
 		return
 	}
-	tools, err := s.opts.MCP.Tools(r.Context(), name, mcpUser(userFrom(r.Context())))
+	tools, err := s.opts.MCP.Tools(r.Context(), name, run.MCPUser(userFrom(r.Context())))
 	if err != nil {
 		s.writeError(w, r, fault.Wrap(fault.Unavailable, nil, "MCP server %q: %v", name, err))
 		return

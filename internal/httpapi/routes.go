@@ -17,6 +17,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PATCH /api/agents/{id}", s.authed(s.patchAgent))
 	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
 	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
+	mux.Handle("POST /api/agents/{id}/prompt", s.authed(s.previewPrompt))
+
+	// Memories: what Relay remembers about the calling user.
+	mux.Handle("GET /api/memories", s.authed(s.listMemories))
+	mux.Handle("GET /api/memories/{key}", s.authed(s.getMemory))
+	mux.Handle("PUT /api/memories/{key}", s.authed(s.putMemory))
+	mux.Handle("DELETE /api/memories/{key}", s.authed(s.deleteMemory))
 
 	// MCP servers (mcp.md).
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))

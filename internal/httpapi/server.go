@@ -11,6 +11,8 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/memory"
 )
 
 // Options holds what the handlers need. Nil fields are not allowed except where noted.
@@ -18,6 +20,10 @@ type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
 	MCP    *mcp.Manager
+	// Prompt builds the request a message would send (the preview API).
+	Prompt *run.Preparer
+	// Memory serves /api/memories; nil means memory is disabled.
+	Memory *memory.Service
 	// Ready reports whether Relay can serve requests (database reachable,
 	// migrations applied); it backs /readyz.
 	Ready  func(ctx context.Context) error

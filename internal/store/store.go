@@ -1,7 +1,7 @@
 // Package store is Relay's storage contract. The engines live below it: sqlite/
 // (the embedded default) and postgres/; storetest/ is the one conformance suite
 // that both must pass. Domain packages declare the small interfaces they need
-// (agent.Store, auth.Store, …); Store is their union plus the engine's lifecycle.
+// (agent.Store, auth.Store, memory.Store, file.Store, …); Store is their union plus the engine's lifecycle.
 //
 // This package also holds what the SQL engines share: DB, which implements Store
 // with every query written once, a Dialect for what differs between engines, and
@@ -13,12 +13,16 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/memory"
 )
 
 // Store is everything Relay keeps, behind one engine.
 type Store interface {
 	auth.Store
 	agent.Store
+	memory.Store
+	file.Store
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine: "sqlite" or "postgres".

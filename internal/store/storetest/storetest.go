@@ -38,6 +38,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Agents", agentTests},
 		{"List", listTests},
 		{"Sync", syncTests},
+		{"Memories", memoryTests},
+		{"Files", fileTests},
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {

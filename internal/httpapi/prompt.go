@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// promptRequest is the body of POST /api/agents/{id}/prompt.
+type promptRequest struct {
+	Text string `json:"text"`
+	// Attachments are file ids, or {"name", "mime_type"} for files not uploaded.
+	Attachments []json.RawMessage `json:"attachments"`
+	Timezone    string            `json:"timezone"`
+}
+
+func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
+	var req promptRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rr := run.Request{AgentID: r.PathValue("id"), Text: req.Text, Timezone: req.Timezone}
+	var ids []string
+	for i, raw := range req.Attachments {
+		var id string
+		if json.Unmarshal(raw, &id) == nil {
+			ids = append(ids, id)
+			continue
+		}
+		var f struct {
+			Name     string `json:"name"`
+			MIMEType string `json:"mime_type"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil || f.Name == "" {
+			s.writeError(w, r, &fault.Error{Kind: fault.Invalid, Message: "invalid request body", Fields: []fault.FieldError{{
+				Field: "attachments[" + strconv.Itoa(i) + "]", Message: `must be a file id or {"name", "mime_type"}`}}})
+			return
+		}
+		rr.Attached = append(rr.Attached, prompt.File{ID: "attached:" + f.Name, Filename: f.Name, Type: f.MIMEType})
+	}
+	if len(ids) > 0 {
+		files, err := s.opts.Prompt.Files(r.Context(), ids)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(files) != len(ids) {
+			s.writeError(w, r, fault.New(fault.Invalid, "attachments: some file ids do not exist"))
+			return
+		}
+		rr.Attached = append(rr.Attached, files...)
+	}
+	out, err := s.opts.Prompt.Prepare(r.Context(), userFrom(r.Context()), rr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The body is exactly the request; what is missing from it is said in headers.
+	for _, u := range out.Unreachable {
+		w.Header().Add("Relay-Warning", fmt.Sprintf("MCP server %q could not be reached (%s); the prompt has none of its tools", u.Server, u.Reason))
+	}
+	for _, warning := range out.Warnings {
+		w.Header().Add("Relay-Warning", warning)
+	}
+	writeJSON(w, http.StatusOK, out.Request)
+}

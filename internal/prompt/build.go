@@ -1,0 +1,107 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Build returns the chat-completions request for in: the system message of
+// [SystemMessage] (left out when empty), then in.Messages; the tools in
+// OpenAI function format, in the agent's order, a name listed twice kept
+// once; tool_choice "auto" when there are tools; and the agent's model
+// parameters. It fails only when a tool's parameters or a model parameter
+// cannot be written as JSON.
+func Build(in Input) (*Request, error) {
+	req := &Request{Model: in.Agent.Model, Params: in.Agent.ModelParameters}
+	for k, v := range in.Agent.ModelParameters {
+		if reserved(k) {
+			continue
+		}
+		if err := checkParam(v); err != nil {
+			return nil, fmt.Errorf("model parameter %q: %w", k, err)
+		}
+	}
+	sys := SystemMessage(in)
+	n := len(in.Messages)
+	if sys != "" {
+		n++
+	}
+	req.Messages = make([]Message, 0, n)
+	if sys != "" {
+		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: sys})
+	}
+	req.Messages = append(req.Messages, in.Messages...)
+
+	if len(in.Tools) == 0 {
+		return req, nil
+	}
+	tools, err := functionTools(in.Tools)
+	if err != nil {
+		return nil, err
+	}
+	req.Tools, req.ToolChoice = tools, ToolChoiceAuto
+	return req, nil
+}
+
+// checkParam reports whether a model parameter can be written, without
+// writing it for the common scalar kinds.
+func checkParam(v any) error {
+	switch v := v.(type) {
+	case nil, string, bool, int, int64, int32, uint64:
+		return nil
+	case float64:
+		_, err := appendFloat(nil, v, 64)
+		return err
+	}
+	_, err := appendValue(make([]byte, 0, 64), v, 0)
+	return err
+}
+
+// functionTools turns tools into the tools array. Parameters that are not
+// already JSON are written once, into one shared buffer.
+func functionTools(tools []Tool) ([]FunctionTool, error) {
+	out := make([]FunctionTool, 0, len(tools))
+	var slab []byte
+	for i := range tools {
+		t := &tools[i]
+		if dupTool(tools[:i], t.Name) {
+			continue
+		}
+		f := FunctionTool{Type: "function", Function: Function{Name: t.Name, Description: t.Description}}
+		switch p := t.Parameters.(type) {
+		case nil:
+			f.Function.Parameters = json.RawMessage(emptyObjectSchema)
+		case json.RawMessage:
+			if len(p) == 0 {
+				f.Function.Parameters = json.RawMessage(emptyObjectSchema)
+				break
+			}
+			if !json.Valid(p) {
+				return nil, fmt.Errorf("parameters of tool %q are not valid JSON", t.Name)
+			}
+			f.Function.Parameters = p
+		default:
+			if slab == nil {
+				slab = make([]byte, 0, 512*(len(tools)-i))
+			}
+			start := len(slab)
+			var err error
+			if slab, err = appendValue(slab, p, 0); err != nil {
+				return nil, fmt.Errorf("parameters of tool %q: %w", t.Name, err)
+			}
+			f.Function.Parameters = json.RawMessage(slab[start:len(slab):len(slab)])
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// dupTool reports whether an earlier tool has the same name.
+func dupTool(earlier []Tool, name string) bool {
+	for i := range earlier {
+		if earlier[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

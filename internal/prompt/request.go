@@ -1,0 +1,239 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Role is the role of a chat message.
+type Role string
+
+// The roles of the OpenAI chat-completions API that Relay sends.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one chat message in the OpenAI shape.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+	// Name optionally names the author of a message.
+	Name string `json:"name,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one call of a tool by the model.
+type ToolCall struct {
+	ID string `json:"id"`
+	// Type is "function"; empty is written as "function".
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function called and its arguments as a JSON text.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// FunctionTool is one entry of the tools array.
+type FunctionTool struct {
+	// Type is "function"; empty is written as "function".
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function is a tool in OpenAI function format.
+type Function struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON Schema of the arguments, as it is sent.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// ToolChoiceAuto lets the model decide whether to call a tool.
+const ToolChoiceAuto = "auto"
+
+// Request is an OpenAI chat-completions request body.
+type Request struct {
+	Model    string
+	Messages []Message
+	// Tools is omitted from the body when empty, and ToolChoice with it.
+	Tools      []FunctionTool
+	ToolChoice string
+	// Params are the agent's model_parameters, written after tool_choice in
+	// the order of their keys. Keys that name one of the fields above are
+	// left out.
+	Params map[string]any
+}
+
+// reserved are the body's keys that model parameters may not override.
+func reserved(key string) bool {
+	switch key {
+	case "model", "messages", "tools", "tool_choice":
+		return true
+	}
+	return false
+}
+
+// MarshalJSON writes the body with its keys in the order of spec/prompt.md §7:
+// model, messages, tools, tool_choice, then the model parameters sorted by
+// key. Strings are written without HTML escaping, so the body reads as the
+// prompt does; json.Marshal would escape <, > and & again (same JSON value,
+// other bytes), so send the output of MarshalJSON itself.
+func (r Request) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(make([]byte, 0, r.sizeHint()))
+}
+
+// AppendJSON appends the body that [Request.MarshalJSON] writes to dst.
+func (r Request) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"model":`...)
+	dst = appendString(dst, r.Model)
+	dst = append(dst, `,"messages":[`...)
+	for i := range r.Messages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = r.Messages[i].appendJSON(dst)
+	}
+	dst = append(dst, ']')
+	if len(r.Tools) > 0 {
+		dst = append(dst, `,"tools":[`...)
+		for i := range r.Tools {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = r.Tools[i].appendJSON(dst); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, ']')
+		if r.ToolChoice != "" {
+			dst = append(dst, `,"tool_choice":`...)
+			dst = appendString(dst, r.ToolChoice)
+		}
+	}
+	if len(r.Params) > 0 {
+		var arr [16]string
+		keys := arr[:0]
+		for k := range r.Params {
+			if !reserved(k) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			dst = append(dst, ',')
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendValue(dst, r.Params[k], 0); err != nil {
+				return nil, fmt.Errorf("writing model parameter %q: %w", k, err)
+			}
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// sizeHint estimates the length of the body.
+func (r Request) sizeHint() int {
+	n := 64 + len(r.Model) + 32*len(r.Params)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		n += 32 + len(m.Content) + len(m.Content)/16 + len(m.Name) + len(m.ToolCallID)
+		for j := range m.ToolCalls {
+			c := &m.ToolCalls[j]
+			n += 64 + len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)*5/4
+		}
+	}
+	for i := range r.Tools {
+		f := &r.Tools[i].Function
+		n += 64 + len(f.Name) + len(f.Description) + len(f.Parameters)
+	}
+	return n
+}
+
+// MarshalJSON writes the message without HTML escaping. An assistant message
+// with tool calls and no text has a null content, as the API expects.
+func (m Message) MarshalJSON() ([]byte, error) {
+	return m.appendJSON(nil), nil
+}
+
+func (m *Message) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = appendString(dst, string(m.Role))
+	dst = append(dst, `,"content":`...)
+	if m.Content == "" && len(m.ToolCalls) > 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendString(dst, m.Content)
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, m.Name)
+	}
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			c := &m.ToolCalls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = appendString(dst, c.ID)
+			dst = append(dst, `,"type":`...)
+			dst = appendString(dst, orFunction(c.Type))
+			dst = append(dst, `,"function":{"name":`...)
+			dst = appendString(dst, c.Function.Name)
+			dst = append(dst, `,"arguments":`...)
+			dst = appendString(dst, c.Function.Arguments)
+			dst = append(dst, "}}"...)
+		}
+		dst = append(dst, ']')
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendString(dst, m.ToolCallID)
+	}
+	return append(dst, '}')
+}
+
+// MarshalJSON writes the tool without HTML escaping in its texts.
+func (t FunctionTool) MarshalJSON() ([]byte, error) {
+	return t.appendJSON(nil)
+}
+
+func (t *FunctionTool) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, orFunction(t.Type))
+	dst = append(dst, `,"function":{"name":`...)
+	dst = appendString(dst, t.Function.Name)
+	dst = append(dst, `,"description":`...)
+	dst = appendString(dst, t.Function.Description)
+	dst = append(dst, `,"parameters":`...)
+	p := t.Function.Parameters
+	switch {
+	case len(p) == 0:
+		dst = append(dst, emptyObjectSchema...)
+	case json.Valid(p):
+		dst = append(dst, p...)
+	default:
+		return nil, fmt.Errorf("parameters of tool %q are not valid JSON", t.Function.Name)
+	}
+	return append(dst, "}}"...), nil
+}
+
+func orFunction(typ string) string {
+	if typ == "" {
+		return "function"
+	}
+	return typ
+}

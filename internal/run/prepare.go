@@ -1,0 +1,241 @@
+// Package run owns runs of agents: preparing the request a message produces
+// (the agent's tools resolved, MCP servers asked for their tools and
+// instructions, files, memory and time filled in), and, in later parts, the
+// durable runs and conversations built on it.
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// Agents is what preparing needs of the agents.
+type Agents interface {
+	Get(ctx context.Context, u *auth.User, id string) (*agent.Agent, error)
+}
+
+// Tools is what preparing needs of the MCP manager.
+type Tools interface {
+	Servers() []mcp.ServerConfig
+	Tools(ctx context.Context, server string, u *mcp.User) ([]mcp.Tool, error)
+	Instructions(ctx context.Context, server string, u *mcp.User) (string, error)
+}
+
+// Preparer builds the request that a message to an agent sends to its provider.
+type Preparer struct {
+	Agents Agents
+	MCP    Tools
+	// Files resolves file ids to files (nil: ids resolve to nothing).
+	Files func(ctx context.Context, ids []string) ([]prompt.File, error)
+	// Memory returns a user's memory entries and whether memory is on for them
+	// (nil: memory is off).
+	Memory func(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error)
+	// Location is the configured time zone (server.timezone); nil means local.
+	Location *time.Location
+	// AnswerLanguage is webSearch.answerLanguage.
+	AnswerLanguage string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is what a message is: its text, the files attached to the
+// conversation, and when and where it is sent.
+type Request struct {
+	AgentID  string
+	Text     string
+	Attached []prompt.File
+	// Timezone is the user's IANA time zone; empty means the configured one.
+	Timezone string
+	// Now overrides the clock (for previews and tests); zero means now.
+	Now time.Time
+	// UserName overrides the user's display name for {{current_user}}.
+	UserName string
+}
+
+// Prepared is a built request and what could not go into it.
+type Prepared struct {
+	Request *prompt.Request
+	// Unreachable names the MCP servers whose tools are missing because they
+	// could not be reached, with the reason.
+	Unreachable []ServerProblem
+	// Warnings are other problems: tools that no longer exist, and so on.
+	Warnings []string
+}
+
+// ServerProblem is an MCP server that could not be used, and why.
+type ServerProblem struct {
+	Server string `json:"server"`
+	Reason string `json:"reason"`
+}
+
+// MCPUser is the MCP view of a user, for user-scoped connections.
+func MCPUser(u *auth.User) *mcp.User {
+	if u == nil {
+		return nil
+	}
+	username, _, _ := strings.Cut(u.Email, "@")
+	return &mcp.User{ID: u.ID, Email: u.Email, Name: u.DisplayName, Username: username}
+}
+
+// Prepare builds the request for a new conversation holding req.Text, exactly
+// as a run would send it.
+func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Prepared, error) {
+	a, err := p.Agents.Get(ctx, u, req.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	loc := p.Location
+	if req.Timezone != "" {
+		if loc, err = time.LoadLocation(req.Timezone); err != nil {
+			return nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
+		}
+	}
+	if loc == nil {
+		loc = time.Local
+	}
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+		if p.Now != nil {
+			now = p.Now()
+		}
+	}
+	out := &Prepared{}
+	in := prompt.Input{
+		AgentID: a.ID, Agent: a.Spec, Attached: req.Attached, Now: now, Location: loc,
+		AnswerLanguage: p.AnswerLanguage, UserName: u.DisplayName,
+	}
+	if req.UserName != "" {
+		in.UserName = req.UserName
+	}
+	if req.Text != "" {
+		in.Messages = []prompt.Message{{Role: prompt.RoleUser, Content: req.Text}}
+	}
+	if err := p.resolveTools(ctx, u, a, &in, out); err != nil {
+		return nil, err
+	}
+	if rs := a.ToolResources; rs != nil && rs.FileSearch != nil && len(rs.FileSearch.FileIDs) > 0 && p.Files != nil {
+		if in.AgentFiles, err = p.Files(ctx, rs.FileSearch.FileIDs); err != nil {
+			return nil, fmt.Errorf("loading the agent's files: %w", err)
+		}
+	}
+	if p.Memory != nil {
+		if in.Memory, in.MemoryOn, err = p.Memory(ctx, u); err != nil {
+			return nil, fmt.Errorf("loading memory: %w", err)
+		}
+	}
+	if out.Request, err = prompt.Build(in); err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	return out, nil
+}
+
+// resolveTools turns the agent's tool list and handoff edges into the tools the
+// model sees, asking each MCP server for its tools and instructions.
+func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agent, in *prompt.Input, out *Prepared) error {
+	mu := MCPUser(u)
+	listed := map[string][]mcp.Tool{} // by configured server name
+	failed := map[string]bool{}
+	serverTools := func(name string) ([]mcp.Tool, bool) {
+		if ts, ok := listed[name]; ok {
+			return ts, true
+		}
+		if failed[name] {
+			return nil, false
+		}
+		ts, err := p.MCP.Tools(ctx, name, mu)
+		if err != nil {
+			failed[name] = true
+			out.Unreachable = append(out.Unreachable, ServerProblem{Server: name, Reason: err.Error()})
+			return nil, false
+		}
+		listed[name] = ts
+		return ts, true
+	}
+	addMCP := func(t mcp.Tool) {
+		if !slices.ContainsFunc(in.Tools, func(x prompt.Tool) bool { return x.Name == t.Key }) {
+			in.Tools = append(in.Tools, prompt.Tool{Name: t.Key, Description: t.Description, Parameters: t.InputSchema, Kind: prompt.ToolMCP, Server: t.Server})
+		}
+	}
+	for _, name := range a.Tools {
+		if bt, ok := prompt.BuiltinTool(name); ok {
+			in.Tools = append(in.Tools, bt)
+			continue
+		}
+		if server, ok := mcp.IsAllKey(name); ok {
+			cfg, found := p.server(server)
+			if !found {
+				out.Warnings = append(out.Warnings, fmt.Sprintf("tool %q: no MCP server %q in the config", name, server))
+				continue
+			}
+			if ts, ok := serverTools(cfg.Name); ok {
+				for _, t := range ts {
+					addMCP(t)
+				}
+			}
+			continue
+		}
+		tool, server, ok := mcp.SplitKey(name)
+		if !ok {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("tool %q is neither a built-in nor an MCP tool key", name))
+			continue
+		}
+		cfg, found := p.server(server)
+		if !found {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("tool %q: no MCP server %q in the config", name, server))
+			continue
+		}
+		ts, ok := serverTools(cfg.Name)
+		if !ok {
+			continue
+		}
+		key := mcp.Key(tool, cfg.Name)
+		i := slices.IndexFunc(ts, func(t mcp.Tool) bool { return t.Key == key || t.Name == tool })
+		if i < 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("tool %q: server %q has no tool %q", name, cfg.Name, tool))
+			continue
+		}
+		addMCP(ts[i])
+	}
+	for _, e := range a.Edges {
+		if e.EdgeType != agent.EdgeHandoff || !slices.Contains(e.From.List, a.ID) {
+			continue
+		}
+		for _, target := range e.To.List {
+			in.Tools = append(in.Tools, prompt.HandoffTool(target, e.Description, e.PromptKey, e.Prompt))
+		}
+	}
+	// The servers of the MCP tools, in order of first appearance, with instructions.
+	for _, t := range in.Tools {
+		if t.Kind != prompt.ToolMCP || slices.ContainsFunc(in.Servers, func(s prompt.Server) bool { return s.Name == t.Server }) {
+			continue
+		}
+		text, err := p.MCP.Instructions(ctx, t.Server, mu)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("server %q: instructions unavailable: %v", t.Server, err))
+		}
+		in.Servers = append(in.Servers, prompt.Server{Name: t.Server, Instructions: text})
+	}
+	return nil
+}
+
+// server finds a configured MCP server by its name or by the name as it appears
+// in tool keys.
+func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
+	for _, s := range p.MCP.Servers() {
+		if s.Name == name || mcp.NormaliseServer(s.Name) == name {
+			return s, true
+		}
+	}
+	return mcp.ServerConfig{}, false
+}
+
