@@ -11,8 +11,8 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/memory"
+	"github.com/relay-ai/relay/internal/run"
 )
 
 // Options holds what the handlers need. Nil fields are not allowed except where noted.

@@ -238,4 +238,3 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 	}
 	return mcp.ServerConfig{}, false
 }
-
