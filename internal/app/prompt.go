@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -32,6 +31,7 @@ func preparer(cfg *config.Config, svc *services, m *mcp.Manager) (*run.Preparer,
 		Agents:         svc.agents,
 		MCP:            m,
 		Files:          svc.promptFiles,
+		AttachedFiles:  svc.attachedFiles,
 		Memory:         svc.promptMemory,
 		Location:       loc,
 		AnswerLanguage: cfg.WebSearch.AnswerLanguage,
@@ -95,7 +95,7 @@ func promptCommand() *command {
 					return err
 				}
 				// The command line acts as an admin: it may build any agent.
-				caller := &auth.User{ID: "cli", Role: auth.RoleAdmin}
+				caller := &auth.User{Role: auth.RoleAdmin}
 				if *user != "" {
 					if caller, err = svc.auth.FindUser(ctx, *user); err != nil {
 						return err
@@ -127,12 +127,52 @@ func promptCommand() *command {
 	}
 }
 
-// promptFiles resolves file ids to the files the prompt lists.
+// promptFiles resolves file ids to the files the prompt lists, in the given
+// order; ids that do not exist are left out.
 func (s *services) promptFiles(ctx context.Context, ids []string) ([]prompt.File, error) {
-	return nil, errors.New("not wired")
+	fs, err := s.store.GetFiles(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]prompt.File, len(fs))
+	for i, f := range fs {
+		out[i] = prompt.File{ID: f.ID, Filename: f.Name, Type: f.MIMEType}
+	}
+	return out, nil
 }
 
-// promptMemory returns a user's memory for the prompt.
+// attachedFiles resolves the ids of files a user attaches to a conversation:
+// their own files (any file, for admins); another user's file is not found.
+func (s *services) attachedFiles(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error) {
+	fs, err := s.store.GetFiles(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]prompt.File, 0, len(fs))
+	for _, f := range fs {
+		if f.Owner == u.ID || u.IsAdmin() {
+			out = append(out, prompt.File{ID: f.ID, Filename: f.Name, Type: f.MIMEType})
+		}
+	}
+	if len(out) != len(ids) {
+		return nil, fault.New(fault.NotFound, "attachments: a file id does not exist or is not yours")
+	}
+	return out, nil
+}
+
+// promptMemory returns a user's memory for the prompt, and whether memory is on.
+// Users have no memory setting of their own yet, so personalisation counts as on.
 func (s *services) promptMemory(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error) {
-	return nil, false, nil
+	if !s.memory.Enabled(true) || u == nil || u.ID == "" {
+		return nil, false, nil
+	}
+	es, err := s.memory.List(ctx, u.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]prompt.MemoryEntry, len(es))
+	for i, e := range es {
+		out[i] = prompt.MemoryEntry{Key: e.Key, Value: e.Value, UpdatedAt: e.UpdatedAt}
+	}
+	return out, true, nil
 }

@@ -148,11 +148,22 @@ func TestPromptPreviewAPI(t *testing.T) {
 	if code != 200 || len(b.Tools) != 6 || b.Messages[1].Content != "hoi" {
 		t.Fatalf("preview: %d %+v", code, b)
 	}
+	// The user's memory goes into the system prompt.
+	if code := s.call(t, testKey, "PUT", "/api/memories/preferences", `{"value":"Answers in Dutch, briefly."}`, nil); code != 200 {
+		t.Fatalf("PUT memory: %d", code)
+	}
+	s.call(t, testKey, "POST", "/api/agents/neo/prompt", `{"text":"hoi"}`, &b)
+	if sys := b.Messages[0].Content; !strings.Contains(sys, "# Existing memory about the user:\n1. [") || !strings.HasSuffix(sys, "]. Answers in Dutch, briefly.") {
+		t.Errorf("memory segment missing:\n%s", sys)
+	}
 	var e map[string]any
 	if code := s.call(t, testKey, "POST", "/api/agents/nope/prompt", `{"text":"x"}`, &e); code != 404 {
 		t.Errorf("unknown agent: %d", code)
 	}
 	if code := s.call(t, testKey, "POST", "/api/agents/neo/prompt", `{"text":"x","attachments":[3]}`, &e); code != 400 {
 		t.Errorf("bad attachment: %d %v", code, e)
+	}
+	if code := s.call(t, testKey, "POST", "/api/agents/neo/prompt", `{"text":"x","attachments":["file_nope"]}`, &e); code != 404 {
+		t.Errorf("unknown file id: %d %v", code, e)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
@@ -115,6 +116,7 @@ type services struct {
 	store  store.Store
 	auth   *auth.Service
 	agents *agent.Service
+	memory *memory.Service
 }
 
 // open builds the services on an opened store and applies the start-up work that
@@ -128,6 +130,8 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 		store:  st,
 		auth:   auth.NewService(st, nil),
 		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit}),
+		memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
+			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 	}
 	defs := make([]*agent.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
@@ -208,6 +212,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Auth:         svc.auth,
 		Agents:       svc.agents,
 		MCP:          mcpm,
+		Memory:       svc.memory,
 		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,

@@ -48,13 +48,9 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 		rr.Attached = append(rr.Attached, prompt.File{ID: "attached:" + f.Name, Filename: f.Name, Type: f.MIMEType})
 	}
 	if len(ids) > 0 {
-		files, err := s.opts.Prompt.Files(r.Context(), ids)
+		files, err := s.opts.Prompt.AttachedFiles(r.Context(), userFrom(r.Context()), ids)
 		if err != nil {
 			s.writeError(w, r, err)
-			return
-		}
-		if len(files) != len(ids) {
-			s.writeError(w, r, fault.New(fault.Invalid, "attachments: some file ids do not exist"))
 			return
 		}
 		rr.Attached = append(rr.Attached, files...)

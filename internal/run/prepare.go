@@ -34,8 +34,11 @@ type Tools interface {
 type Preparer struct {
 	Agents Agents
 	MCP    Tools
-	// Files resolves file ids to files (nil: ids resolve to nothing).
+	// Files resolves the agent's file ids to files (nil: ids resolve to nothing).
 	Files func(ctx context.Context, ids []string) ([]prompt.File, error)
+	// AttachedFiles resolves the ids of files a user attaches to a conversation,
+	// refusing files the user may not read.
+	AttachedFiles func(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error)
 	// Memory returns a user's memory entries and whether memory is on for them
 	// (nil: memory is off).
 	Memory func(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error)
