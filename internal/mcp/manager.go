@@ -19,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // State is where a connection stands.
@@ -82,6 +84,8 @@ type Tool struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description"`
 	InputSchema any    `json:"input_schema"`
+	// Schema is InputSchema encoded once, as the prompt sends it.
+	Schema prompt.Schema `json:"-"`
 
 	args *ArgsSchema // InputSchema compiled once, for every call
 }
@@ -139,6 +143,9 @@ func (m *Manager) intern(server string, t *sdk.Tool, log *slog.Logger) Tool {
 	}
 	if err := tool.args.Err(); err != nil {
 		log.Warn("tool arguments will not be checked", slog.String("tool", t.Name), slog.String("err", err.Error()))
+	}
+	if tool.Schema, err = prompt.NewSchema(t.InputSchema); err != nil {
+		log.Warn("tool schema cannot be sent as is", slog.String("tool", t.Name), slog.String("err", err.Error()))
 	}
 	if err == nil {
 		m.toolsMu.Lock()

@@ -25,7 +25,7 @@ import (
 const wsSubprotocol = "mcp"
 
 // wsReadLimit bounds one incoming message. Tool results carrying images or
-// files are large, but a server that sends more than this is broken.
+// files are large, but a peer that sends more than this is broken.
 const wsReadLimit = 32 << 20
 
 // wsWriteTimeout bounds writing one message once it has started. A frame that
@@ -64,8 +64,7 @@ func (t *WebSocketTransport) Connect(ctx context.Context) (sdk.Connection, error
 	if err != nil {
 		return nil, handshakeError(safeURL(t.URL), resp, err)
 	}
-	ws.SetReadLimit(wsReadLimit)
-	return newWSConn(ws), nil
+	return NewWebSocketConn(ws), nil
 }
 
 // handshakeError says why a handshake failed in terms of what the server did.
@@ -103,7 +102,44 @@ func safeURL(raw string) string {
 	return u.String()
 }
 
-// wsConn is an [sdk.Connection] over a client websocket.
+// NewWebSocketConn returns an [sdk.Connection] over ws, either end of an
+// established websocket: from [websocket.Dial] (as [WebSocketTransport] does) or
+// from [websocket.Accept]. The connection owns ws from then on.
+//
+// Each JSON-RPC message is one text frame. An incoming frame may hold a batch,
+// whose messages Read returns one by one. A frame that is not JSON-RPC, or is
+// larger than 32 MiB (the read limit of ws is set to that), makes this and
+// every later Read fail.
+//
+// Read returns io.EOF once the peer closed the websocket normally (status 1000,
+// 1001 or none), an error wrapping io.ErrUnexpectedEOF if the connection
+// dropped without a close frame, and an error naming the status and reason of
+// any other close.
+//
+// Write sends one message as one text frame; it is safe for concurrent use.
+// Waiting for another Write to finish honours ctx, but once a frame has started
+// it is not cut short by ctx: it is bounded by 30 seconds instead, after which
+// the connection is closed.
+//
+// Close sends a normal close frame, waits briefly for the peer's answer and
+// closes the connection. A pending Read returns io.EOF at once, and a later
+// Write fails with [sdk.ErrConnectionClosed]. Close may be called more than
+// once; it reports no error when the peer had already gone.
+//
+// SessionID is empty: a websocket connection has no MCP session id.
+func NewWebSocketConn(ws *websocket.Conn) sdk.Connection {
+	ws.SetReadLimit(wsReadLimit)
+	c := &wsConn{
+		ws:        ws,
+		incoming:  make(chan wsFrame),
+		closed:    make(chan struct{}),
+		writeTurn: make(chan struct{}, 1),
+	}
+	go c.readLoop()
+	return c
+}
+
+// wsConn is the [sdk.Connection] of [NewWebSocketConn].
 //
 // One goroutine reads frames and decodes them; Read takes its output, so that
 // Close can unblock a pending Read at once (the sdk requires it) without
@@ -130,17 +166,6 @@ type wsFrame struct {
 	err  error
 }
 
-func newWSConn(ws *websocket.Conn) *wsConn {
-	c := &wsConn{
-		ws:        ws,
-		incoming:  make(chan wsFrame),
-		closed:    make(chan struct{}),
-		writeTurn: make(chan struct{}, 1),
-	}
-	go c.readLoop()
-	return c
-}
-
 func (c *wsConn) readLoop() {
 	for {
 		var f wsFrame
@@ -148,7 +173,7 @@ func (c *wsConn) readLoop() {
 		if err != nil {
 			f.err = wsReadError(err)
 		} else {
-			f.msgs, f.err = decodeFrame(data)
+			f.msgs, f.err = DecodeMessages(data)
 		}
 		select {
 		case c.incoming <- f:
@@ -170,7 +195,7 @@ func wsReadError(err error) error {
 	case websocket.StatusNormalClosure, websocket.StatusGoingAway, websocket.StatusNoStatusRcvd:
 		return io.EOF
 	default:
-		return fmt.Errorf("MCP websocket closed by the server: %w", err)
+		return fmt.Errorf("MCP websocket closed by the peer: %w", err)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// The peer went away without a close frame: not a clean end.
@@ -179,8 +204,10 @@ func wsReadError(err error) error {
 	return fmt.Errorf("reading MCP websocket message: %w", err)
 }
 
-// decodeFrame decodes one websocket message: a JSON-RPC message or a batch.
-func decodeFrame(data []byte) ([]jsonrpc.Message, error) {
+// DecodeMessages decodes what one websocket message or HTTP body holds: a
+// JSON-RPC message, or a batch of them (a non-empty JSON array), whose
+// messages it returns in order. Leading and trailing white space is ignored.
+func DecodeMessages(data []byte) ([]jsonrpc.Message, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		var raws []json.RawMessage
@@ -208,7 +235,7 @@ func decodeFrame(data []byte) ([]jsonrpc.Message, error) {
 }
 
 // Read returns the next message; the messages of a batch come one by one. After
-// Close, or once the server closed the websocket normally, it returns io.EOF.
+// Close, or once the peer closed the websocket normally, it returns io.EOF.
 func (c *wsConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
@@ -268,7 +295,7 @@ func (c *wsConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return nil
 }
 
-// Close sends a normal close frame, waits briefly for the server's answer and
+// Close sends a normal close frame, waits briefly for the peer's answer and
 // closes the connection. A pending Read returns io.EOF at once. Close may be
 // called more than once.
 func (c *wsConn) Close() error {

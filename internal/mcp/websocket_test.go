@@ -1,4 +1,4 @@
-package mcp
+package mcp_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
@@ -26,7 +27,7 @@ import (
 // it at cleanup.
 func wsClient(t *testing.T, url string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	return wsClientWith(t, &WebSocketTransport{URL: url}, opts)
+	return wsClientWith(t, &mcp.WebSocketTransport{URL: url}, opts)
 }
 
 func wsClientWith(t *testing.T, tr sdk.Transport, opts *sdk.ClientOptions) *sdk.ClientSession {
@@ -272,7 +273,7 @@ func (c wsUserIDConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func TestWebSocketHeadersAndUserID(t *testing.T) {
 	url := mcptest.Start(t, mcptest.TransportWebSocket, mcptest.Options{})
-	tr := &WebSocketTransport{URL: url, Header: http.Header{"X-User": {"ann"}}}
+	tr := &mcp.WebSocketTransport{URL: url, Header: http.Header{"X-User": {"ann"}}}
 	cs := wsClientWith(t, wsUserID{tr, "user_ann"}, nil)
 	var who mcptest.Whoami
 	if err := json.Unmarshal([]byte(wsCall(t, cs, "whoami", map[string]any{})), &who); err != nil {
@@ -286,7 +287,7 @@ func TestWebSocketHeadersAndUserID(t *testing.T) {
 func TestWebSocketHandshakeContextBoundsOnlyTheHandshake(t *testing.T) {
 	url := mcptest.Start(t, mcptest.TransportWebSocket, mcptest.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "relay-test", Version: "0"}, nil).Connect(ctx, &WebSocketTransport{URL: url}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "relay-test", Version: "0"}, nil).Connect(ctx, &mcp.WebSocketTransport{URL: url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +329,7 @@ func TestWebSocketHandshakeFailures(t *testing.T) {
 		{"names no subprotocol", "/none", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := (&WebSocketTransport{URL: base + tc.path}).Connect(t.Context())
+			conn, err := (&mcp.WebSocketTransport{URL: base + tc.path}).Connect(t.Context())
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("connect: %v", err)
@@ -381,7 +382,7 @@ func wsRaw(t *testing.T, handle func(ws *websocket.Conn)) sdk.Connection {
 		handle(ws)
 	}))
 	t.Cleanup(hs.Close)
-	conn, err := (&WebSocketTransport{URL: hs.URL}).Connect(t.Context())
+	conn, err := (&mcp.WebSocketTransport{URL: hs.URL}).Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func Build(in Input) (*Request, error) {
 			continue
 		}
 		if err := checkParam(v); err != nil {
-			return nil, fmt.Errorf("model parameter %q: %w", k, err)
+			return nil, fmt.Errorf("building the request for agent %q: model parameter %q: %w", in.AgentID, k, err)
 		}
 	}
 	sys := SystemMessage(in)
@@ -37,7 +37,7 @@ func Build(in Input) (*Request, error) {
 	}
 	tools, err := functionTools(in.Tools)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building the request for agent %q: %w", in.AgentID, err)
 	}
 	req.Tools, req.ToolChoice = tools, ToolChoiceAuto
 	return req, nil
@@ -71,6 +71,8 @@ func functionTools(tools []Tool) ([]FunctionTool, error) {
 		switch p := t.Parameters.(type) {
 		case nil:
 			f.Function.Parameters = json.RawMessage(emptyObjectSchema)
+		case Schema:
+			f.Function.Parameters = p.JSON()
 		case json.RawMessage:
 			if len(p) == 0 {
 				f.Function.Parameters = json.RawMessage(emptyObjectSchema)

@@ -127,7 +127,7 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	return []goldenCase{
 		{
-			// "Example: MCP System Prompt".
+			// "Example: MCP System Prompt"; how the golden differs and why: testdata/anvs.md.
 			name:  "anvs",
 			exact: true,
 			input: func(t *testing.T) prompt.Input {
@@ -146,13 +146,14 @@ func goldenCases() []goldenCase {
 			notInGolden: []string{"[Agent Instructions]"},
 		},
 		{
-			// "Complete System Prompt", "Tools Array" and "Complete API Request Example".
+			// "Complete System Prompt", "Tools Array" and "Complete API Request Example";
+			// how the goldens differ and why: testdata/neo.md.
 			name:  "neo",
 			exact: true,
 			input: func(t *testing.T) prompt.Input { return neoInput(t, false) },
 		},
 		{
-			// "Example: UI Agent System Prompt".
+			// "Example: UI Agent System Prompt"; how the golden differs and why: testdata/ui_agent.md.
 			name: "ui_agent",
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
@@ -188,7 +189,7 @@ func goldenCases() []goldenCase {
 			},
 		},
 		{
-			// "Example: Files Attached System Prompt".
+			// "Example: Files Attached System Prompt"; how the golden differs and why: testdata/files.md.
 			name: "files",
 			input: func(t *testing.T) prompt.Input {
 				report := prompt.File{ID: "file_report", Filename: "report.pdf", Type: "application/pdf"}
@@ -217,7 +218,7 @@ func goldenCases() []goldenCase {
 			notInGolden: []string{"[Agent Instructions Here]"},
 		},
 		{
-			// "Example: Web Search System Prompt".
+			// "Example: Web Search System Prompt"; how the golden differs and why: testdata/web_search.md.
 			name: "web_search",
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{

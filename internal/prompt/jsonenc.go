@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -26,12 +27,33 @@ var errTooDeep = errors.New("value nested too deeply (or cyclic)")
 
 const hexDigits = "0123456789abcdef"
 
+// Every byte of a word set to 0x01 and to 0x80, for testing eight bytes at once.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // control characters, U+2028 and U+2029 are escaped; <, > and & are not.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip eight plain ASCII bytes at a time: none is a control
+		// character, '"', '\\' or >= 0x80.
+		for i+8 <= len(s) {
+			b := s[i : i+8]
+			x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+				uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+			quote, backslash := x^('"'*ones), x^('\\'*ones)
+			if (x|(x-0x20*ones)&^x|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -124,21 +146,23 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		var arr [32]string
-		keys := arr[:0]
-		for k := range v {
-			keys = append(keys, k)
+		// Small maps are sorted on the stack, members and all, so that no
+		// member is looked up twice.
+		var arr [16]member
+		members := arr[:0]
+		for k, e := range v {
+			members = append(members, member{k, e})
 		}
-		slices.Sort(keys)
+		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 		dst = append(dst, '{')
-		for i, k := range keys {
+		for i := range members {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, k)
+			dst = appendString(dst, members[i].key)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = appendValue(dst, v[k], depth+1); err != nil {
+			if dst, err = appendValue(dst, members[i].value, depth+1); err != nil {
 				return nil, err
 			}
 		}
@@ -176,6 +200,12 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, b...), nil
+}
+
+// member is one member of a JSON object.
+type member struct {
+	key   string
+	value any
 }
 
 // appendFloat writes f as encoding/json does: plain decimals between 1e-6
@@ -239,3 +269,50 @@ func validNumber(s string) bool {
 	}
 	return i == len(s)
 }
+
+// Schema is a tool's parameters written as JSON and checked once, so that
+// every later build sends the bytes as they are without looking at them
+// again. Make one with [NewSchema] when a tool is listed, not per request.
+// The zero Schema is an object without properties.
+type Schema struct {
+	raw json.RawMessage
+}
+
+// NewSchema writes v as a Schema. A json.RawMessage (or a Schema) is kept as
+// it is once found valid; any other value is written as encoding/json would
+// write it, maps with sorted keys, but without HTML escaping.
+func NewSchema(v any) (Schema, error) {
+	switch v := v.(type) {
+	case Schema:
+		return v, nil
+	case nil:
+		return Schema{}, nil
+	case json.RawMessage:
+		if len(v) == 0 {
+			return Schema{}, nil
+		}
+		if !json.Valid(v) {
+			return Schema{}, errors.New("schema is not valid JSON")
+		}
+		return Schema{raw: v}, nil
+	}
+	b, err := appendValue(make([]byte, 0, 256), v, 0)
+	if err != nil {
+		return Schema{}, err
+	}
+	return Schema{raw: b}, nil
+}
+
+// trustedSchema wraps JSON that Relay wrote itself.
+func trustedSchema(s string) Schema { return Schema{raw: json.RawMessage(s)} }
+
+// JSON returns the schema's bytes; they must not be modified.
+func (s Schema) JSON() json.RawMessage {
+	if len(s.raw) == 0 {
+		return json.RawMessage(emptyObjectSchema)
+	}
+	return s.raw
+}
+
+// MarshalJSON returns the schema's bytes.
+func (s Schema) MarshalJSON() ([]byte, error) { return s.JSON(), nil }

@@ -92,11 +92,30 @@ func asciiEqualFold(s, lower string) bool {
 // the weekday number with 0 for Sunday.
 func appendDate(dst []byte, t time.Time, withTime bool) []byte {
 	if withTime {
-		dst = t.AppendFormat(dst, time.DateTime)
+		dst = appendDateTime(dst, t)
 	} else {
-		dst = t.AppendFormat(dst, time.DateOnly)
+		dst = appendDay(dst, t)
 	}
 	dst = append(dst, " ("...)
 	dst = strconv.AppendInt(dst, int64(t.Weekday()), 10)
 	return append(dst, ')')
+}
+
+// appendDay appends t as YYYY-MM-DD, as time.DateOnly formats it.
+func appendDay(dst []byte, t time.Time) []byte {
+	y, m, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(dst, time.DateOnly)
+	}
+	return append(dst,
+		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d/10), byte('0'+d%10))
+}
+
+// appendDateTime appends t as YYYY-MM-DD HH:mm:ss, as time.DateTime formats it.
+func appendDateTime(dst []byte, t time.Time) []byte {
+	dst = appendDay(dst, t)
+	h, m, s := t.Clock()
+	return append(dst, ' ',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+m/10), byte('0'+m%10), ':', byte('0'+s/10), byte('0'+s%10))
 }

@@ -68,9 +68,10 @@ type Tool struct {
 	// (see mcp.Key) or lc_transfer_to_<agent id>.
 	Name        string
 	Description string
-	// Parameters is the JSON Schema of the arguments: a json.RawMessage (sent
-	// as is) or any value encoding/json can marshal (maps are written with
-	// sorted keys). Nil means an object without properties.
+	// Parameters is the JSON Schema of the arguments: a [Schema] (sent as is,
+	// the cheapest), a json.RawMessage (checked, then sent as is) or any value
+	// encoding/json can marshal (written on every build, maps with sorted
+	// keys). Nil means an object without properties.
 	Parameters any
 	Kind       ToolKind
 	// Server is the MCP server's name as configured, for MCP tools.
@@ -109,6 +110,8 @@ type RAGFile struct {
 
 // MemoryEntry is one thing Relay remembers about the user.
 type MemoryEntry struct {
+	// Key is the name the entry is saved under; the prompt shows only the
+	// value and the date (spec/prompt.md §6).
 	Key       string
 	Value     string
 	UpdatedAt time.Time
@@ -116,6 +119,7 @@ type MemoryEntry struct {
 
 // Input is everything a request for one agent is built from.
 type Input struct {
+	// AgentID names the agent in errors.
 	AgentID string
 	Agent   agent.Spec
 	// Tools are the agent's resolved tools, in the agent's order.
@@ -472,14 +476,14 @@ func memoryBlock(entries []MemoryEntry, loc *time.Location) string {
 	b.Grow(n)
 	b.WriteString(memoryPrompt)
 	b.WriteString(head)
-	var date [10]byte
+	var date [16]byte
 	for i := range entries {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		writeInt(&b, i+1)
 		b.WriteString(". [")
-		b.Write(entries[i].UpdatedAt.In(loc).AppendFormat(date[:0], time.DateOnly))
+		b.Write(appendDay(date[:0], entries[i].UpdatedAt.In(loc)))
 		b.WriteString("]. ")
 		b.WriteString(strings.TrimSpace(entries[i].Value))
 	}

@@ -68,9 +68,9 @@ type Request struct {
 	// Tools is omitted from the body when empty, and ToolChoice with it.
 	Tools      []FunctionTool
 	ToolChoice string
-	// Params are the agent's model_parameters, written after tool_choice in
-	// the order of their keys. Keys that name one of the fields above are
-	// left out.
+	// Params are the agent's model_parameters (Build passes the agent's map
+	// itself, not a copy), written after tool_choice in the order of their
+	// keys. Keys that name one of the fields above are left out.
 	Params map[string]any
 }
 
@@ -110,10 +110,7 @@ func (r Request) AppendJSON(dst []byte) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var err error
-			if dst, err = r.Tools[i].appendJSON(dst); err != nil {
-				return nil, err
-			}
+			dst = r.Tools[i].appendJSON(dst)
 		}
 		dst = append(dst, ']')
 		if r.ToolChoice != "" {
@@ -208,10 +205,10 @@ func (m *Message) appendJSON(dst []byte) []byte {
 
 // MarshalJSON writes the tool without HTML escaping in its texts.
 func (t FunctionTool) MarshalJSON() ([]byte, error) {
-	return t.appendJSON(nil)
+	return t.appendJSON(nil), nil
 }
 
-func (t *FunctionTool) appendJSON(dst []byte) ([]byte, error) {
+func (t *FunctionTool) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendString(dst, orFunction(t.Type))
 	dst = append(dst, `,"function":{"name":`...)
@@ -219,16 +216,14 @@ func (t *FunctionTool) appendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, `,"description":`...)
 	dst = appendString(dst, t.Function.Description)
 	dst = append(dst, `,"parameters":`...)
-	p := t.Function.Parameters
-	switch {
-	case len(p) == 0:
-		dst = append(dst, emptyObjectSchema...)
-	case json.Valid(p):
+	// Build has checked the parameters; a FunctionTool made by hand must
+	// hold valid JSON (json.Marshal checks it, MarshalJSON does not).
+	if p := t.Function.Parameters; len(p) > 0 {
 		dst = append(dst, p...)
-	default:
-		return nil, fmt.Errorf("parameters of tool %q are not valid JSON", t.Function.Name)
+	} else {
+		dst = append(dst, emptyObjectSchema...)
 	}
-	return append(dst, "}}"...), nil
+	return append(dst, "}}"...)
 }
 
 func orFunction(typ string) string {

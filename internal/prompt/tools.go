@@ -1,9 +1,6 @@
 package prompt
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "strings"
 
 // HandoffPrefix starts the name of every handoff tool: lc_transfer_to_<agent id>.
 const HandoffPrefix = "lc_transfer_to_"
@@ -41,7 +38,7 @@ var builtins = [...]struct{ name, description, parameters string }{
 func BuiltinTool(name string) (Tool, bool) {
 	for _, t := range builtins {
 		if t.name == name {
-			return Tool{Name: t.name, Description: t.description, Parameters: json.RawMessage(t.parameters), Kind: ToolBuiltin}, true
+			return Tool{Name: t.name, Description: t.description, Parameters: trustedSchema(t.parameters), Kind: ToolBuiltin}, true
 		}
 	}
 	return Tool{}, false
@@ -59,7 +56,7 @@ func HandoffTool(targetID, description, promptKey, prompt string) Tool {
 	}
 	t := Tool{Name: HandoffPrefix + targetID, Description: description, Kind: ToolHandoff}
 	if prompt == "" {
-		t.Parameters = json.RawMessage(emptyObjectSchema)
+		t.Parameters = Schema{}
 		return t
 	}
 	if promptKey == "" {
@@ -72,7 +69,7 @@ func HandoffTool(targetID, description, promptKey, prompt string) Tool {
 	b = appendString(b, prompt)
 	b = append(b, `}},"required":[`...)
 	b = appendString(b, promptKey)
-	t.Parameters = json.RawMessage(append(b, "]}"...))
+	t.Parameters = Schema{raw: append(b, "]}"...)}
 	return t
 }
 

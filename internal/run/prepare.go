@@ -166,7 +166,8 @@ func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agen
 	}
 	addMCP := func(t mcp.Tool) {
 		if !slices.ContainsFunc(in.Tools, func(x prompt.Tool) bool { return x.Name == t.Key }) {
-			in.Tools = append(in.Tools, prompt.Tool{Name: t.Key, Description: t.Description, Parameters: t.InputSchema, Kind: prompt.ToolMCP, Server: t.Server})
+			// The schema was encoded once, when the server listed its tools.
+			in.Tools = append(in.Tools, prompt.Tool{Name: t.Key, Description: t.Description, Parameters: t.Schema, Kind: prompt.ToolMCP, Server: t.Server})
 		}
 	}
 	for _, name := range a.Tools {

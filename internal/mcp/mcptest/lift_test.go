@@ -3,6 +3,8 @@ package mcptest
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/relay-ai/relay/internal/mcp"
 )
 
 func TestLiftParams(t *testing.T) {
@@ -31,7 +33,7 @@ func TestLiftBody(t *testing.T) {
 	if !ok {
 		t.Fatal("nothing lifted")
 	}
-	msgs, err := decodeMessages(got)
+	msgs, err := mcp.DecodeMessages(got)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("%s: %v", got, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp"
 )
 
 // Transport names, as Relay's config writes them.
@@ -100,6 +101,10 @@ func SSEHandler(newServer func() *sdk.Server) http.Handler {
 	return liftBodies(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return newServer() }, nil))
 }
 
+// readLimit bounds one POSTed body, as Relay's client bounds one websocket
+// message.
+const readLimit = 32 << 20
+
 // liftBodies rewrites POSTed JSON-RPC requests so that what the sdk drops
 // reaches tool handlers: see liftParams.
 func liftBodies(next http.Handler) http.Handler {
@@ -127,7 +132,7 @@ func liftBodies(next http.Handler) http.Handler {
 // message or batch. It reports false, leaving the body to the sdk, when there
 // is nothing to change or the body is not JSON-RPC.
 func liftBody(body []byte, xUser string) ([]byte, bool) {
-	msgs, err := decodeMessages(body)
+	msgs, err := mcp.DecodeMessages(body)
 	if err != nil {
 		return nil, false
 	}
@@ -196,34 +201,6 @@ func liftParams(params json.RawMessage, xUser string) json.RawMessage {
 	return out
 }
 
-// decodeMessages decodes one JSON-RPC message or a batch of them.
-func decodeMessages(data []byte) ([]jsonrpc.Message, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(data)
-		if err != nil {
-			return nil, fmt.Errorf("decoding JSON-RPC message: %w", err)
-		}
-		return []jsonrpc.Message{m}, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("decoding JSON-RPC batch: %w", err)
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("decoding JSON-RPC batch: empty batch")
-	}
-	msgs := make([]jsonrpc.Message, 0, len(raws))
-	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
-			return nil, fmt.Errorf("decoding JSON-RPC batch: %w", err)
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
-}
-
 // CaptureUserID wraps a transport (stdio, in-memory, …) so that the top-level
 // "userId" of incoming requests' params reaches tool handlers, as it does over
 // this package's HTTP and websocket handlers: see [UserID].
@@ -238,15 +215,24 @@ func (t captureTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return captureConn{c}, nil
+	return captureConn{Connection: c}, nil
 }
 
-type captureConn struct{ sdk.Connection }
+// captureConn applies liftParams to the requests read from a connection. With
+// a header (of a websocket's handshake), it lifts the header's X-User too and
+// puts the header in each request's [sdk.RequestExtra].
+type captureConn struct {
+	sdk.Connection
+	header http.Header
+}
 
 func (c captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if req, ok := m.(*jsonrpc.Request); ok && err == nil {
-		req.Params = liftParams(req.Params, "")
+		req.Params = liftParams(req.Params, c.header.Get("X-User"))
+		if c.header != nil {
+			req.Extra = &sdk.RequestExtra{Header: c.header}
+		}
 	}
 	return m, err
 }
