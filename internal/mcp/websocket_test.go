@@ -485,3 +485,60 @@ func TestWebSocketSupergateway(t *testing.T) {
 		t.Errorf("get-sum: %q", got)
 	}
 }
+
+// TestWebSocketConnAcceptedEnd runs NewWebSocketConn on the end of a websocket
+// that websocket.Accept returns, as mcptest's server does.
+func TestWebSocketConnAcceptedEnd(t *testing.T) {
+	got := make(chan string, 8)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		conn := mcp.NewWebSocketConn(ws)
+		defer conn.Close()
+		defer close(got)
+		if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "notifications/hello"}); err != nil {
+			got <- fmt.Sprint("write: ", err)
+			return
+		}
+		for {
+			msg, err := conn.Read(context.Background())
+			if err != nil {
+				got <- fmt.Sprint(err)
+				return
+			}
+			switch m := msg.(type) {
+			case *jsonrpc.Request:
+				got <- m.Method
+			case *jsonrpc.Response:
+				got <- fmt.Sprint(m.ID.Raw())
+			}
+		}
+	}))
+	defer hs.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, hs.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	typ, data, err := ws.Read(ctx)
+	if err != nil || typ != websocket.MessageText || !strings.Contains(string(data), `"notifications/hello"`) {
+		t.Errorf("client read %v %s: %v", typ, data, err)
+	}
+	_ = ws.Write(ctx, websocket.MessageText, []byte(`[{"jsonrpc":"2.0","method":"notifications/a"},{"jsonrpc":"2.0","id":7,"result":{}}]`))
+	_ = ws.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/c"}`))
+	if err := ws.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Errorf("client close: %v", err)
+	}
+	var seen []string
+	for s := range got {
+		seen = append(seen, s)
+	}
+	if fmt.Sprint(seen) != "[notifications/a 7 notifications/c EOF]" {
+		t.Errorf("server read %v", seen)
+	}
+}

@@ -21,15 +21,17 @@ var builtins = [...]struct{ name, description, parameters string }{
 		description: "Search the web for current information. Returns relevant web pages with snippets.",
 		parameters:  `{"type":"object","properties":{"query":{"type":"string","description":"The search query (3-6 keywords recommended)"}},"required":["query"]}`,
 	},
+	// The memory tools' texts are those of their implementation in
+	// internal/tool/builtin; a test keeps the two the same.
 	{
 		name:        SetMemory,
-		description: "Remember one thing about the user across conversations, such as a preference or a lasting fact about them. Saving under a key that exists replaces what it held.",
-		parameters:  `{"type":"object","properties":{"key":{"type":"string","description":"A short name for what is remembered, in snake_case, e.g. preferred_language"},"value":{"type":"string","description":"What to remember, as one short sentence"}},"required":["key","value"]}`,
+		description: "Save a fact about the user to remember in future conversations, under a short key. Saving under a key that already holds a memory replaces it.",
+		parameters:  `{"type":"object","properties":{"key":{"type":"string","description":"The memory's key: 1 to 64 lower-case letters a-z or underscores, e.g. \"preferences\"."},"value":{"type":"string","description":"The text to remember, short and self-contained."}},"required":["key","value"],"additionalProperties":false}`,
 	},
 	{
 		name:        DeleteMemory,
-		description: "Forget one thing remembered about the user, because it no longer holds or the user asked you to.",
-		parameters:  `{"type":"object","properties":{"key":{"type":"string","description":"The key it was saved under"}},"required":["key"]}`,
+		description: "Delete the memory stored under a key, when it is wrong or no longer true.",
+		parameters:  `{"type":"object","properties":{"key":{"type":"string","description":"The memory's key: 1 to 64 lower-case letters a-z or underscores, e.g. \"preferences\"."}},"required":["key"],"additionalProperties":false}`,
 	},
 }
 
