@@ -535,8 +535,17 @@ func TestWebSocketConnAcceptedEnd(t *testing.T) {
 		t.Errorf("client close: %v", err)
 	}
 	var seen []string
-	for s := range got {
-		seen = append(seen, s)
+collect:
+	for {
+		select {
+		case s, ok := <-got:
+			if !ok {
+				break collect
+			}
+			seen = append(seen, s)
+		case <-ctx.Done():
+			t.Fatalf("server read %v, then nothing", seen)
+		}
 	}
 	if fmt.Sprint(seen) != "[notifications/a 7 notifications/c EOF]" {
 		t.Errorf("server read %v", seen)
