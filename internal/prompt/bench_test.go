@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -17,10 +16,10 @@ import (
 func benchInput(b *testing.B) prompt.Input {
 	in := prompt.Input{
 		AgentID: "agent_bench",
-		Agent: agent.Spec{
+		Agent: prompt.Agent{
 			Model:           "gpt-4o",
 			Instructions:    "You are a regulations assistant for {{current_user}}. Today is {{current_date}}.\nAnswer precisely and cite your sources.",
-			Artifacts:       agent.ArtifactsDefault,
+			Artifacts:       prompt.ArtifactsDefault,
 			ModelParameters: map[string]any{"temperature": 0.7, "max_tokens": 2048},
 		},
 		Tools:    []prompt.Tool{builtin(b, prompt.WebSearch), builtin(b, prompt.FileSearch)},

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -33,8 +32,10 @@ func FuzzBuild(f *testing.F) {
 		}
 		file := prompt.File{ID: filename, Filename: filename, Type: "text/plain"}
 		in := prompt.Input{
-			Agent: agent.Spec{
-				Model: toolName, Instructions: instructions, Artifacts: agent.Artifacts(artifacts),
+			Agent: prompt.Agent{
+				Model:           toolName,
+				Instructions:    instructions,
+				Artifacts:       artifacts,
 				ModelParameters: map[string]any{paramKey: params},
 			},
 			Tools: []prompt.Tool{

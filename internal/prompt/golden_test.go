@@ -104,7 +104,7 @@ func neoInput(t *testing.T, fromServer bool) prompt.Input {
 	}
 	return prompt.Input{
 		AgentID:  "agent_neo",
-		Agent:    spec,
+		Agent:    fromSpec(spec),
 		Tools:    tools,
 		Servers:  []prompt.Server{{Name: mcptest.NEOName, Instructions: instructions}},
 		Now:      seedNow,
@@ -132,11 +132,11 @@ func goldenCases() []goldenCase {
 			exact: true,
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
-					Agent: agent.Spec{
+					Agent: fromSpec(agent.Spec{
 						Provider: "openai", Model: "gpt-4",
 						Instructions: "You are a helpful assistant specialized in nuclear regulations.",
 						Tools:        []string{"search_anvs__mcp__ANVS-IAEA-Wetten"},
-					},
+					}),
 					Tools:    []prompt.Tool{anvsSearch()},
 					Servers:  []prompt.Server{{Name: "ANVS-IAEA-Wetten", Instructions: anvsInstructions}},
 					Now:      seedNow,
@@ -158,7 +158,7 @@ func goldenCases() []goldenCase {
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
 					AgentID: "agent_abc123",
-					Agent: agent.Spec{
+					Agent: fromSpec(agent.Spec{
 						Name:         "Nuclear Regulations Expert",
 						Description:  "Expert on ANVS, IAEA, and Dutch nuclear law",
 						Instructions: "You are an expert on nuclear regulations. Current date: {{current_date}}.\n\nWhen answering questions:\n1. Always cite specific regulation sections\n2. Distinguish between Dutch (ANVS) and international (IAEA) standards\n3. Use formal, precise language",
@@ -169,7 +169,7 @@ func goldenCases() []goldenCase {
 						ToolResources: &agent.ToolResources{FileSearch: &agent.FileSearchResources{
 							FileIDs: []string{"file_123", "file_456"},
 						}},
-					},
+					}),
 					Tools:   []prompt.Tool{builtin(t, prompt.FileSearch), anvsSearch()},
 					Servers: []prompt.Server{{Name: "ANVS-IAEA-Wetten", Instructions: anvsInstructions}},
 					AgentFiles: []prompt.File{
@@ -195,12 +195,12 @@ func goldenCases() []goldenCase {
 				report := prompt.File{ID: "file_report", Filename: "report.pdf", Type: "application/pdf"}
 				data := prompt.File{ID: "file_data", Filename: "data.xlsx", Type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
 				return prompt.Input{
-					Agent: agent.Spec{
+					Agent: fromSpec(agent.Spec{
 						Provider: "openai", Model: "gpt-4o",
 						Instructions:  "You are an energy market analyst. Answer from the documents the user provides.",
 						Tools:         []string{"file_search"},
 						ToolResources: &agent.ToolResources{FileSearch: &agent.FileSearchResources{FileIDs: []string{"file_report"}}},
-					},
+					}),
 					Tools:      []prompt.Tool{builtin(t, prompt.FileSearch)},
 					AgentFiles: []prompt.File{report},
 					Attached:   []prompt.File{report, data},
@@ -222,11 +222,11 @@ func goldenCases() []goldenCase {
 			name: "web_search",
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
-					Agent: agent.Spec{
+					Agent: fromSpec(agent.Spec{
 						Provider: "openai", Model: "gpt-4o",
 						Instructions: "You are a helpful assistant.",
 						Tools:        []string{"web_search"},
-					},
+					}),
 					Tools:    []prompt.Tool{builtin(t, prompt.WebSearch)},
 					Now:      seedNow,
 					Messages: user("Wat voor weer wordt het vanmiddag in Rotterdam?"),
@@ -398,4 +398,9 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs (-golden +got); run go test -update if the change is right:\n%s", name, diff)
 	}
+}
+
+// fromSpec is what the run path takes from an agent's definition.
+func fromSpec(s agent.Spec) prompt.Agent {
+	return prompt.Agent{Model: s.Model, Instructions: s.Instructions, Artifacts: string(s.Artifacts), ModelParameters: s.ModelParameters}
 }

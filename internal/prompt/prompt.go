@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/relay-ai/relay/internal/agent"
 )
 
 // The texts of the prompt live in texts/. Seed 000's texts are reproduced from
@@ -117,11 +115,27 @@ type MemoryEntry struct {
 	UpdatedAt time.Time
 }
 
+// Agent is what the request takes from an agent's definition.
+type Agent struct {
+	Model string
+	// Instructions may hold placeholders (§5).
+	Instructions string
+	// Artifacts is "default", "shadcnui", "custom" or empty.
+	Artifacts       string
+	ModelParameters map[string]any
+}
+
+// The artifacts modes that add a prompt ("custom" adds nothing).
+const (
+	ArtifactsDefault  = "default"
+	ArtifactsShadcnUI = "shadcnui"
+)
+
 // Input is everything a request for one agent is built from.
 type Input struct {
 	// AgentID names the agent in errors.
 	AgentID string
-	Agent   agent.Spec
+	Agent   Agent
 	// Tools are the agent's resolved tools, in the agent's order.
 	Tools []Tool
 	// Servers are the MCP servers of those tools with their instructions.
@@ -167,9 +181,9 @@ func SystemMessage(in Input) string {
 	seg[2] = ragBlock(in.RAG)
 	seg[3] = ReplacePlaceholders(in.Agent.Instructions, in.Now, loc, in.UserName)
 	switch in.Agent.Artifacts {
-	case agent.ArtifactsDefault:
+	case ArtifactsDefault:
 		seg[4] = artifactsPrompt
-	case agent.ArtifactsShadcnUI:
+	case ArtifactsShadcnUI:
 		seg[4], seg[5] = artifactsPrompt, artifactsShadcnUI
 	}
 	seg[6] = mcpInstructions(in.Tools, in.Servers)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -92,7 +91,7 @@ func TestReplacePlaceholders(t *testing.T) {
 
 func TestSystemMessagePlaceholdersOnlyInInstructions(t *testing.T) {
 	in := prompt.Input{
-		Agent:    agent.Spec{Instructions: "Date {{current_date}}"},
+		Agent:    prompt.Agent{Instructions: "Date {{current_date}}"},
 		Tools:    []prompt.Tool{mcpTool("t", "s")},
 		Servers:  []prompt.Server{{Name: "s", Instructions: "Server date {{current_date}}"}},
 		Now:      seedNow,
@@ -268,7 +267,7 @@ func TestInstructionsFromSilentServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := prompt.SystemMessage(prompt.Input{
-		Agent:   agent.Spec{Instructions: "Be brief."},
+		Agent:   prompt.Agent{Instructions: "Be brief."},
 		Tools:   []prompt.Tool{mcpTool("echo", "silent")},
 		Servers: []prompt.Server{{Name: "silent", Instructions: text}},
 		Now:     seedNow,
@@ -281,7 +280,7 @@ func TestInstructionsFromSilentServer(t *testing.T) {
 func TestEmptyInstructions(t *testing.T) {
 	for _, instructions := range []string{"", "  \n\t ", "\n\n"} {
 		in := prompt.Input{
-			Agent:    agent.Spec{Model: "m", Instructions: instructions},
+			Agent:    prompt.Agent{Model: "m", Instructions: instructions},
 			Tools:    []prompt.Tool{builtin(t, prompt.WebSearch)},
 			Now:      seedNow,
 			Messages: user("hi"),
@@ -304,7 +303,7 @@ func TestEmptyInstructions(t *testing.T) {
 
 func TestNoTools(t *testing.T) {
 	req, err := prompt.Build(prompt.Input{
-		Agent:    agent.Spec{Model: "gpt-4o", Instructions: "Hi.", ModelParameters: map[string]any{"temperature": 0.2}},
+		Agent:    prompt.Agent{Model: "gpt-4o", Instructions: "Hi.", ModelParameters: map[string]any{"temperature": 0.2}},
 		Now:      seedNow,
 		Messages: user("hello"),
 	})
@@ -405,10 +404,10 @@ ANSWER IN THE USER'S LANGUAGE.
 )
 
 func TestArtifacts(t *testing.T) {
-	system := func(mode agent.Artifacts) string {
-		return prompt.SystemMessage(prompt.Input{Agent: agent.Spec{Instructions: "I.", Artifacts: mode}, Now: seedNow})
+	system := func(mode string) string {
+		return prompt.SystemMessage(prompt.Input{Agent: prompt.Agent{Instructions: "I.", Artifacts: mode}, Now: seedNow})
 	}
-	def, shad := system(agent.ArtifactsDefault), system(agent.ArtifactsShadcnUI)
+	def, shad := system(prompt.ArtifactsDefault), system(prompt.ArtifactsShadcnUI)
 	for _, w := range []string{`:::artifact{identifier="`, `type="`, `title="`, "text/html", "image/svg+xml", "text/markdown", "application/vnd.mermaid", "application/vnd.react", "## When not to"} {
 		if !strings.Contains(def, w) {
 			t.Errorf("default artifacts prompt lacks %q", w)
@@ -423,7 +422,7 @@ func TestArtifacts(t *testing.T) {
 	if strings.Count(shad, "# Artifacts") != 1 {
 		t.Errorf("the artifacts prompt must appear once")
 	}
-	for _, mode := range []agent.Artifacts{agent.ArtifactsCustom, agent.ArtifactsNone, "unknown"} {
+	for _, mode := range []string{"custom", "", "unknown"} {
 		if got := system(mode); got != "I." {
 			t.Errorf("artifacts %q: system message = %q, want only the instructions", mode, got)
 		}
@@ -437,7 +436,7 @@ func TestMemory(t *testing.T) {
 		{Key: "lang", Value: " Prefers answers in Dutch. ", UpdatedAt: day(3)},
 		{Key: "job", Value: "Works as a radiation protection officer.", UpdatedAt: day(11)},
 	}
-	in := prompt.Input{Agent: agent.Spec{Instructions: "I."}, Memory: entries, MemoryOn: true, Now: seedNow, Location: mustZone(t, "Europe/Amsterdam")}
+	in := prompt.Input{Agent: prompt.Agent{Instructions: "I."}, Memory: entries, MemoryOn: true, Now: seedNow, Location: mustZone(t, "Europe/Amsterdam")}
 	got := prompt.SystemMessage(in)
 	wantTail := "\n\n# Existing memory about the user:\n" +
 		"1. [2025-11-04]. Prefers answers in Dutch.\n" +
@@ -462,7 +461,7 @@ func TestMemory(t *testing.T) {
 func TestSegmentOrder(t *testing.T) {
 	f := prompt.File{ID: "f", Filename: "f.txt", Type: "text/plain"}
 	in := prompt.Input{
-		Agent:    agent.Spec{Instructions: "INSTRUCTIONS", Artifacts: agent.ArtifactsDefault},
+		Agent:    prompt.Agent{Instructions: "INSTRUCTIONS", Artifacts: prompt.ArtifactsDefault},
 		Tools:    []prompt.Tool{builtin(t, prompt.FileSearch), mcpTool("t", "s")},
 		Servers:  []prompt.Server{{Name: "s", Instructions: "SERVER"}},
 		Attached: []prompt.File{f},
@@ -489,7 +488,7 @@ func TestSegmentOrder(t *testing.T) {
 func TestRequestBody(t *testing.T) {
 	handoff := prompt.HandoffTool("agent_research", "", "", "")
 	req, err := prompt.Build(prompt.Input{
-		Agent: agent.Spec{
+		Agent: prompt.Agent{
 			Model: "gpt-4o",
 			ModelParameters: map[string]any{
 				"top_p": 0.9, "temperature": 0.7, "max_tokens": 512, "stop": []any{"</end>"},
@@ -547,7 +546,7 @@ func TestBuildErrors(t *testing.T) {
 	bad := []prompt.Input{
 		{Tools: []prompt.Tool{{Name: "x", Parameters: json.RawMessage(`{"type":`)}}},
 		{Tools: []prompt.Tool{{Name: "x", Parameters: map[string]any{"n": func() {}}}}},
-		{Agent: agent.Spec{ModelParameters: map[string]any{"temperature": json.Number("0.7.1")}}},
+		{Agent: prompt.Agent{ModelParameters: map[string]any{"temperature": json.Number("0.7.1")}}},
 	}
 	for i, in := range bad {
 		if _, err := prompt.Build(in); err == nil {

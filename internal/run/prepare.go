@@ -114,7 +114,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	}
 	out := &Prepared{}
 	in := prompt.Input{
-		AgentID: a.ID, Agent: a.Spec, Attached: req.Attached, Now: now, Location: loc,
+		AgentID: a.ID, Agent: prompt.Agent{Model: a.Model, Instructions: a.Instructions, Artifacts: string(a.Artifacts), ModelParameters: a.ModelParameters}, Attached: req.Attached, Now: now, Location: loc,
 		AnswerLanguage: p.AnswerLanguage, UserName: u.DisplayName,
 	}
 	if req.UserName != "" {
