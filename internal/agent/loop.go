@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// ToolOutput is what a tool call gave back, ready for the model.
+type ToolOutput struct {
+	// Text is the result as text; for a failure, the error text the model sees.
+	Text string
+	// Parts, when not empty, is the result with images, for providers that take them.
+	Parts   []prompt.Part
+	IsError bool
+}
+
+// ToolRunner runs the tools the model calls.
+type ToolRunner interface {
+	// Run calls one tool. Every failure the model should see (unknown tool, bad
+	// arguments, timeout, the server's error) is an output with IsError; Run has
+	// no error of its own.
+	Run(ctx context.Context, call prompt.ToolCall) ToolOutput
+}
+
+// ToolRecord is one tool call as it happened.
+type ToolRecord struct {
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	Arguments string        `json:"arguments"`
+	Result    string        `json:"result"`
+	IsError   bool          `json:"is_error"`
+	Duration  time.Duration `json:"duration"`
+	Step      int           `json:"step"`
+}
+
+// EventKind is the kind of a loop event.
+type EventKind string
+
+// The events of one agent's loop, in the order they happen.
+const (
+	EventText         EventKind = "text"          // a piece of the answer
+	EventToolStarted  EventKind = "tool_started"  // a tool call is about to run
+	EventToolFinished EventKind = "tool_finished" // a tool call returned
+	EventUsage        EventKind = "usage"         // a model turn's token usage
+	EventRetry        EventKind = "retry"         // the provider is being asked again
+)
+
+// Event is one thing that happened in the loop.
+type Event struct {
+	Kind  EventKind
+	Text  string
+	Tool  *ToolRecord
+	Usage llm.Usage
+	Retry *llm.Error
+}
+
+// LoopOptions are what one agent's loop runs with.
+type LoopOptions struct {
+	Model llm.Model
+	Tools ToolRunner
+	// MaxSteps bounds the model turns (recursion_limit); 0 means 50.
+	MaxSteps int
+	// Parallel bounds the tool calls run at once; 0 means 4.
+	Parallel int
+	// ToolTimeout bounds each tool call; 0 means none beyond the tool's own.
+	ToolTimeout time.Duration
+	// Emit receives events as they happen; it must not block for long.
+	Emit func(Event)
+	// Stop, when it returns true for a tool call, ends the loop after that turn's
+	// calls (a handoff: the next agent continues).
+	Stop func(call prompt.ToolCall) bool
+}
+
+// Outcome is what one agent's loop produced.
+type Outcome struct {
+	// Text is the agent's answer (the text of its last turn with any text).
+	Text string
+	// Messages are the messages the loop added after the request's own.
+	Messages []prompt.Message
+	// Tools are every tool call with its result, in order.
+	Tools []ToolRecord
+	// Requests are the exact bodies sent to the provider, one per model turn.
+	Requests [][]byte
+	Usage    llm.Usage
+	Steps    int
+	// StoppedBy is the tool call that ended the loop through Stop, if any.
+	StoppedBy *prompt.ToolCall
+}
+
+// ErrStepLimit is wrapped by the error of a loop that reached its step limit.
+var ErrStepLimit = errors.New("step limit reached")
+
+// Loop runs one agent: the model answers req, the tools it calls run (several at
+// once, bounded), their results go back to it, until it answers without calling
+// a tool or the step limit is reached. req is extended in place with the new
+// messages. On any error (the provider failed, ctx was cancelled by a user abort,
+// the step limit) the Outcome holds everything produced until then.
+func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, error) {
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = 50
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	emit := o.Emit
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	out := &Outcome{}
+	start := len(req.Messages)
+	defer func() { out.Messages = req.Messages[start:] }()
+	for step := 1; ; step++ {
+		if step > o.MaxSteps {
+			return out, fmt.Errorf("%w: the agent took %d steps without finishing (recursion_limit)", ErrStepLimit, o.MaxSteps)
+		}
+		out.Steps = step
+		turn, err := o.Model.Stream(ctx, req, func(e llm.Event) {
+			switch e.Kind {
+			case llm.EventText:
+				emit(Event{Kind: EventText, Text: e.Text})
+			case llm.EventRetry:
+				emit(Event{Kind: EventRetry, Retry: e.Retry})
+			}
+		})
+		if turn != nil {
+			out.Requests = append(out.Requests, turn.Sent)
+			out.Usage = out.Usage.Add(turn.Usage)
+			if turn.Usage != (llm.Usage{}) {
+				emit(Event{Kind: EventUsage, Usage: turn.Usage})
+			}
+			if turn.Text != "" {
+				out.Text = turn.Text
+			}
+		}
+		if err != nil {
+			if turn != nil && turn.Text != "" {
+				req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text})
+			}
+			return out, err
+		}
+		req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls})
+		if len(turn.ToolCalls) == 0 {
+			return out, nil
+		}
+		records := runTools(ctx, turn.ToolCalls, o, step, emit)
+		for i, call := range turn.ToolCalls {
+			out.Tools = append(out.Tools, records[i].ToolRecord)
+			req.Messages = append(req.Messages, prompt.Message{
+				Role: prompt.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts,
+			})
+		}
+		if err := ctx.Err(); err != nil {
+			return out, context.Cause(ctx)
+		}
+		if o.Stop != nil {
+			for _, call := range turn.ToolCalls {
+				if o.Stop(call) {
+					out.StoppedBy = &call
+					return out, nil
+				}
+			}
+		}
+	}
+}
+
+type toolResult struct {
+	ToolRecord
+	Parts []prompt.Part
+}
+
+// runTools runs one turn's tool calls, at most o.Parallel at once, and returns
+// their results in the order of the calls.
+func runTools(ctx context.Context, calls []prompt.ToolCall, o LoopOptions, step int, emit func(Event)) []toolResult {
+	results := make([]toolResult, len(calls))
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	var emitMu sync.Mutex
+	send := func(e Event) {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		emit(e)
+	}
+	for i, call := range calls {
+		rec := ToolRecord{ID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments, Step: step}
+		send(Event{Kind: EventToolStarted, Tool: &rec})
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if o.ToolTimeout > 0 {
+				cctx, cancel = context.WithTimeout(ctx, o.ToolTimeout)
+			}
+			began := time.Now()
+			res := o.Tools.Run(cctx, call)
+			cancel()
+			rec.Duration = time.Since(began)
+			rec.Result, rec.IsError = res.Text, res.IsError
+			results[i] = toolResult{ToolRecord: rec, Parts: res.Parts}
+			done := rec
+			send(Event{Kind: EventToolFinished, Tool: &done})
+		})
+	}
+	wg.Wait()
+	return results
+}

@@ -1,0 +1,220 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// scripted is a model that plays turns in order and keeps what it was sent.
+type scripted struct {
+	mu    sync.Mutex
+	turns []func(req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error)
+	sent  []string
+}
+
+func (m *scripted) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	body, err := req.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.sent = append(m.sent, string(body))
+	if len(m.turns) == 0 {
+		m.mu.Unlock()
+		return nil, errors.New("script exhausted")
+	}
+	next := m.turns[0]
+	m.turns = m.turns[1:]
+	m.mu.Unlock()
+	t, err := next(req, emit)
+	if t != nil {
+		t.Sent = body
+	}
+	return t, err
+}
+
+func say(text string) func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
+	return func(_ *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+		for _, w := range strings.SplitAfter(text, " ") {
+			emit(llm.Event{Kind: llm.EventText, Text: w})
+		}
+		return &llm.Turn{Text: text, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}, nil
+	}
+}
+
+func callTools(calls ...string) func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
+	return func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
+		t := &llm.Turn{FinishReason: llm.FinishToolCalls, Usage: llm.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}}
+		for i := 0; i < len(calls); i += 2 {
+			t.ToolCalls = append(t.ToolCalls, prompt.ToolCall{ID: fmt.Sprintf("call_%d", i/2), Type: "function",
+				Function: prompt.FunctionCall{Name: calls[i], Arguments: calls[i+1]}})
+		}
+		return t, nil
+	}
+}
+
+// tools is a fake ToolRunner: "sum" adds a and b, "slow" waits, "image" returns a picture.
+type tools struct {
+	running, peak atomic.Int32
+}
+
+func (f *tools) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	switch call.Function.Name {
+	case "sum":
+		var a struct{ A, B int }
+		if err := json.Unmarshal([]byte(call.Function.Arguments), &a); err != nil {
+			return agent.ToolOutput{Text: "bad arguments", IsError: true}
+		}
+		return agent.ToolOutput{Text: fmt.Sprint(a.A + a.B)}
+	case "slow":
+		select {
+		case <-time.After(100 * time.Millisecond):
+			return agent.ToolOutput{Text: "done"}
+		case <-ctx.Done():
+			return agent.ToolOutput{Text: "cancelled", IsError: true}
+		}
+	case "image":
+		return agent.ToolOutput{Text: "a picture", Parts: []prompt.Part{{Type: prompt.PartText, Text: "a picture"}, {Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
+	}
+	return agent.ToolOutput{Text: fmt.Sprintf("%q tool call failed: no such tool", call.Function.Name), IsError: true}
+}
+
+func request() *prompt.Request {
+	return &prompt.Request{Model: "m", Messages: []prompt.Message{{Role: prompt.RoleSystem, Content: "Be brief."}, {Role: prompt.RoleUser, Content: "What is 2+3?"}}}
+}
+
+func TestLoopCallsToolsAndAnswers(t *testing.T) {
+	m := &scripted{}
+	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`, "nope", `{}`), say("The sum is 5."))
+	var events []agent.Event
+	req := request()
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Emit: func(e agent.Event) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Text != "The sum is 5." || out.Steps != 2 || len(out.Requests) != 2 || out.Usage.TotalTokens != 25 {
+		t.Errorf("outcome %+v", out)
+	}
+	if len(out.Tools) != 2 || out.Tools[0].Result != "5" || out.Tools[1].IsError != true {
+		t.Errorf("tools %+v", out.Tools)
+	}
+	// The second request holds the assistant's calls and both results, in order.
+	var second struct {
+		Messages []struct {
+			Role, Content string
+			ToolCallID    string `json:"tool_call_id"`
+			ToolCalls     []any  `json:"tool_calls"`
+		}
+	}
+	if err := json.Unmarshal([]byte(m.sent[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	roles := []string{}
+	for _, msg := range second.Messages {
+		roles = append(roles, msg.Role)
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,tool,tool" || second.Messages[3].Content != "5" || second.Messages[3].ToolCallID != "call_0" || len(second.Messages[2].ToolCalls) != 2 {
+		t.Errorf("second request: %s", m.sent[1])
+	}
+	if len(out.Messages) != 4 || out.Messages[3].Role != prompt.RoleAssistant {
+		t.Errorf("added messages: %+v", out.Messages)
+	}
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	got := strings.Join(kinds, ",")
+	if !strings.HasPrefix(got, "usage,tool_started,tool_started,tool_finished,tool_finished,text") || !strings.HasSuffix(got, "text,usage") {
+		t.Errorf("events %s", got)
+	}
+}
+
+func TestLoopRunsToolsInParallelBounded(t *testing.T) {
+	m := &scripted{}
+	var calls []string
+	for range 10 {
+		calls = append(calls, "slow", `{}`)
+	}
+	m.turns = append(m.turns, callTools(calls...), say("ok"))
+	f := &tools{}
+	began := time.Now()
+	if _, err := agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: f, Parallel: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.peak.Load(); p != 4 {
+		t.Errorf("peak parallel tool calls %d, want 4", p)
+	}
+	if d := time.Since(began); d > 900*time.Millisecond {
+		t.Errorf("10 calls of 100 ms, 4 at a time, took %s", d)
+	}
+}
+
+func TestLoopStepLimit(t *testing.T) {
+	m := &scripted{}
+	for range 5 {
+		m.turns = append(m.turns, callTools("sum", `{"a":1,"b":1}`))
+	}
+	out, err := agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, MaxSteps: 3})
+	if !errors.Is(err, agent.ErrStepLimit) || !strings.Contains(err.Error(), "3 steps") {
+		t.Fatalf("error %v, want the step limit", err)
+	}
+	if len(out.Tools) != 3 || len(out.Requests) != 3 {
+		t.Errorf("kept %d tool calls and %d requests, want 3 each", len(out.Tools), len(out.Requests))
+	}
+}
+
+func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	m := &scripted{}
+	m.turns = append(m.turns, func(req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+		emit(llm.Event{Kind: llm.EventText, Text: "The answer is "})
+		cancel(errors.New("user abort"))
+		return &llm.Turn{Text: "The answer is "}, context.Cause(ctx)
+	})
+	req := request()
+	out, err := agent.Loop(ctx, req, agent.LoopOptions{Model: m, Tools: &tools{}})
+	if err == nil || err.Error() != "user abort" {
+		t.Fatalf("error %v", err)
+	}
+	if out.Text != "The answer is " || req.Messages[len(req.Messages)-1].Content != "The answer is " {
+		t.Errorf("partial answer not kept: %+v", out)
+	}
+}
+
+func TestLoopImageResultsAndStop(t *testing.T) {
+	m := &scripted{}
+	m.turns = append(m.turns, callTools("image", `{}`, "lc_transfer_to_b", `{"instructions":"go"}`))
+	req := request()
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Stop: func(c prompt.ToolCall) bool {
+		_, ok := prompt.HandoffTarget(c.Function.Name)
+		return ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.StoppedBy == nil || out.StoppedBy.Function.Name != "lc_transfer_to_b" || out.Steps != 1 {
+		t.Errorf("stopped by %+v after %d steps", out.StoppedBy, out.Steps)
+	}
+	if img := req.Messages[3]; img.Role != prompt.RoleTool || len(img.Parts) != 2 || img.Parts[1].Type != prompt.PartImage {
+		t.Errorf("image result: %+v", img)
+	}
+}

@@ -1,0 +1,71 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
+)
+
+
+// Toolbox runs an agent's tool calls for one user: MCP tools through the
+// manager, Relay's built-ins, and handoffs (whose effect is the graph's).
+type Toolbox struct {
+	MCP      *mcp.Manager
+	Builtins map[string]tool.Tool
+	User     *auth.User
+	// Family is how results with images reach the agent's provider.
+	Family mcp.Family
+}
+
+var _ agent.ToolRunner = (*Toolbox)(nil)
+
+// Run calls one tool; every failure becomes an error result the model reads.
+func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
+	name, args := call.Function.Name, json.RawMessage(call.Function.Arguments)
+	if target, ok := prompt.HandoffTarget(name); ok {
+		return agent.ToolOutput{Text: "Transferred to agent " + target + "."}
+	}
+	if t, ok := b.Builtins[name]; ok {
+		uid := ""
+		if b.User != nil {
+			uid = b.User.ID
+		}
+		res, err := t.Call(ctx, uid, args)
+		if err != nil {
+			return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
+		}
+		return agent.ToolOutput{Text: res.Text, IsError: res.IsError}
+	}
+	res, err := b.MCP.Call(ctx, MCPUser(b.User), name, args)
+	if err != nil {
+		return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
+	}
+	out := mcp.Format(res, b.Family)
+	o := agent.ToolOutput{Text: out.Text, IsError: out.IsError}
+	switch b.Family {
+	case mcp.FamilyOpenAI:
+		if len(out.Images) > 0 {
+			o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartText, Text: out.Text})
+			for _, img := range out.Images {
+				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: img.MIMEType, Data: img.Data})
+			}
+		}
+	case mcp.FamilyAnthropic:
+		for _, bl := range out.Blocks {
+			if bl.Type == mcp.BlockImage && bl.Source != nil {
+				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: bl.Source.MediaType, Data: bl.Source.Data})
+			} else {
+				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartText, Text: bl.Text})
+			}
+		}
+		if len(o.Parts) == 1 && o.Parts[0].Type == prompt.PartText {
+			o.Parts = nil // plain text needs no parts
+		}
+	}
+	return o
+}
