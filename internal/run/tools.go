@@ -11,7 +11,6 @@ import (
 	"github.com/relay-ai/relay/internal/tool"
 )
 
-
 // Toolbox runs an agent's tool calls for one user: MCP tools through the
 // manager, Relay's built-ins, and handoffs (whose effect is the graph's).
 type Toolbox struct {
