@@ -1,0 +1,151 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
+)
+
+// Conversation is a thread of messages between a user and an agent.
+type Conversation struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id"`
+	AgentID   string    `json:"agent_id"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Role is who wrote a stored message.
+type Role string
+
+// The roles of stored messages.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// PartType is the kind of a stored content part.
+type PartType string
+
+// The kinds of content parts of an assistant message.
+const (
+	PartText     PartType = "text"
+	PartToolCall PartType = "tool_call"
+	PartError    PartType = "error"
+)
+
+// Part is one piece of a message's content, saying which agent produced it.
+type Part struct {
+	Type    PartType          `json:"type"`
+	AgentID string            `json:"agent_id,omitempty"`
+	Text    string            `json:"text,omitempty"`
+	Tool    *agent.ToolRecord `json:"tool,omitempty"`
+}
+
+// Message is one stored message. Messages form a tree through ParentID: editing
+// a message or regenerating an answer adds a sibling, a new branch.
+type Message struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	ParentID       string    `json:"parent_message_id,omitempty"`
+	Role           Role      `json:"role"`
+	AgentID        string    `json:"agent_id,omitempty"`
+	Text           string    `json:"text"`
+	Parts          []Part    `json:"parts,omitempty"`
+	RunID          string    `json:"run_id,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Status is where a run stands.
+type Status string
+
+// The statuses of a run.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Run is one execution of an agent (and the agents it reaches) for one message.
+type Run struct {
+	ID             string    `json:"id"`
+	UserID         string    `json:"user_id"`
+	AgentID        string    `json:"agent_id"`
+	ConversationID string    `json:"conversation_id"`
+	// UserMessageID is the message the run answers; ResponseMessageID its answer.
+	UserMessageID     string     `json:"user_message_id"`
+	ResponseMessageID string     `json:"response_message_id,omitempty"`
+	Status            Status     `json:"status"`
+	Error             string     `json:"error,omitempty"`
+	Usage             llm.Usage  `json:"usage"`
+	CreatedAt         time.Time  `json:"created_at"`
+	StartedAt         *time.Time `json:"started_at,omitempty"`
+	FinishedAt        *time.Time `json:"finished_at,omitempty"`
+}
+
+// Event is one event of a run, as streamed to clients; Seq orders a run's
+// events from 1 and is the SSE id.
+type Event struct {
+	RunID     string          `json:"run_id"`
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// ModelRequest is one request body sent to a provider during a run.
+type ModelRequest struct {
+	RunID   string          `json:"run_id"`
+	Seq     int             `json:"seq"`
+	AgentID string          `json:"agent_id"`
+	Body    json.RawMessage `json:"body"`
+	SentAt  time.Time       `json:"sent_at"`
+}
+
+// ToolCall is one tool call made during a run, with its result.
+type ToolCall struct {
+	RunID   string `json:"run_id"`
+	AgentID string `json:"agent_id"`
+	agent.ToolRecord
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store is what runs and conversations need from storage. Missing rows are
+// fault.NotFound; lists are oldest first.
+type Store interface {
+	CreateConversation(ctx context.Context, c *Conversation) error
+	GetConversation(ctx context.Context, id string) (*Conversation, error)
+	// ListConversations lists a user's conversations, most recently updated first.
+	ListConversations(ctx context.Context, userID string, limit int) ([]*Conversation, error)
+	UpdateConversation(ctx context.Context, c *Conversation) error
+	// DeleteConversation deletes a conversation with its messages, runs, events,
+	// model requests and tool calls.
+	DeleteConversation(ctx context.Context, id string) error
+
+	AddMessage(ctx context.Context, m *Message) error
+	GetMessage(ctx context.Context, id string) (*Message, error)
+	ListMessages(ctx context.Context, conversationID string) ([]*Message, error)
+
+	CreateRun(ctx context.Context, r *Run) error
+	UpdateRun(ctx context.Context, r *Run) error
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// FailStaleRuns marks runs still queued or running that started before
+	// cutoff as failed with reason, and returns how many it marked.
+	FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error)
+
+	// AppendEvents stores events, which carry their Seq already.
+	AppendEvents(ctx context.Context, events []Event) error
+	// ListEvents returns a run's events with Seq > after.
+	ListEvents(ctx context.Context, runID string, after int64) ([]Event, error)
+
+	AddModelRequest(ctx context.Context, r *ModelRequest) error
+	ListModelRequests(ctx context.Context, runID string) ([]ModelRequest, error)
+	AddToolCall(ctx context.Context, c *ToolCall) error
+	ListToolCalls(ctx context.Context, runID string) ([]ToolCall, error)
+}
