@@ -25,6 +25,15 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /api/memories/{key}", s.authed(s.putMemory))
 	mux.Handle("DELETE /api/memories/{key}", s.authed(s.deleteMemory))
 
+	// Chat and runs (docs/api.md).
+	mux.Handle("POST /api/chat", s.authed(s.chat))
+	mux.Handle("GET /api/runs/{id}", s.authed(s.getRun))
+	mux.Handle("GET /api/runs/{id}/events", s.authed(s.runEvents))
+	mux.Handle("POST /api/runs/{id}/abort", s.authed(s.abortRun))
+	mux.Handle("GET /api/conversations", s.authed(s.listConversations))
+	mux.Handle("GET /api/conversations/{id}", s.authed(s.getConversation))
+	mux.Handle("DELETE /api/conversations/{id}", s.authed(s.deleteConversation))
+
 	// MCP servers (mcp.md).
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))

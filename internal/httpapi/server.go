@@ -20,6 +20,8 @@ type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
 	MCP    *mcp.Manager
+	// Runs runs agents for chat messages.
+	Runs *run.Service
 	// Prompt builds the request a message would send (the preview API).
 	Prompt *run.Preparer
 	// Memory serves /api/memories; nil means memory is disabled.

@@ -62,6 +62,8 @@ type Request struct {
 	Now time.Time
 	// UserName overrides the user's display name for {{current_user}}.
 	UserName string
+	// History is the conversation before Text (oldest first); empty for a new one.
+	History []prompt.Message
 }
 
 // Prepared is a built request and what could not go into it.
@@ -89,7 +91,7 @@ func MCPUser(u *auth.User) *mcp.User {
 	return &mcp.User{ID: u.ID, Email: u.Email, Name: u.DisplayName, Username: username}
 }
 
-// Prepare builds the request for a new conversation holding req.Text, exactly
+// Prepare builds the request for a conversation (History, then req.Text), exactly
 // as a run would send it.
 func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Prepared, error) {
 	a, err := p.Agents.Get(ctx, u, req.AgentID)
@@ -120,8 +122,9 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	if req.UserName != "" {
 		in.UserName = req.UserName
 	}
+	in.Messages = append(in.Messages, req.History...)
 	if req.Text != "" {
-		in.Messages = []prompt.Message{{Role: prompt.RoleUser, Content: req.Text}}
+		in.Messages = append(in.Messages, prompt.Message{Role: prompt.RoleUser, Content: req.Text})
 	}
 	if err := p.resolveTools(ctx, u, a, &in, out); err != nil {
 		return nil, err

@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// heartbeat is how often an idle event stream gets a comment line, so that
+// proxies do not close it.
+const heartbeat = 15 * time.Second
+
+// chat starts a run for the user's message and streams its events (SSE).
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req run.ChatRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u := userFrom(r.Context())
+	rn, err := s.opts.Runs.Start(r.Context(), u, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Relay-Run-Id", rn.ID)
+	s.streamRun(w, r, rn.ID, 0)
+}
+
+// runEvents streams a run's events after Last-Event-ID (or ?after=), then the
+// ones still to come: how a client that lost its connection catches up.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	after := int64(0)
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.writeError(w, r, fault.New(fault.Invalid, "Last-Event-ID must be an event id (a whole number)"))
+			return
+		}
+		after = n
+	}
+	s.streamRun(w, r, r.PathValue("id"), after)
+}
+
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
+	u := userFrom(r.Context())
+	events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), u, runID, after)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer func() { stop() }()
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(e run.Event) error {
+		after = e.Seq
+		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	for _, e := range events {
+		if write(e) != nil {
+			return
+		}
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for ch != nil {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				// The run ended, or this stream fell behind: catch up from the store.
+				stop()
+				if events, ch, stop, err = s.opts.Runs.Subscribe(context.WithoutCancel(r.Context()), u, runID, after); err != nil {
+					return
+				}
+				for _, e := range events {
+					if write(e) != nil {
+						return
+					}
+				}
+				continue
+			}
+			if e.Seq <= after {
+				continue
+			}
+			if write(e) != nil {
+				return
+			}
+		case <-tick.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) abortRun(w http.ResponseWriter, r *http.Request) {
+	rn, err := s.opts.Runs.Abort(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rn)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	d, err := s.opts.Runs.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			s.writeError(w, r, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000"))
+			return
+		}
+		limit = n
+	}
+	cs, err := s.opts.Runs.Conversations(r.Context(), userFrom(r.Context()), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if cs == nil {
+		cs = []*run.Conversation{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": cs})
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	t, err := s.opts.Runs.Conversation(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	if err := s.opts.Runs.DeleteConversation(r.Context(), userFrom(r.Context()), r.PathValue("id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,497 @@
+package run
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
+)
+
+// The types of run events (docs/api.md).
+const (
+	EventRunStarted   = "run.started"
+	EventMessageDelta = "message.delta"
+	EventToolStarted  = "tool.started"
+	EventToolFinished = "tool.finished"
+	EventUsage        = "usage"
+	EventRunFinished  = "run.finished"
+	EventError        = "error"
+)
+
+// Models resolves an agent's provider and model to a client and the family its
+// tool results are formatted for.
+type Models func(provider, model string) (llm.Model, mcp.Family, error)
+
+// Service runs agents for users: it saves the message, prepares the request,
+// runs the agent's loop, streams and stores every event, and saves the answer.
+type Service struct {
+	Store    Store
+	Prep     *Preparer
+	Models   Models
+	MCP      *mcp.Manager
+	Builtins map[string]tool.Tool
+	Log      *slog.Logger
+	// Parallel bounds a turn's concurrent tool calls (default 4); ToolTimeout
+	// bounds each one (default none beyond the server's own).
+	Parallel    int
+	ToolTimeout time.Duration
+	// StepLimit caps an agent's recursion_limit (endpoints.agents.maxRecursionLimit)
+	// and DefaultSteps applies when it sets none (endpoints.agents.recursionLimit).
+	StepLimit, DefaultSteps int
+
+	mu   sync.Mutex
+	live map[string]*liveRun
+}
+
+// liveRun is a run in progress in this process: its subscribers and its abort.
+type liveRun struct {
+	mu     sync.Mutex
+	seq    int64
+	subs   map[chan Event]struct{}
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// ChatRequest is a user's message to an agent.
+type ChatRequest struct {
+	AgentID         string `json:"agent_id"`
+	Text            string `json:"text"`
+	ConversationID  string `json:"conversation_id,omitempty"`
+	ParentMessageID string `json:"parent_message_id,omitempty"`
+	Timezone        string `json:"timezone,omitempty"`
+}
+
+// ErrAborted is the cause of a run a user aborted.
+var ErrAborted = errors.New("aborted by the user")
+
+// newID returns prefix + 21 random URL-safe characters.
+func newID(prefix string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+	b := make([]byte, 21)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])&63]
+	}
+	return prefix + string(b)
+}
+
+// Start saves the user's message and starts a run answering it. The run goes
+// on in the background (its context is detached from ctx); follow it with
+// Subscribe.
+func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Run, error) {
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
+	}
+	a, err := s.Prep.Agents.Get(ctx, u, req.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	conv, history, err := s.conversation(ctx, u, a, req, now)
+	if err != nil {
+		return nil, err
+	}
+	userMsg := &Message{ID: newID("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
+	if err := s.Store.AddMessage(ctx, userMsg); err != nil {
+		return nil, err
+	}
+	r := &Run{ID: newID("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID, Status: StatusQueued, CreatedAt: now}
+	if err := s.Store.CreateRun(ctx, r); err != nil {
+		return nil, err
+	}
+	lr := &liveRun{subs: map[chan Event]struct{}{}, done: make(chan struct{})}
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	lr.cancel = cancel
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = map[string]*liveRun{}
+	}
+	s.live[r.ID] = lr
+	s.mu.Unlock()
+	go s.execute(rctx, u, a, r, userMsg, history, req, lr)
+	return r, nil
+}
+
+// conversation returns the conversation of req (a new one when it names none)
+// and the messages on the branch that ends at req.ParentMessageID.
+func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (*Conversation, []prompt.Message, error) {
+	if req.ConversationID == "" {
+		if req.ParentMessageID != "" {
+			return nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
+		}
+		title := req.Text
+		if r := []rune(title); len(r) > 60 {
+			title = string(r[:60]) + "…"
+		}
+		c := &Conversation{ID: newID("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
+		return c, nil, s.Store.CreateConversation(ctx, c)
+	}
+	c, err := s.Store.GetConversation(ctx, req.ConversationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.UserID != u.ID {
+		return nil, nil, fault.New(fault.NotFound, "conversation %q not found", req.ConversationID)
+	}
+	msgs, err := s.Store.ListMessages(ctx, c.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := map[string]*Message{}
+	for _, m := range msgs {
+		byID[m.ID] = m
+	}
+	if req.ParentMessageID != "" && byID[req.ParentMessageID] == nil {
+		return nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
+	}
+	var branch []prompt.Message
+	for id := req.ParentMessageID; id != ""; id = byID[id].ParentID {
+		m := byID[id]
+		role := prompt.RoleUser
+		if m.Role == RoleAssistant {
+			role = prompt.RoleAssistant
+		}
+		branch = append([]prompt.Message{{Role: role, Content: m.Text}}, branch...)
+		if byID[m.ParentID] == nil {
+			break
+		}
+	}
+	c.UpdatedAt = now
+	return c, branch, s.Store.UpdateConversation(ctx, c)
+}
+
+// execute runs the agent and records everything; the final status is written
+// even when the run was aborted.
+func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, req ChatRequest, lr *liveRun) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, r.ID)
+		s.mu.Unlock()
+		close(lr.done)
+	}()
+	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
+	started := time.Now().UTC()
+	r.Status, r.StartedAt = StatusRunning, &started
+	s.save(ctx, r, log)
+	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
+
+	answer := &Message{ID: newID("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
+	var out *agent.Outcome
+	err := func() error {
+		prep, err := s.Prep.Prepare(ctx, u, Request{AgentID: a.ID, Text: req.Text, Timezone: req.Timezone, History: history})
+		if err != nil {
+			return err
+		}
+		for _, p := range prep.Unreachable {
+			log.Warn("mcp server unreachable for run", slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
+		}
+		model, fam, err := s.Models(a.Provider, a.Model)
+		if err != nil {
+			return err
+		}
+		steps := a.RecursionLimit
+		if steps <= 0 {
+			steps = s.DefaultSteps
+		}
+		if s.StepLimit > 0 && steps > s.StepLimit {
+			steps = s.StepLimit
+		}
+		box := &Toolbox{MCP: s.MCP, Builtins: s.Builtins, User: u, Family: fam}
+		var textMu sync.Mutex
+		out, err = agent.Loop(ctx, prep.Request, agent.LoopOptions{
+			Model: model, Tools: box, MaxSteps: steps, Parallel: s.Parallel, ToolTimeout: s.ToolTimeout,
+			Emit: func(e agent.Event) {
+				switch e.Kind {
+				case agent.EventText:
+					textMu.Lock()
+					answer.Text += e.Text
+					textMu.Unlock()
+					s.emit(ctx, lr, r.ID, EventMessageDelta, map[string]any{"agent_id": a.ID, "text": e.Text})
+				case agent.EventToolStarted:
+					s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": a.ID, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
+				case agent.EventToolFinished:
+					s.emit(ctx, lr, r.ID, EventToolFinished, map[string]any{"agent_id": a.ID, "id": e.Tool.ID, "result": e.Tool.Result, "is_error": e.Tool.IsError, "duration_ms": e.Tool.Duration.Milliseconds()})
+					tc := &ToolCall{RunID: r.ID, AgentID: a.ID, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()}
+					if err := s.Store.AddToolCall(context.WithoutCancel(ctx), tc); err != nil {
+						log.Error("saving a tool call", slog.Any("err", err))
+					}
+				case agent.EventUsage:
+					s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": a.ID, "usage": e.Usage})
+				case agent.EventRetry:
+					log.Warn("model provider retry", slog.String("err", e.Retry.Error()))
+				}
+			},
+		})
+		return err
+	}()
+
+	// The final state is written whatever happened, without the run's own context.
+	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if out != nil {
+		for i, body := range out.Requests {
+			if err := s.Store.AddModelRequest(fin, &ModelRequest{RunID: r.ID, Seq: i + 1, AgentID: a.ID, Body: json.RawMessage(body), SentAt: time.Now().UTC()}); err != nil {
+				log.Error("saving a model request", slog.Any("err", err))
+			}
+		}
+		r.Usage = out.Usage
+		for _, t := range out.Tools {
+			answer.Parts = append(answer.Parts, Part{Type: PartToolCall, AgentID: a.ID, Tool: &t})
+		}
+	}
+	if answer.Text != "" {
+		answer.Parts = append(answer.Parts, Part{Type: PartText, AgentID: a.ID, Text: answer.Text})
+	}
+	finished := time.Now().UTC()
+	r.FinishedAt = &finished
+	switch {
+	case err == nil:
+		r.Status = StatusSucceeded
+	case errors.Is(context.Cause(ctx), ErrAborted):
+		r.Status, r.Error = StatusCancelled, ErrAborted.Error()
+	default:
+		r.Status, r.Error = StatusFailed, readable(err)
+		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
+	}
+	answer.CreatedAt = finished
+	if err := s.Store.AddMessage(fin, answer); err != nil {
+		log.Error("saving the answer", slog.Any("err", err))
+	} else {
+		r.ResponseMessageID = answer.ID
+	}
+	s.save(fin, r, log)
+	if r.Status == StatusFailed {
+		s.emit(fin, lr, r.ID, EventError, map[string]any{"message": r.Error})
+	}
+	s.emit(fin, lr, r.ID, EventRunFinished, map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})
+	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("steps", stepsOf(out)))
+}
+
+func stepsOf(out *agent.Outcome) int {
+	if out == nil {
+		return 0
+	}
+	return out.Steps
+}
+
+// readable is the error as a user reads it: classified messages as they are,
+// anything else without internals.
+func readable(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.Error()
+	}
+	if errors.Is(err, agent.ErrStepLimit) {
+		return err.Error()
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe.Error()
+	}
+	return "the run failed: " + err.Error()
+}
+
+func (s *Service) save(ctx context.Context, r *Run, log *slog.Logger) {
+	if err := s.Store.UpdateRun(ctx, r); err != nil {
+		log.Error("saving the run", slog.Any("err", err))
+	}
+}
+
+// emit stores an event and hands it to the run's subscribers.
+func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw = []byte(`{}`)
+	}
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.seq++
+	e := Event{RunID: runID, Seq: lr.seq, Type: typ, Data: raw, CreatedAt: time.Now().UTC()}
+	if err := s.Store.AppendEvents(context.WithoutCancel(ctx), []Event{e}); err != nil {
+		s.Log.Error("saving a run event", slog.String("run_id", runID), slog.Any("err", err))
+	}
+	for ch := range lr.subs {
+		select {
+		case ch <- e:
+		default: // a subscriber that cannot keep up catches up from the store
+			close(ch)
+			delete(lr.subs, ch)
+		}
+	}
+}
+
+// Subscribe returns the run's events after seq `after` that are stored, and a
+// channel of those still to come (closed when the run ends, or when the
+// subscriber falls behind: it then subscribes again from its last seq).
+// Callers must call stop when done.
+func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, after int64) ([]Event, <-chan Event, func(), error) {
+	r, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if r.UserID != u.ID && !u.IsAdmin() {
+		return nil, nil, nil, fault.New(fault.NotFound, "run %q not found", runID)
+	}
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr == nil { // finished (or running in another process): what is stored is all there is
+		evs, err := s.Store.ListEvents(ctx, runID, after)
+		return evs, nil, func() {}, err
+	}
+	ch := make(chan Event, 256)
+	lr.mu.Lock()
+	evs, err := s.Store.ListEvents(ctx, runID, after)
+	if err == nil {
+		lr.subs[ch] = struct{}{}
+	}
+	lr.mu.Unlock()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	select {
+	case <-lr.done:
+		// The run ended between the two looks: the store has everything.
+		lr.mu.Lock()
+		delete(lr.subs, ch)
+		lr.mu.Unlock()
+		evs, err = s.Store.ListEvents(ctx, runID, after)
+		return evs, nil, func() {}, err
+	default:
+	}
+	stop := func() {
+		lr.mu.Lock()
+		if _, ok := lr.subs[ch]; ok {
+			delete(lr.subs, ch)
+			close(ch)
+		}
+		lr.mu.Unlock()
+	}
+	go func() { // close subscribers when the run ends
+		<-lr.done
+		stop()
+	}()
+	return evs, ch, stop, nil
+}
+
+// Abort stops a run of u's: the model stream and pending tool calls are
+// cancelled and the partial answer is kept.
+func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, error) {
+	r, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.UserID != u.ID && !u.IsAdmin() {
+		return nil, fault.New(fault.NotFound, "run %q not found", runID)
+	}
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr == nil {
+		if r.Status == StatusRunning || r.Status == StatusQueued {
+			return nil, fault.New(fault.Conflict, "run %q is running in another Relay process", runID)
+		}
+		return r, nil // already over
+	}
+	lr.cancel(ErrAborted)
+	select {
+	case <-lr.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.GetRun(ctx, runID)
+}
+
+// Detail is a run with what it sent and did.
+type Detail struct {
+	*Run
+	Events   []Event        `json:"events"`
+	Requests []ModelRequest `json:"requests"`
+	Tools    []ToolCall     `json:"tool_calls"`
+}
+
+// Get returns one of u's runs with its events, model requests and tool calls.
+func (s *Service) Get(ctx context.Context, u *auth.User, runID string) (*Detail, error) {
+	r, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.UserID != u.ID && !u.IsAdmin() {
+		return nil, fault.New(fault.NotFound, "run %q not found", runID)
+	}
+	d := &Detail{Run: r}
+	if d.Events, err = s.Store.ListEvents(ctx, runID, 0); err != nil {
+		return nil, err
+	}
+	if d.Requests, err = s.Store.ListModelRequests(ctx, runID); err != nil {
+		return nil, err
+	}
+	if d.Tools, err = s.Store.ListToolCalls(ctx, runID); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Wait blocks until a run of this process ends (for tests and the CLI).
+func (s *Service) Wait(ctx context.Context, runID string) error {
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr == nil {
+		return nil
+	}
+	select {
+	case <-lr.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for run %s: %w", runID, ctx.Err())
+	}
+}
+
+// Conversations lists u's conversations, most recently updated first.
+func (s *Service) Conversations(ctx context.Context, u *auth.User, limit int) ([]*Conversation, error) {
+	return s.Store.ListConversations(ctx, u.ID, limit)
+}
+
+// Thread is a conversation with its messages (every branch; ParentID links them).
+type Thread struct {
+	*Conversation
+	Messages []*Message `json:"messages"`
+}
+
+// Conversation returns one of u's conversations with its messages.
+func (s *Service) Conversation(ctx context.Context, u *auth.User, id string) (*Thread, error) {
+	c, err := s.Store.GetConversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.UserID != u.ID && !u.IsAdmin() {
+		return nil, fault.New(fault.NotFound, "conversation %q not found", id)
+	}
+	msgs, err := s.Store.ListMessages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Thread{Conversation: c, Messages: msgs}, nil
+}
+
+// DeleteConversation deletes one of u's conversations with everything in it.
+func (s *Service) DeleteConversation(ctx context.Context, u *auth.User, id string) error {
+	if _, err := s.Conversation(ctx, u, id); err != nil {
+		return err
+	}
+	return s.Store.DeleteConversation(ctx, id)
+}
