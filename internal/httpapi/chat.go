@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -51,65 +50,82 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	s.streamRun(w, r, r.PathValue("id"), after)
 }
 
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
+// follow hands each of a run's events after `after` to each, in order, until
+// the run has finished and every event is handed over, the client goes away, or
+// each fails. Between events it calls idle every heartbeat.
+func (s *Server) follow(r *http.Request, runID string, after int64, each func(run.Event) error, idle func() error) error {
 	u := userFrom(r.Context())
-	events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), u, runID, after)
-	if err != nil {
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), u, runID, after)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			after = e.Seq
+			if err := each(e); err != nil {
+				stop()
+				return err
+			}
+		}
+		if ch == nil { // the run is over: the store had everything
+			return nil
+		}
+	live:
+		for {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					break live // ended, or fell behind: look again from `after`
+				}
+				if e.Seq <= after {
+					continue
+				}
+				after = e.Seq
+				if err := each(e); err != nil {
+					stop()
+					return err
+				}
+			case <-tick.C:
+				if err := idle(); err != nil {
+					stop()
+					return err
+				}
+			case <-r.Context().Done():
+				stop()
+				return r.Context().Err()
+			}
+		}
+		stop()
+	}
+}
+
+// streamRun writes a run's events as SSE, each with its id.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
+	// Check access before the 200 goes out.
+	if _, err := s.opts.Runs.Get(r.Context(), userFrom(r.Context()), runID); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer func() { stop() }()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(e run.Event) error {
-		after = e.Seq
+	_ = s.follow(r, runID, after, func(e run.Event) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data); err != nil {
 			return err
 		}
 		return rc.Flush()
-	}
-	for _, e := range events {
-		if write(e) != nil {
-			return
+	}, func() error {
+		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+			return err
 		}
-	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for ch != nil {
-		select {
-		case e, ok := <-ch:
-			if !ok {
-				// The run ended, or this stream fell behind: catch up from the store.
-				stop()
-				if events, ch, stop, err = s.opts.Runs.Subscribe(context.WithoutCancel(r.Context()), u, runID, after); err != nil {
-					return
-				}
-				for _, e := range events {
-					if write(e) != nil {
-						return
-					}
-				}
-				continue
-			}
-			if e.Seq <= after {
-				continue
-			}
-			if write(e) != nil {
-				return
-			}
-		case <-tick.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		}
-	}
+		return rc.Flush()
+	})
 }
 
 func (s *Server) abortRun(w http.ResponseWriter, r *http.Request) {

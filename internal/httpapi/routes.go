@@ -34,6 +34,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/conversations/{id}", s.authed(s.getConversation))
 	mux.Handle("DELETE /api/conversations/{id}", s.authed(s.deleteConversation))
 
+	// OpenAI-compatible: any OpenAI client talks to Relay's agents.
+	mux.Handle("POST /v1/chat/completions", s.authed(s.completions))
+	mux.Handle("GET /v1/models", s.authed(s.models))
+
 	// MCP servers (mcp.md).
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))

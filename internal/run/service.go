@@ -72,6 +72,9 @@ type ChatRequest struct {
 	ConversationID  string `json:"conversation_id,omitempty"`
 	ParentMessageID string `json:"parent_message_id,omitempty"`
 	Timezone        string `json:"timezone,omitempty"`
+	// History, for a new conversation, is what came before Text (the messages an
+	// OpenAI-compatible client sends); it is not stored as messages of its own.
+	History []prompt.Message `json:"-"`
 }
 
 // ErrAborted is the cause of a run a user aborted.
@@ -137,7 +140,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 			title = string(r[:60]) + "…"
 		}
 		c := &Conversation{ID: newID("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
-		return c, nil, s.Store.CreateConversation(ctx, c)
+		return c, req.History, s.Store.CreateConversation(ctx, c)
 	}
 	c, err := s.Store.GetConversation(ctx, req.ConversationID)
 	if err != nil {

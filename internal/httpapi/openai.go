@@ -1,0 +1,230 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// completionRequest is the part of an OpenAI chat-completions request that
+// Relay reads: model is the agent's id, messages the conversation. Other fields
+// (temperature, tools, …) are accepted and ignored: the agent's own settings rule.
+type completionRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream bool `json:"stream"`
+}
+
+// messageText reads a message's content: a string, or an array of parts whose
+// text parts are joined.
+func messageText(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// completions answers POST /v1/chat/completions by running the agent named by
+// model; the agent's tools run inside Relay.
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&req); err != nil {
+		s.writeOpenAIError(w, r, classifyBodyErr(err))
+		return
+	}
+	if req.Model == "" || len(req.Messages) == 0 {
+		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "model (an agent id) and messages are required"))
+		return
+	}
+	var history []prompt.Message
+	text := ""
+	for i, m := range req.Messages {
+		t, err := messageText(m.Content)
+		if err != nil {
+			s.writeOpenAIError(w, r, fault.New(fault.Invalid, "messages[%d].content must be a string or an array of parts", i))
+			return
+		}
+		switch {
+		case i == len(req.Messages)-1 && m.Role == "user":
+			text = t
+		case m.Role == "user":
+			history = append(history, prompt.Message{Role: prompt.RoleUser, Content: t})
+		case m.Role == "assistant":
+			history = append(history, prompt.Message{Role: prompt.RoleAssistant, Content: t})
+		}
+		// system and developer messages are the agent's own business: its instructions rule.
+	}
+	if text == "" {
+		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "the last message must be the user's"))
+		return
+	}
+	u := userFrom(r.Context())
+	rn, err := s.opts.Runs.Start(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, History: history})
+	if err != nil {
+		s.writeOpenAIError(w, r, err)
+		return
+	}
+	id, created := "chatcmpl-"+strings.TrimPrefix(rn.ID, "run_"), time.Now().Unix()
+	rc := http.NewResponseController(w)
+	var answer strings.Builder
+	var finished *runFinished
+	if req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		if err := writeChunk(w, rc, id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil); err != nil {
+			return
+		}
+	}
+	err = s.follow(r, rn.ID, 0, func(e run.Event) error {
+		switch e.Type {
+		case run.EventMessageDelta:
+			var d struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			answer.WriteString(d.Text)
+			if req.Stream {
+				return writeChunk(w, rc, id, created, req.Model, map[string]any{"content": d.Text}, nil, nil)
+			}
+		case run.EventRunFinished:
+			finished = &runFinished{}
+			_ = json.Unmarshal(e.Data, finished)
+		}
+		return nil
+	}, func() error {
+		if req.Stream {
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return err
+			}
+			return rc.Flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return // the client went away
+	}
+	if finished == nil {
+		finished = &runFinished{Status: run.StatusFailed, Error: "the run ended without finishing"}
+	}
+	if finished.Status != run.StatusSucceeded && finished.Status != run.StatusCancelled {
+		if req.Stream {
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
+			_ = rc.Flush()
+			return
+		}
+		s.writeOpenAIError(w, r, fault.New(fault.Unavailable, "%s", finished.Error))
+		return
+	}
+	reason := llm.FinishStop
+	usage := map[string]int{"prompt_tokens": finished.Usage.PromptTokens, "completion_tokens": finished.Usage.CompletionTokens, "total_tokens": finished.Usage.TotalTokens}
+	if req.Stream {
+		_ = writeChunk(w, rc, id, created, req.Model, map[string]any{}, &reason, usage)
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+		_ = rc.Flush()
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": answer.String()}, "finish_reason": reason}},
+		"usage":   usage,
+	})
+}
+
+// runFinished is the data of a run.finished event.
+type runFinished struct {
+	Status run.Status `json:"status"`
+	Error  string     `json:"error"`
+	Usage  llm.Usage  `json:"usage"`
+}
+
+func writeChunk(w http.ResponseWriter, rc *http.ResponseController, id string, created int64, model string, delta map[string]any, finish *string, usage map[string]int) error {
+	chunk := map[string]any{
+		"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+	}
+	if usage != nil {
+		chunk["usage"] = usage
+	}
+	if _, err := fmt.Fprintf(w, "data: %s\n\n", mustJSON(chunk)); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// writeOpenAIError answers in the error shape OpenAI clients understand.
+func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err error) {
+	kind := fault.KindOf(err)
+	msg := "internal error; the server log has the details"
+	if kind != fault.Internal {
+		msg = err.Error()
+	} else {
+		s.log.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "err", err)
+	}
+	typ := "invalid_request_error"
+	switch kind {
+	case fault.Unauthorized:
+		typ = "authentication_error"
+	case fault.NotFound:
+		typ = "not_found_error"
+	case fault.Internal, fault.Unavailable:
+		typ = "server_error"
+	}
+	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": string(kind)}})
+}
+
+// models answers GET /v1/models with the agents the key may use.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	u := userFrom(r.Context())
+	var data []any
+	opts := agent.ListOptions{Limit: 1000}
+	for {
+		page, err := s.opts.Agents.List(r.Context(), u, opts)
+		if err != nil {
+			s.writeOpenAIError(w, r, err)
+			return
+		}
+		for _, a := range page.Agents {
+			data = append(data, map[string]any{"id": a.ID, "object": "model", "created": a.CreatedAt.Unix(), "owned_by": "relay", "name": a.Name})
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	if data == nil {
+		data = []any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
