@@ -74,10 +74,10 @@ const (
 
 // Run is one execution of an agent (and the agents it reaches) for one message.
 type Run struct {
-	ID             string    `json:"id"`
-	UserID         string    `json:"user_id"`
-	AgentID        string    `json:"agent_id"`
-	ConversationID string    `json:"conversation_id"`
+	ID             string `json:"id"`
+	UserID         string `json:"user_id"`
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id"`
 	// UserMessageID is the message the run answers; ResponseMessageID its answer.
 	UserMessageID     string     `json:"user_message_id"`
 	ResponseMessageID string     `json:"response_message_id,omitempty"`
