@@ -93,7 +93,7 @@ type ErrorKind string
 
 // The kinds of provider failure.
 const (
-	ErrAuth          ErrorKind = "auth"           // bad or missing API key (401, 403)
+	ErrAuth          ErrorKind = "auth"            // bad or missing API key (401, 403)
 	ErrModelNotFound ErrorKind = "model_not_found" // unknown model (404, or the provider says so)
 	ErrContextLength ErrorKind = "context_length"  // the request is too long for the model
 	ErrRateLimited   ErrorKind = "rate_limited"    // 429

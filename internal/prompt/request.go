@@ -27,6 +27,28 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Parts, when not empty, are the message's multimodal content and are
+	// written as the content-part array in place of Content.
+	Parts []Part `json:"-"`
+}
+
+// The types of a content [Part].
+const (
+	PartText  = "text"
+	PartImage = "image"
+)
+
+// Part is one piece of a multimodal message: a text, or an image given as
+// base64 data. It is written as an OpenAI content part,
+// {"type":"text","text":…} or
+// {"type":"image_url","image_url":{"url":"data:<mime>;base64,<data>"}}.
+type Part struct {
+	// Type is PartText or PartImage.
+	Type     string
+	Text     string
+	MIMEType string
+	// Data is the image, base64 in the standard encoding.
+	Data string
 }
 
 // ToolCall is one call of a tool by the model.
@@ -146,6 +168,10 @@ func (r Request) sizeHint() int {
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		n += 32 + len(m.Content) + len(m.Content)/16 + len(m.Name) + len(m.ToolCallID)
+		for j := range m.Parts {
+			p := &m.Parts[j]
+			n += 64 + len(p.Text) + len(p.Text)/16 + len(p.MIMEType) + len(p.Data)
+		}
 		for j := range m.ToolCalls {
 			c := &m.ToolCalls[j]
 			n += 64 + len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)*5/4
@@ -159,7 +185,8 @@ func (r Request) sizeHint() int {
 }
 
 // MarshalJSON writes the message without HTML escaping. An assistant message
-// with tool calls and no text has a null content, as the API expects.
+// with tool calls and no text has a null content, as the API expects; a
+// message with Parts has the content-part array.
 func (m Message) MarshalJSON() ([]byte, error) {
 	return m.appendJSON(nil), nil
 }
@@ -168,7 +195,9 @@ func (m *Message) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"role":`...)
 	dst = appendString(dst, string(m.Role))
 	dst = append(dst, `,"content":`...)
-	if m.Content == "" && len(m.ToolCalls) > 0 {
+	if len(m.Parts) > 0 {
+		dst = appendParts(dst, m.Parts)
+	} else if m.Content == "" && len(m.ToolCalls) > 0 {
 		dst = append(dst, "null"...)
 	} else {
 		dst = appendString(dst, m.Content)
@@ -201,6 +230,28 @@ func (m *Message) appendJSON(dst []byte) []byte {
 		dst = appendString(dst, m.ToolCallID)
 	}
 	return append(dst, '}')
+}
+
+// appendParts appends parts as an array of OpenAI content parts. A part of
+// any type other than PartImage is written as a text part.
+func appendParts(dst []byte, parts []Part) []byte {
+	dst = append(dst, '[')
+	for i := range parts {
+		p := &parts[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if p.Type == PartImage {
+			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
+			dst = appendString(dst, "data:"+p.MIMEType+";base64,"+p.Data)
+			dst = append(dst, "}}"...)
+			continue
+		}
+		dst = append(dst, `{"type":"text","text":`...)
+		dst = appendString(dst, p.Text)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
 }
 
 // MarshalJSON writes the tool without HTML escaping in its texts.

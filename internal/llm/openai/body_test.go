@@ -1,0 +1,107 @@
+package openai
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMergeParams(t *testing.T) {
+	tests := []struct {
+		name string
+		base string
+		add  map[string]any
+		drop []string
+		want string
+	}{
+		{
+			name: "stream parameters are appended",
+			base: `{"model":"m","messages":[]}`,
+			want: `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`,
+		},
+		{
+			name: "bytes of the rest are kept, spacing and escapes included",
+			base: "{ \"model\" : \"a\\u003cb\" ,\n\"messages\":[{\"content\":\"}],\\\"{\"}], \"n\": -1.5e3, \"x\":null}",
+			add:  map[string]any{"n": 2},
+			want: `{"model":"a\u003cb","messages":[{"content":"}],\"{"}],"n":2,"x":null,"stream":true,"stream_options":{"include_usage":true}}`,
+		},
+		{
+			name: "added keys in order, without HTML escaping",
+			base: `{"model":"m"}`,
+			add:  map[string]any{"z": "<&>", "a": map[string]any{"k": []int{1}}},
+			drop: []string{"stream_options"},
+			want: `{"model":"m","stream":true,"a":{"k":[1]},"z":"<&>"}`,
+		},
+		{
+			name: "drop wins over add",
+			base: `{"model":"m","top_p":1}`,
+			add:  map[string]any{"top_p": 0.5, "seed": 1},
+			drop: []string{"top_p", "seed", "stream"},
+			want: `{"model":"m","stream_options":{"include_usage":true}}`,
+		},
+		{
+			name: "empty object",
+			base: `{}`,
+			drop: []string{"stream_options"},
+			want: `{"stream":true}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mergeParams([]byte(tt.base), tt.add, tt.drop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, bad := range []string{`[1]`, `{"a":`, ``} {
+		if _, err := mergeParams([]byte(bad), nil, nil); err == nil {
+			t.Errorf("mergeParams(%q) did not fail", bad)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		header map[string]string
+		want   time.Duration
+	}{
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
+		{map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
+		{map[string]string{"Retry-After": now.Add(-time.Hour).Format(http.TimeFormat)}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After": "-4"}, 0},
+		{map[string]string{"Retry-After": "3", "Retry-After-Ms": "1250"}, 1250 * time.Millisecond},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		if got := retryAfter(h, now); got != tt.want {
+			t.Errorf("retryAfter(%v) = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	c := New(Options{BackoffBase: time.Second, MaxRetryWait: 5 * time.Second})
+	for n, max := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
+		for range 50 {
+			if d := c.backoff(n); d < max/2 || d > max {
+				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, max/2, max)
+			}
+		}
+	}
+	if d := c.backoff(1000); d < 2500*time.Millisecond || d > 5*time.Second {
+		t.Errorf("backoff(1000) = %v", d)
+	}
+}

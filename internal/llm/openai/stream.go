@@ -1,0 +1,297 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// chunk is one data event of a chat-completions stream, or (with message
+// instead of delta) a whole non-streamed answer.
+type chunk struct {
+	Choices []struct {
+		Index        int     `json:"index"`
+		Delta        *delta  `json:"delta"`
+		Message      *delta  `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *llm.Usage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type delta struct {
+	Content   content         `json:"content"`
+	ToolCalls []toolCallDelta `json:"tool_calls"`
+}
+
+// content is a message's text: a string, null, or an array of content parts
+// whose text parts are joined.
+type content string
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		var s strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				s.WriteString(p.Text)
+			}
+		}
+		*c = content(s.String())
+		return nil
+	}
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s != nil {
+		*c = content(*s)
+	}
+	return nil
+}
+
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// assembler builds a Turn from the pieces of an answer and passes each piece
+// on as an event.
+type assembler struct {
+	emit    func(llm.Event)
+	emitted bool // an event was passed on
+
+	text   strings.Builder
+	calls  []prompt.ToolCall
+	args   []*strings.Builder
+	index  map[int]int // the provider's tool call index → position in calls
+	finish string
+	usage  *llm.Usage
+	done   bool // the stream said [DONE]
+}
+
+func (a *assembler) send(ev llm.Event) {
+	a.emitted = true
+	if a.emit != nil {
+		a.emit(ev)
+	}
+}
+
+// add takes in one chunk. A chunk holding an error returns it.
+func (a *assembler) add(c *chunk) *apiErrorChunk {
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return &apiErrorChunk{raw: c.Error}
+	}
+	if c.Usage != nil {
+		u := *c.Usage
+		a.usage = &u
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // Relay asks for one choice
+		}
+		d := ch.Delta
+		if d == nil {
+			d = ch.Message
+		}
+		if d != nil {
+			if d.Content != "" {
+				a.text.WriteString(string(d.Content))
+				a.send(llm.Event{Kind: llm.EventText, Text: string(d.Content)})
+			}
+			for i := range d.ToolCalls {
+				a.addToolCall(&d.ToolCalls[i])
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			a.finish = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// addToolCall takes in a piece of a tool call. Pieces are matched to calls by
+// their index; a provider that sends no index starts a new call with each new
+// id and continues the last call otherwise.
+func (a *assembler) addToolCall(d *toolCallDelta) {
+	pos := -1
+	switch {
+	case d.Index != nil:
+		if p, ok := a.index[*d.Index]; ok {
+			pos = p
+		}
+	case len(a.calls) > 0 && (d.ID == "" || d.ID == a.calls[len(a.calls)-1].ID):
+		pos = len(a.calls) - 1
+	}
+	if pos < 0 {
+		pos = len(a.calls)
+		a.calls = append(a.calls, prompt.ToolCall{Type: "function"})
+		a.args = append(a.args, new(strings.Builder))
+		if d.Index != nil {
+			if a.index == nil {
+				a.index = map[int]int{}
+			}
+			a.index[*d.Index] = pos
+		}
+	}
+	call := &a.calls[pos]
+	ev := llm.ToolCallDelta{Index: pos, ArgumentsDelta: d.Function.Arguments}
+	if d.ID != "" && call.ID == "" {
+		call.ID, ev.ID = d.ID, d.ID
+	}
+	// Some providers repeat the name in every piece.
+	if n := d.Function.Name; n != "" && n != call.Function.Name {
+		call.Function.Name += n
+		ev.Name = n
+	}
+	a.args[pos].WriteString(d.Function.Arguments)
+	if ev.ID != "" || ev.Name != "" || ev.ArgumentsDelta != "" {
+		a.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: ev})
+	}
+}
+
+// complete reports whether the answer ended as an answer does, rather than
+// by the connection closing early.
+func (a *assembler) complete() bool {
+	return a.done || a.finish != ""
+}
+
+// turn fills t with the answer. A complete turn has its tool calls, each with
+// arguments ("{}" when the model gave none); a partial one has its text only,
+// since the arguments of its calls may be cut.
+func (a *assembler) turn(t *llm.Turn, complete bool) {
+	t.Text = a.text.String()
+	t.ToolCalls, t.FinishReason, t.Usage = nil, "", llm.Usage{}
+	if !complete {
+		return
+	}
+	for i := range a.calls {
+		c := a.calls[i]
+		c.Function.Arguments = a.args[i].String()
+		if strings.TrimSpace(c.Function.Arguments) == "" {
+			c.Function.Arguments = "{}"
+		}
+		t.ToolCalls = append(t.ToolCalls, c)
+	}
+	t.FinishReason = a.finish
+	if len(t.ToolCalls) > 0 && (t.FinishReason == "" || t.FinishReason == llm.FinishStop) {
+		t.FinishReason = llm.FinishToolCalls
+	}
+	if t.FinishReason == "" {
+		t.FinishReason = llm.FinishStop
+	}
+	if a.usage != nil {
+		t.Usage = *a.usage
+	}
+}
+
+// finishEvents sends the events that only a complete answer has.
+func (a *assembler) finishEvents() {
+	if a.usage != nil {
+		a.send(llm.Event{Kind: llm.EventUsage, Usage: *a.usage})
+	}
+}
+
+// apiErrorChunk is an error a provider sent inside a stream or a 200 answer.
+type apiErrorChunk struct {
+	raw json.RawMessage
+}
+
+func (e *apiErrorChunk) Error() string { return "the provider sent an error" }
+
+// body returns the error as an error answer's body, and the HTTP status the
+// provider gave in its code, or 0.
+func (e *apiErrorChunk) body() ([]byte, int) {
+	b, _ := json.Marshal(map[string]json.RawMessage{"error": e.raw})
+	var code struct {
+		Code json.RawMessage `json:"code"`
+	}
+	_ = json.Unmarshal(e.raw, &code)
+	if n, err := strconv.Atoi(scalar(code.Code)); err == nil && n >= 400 && n <= 599 {
+		return b, n
+	}
+	return b, 0
+}
+
+// errBadChunk says that a data event was not the JSON of a chunk.
+var errBadChunk = errors.New("malformed data in the answer stream")
+
+// readStream reads a server-sent event stream into a. It returns nil when
+// the stream ended with [DONE] or at the end of the body, an *apiErrorChunk
+// when the provider sent an error, and the read error otherwise.
+func readStream(r io.Reader, a *assembler) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data []byte // the data lines of the event being read
+	dispatch := func() error {
+		if len(data) == 0 {
+			return nil
+		}
+		d := bytes.TrimSpace(data)
+		data = data[:0]
+		if string(d) == "[DONE]" {
+			a.done = true
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(d, &c); err != nil {
+			return fmt.Errorf("%w: %v", errBadChunk, err)
+		}
+		if e := a.add(&c); e != nil {
+			return e
+		}
+		return nil
+	}
+	for !a.done {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: read the rest of it.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			line = bytes.TrimRight(line, "\r\n")
+			switch {
+			case len(line) == 0:
+				if derr := dispatch(); derr != nil {
+					return derr
+				}
+			case bytes.HasPrefix(line, []byte("data:")):
+				v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, v...)
+			}
+			// Comments (":"), event names, ids and retry fields are ignored.
+		}
+		if err == io.EOF {
+			return dispatch()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
