@@ -15,6 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/memory"
+	"github.com/relay-ai/relay/internal/run"
 )
 
 // Store is everything Relay keeps, behind one engine.
@@ -23,6 +24,7 @@ type Store interface {
 	agent.Store
 	memory.Store
 	file.Store
+	run.Store
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine: "sqlite" or "postgres".

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Sync", syncTests},
 		{"Memories", memoryTests},
 		{"Files", fileTests},
+		{"Runs", runTests},
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {

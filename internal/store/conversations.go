@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// DefaultConversationLimit is how many conversations ListConversations returns
+// when no limit is given; MaxListLimit caps it.
+const DefaultConversationLimit = 50
+
+const conversationColumns = `id, user_id, agent_id, title, created_at, updated_at`
+
+func scanConversation(r rowScanner) (*run.Conversation, error) {
+	var c run.Conversation
+	if err := r.Scan(&c.ID, &c.UserID, &c.AgentID, &c.Title, timeDest{&c.CreatedAt}, timeDest{&c.UpdatedAt}); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CreateConversation inserts c. A zero CreatedAt is the current time and a zero
+// UpdatedAt is CreatedAt; both are written back to c in stored form. A taken id
+// is fault.Conflict; a missing user fault.NotFound.
+func (db *DB) CreateConversation(ctx context.Context, c *run.Conversation) error {
+	if c.ID == "" {
+		return fault.New(fault.Invalid, "conversation id is required")
+	}
+	created := db.stamp(c.CreatedAt)
+	updated := created
+	if !c.UpdatedAt.IsZero() {
+		updated = utc(c.UpdatedAt)
+	}
+	_, err := db.exec(ctx, db.write,
+		`INSERT INTO conversations (`+conversationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		c.ID, c.UserID, c.AgentID, c.Title, db.timeArg(created), db.timeArg(updated))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "conversation %q already exists", c.ID)
+	case db.d.IsForeignKeyViolation(err):
+		return fault.Wrap(fault.NotFound, err, "user of conversation %q: user %q not found", c.ID, c.UserID)
+	default:
+		return fmt.Errorf("creating conversation %q: %w", c.ID, err)
+	}
+	c.CreatedAt, c.UpdatedAt = created, updated
+	return nil
+}
+
+// GetConversation returns the conversation with that id.
+func (db *DB) GetConversation(ctx context.Context, id string) (*run.Conversation, error) {
+	c, err := scanConversation(db.queryRow(ctx, db.read,
+		`SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.New(fault.NotFound, "conversation %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting conversation %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListConversations returns up to limit of a user's conversations, most recently
+// updated first (ties by id, last first). A limit below 1 means
+// DefaultConversationLimit, and one above MaxListLimit is MaxListLimit. An
+// unknown user has none.
+func (db *DB) ListConversations(ctx context.Context, userID string, limit int) ([]*run.Conversation, error) {
+	switch {
+	case limit < 1:
+		limit = DefaultConversationLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	rows, err := db.query(ctx, db.read,
+		`SELECT `+conversationColumns+` FROM conversations WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
+		userID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+	}
+	defer rows.Close()
+	convs := []*run.Conversation{}
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+		}
+		convs = append(convs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+	}
+	return convs, nil
+}
+
+// UpdateConversation stores c's title, agent and UpdatedAt (the current time when
+// zero, written back to c). The user and CreatedAt never change.
+func (db *DB) UpdateConversation(ctx context.Context, c *run.Conversation) error {
+	updated := db.stamp(c.UpdatedAt)
+	res, err := db.exec(ctx, db.write,
+		`UPDATE conversations SET agent_id = ?, title = ?, updated_at = ? WHERE id = ?`,
+		c.AgentID, c.Title, db.timeArg(updated), c.ID)
+	if err != nil {
+		return fmt.Errorf("updating conversation %q: %w", c.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("updating conversation %q: %w", c.ID, err)
+	} else if !ok {
+		return fault.New(fault.NotFound, "conversation %q not found", c.ID)
+	}
+	c.UpdatedAt = updated
+	return nil
+}
+
+// DeleteConversation deletes a conversation. Its messages and runs, and the runs'
+// events, model requests and tool calls, go with it through the foreign keys'
+// cascades, in the same statement.
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	res, err := db.exec(ctx, db.write, `DELETE FROM conversations WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("deleting conversation %q: %w", id, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("deleting conversation %q: %w", id, err)
+	} else if !ok {
+		return fault.New(fault.NotFound, "conversation %q not found", id)
+	}
+	return nil
+}
+
+const messageColumns = `id, conversation_id, parent_id, role, agent_id, text, parts, run_id, created_at`
+
+func scanMessage(r rowScanner) (*run.Message, error) {
+	var (
+		m     run.Message
+		parts []byte
+	)
+	err := r.Scan(&m.ID, &m.ConversationID, nullStringDest{&m.ParentID}, &m.Role, nullStringDest{&m.AgentID},
+		&m.Text, &parts, nullStringDest{&m.RunID}, timeDest{&m.CreatedAt})
+	if err != nil {
+		return nil, err
+	}
+	if parts != nil {
+		if err := json.Unmarshal(parts, &m.Parts); err != nil {
+			return nil, fmt.Errorf("decoding parts of message %q: %w", m.ID, err)
+		}
+	}
+	return &m, nil
+}
+
+// AddMessage inserts m and writes its CreatedAt back in stored form (the current
+// time when zero). A parent must be a message of the same conversation: a
+// missing one is fault.NotFound, one elsewhere fault.Invalid. A missing
+// conversation is fault.NotFound; a taken id fault.Conflict.
+func (db *DB) AddMessage(ctx context.Context, m *run.Message) error {
+	switch {
+	case m.ID == "":
+		return fault.New(fault.Invalid, "message id is required")
+	case m.Role == "":
+		return fault.New(fault.Invalid, "role of message %q is required", m.ID)
+	}
+	var parts any
+	if len(m.Parts) > 0 {
+		b, err := json.Marshal(m.Parts)
+		if err != nil {
+			return fault.Wrap(fault.Invalid, err, "parts of message %q cannot be stored as JSON", m.ID)
+		}
+		parts = string(b)
+	}
+	created := db.stamp(m.CreatedAt)
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		if m.ParentID != "" {
+			var conv string
+			err := db.queryRow(ctx, tx, `SELECT conversation_id FROM messages WHERE id = ?`, m.ParentID).Scan(&conv)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fault.New(fault.NotFound, "parent of message %q: message %q not found", m.ID, m.ParentID)
+			case err != nil:
+				return fmt.Errorf("adding message %q: reading its parent: %w", m.ID, err)
+			case conv != m.ConversationID:
+				return fault.New(fault.Invalid, "parent of message %q: message %q is not in conversation %q", m.ID, m.ParentID, m.ConversationID)
+			}
+		}
+		_, err := db.exec(ctx, tx,
+			`INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.ConversationID, nullString(m.ParentID), string(m.Role), nullString(m.AgentID),
+			m.Text, parts, nullString(m.RunID), db.timeArg(created))
+		switch {
+		case err == nil:
+			return nil
+		case db.d.IsUniqueViolation(err):
+			return fault.Wrap(fault.Conflict, err, "message %q already exists", m.ID)
+		case db.d.IsForeignKeyViolation(err):
+			return fault.Wrap(fault.NotFound, err, "conversation of message %q: conversation %q not found", m.ID, m.ConversationID)
+		}
+		return fmt.Errorf("adding message %q: %w", m.ID, err)
+	})
+	if err != nil {
+		return err
+	}
+	m.CreatedAt = created
+	return nil
+}
+
+// GetMessage returns the message with that id.
+func (db *DB) GetMessage(ctx context.Context, id string) (*run.Message, error) {
+	m, err := scanMessage(db.queryRow(ctx, db.read, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.New(fault.NotFound, "message %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting message %q: %w", id, err)
+	}
+	return m, nil
+}
+
+// ListMessages returns every message of a conversation, every branch of its
+// tree, oldest first and then by id; none for an unknown conversation.
+func (db *DB) ListMessages(ctx context.Context, conversationID string) ([]*run.Message, error) {
+	rows, err := db.query(ctx, db.read,
+		`SELECT `+messageColumns+` FROM messages WHERE conversation_id = ? ORDER BY created_at, id`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("listing messages of conversation %q: %w", conversationID, err)
+	}
+	defer rows.Close()
+	msgs := []*run.Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing messages of conversation %q: %w", conversationID, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing messages of conversation %q: %w", conversationID, err)
+	}
+	return msgs, nil
+}

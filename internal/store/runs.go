@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+const runColumns = `id, user_id, agent_id, conversation_id, user_message_id, response_message_id, status, error,
+	prompt_tokens, completion_tokens, total_tokens, created_at, started_at, finished_at`
+
+func scanRun(r rowScanner) (*run.Run, error) {
+	var x run.Run
+	err := r.Scan(&x.ID, &x.UserID, &x.AgentID, &x.ConversationID, &x.UserMessageID, nullStringDest{&x.ResponseMessageID},
+		&x.Status, &x.Error, &x.Usage.PromptTokens, &x.Usage.CompletionTokens, &x.Usage.TotalTokens,
+		timeDest{&x.CreatedAt}, nullTimeDest{&x.StartedAt}, nullTimeDest{&x.FinishedAt})
+	if err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// checkStatus refuses a status that is not one of run's, since FailStaleRuns and
+// every reader rely on knowing them all.
+func checkStatus(id string, s run.Status) error {
+	switch s {
+	case run.StatusQueued, run.StatusRunning, run.StatusSucceeded, run.StatusFailed, run.StatusCancelled:
+		return nil
+	}
+	return fault.New(fault.Invalid, "run %q: unknown status %q", id, s)
+}
+
+// storedPtr is *t in stored form, or nil.
+func storedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	s := utc(*t)
+	return &s
+}
+
+// CreateRun inserts r. An empty status is queued. Its timestamps are written
+// back to r in stored form; a zero CreatedAt is the current time. A missing user
+// or conversation is fault.NotFound; a taken id fault.Conflict.
+func (db *DB) CreateRun(ctx context.Context, r *run.Run) error {
+	if r.ID == "" {
+		return fault.New(fault.Invalid, "run id is required")
+	}
+	status := r.Status
+	if status == "" {
+		status = run.StatusQueued
+	}
+	if err := checkStatus(r.ID, status); err != nil {
+		return err
+	}
+	created, started, finished := db.stamp(r.CreatedAt), storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
+	_, err := db.exec(ctx, db.write,
+		`INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.UserID, r.AgentID, r.ConversationID, r.UserMessageID, nullString(r.ResponseMessageID),
+		string(status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
+		db.timeArg(created), db.nullTimeArg(started), db.nullTimeArg(finished))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "run %q already exists", r.ID)
+	case db.d.IsForeignKeyViolation(err):
+		return db.runParentMissing(ctx, r, err)
+	default:
+		return fmt.Errorf("creating run %q: %w", r.ID, err)
+	}
+	r.Status, r.CreatedAt, r.StartedAt, r.FinishedAt = status, created, started, finished
+	return nil
+}
+
+// runParentMissing says which row a run referred to is missing: its
+// conversation or its user.
+func (db *DB) runParentMissing(ctx context.Context, r *run.Run, cause error) error {
+	var n int
+	err := db.queryRow(ctx, db.read, `SELECT COUNT(*) FROM conversations WHERE id = ?`, r.ConversationID).Scan(&n)
+	if err == nil && n == 0 {
+		return fault.Wrap(fault.NotFound, cause, "conversation of run %q: conversation %q not found", r.ID, r.ConversationID)
+	}
+	return fault.Wrap(fault.NotFound, cause, "user of run %q: user %q not found", r.ID, r.UserID)
+}
+
+// UpdateRun stores r's status, error, usage, response message, StartedAt and
+// FinishedAt, and writes the times back in stored form. Its user, agent,
+// conversation, user message and CreatedAt never change.
+func (db *DB) UpdateRun(ctx context.Context, r *run.Run) error {
+	if err := checkStatus(r.ID, r.Status); err != nil {
+		return err
+	}
+	started, finished := storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
+	res, err := db.exec(ctx, db.write,
+		`UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+		string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
+		nullString(r.ResponseMessageID), db.nullTimeArg(started), db.nullTimeArg(finished), r.ID)
+	if err != nil {
+		return fmt.Errorf("updating run %q: %w", r.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("updating run %q: %w", r.ID, err)
+	} else if !ok {
+		return fault.New(fault.NotFound, "run %q not found", r.ID)
+	}
+	r.StartedAt, r.FinishedAt = started, finished
+	return nil
+}
+
+// GetRun returns the run with that id.
+func (db *DB) GetRun(ctx context.Context, id string) (*run.Run, error) {
+	r, err := scanRun(db.queryRow(ctx, db.read, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.New(fault.NotFound, "run %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// FailStaleRuns marks failed, with reason as their error and the current time as
+// FinishedAt, the runs still queued or running that started before cutoff; a
+// queued run that never started counts from its CreatedAt. It returns how many
+// it marked. A process calls it as it starts, with its start time, for the runs
+// that a stopped process left behind.
+func (db *DB) FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error) {
+	res, err := db.exec(ctx, db.write,
+		`UPDATE runs SET status = ?, error = ?, finished_at = ?
+		 WHERE status IN (?, ?) AND COALESCE(started_at, created_at) < ?`,
+		string(run.StatusFailed), reason, db.timeArg(db.clock()),
+		string(run.StatusQueued), string(run.StatusRunning), db.timeArg(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("failing stale runs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("failing stale runs: %w", err)
+	}
+	return int(n), nil
+}
+
+// AppendEvents stores events, in one transaction: all of them or, on error, none.
+// Each must have a run, a type, a Seq of 1 or more, and Data that is JSON or nil.
+// A Seq the run has already is fault.Conflict; a missing run fault.NotFound. Zero
+// CreatedAt are the current time; the stored times are written back to events.
+func (db *DB) AppendEvents(ctx context.Context, events []run.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	for _, e := range events {
+		switch {
+		case e.RunID == "":
+			return fault.New(fault.Invalid, "event %d: run id is required", e.Seq)
+		case e.Seq < 1:
+			return fault.New(fault.Invalid, "event of run %q: seq %d is not 1 or more", e.RunID, e.Seq)
+		case e.Type == "":
+			return fault.New(fault.Invalid, "event %d of run %q: type is required", e.Seq, e.RunID)
+		case e.Data != nil && !json.Valid(e.Data):
+			return fault.New(fault.Invalid, "event %d of run %q: data is not JSON", e.Seq, e.RunID)
+		}
+	}
+	created := make([]time.Time, len(events))
+	for i, e := range events {
+		created[i] = db.stamp(e.CreatedAt)
+	}
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx,
+			db.d.bind(`INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`))
+		if err != nil {
+			return fmt.Errorf("storing events: %w", err)
+		}
+		defer stmt.Close()
+		for i, e := range events {
+			var data any
+			if e.Data != nil {
+				data = string(e.Data)
+			}
+			_, err := stmt.ExecContext(ctx, e.RunID, e.Seq, e.Type, data, db.timeArg(created[i]))
+			switch {
+			case err == nil:
+			case db.d.IsUniqueViolation(err):
+				return fault.Wrap(fault.Conflict, err, "run %q already has event %d", e.RunID, e.Seq)
+			case db.d.IsForeignKeyViolation(err):
+				return fault.Wrap(fault.NotFound, err, "event %d: run %q not found", e.Seq, e.RunID)
+			default:
+				return fmt.Errorf("storing event %d of run %q: %w", e.Seq, e.RunID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range events {
+		events[i].CreatedAt = created[i]
+	}
+	return nil
+}
+
+// ListEvents returns a run's events with Seq > after, in Seq order; none for an
+// unknown run. Data comes back byte for byte as it was stored.
+func (db *DB) ListEvents(ctx context.Context, runID string, after int64) ([]run.Event, error) {
+	rows, err := db.query(ctx, db.read,
+		`SELECT run_id, seq, type, data, created_at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq`,
+		runID, after)
+	if err != nil {
+		return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	events := []run.Event{}
+	for rows.Next() {
+		var (
+			e    run.Event
+			data []byte
+		)
+		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &data, timeDest{&e.CreatedAt}); err != nil {
+			return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
+		}
+		if data != nil {
+			e.Data = json.RawMessage(data)
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
+	}
+	return events, nil
+}
+
+// AddModelRequest stores one request body a run sent, kept byte for byte. The
+// body must be JSON and Seq 1 or more; a Seq the run has already is
+// fault.Conflict, a missing run fault.NotFound. A zero SentAt is the current
+// time; the stored one is written back to r.
+func (db *DB) AddModelRequest(ctx context.Context, r *run.ModelRequest) error {
+	switch {
+	case r.RunID == "":
+		return fault.New(fault.Invalid, "model request %d: run id is required", r.Seq)
+	case r.Seq < 1:
+		return fault.New(fault.Invalid, "model request of run %q: seq %d is not 1 or more", r.RunID, r.Seq)
+	case !json.Valid(r.Body):
+		return fault.New(fault.Invalid, "model request %d of run %q: body is not JSON", r.Seq, r.RunID)
+	}
+	sent := db.stamp(r.SentAt)
+	_, err := db.exec(ctx, db.write,
+		`INSERT INTO model_requests (run_id, seq, agent_id, body, sent_at) VALUES (?, ?, ?, ?, ?)`,
+		r.RunID, r.Seq, r.AgentID, string(r.Body), db.timeArg(sent))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "run %q already has model request %d", r.RunID, r.Seq)
+	case db.d.IsForeignKeyViolation(err):
+		return fault.Wrap(fault.NotFound, err, "model request %d: run %q not found", r.Seq, r.RunID)
+	default:
+		return fmt.Errorf("storing model request %d of run %q: %w", r.Seq, r.RunID, err)
+	}
+	r.SentAt = sent
+	return nil
+}
+
+// ListModelRequests returns a run's model requests in Seq order, bodies byte for
+// byte as sent; none for an unknown run.
+func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelRequest, error) {
+	rows, err := db.query(ctx, db.read,
+		`SELECT run_id, seq, agent_id, body, sent_at FROM model_requests WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	reqs := []run.ModelRequest{}
+	for rows.Next() {
+		var (
+			r    run.ModelRequest
+			body []byte
+		)
+		if err := rows.Scan(&r.RunID, &r.Seq, &r.AgentID, &body, timeDest{&r.SentAt}); err != nil {
+			return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
+		}
+		r.Body = json.RawMessage(body)
+		reqs = append(reqs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
+	}
+	return reqs, nil
+}
+
+const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error, duration_us, step, created_at`
+
+// AddToolCall stores one tool call of a run. Its Duration is kept to the
+// microsecond, like times; the stored Duration and CreatedAt (the current time
+// when zero) are written back to c. An id the run has already is
+// fault.Conflict; a missing run fault.NotFound.
+func (db *DB) AddToolCall(ctx context.Context, c *run.ToolCall) error {
+	switch {
+	case c.RunID == "":
+		return fault.New(fault.Invalid, "tool call %q: run id is required", c.ID)
+	case c.ID == "":
+		return fault.New(fault.Invalid, "tool call of run %q: id is required", c.RunID)
+	}
+	created := db.stamp(c.CreatedAt)
+	us := c.Duration.Microseconds()
+	_, err := db.exec(ctx, db.write,
+		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "run %q already has tool call %q", c.RunID, c.ID)
+	case db.d.IsForeignKeyViolation(err):
+		return fault.Wrap(fault.NotFound, err, "tool call %q: run %q not found", c.ID, c.RunID)
+	default:
+		return fmt.Errorf("storing tool call %q of run %q: %w", c.ID, c.RunID, err)
+	}
+	c.Duration, c.CreatedAt = time.Duration(us)*time.Microsecond, created
+	return nil
+}
+
+// ListToolCalls returns a run's tool calls, oldest first, then by step and id;
+// none for an unknown run.
+func (db *DB) ListToolCalls(ctx context.Context, runID string) ([]run.ToolCall, error) {
+	rows, err := db.query(ctx, db.read,
+		`SELECT `+toolCallColumns+` FROM tool_calls WHERE run_id = ? ORDER BY created_at, step, id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
+	}
+	defer rows.Close()
+	calls := []run.ToolCall{}
+	for rows.Next() {
+		var (
+			c  run.ToolCall
+			us int64
+		)
+		if err := rows.Scan(&c.RunID, &c.ID, &c.AgentID, &c.Name, &c.Arguments, &c.Result, &c.IsError, &us, &c.Step,
+			timeDest{&c.CreatedAt}); err != nil {
+			return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
+		}
+		c.Duration = time.Duration(us) * time.Microsecond
+		calls = append(calls, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
+	}
+	return calls, nil
+}
