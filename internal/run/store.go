@@ -116,6 +116,15 @@ type ToolCall struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// RunFilter selects runs; empty fields match everything.
+type RunFilter struct {
+	UserID  string
+	AgentID string
+	Status  Status
+	// Since keeps runs created at or after it.
+	Since time.Time
+}
+
 // Store is what runs and conversations need from storage. Missing rows are
 // fault.NotFound; lists are oldest first.
 type Store interface {
@@ -135,6 +144,8 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run) error
 	UpdateRun(ctx context.Context, r *Run) error
 	GetRun(ctx context.Context, id string) (*Run, error)
+	// ListRuns lists finished runs matching f, oldest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// FailStaleRuns marks runs still queued or running that started before
 	// cutoff as failed with reason, and returns how many it marked.
 	FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error)

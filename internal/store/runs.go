@@ -126,6 +126,42 @@ func (db *DB) GetRun(ctx context.Context, id string) (*run.Run, error) {
 	return r, nil
 }
 
+// ListRuns lists the runs matching f, oldest first.
+func (db *DB) ListRuns(ctx context.Context, f run.RunFilter) ([]*run.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
+	var args []any
+	if f.UserID != "" {
+		q += ` AND user_id = ?`
+		args = append(args, f.UserID)
+	}
+	if f.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, f.AgentID)
+	}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	if !f.Since.IsZero() {
+		q += ` AND created_at >= ?`
+		args = append(args, db.timeArg(f.Since))
+	}
+	rows, err := db.query(ctx, db.read, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*run.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // FailStaleRuns marks failed, with reason as their error and the current time as
 // FinishedAt, the runs still queued or running that started before cutoff; a
 // queued run that never started counts from its CreatedAt. It returns how many

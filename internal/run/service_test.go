@@ -1,0 +1,217 @@
+package run_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+type bundle struct {
+	svc  *run.Service
+	user *auth.User
+}
+
+// setup is a run service over a real SQLite store, the in-repo MCP server as
+// "test", and model as every provider.
+func setup(t *testing.T, model llm.Model) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com", DisplayName: "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	if _, err := agents.Create(ctx, u, "calc", agent.Spec{Name: "Calc", Provider: "openAI", Model: "gpt-4o", Instructions: "Use the tools.",
+		Tools: []string{"get-sum__mcp__test"}}); err != nil {
+		t.Fatal(err)
+	}
+	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
+		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	svc := &run.Service{
+		Store: st, MCP: m, Log: discard(),
+		Prep:   &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil },
+	}
+	return &bundle{svc: svc, user: u}
+}
+
+func sumCall() prompt.ToolCall {
+	return prompt.ToolCall{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}
+}
+
+// chat runs one message to completion and returns the run's details.
+func (b *bundle) chat(t *testing.T, req run.ChatRequest) *run.Detail {
+	t.Helper()
+	ctx := context.Background()
+	r, err := b.svc.Start(ctx, b.user, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Wait(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.svc.Get(ctx, b.user, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestRunCallsToolAndSavesEverything(t *testing.T) {
+	model := llmtest.New(
+		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCall()}, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10, TotalTokens: 60}},
+		llmtest.Turn{Text: []string{"The sum ", "is 5."}, Usage: llm.Usage{PromptTokens: 70, CompletionTokens: 5, TotalTokens: 75}},
+	)
+	b := setup(t, model)
+	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
+	if d.Status != run.StatusSucceeded || d.Usage.TotalTokens != 135 {
+		t.Fatalf("run %+v", d.Run)
+	}
+	var types []string
+	for _, e := range d.Events {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, ","); got != "run.started,usage,tool.started,tool.finished,message.delta,message.delta,usage,run.finished" {
+		t.Errorf("events %s", got)
+	}
+	if len(d.Requests) != 2 || len(d.Tools) != 1 || d.Tools[0].Result != "The sum of 2 and 3 is 5." {
+		t.Fatalf("%d requests, tools %+v", len(d.Requests), d.Tools)
+	}
+	// The second request sent the tool's result back in the OpenAI format.
+	if !bytes.Contains(d.Requests[1].Body, []byte(`{"role":"tool","content":"The sum of 2 and 3 is 5.","tool_call_id":"call_1"}`)) {
+		t.Errorf("second request: %s", d.Requests[1].Body)
+	}
+	th, err := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.Messages) != 2 || th.Messages[1].Text != "The sum is 5." || th.Messages[1].ParentID != th.Messages[0].ID || th.Title != "What is 2+3?" {
+		t.Errorf("conversation %+v", th)
+	}
+	// A follow-up continues the branch: the model sees the earlier turn.
+	model.Add(llmtest.Turn{Text: []string{"Yes."}})
+	d2 := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Sure?", ConversationID: d.ConversationID, ParentMessageID: th.Messages[1].ID})
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1]
+	if d2.Status != run.StatusSucceeded || len(last.Messages) != 4 || last.Messages[1].Content != "What is 2+3?" || last.Messages[2].Content != "The sum is 5." {
+		t.Errorf("follow-up request messages: %+v", last.Messages)
+	}
+}
+
+func TestRunFailureKeepsPartialAnswer(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"Half an ", "answer"}, Err: &llm.Error{Kind: llm.ErrStreamCut, Message: "the answer was cut off"}})
+	b := setup(t, model)
+	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Tell me"})
+	if d.Status != run.StatusFailed || !strings.Contains(d.Error, "cut off") {
+		t.Fatalf("run %+v", d.Run)
+	}
+	th, _ := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if th.Messages[1].Text != "Half an answer" {
+		t.Errorf("partial answer %q", th.Messages[1].Text)
+	}
+	if last := d.Events[len(d.Events)-2]; last.Type != run.EventError || !strings.Contains(string(last.Data), "cut off") {
+		t.Errorf("error event %+v", last)
+	}
+}
+
+func TestRunAbort(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three ", "four"}, Delay: 200 * time.Millisecond})
+	b := setup(t, model)
+	ctx := context.Background()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "Count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	got, err := b.svc.Abort(ctx, b.user, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != run.StatusCancelled {
+		t.Fatalf("status %s", got.Status)
+	}
+	th, _ := b.svc.Conversation(ctx, b.user, r.ConversationID)
+	if txt := th.Messages[1].Text; txt == "" || strings.Contains(txt, "four") {
+		t.Errorf("partial answer %q", txt)
+	}
+}
+
+func TestRunReplayAfterFinish(t *testing.T) {
+	b := setup(t, llmtest.New(llmtest.Turn{Text: []string{"a", "b", "c"}}))
+	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "x"})
+	evs, ch, stop, err := b.svc.Subscribe(context.Background(), b.user, d.ID, 2)
+	defer stop()
+	if err != nil || ch != nil || len(evs) != len(d.Events)-2 || evs[0].Seq != 3 {
+		t.Fatalf("replay after seq 2: %d events (of %d), live %v, %v", len(evs), len(d.Events), ch != nil, err)
+	}
+}
+
+func TestRagasExport(t *testing.T) {
+	model := llmtest.New(
+		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCall()}},
+		llmtest.Turn{Text: []string{"5"}},
+	)
+	b := setup(t, model)
+	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
+	for _, tc := range []struct {
+		name  string
+		multi bool
+	}{{"ragas_single", false}, {"ragas_multi", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			n, err := b.svc.ExportRagas(context.Background(), &buf, run.RagasOptions{MultiTurn: tc.multi,
+				Retrieval: func(name string) bool { return name == "get-sum__mcp__test" }})
+			if err != nil || n != 1 {
+				t.Fatalf("export: %d samples, %v", n, err)
+			}
+			golden := filepath.Join("testdata", tc.name+".jsonl")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != string(want) {
+				t.Errorf("export differs from %s:\n got %s\nwant %s", golden, buf.String(), want)
+			}
+			var row map[string]any
+			if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &row); err != nil {
+				t.Fatal(err)
+			}
+			if _, isList := row["user_input"].([]any); isList != tc.multi {
+				t.Errorf("user_input is a list: %v, want %v", isList, tc.multi)
+			}
+		})
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
