@@ -143,8 +143,20 @@ func TestLoopCallsToolsAndAnswers(t *testing.T) {
 		kinds = append(kinds, string(e.Kind))
 	}
 	got := strings.Join(kinds, ",")
-	if !strings.HasPrefix(got, "usage,tool_started,tool_started,tool_finished,tool_finished,text") || !strings.HasSuffix(got, "text,usage") {
+	if strings.Count(got, "tool_started") != 2 || strings.Count(got, "tool_finished") != 2 || !strings.HasPrefix(got, "usage,tool_started") || !strings.HasSuffix(got, "text,usage") {
 		t.Errorf("events %s", got)
+	}
+	// Each call starts before it finishes.
+	started := map[string]int{}
+	for i, e := range events {
+		switch e.Kind {
+		case agent.EventToolStarted:
+			started[e.Tool.ID] = i
+		case agent.EventToolFinished:
+			if j, ok := started[e.Tool.ID]; !ok || j > i {
+				t.Errorf("tool %s finished before it started", e.Tool.ID)
+			}
+		}
 	}
 }
 
