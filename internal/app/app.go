@@ -219,5 +219,7 @@ func commands() []*command {
 		mcpToolsCommand(),
 		mcpCallCommand(),
 		promptCommand(),
+		chatCommand(),
+		exportRagasCommand(),
 	}
 }

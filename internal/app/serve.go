@@ -207,8 +207,22 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		svc.store.Close()
 		return err
 	}
+	runs, err := runService(e, cfg, svc, mcpm, log)
+	if err != nil {
+		_ = srv.Close()
+		svc.store.Close()
+		return err
+	}
+	// Runs that a stopped process left running will never finish: say so.
+	if n, err := svc.store.FailStaleRuns(ctx, time.Now(), "Relay stopped while the run was in progress"); err != nil {
+		log.Warn("failing stale runs", slog.Any("err", err))
+	} else if n > 0 {
+		log.Warn("marked runs left running by a stopped process as failed", slog.Int("runs", n))
+	}
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Prompt:       prep,
+		Runs:         runs,
+		Retrieval:    retrieval(cfg),
 		Auth:         svc.auth,
 		Agents:       svc.agents,
 		MCP:          mcpm,

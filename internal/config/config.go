@@ -241,6 +241,9 @@ type MCPServer struct {
 	Description string `yaml:"description,omitempty"`
 	// Scope is ScopeApp or ScopeUser. Never empty after Load.
 	Scope string `yaml:"scope,omitempty"`
+	// Retrieval marks the server's tools as retrieval tools: their results are
+	// the retrieved contexts of a Ragas export. Relay-only.
+	Retrieval bool `yaml:"retrieval,omitempty"`
 	// SendUserID adds the user's id to tools/call on user-scoped connections.
 	// Never nil after Load.
 	SendUserID *bool `yaml:"sendUserId,omitempty"`

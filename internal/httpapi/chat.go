@@ -183,3 +183,28 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// exportRagas writes the user's succeeded runs (everyone's, for admins) as a
+// Ragas dataset: ?agent=ID&since=YYYY-MM-DD&multi_turn=true.
+func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
+	u := userFrom(r.Context())
+	q := r.URL.Query()
+	opts := run.RagasOptions{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
+	if !u.IsAdmin() {
+		opts.UserID = u.ID
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, v); err != nil {
+				s.writeError(w, r, fault.New(fault.Invalid, "since must be a date (YYYY-MM-DD) or an RFC 3339 time"))
+				return
+			}
+		}
+		opts.Since = t
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if _, err := s.opts.Runs.ExportRagas(r.Context(), w, opts); err != nil {
+		s.log.ErrorContext(r.Context(), "ragas export", "err", err)
+	}
+}

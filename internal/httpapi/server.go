@@ -22,6 +22,8 @@ type Options struct {
 	MCP    *mcp.Manager
 	// Runs runs agents for chat messages.
 	Runs *run.Service
+	// Retrieval says which tools' results are retrieved contexts (Ragas export).
+	Retrieval func(toolName string) bool
 	// Prompt builds the request a message would send (the preview API).
 	Prompt *run.Preparer
 	// Memory serves /api/memories; nil means memory is disabled.

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// retrieval reports whether a tool's results are retrieved contexts: file_search,
+// and the tools of MCP servers marked `retrieval: true`.
+func retrieval(cfg *config.Config) func(string) bool {
+	return func(name string) bool {
+		if name == prompt.FileSearch {
+			return true
+		}
+		_, server, ok := mcp.SplitKey(name)
+		if !ok {
+			return false
+		}
+		for n, s := range cfg.MCPServers {
+			if s.Retrieval && (n == server || mcp.NormaliseServer(n) == server) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func exportRagasCommand() *command {
+	return &command{
+		name:    "export ragas",
+		summary: "write the succeeded runs as a Ragas dataset (JSONL)",
+		detail: "Single-turn samples {user_input, retrieved_contexts, response} by default: the retrieved\n" +
+			"contexts are the results of file_search and of the tools of MCP servers marked\n" +
+			"`retrieval: true`. With --multi-turn, samples are the runs' messages with their tool calls.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			agentID := fs.String("agent", "", "only this agent's runs (`id`)")
+			since := fs.String("since", "", "only runs from this `date` on (YYYY-MM-DD or RFC 3339)")
+			multi := fs.Bool("multi-turn", false, "write multi-turn samples")
+			out := fs.String("o", "", "write to this `file` (default: standard output)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unexpected argument %q", args[0])
+				}
+				opts := run.RagasOptions{AgentID: *agentID, MultiTurn: *multi}
+				if *since != "" {
+					t, err := time.Parse(time.DateOnly, *since)
+					if err != nil {
+						if t, err = time.Parse(time.RFC3339, *since); err != nil {
+							return usageErr("--since: %q is not a date (YYYY-MM-DD) or an RFC 3339 time", *since)
+						}
+					}
+					opts.Since = t
+				}
+				cfg, err := e.loadConfig()
+				if err != nil {
+					return err
+				}
+				opts.Retrieval = retrieval(cfg)
+				log := e.logger(cfg)
+				svc, err := open(ctx, cfg, log)
+				if err != nil {
+					return err
+				}
+				defer svc.store.Close()
+				runs, err := runService(e, cfg, svc, mcp.NewManager(nil, mcp.Options{}), log)
+				if err != nil {
+					return err
+				}
+				var w io.Writer = e.Stdout
+				if *out != "" {
+					f, err := os.Create(*out)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					w = f
+				}
+				n, err := runs.ExportRagas(ctx, w, opts)
+				if err != nil {
+					return err
+				}
+				kind := "single-turn"
+				if *multi {
+					kind = "multi-turn"
+				}
+				fmt.Fprintf(e.Stderr, "wrote %d %s samples%s\n", n, kind, strings.TrimSuffix(" to "+*out, " to "))
+				return nil
+			}
+		},
+	}
+}
