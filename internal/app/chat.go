@@ -146,4 +146,3 @@ func chatCommand() *command {
 		},
 	}
 }
-

@@ -1,0 +1,198 @@
+// Package anthropic is Relay's client for Anthropic's Messages API: it
+// translates the OpenAI-shaped prompt.Request that Relay builds into a
+// streamed POST /v1/messages, reads the answer's server-sent events back into
+// llm events and an llm.Turn, and turns Anthropic's refusals into llm.Errors a
+// user can read. It speaks plain HTTP; retries and the event-stream plumbing
+// are shared with the other providers through the retry and sse packages.
+//
+// The translation, in short:
+//   - system messages become the top-level "system" text, joined with a
+//     blank line;
+//   - user, assistant and tool messages become alternating user/assistant
+//     messages of content blocks; consecutive messages of one role are merged,
+//     as the API wants turns to alternate;
+//   - an assistant's tool calls become tool_use blocks whose input is the
+//     parsed JSON arguments; a tool message becomes a tool_result block, in a
+//     user message, holding its text and images, with is_error for a failure;
+//   - tools become {name, description, input_schema} with the schema passed
+//     through unchanged, and tool_choice {"type":"auto"} goes with them;
+//   - model parameters are mapped as [Options] lists; max_tokens, which the
+//     API requires, defaults to 4096.
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/sse"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// DefaultBaseURL is the root of Anthropic's API.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// APIVersion is the anthropic-version header Relay speaks.
+const APIVersion = "2023-06-01"
+
+// DefaultMaxTokens is max_tokens when the agent's model parameters set none;
+// the API requires one.
+const DefaultMaxTokens = 4096
+
+// provider names Anthropic in messages for the user.
+const provider = "Anthropic"
+
+// Options configure a Client. The zero value of every field means its default.
+//
+// Model parameters (the agent's model_parameters) are mapped onto the body as
+// follows, under their OpenAI names or Anthropic's own: max_tokens
+// (max_completion_tokens, maxOutputTokens, maxTokens) → max_tokens; temperature
+// → temperature; top_p (topP) → top_p; top_k (topK) → top_k; stop
+// (stop_sequences, stopSequences), a string or a list → stop_sequences. Any
+// other parameter is not sent (Anthropic rejects unknown fields); AddParams is
+// the way to send more.
+type Options struct {
+	// BaseURL is the API's root; empty means DefaultBaseURL. A root that
+	// already ends in /v1 (as proxies are often given) is used as is.
+	BaseURL string
+	// APIKey is sent as x-api-key; empty sends none (for a proxy that adds it).
+	APIKey string
+	// Headers are added to every request (anthropic-beta, a proxy's own),
+	// replacing Relay's of the same name.
+	Headers map[string]string
+	// AddParams are top-level body fields set on every request, after and in
+	// place of Relay's own (thinking, metadata, service_tier, …). model,
+	// messages and stream cannot be replaced.
+	AddParams map[string]any
+	// DropParams are body fields and model parameters never sent. model,
+	// messages and stream cannot be dropped.
+	DropParams []string
+	// MaxTries bounds the tries of one request, the first included; 0 means 3.
+	MaxTries int
+	// BackoffBase is the wait before the first retry, doubled for each one
+	// after (Retry-After, when Anthropic sends it, is waited instead); 0 means
+	// 500ms.
+	BackoffBase time.Duration
+	// ConnectTimeout bounds dialing and the TLS handshake; 0 means 10s. It
+	// applies to the client New makes, not to HTTPClient.
+	ConnectTimeout time.Duration
+	// IdleTimeout bounds the wait for the answer's headers and then between
+	// pieces of the stream; 0 means 60s.
+	IdleTimeout time.Duration
+	// HTTPClient sends the requests; nil means one made for long streams.
+	HTTPClient *http.Client
+	// Logger gets a warning for each retry; nil means no logging.
+	Logger *slog.Logger
+}
+
+// Client is an llm.Model for Anthropic's Messages API. It is safe for
+// concurrent use.
+type Client struct {
+	url    string
+	key    string
+	header http.Header
+	add    map[string]any
+	drop   map[string]bool
+	idle   time.Duration
+	http   *http.Client
+	retry  retry.Policy
+	log    *slog.Logger
+}
+
+var _ llm.Model = (*Client)(nil)
+
+// New returns a Client for opts.
+func New(opts Options) *Client {
+	base := strings.TrimRight(opts.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Anthropic-Version", APIVersion)
+	if opts.APIKey != "" {
+		h.Set("X-Api-Key", opts.APIKey)
+	}
+	for k, v := range opts.Headers {
+		h.Set(k, v)
+	}
+	connect := opts.ConnectTimeout
+	if connect <= 0 {
+		connect = 10 * time.Second
+	}
+	idle := opts.IdleTimeout
+	if idle <= 0 {
+		idle = 60 * time.Second
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = sse.NewHTTPClient(connect)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("provider", "anthropic")
+	drop := map[string]bool{}
+	for _, k := range opts.DropParams {
+		if !core(k) {
+			drop[k] = true
+		}
+	}
+	add := map[string]any{}
+	for k, v := range opts.AddParams {
+		if !core(k) && !drop[k] {
+			add[k] = v
+		}
+	}
+	return &Client{
+		url:    base + "/messages",
+		key:    opts.APIKey,
+		header: h,
+		add:    add,
+		drop:   drop,
+		idle:   idle,
+		http:   hc,
+		retry:  retry.Policy{MaxTries: opts.MaxTries, Base: opts.BackoffBase},
+		log:    log,
+	}
+}
+
+// core reports whether a body field is one the client needs as it writes it.
+func core(key string) bool {
+	switch key {
+	case "model", "messages", "stream":
+		return true
+	}
+	return false
+}
+
+// Stream sends req to Anthropic and streams the answer; see llm.Model. The
+// returned Turn is never nil when the request could be written: on failure it
+// holds what arrived before (possibly nothing) and the body sent.
+func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return nil, fmt.Errorf("writing the Anthropic request: %w", err)
+	}
+	if emit == nil {
+		emit = func(llm.Event) {}
+	}
+	policy := c.retry
+	policy.Logger = c.log.With("model", req.Model)
+	var turn *llm.Turn
+	retries, err := policy.Do(ctx, func(ctx context.Context) error {
+		turn = &llm.Turn{Sent: body}
+		return c.try(ctx, req.Model, body, turn, emit)
+	}, emit)
+	turn.Retries = retries
+	return turn, err
+}

@@ -1,0 +1,645 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const testKey = "sk-ant-test-0123456789abcdef"
+
+// fake is an httptest server that answers /v1/messages as Anthropic does,
+// one handler per try, and keeps what each try sent.
+type fake struct {
+	t        *testing.T
+	srv      *httptest.Server
+	mu       sync.Mutex
+	bodies   [][]byte
+	headers  []http.Header
+	handlers []http.HandlerFunc
+}
+
+// bundle is what a test works with: the client, the fake server, the waits
+// the client slept and what it logged.
+type bundle struct {
+	client *Client
+	fake   *fake
+	waits  []time.Duration
+	log    *bytes.Buffer
+}
+
+// setup starts a fake Anthropic whose n-th try is answered by handlers[n]
+// (the last one answers any further try) and a client for it.
+func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
+	t.Helper()
+	f := &fake{t: t, handlers: handlers}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	b := &bundle{fake: f, log: &bytes.Buffer{}}
+	if opts.BaseURL == "" {
+		opts.BaseURL = f.srv.URL
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = testKey
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b.client = New(opts)
+	b.client.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+		b.waits = append(b.waits, d)
+		return ctx.Err()
+	}
+	return b
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.bodies = append(f.bodies, body)
+	f.headers = append(f.headers, r.Header.Clone())
+	f.mu.Unlock()
+	f.handlers[min(n, len(f.handlers)-1)](w, r)
+}
+
+func (f *fake) tries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+// event is one server-sent event as Anthropic writes it.
+func event(typ, data string) string {
+	return "event: " + typ + "\ndata: " + data + "\n\n"
+}
+
+// stream answers with the events, flushing after each.
+func stream(events ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range events {
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// refuse answers with Anthropic's error body.
+func refuse(status int, typ, message string, header ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q},"request_id":"req_011"}`, typ, message)
+	}
+}
+
+// reset drops the connection without an answer.
+func reset(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetLinger(0)
+	}
+	conn.Close()
+}
+
+const (
+	messageStart = `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":10,"output_tokens":1}}}`
+	textStart    = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	blockStop0   = `{"type":"content_block_stop","index":0}`
+	messageStop  = `{"type":"message_stop"}`
+)
+
+func textDelta(i int, s string) string {
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%q}}`, i, s)
+}
+
+func messageDelta(stop string, out int) string {
+	return fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":%d}}`, stop, out)
+}
+
+// hello is a whole streamed answer: "Hello!".
+var hello = stream(
+	event("message_start", messageStart),
+	event("content_block_start", textStart),
+	event("ping", `{"type": "ping"}`),
+	event("content_block_delta", textDelta(0, "Hel")),
+	event("content_block_delta", textDelta(0, "lo!")),
+	event("content_block_stop", blockStop0),
+	event("message_delta", messageDelta("end_turn", 12)),
+	event("message_stop", messageStop),
+)
+
+func simple() *prompt.Request {
+	return &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{
+		{Role: prompt.RoleSystem, Content: "Be brief."},
+		{Role: prompt.RoleUser, Content: "Say hello. My secret prompt."},
+	}}
+}
+
+// collect records the events a turn emits.
+type collect struct {
+	mu     sync.Mutex
+	events []llm.Event
+}
+
+func (c *collect) emit(e llm.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// conversation is a whole agent conversation: system prompt, a question, an
+// answer with two tool calls, their results (one an image, one a failure)
+// and a follow-up.
+func conversation() *prompt.Request {
+	return &prompt.Request{
+		Model: "claude-sonnet-4-5",
+		Messages: []prompt.Message{
+			{Role: prompt.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
+			{Role: prompt.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
+			{Role: prompt.RoleAssistant, Content: "Let me check both.", ToolCalls: []prompt.ToolCall{
+				{ID: "toolu_01", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
+				{ID: "toolu_02", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
+			}},
+			{Role: prompt.RoleTool, ToolCallID: "toolu_01", Name: "error", Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: prompt.RoleTool, ToolCallID: "toolu_02", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
+				{Type: prompt.PartText, Text: "Page loaded."},
+				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			}},
+			{Role: prompt.RoleUser, Content: "Thanks. Summarize."},
+		},
+		Tools: []prompt.FunctionTool{
+			{Function: prompt.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`)}},
+			{Function: prompt.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}`)}},
+		},
+		ToolChoice: prompt.ToolChoiceAuto,
+		Params:     map[string]any{"temperature": 0.2, "max_tokens": 1000, "stop": []any{"END"}, "top_p": 0.9, "frequency_penalty": 0.5},
+	}
+}
+
+// golden compares got, which must be compact JSON, with the indented JSON in
+// testdata/name, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, got, "", "  "); err != nil {
+			t.Fatalf("body is not JSON: %v\n%s", err, got)
+		}
+		pretty.WriteByte('\n')
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, want); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if diff := cmp.Diff(compact.String(), string(got)); diff != "" {
+		t.Errorf("body differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   Options
+		req    *prompt.Request
+		golden string
+	}{
+		{name: "whole conversation", req: conversation(), golden: "conversation.json"},
+		{
+			name: "add and drop params",
+			opts: Options{
+				AddParams:  map[string]any{"metadata": map[string]any{"user_id": "u1"}, "temperature": 1, "stream": false},
+				DropParams: []string{"top_p", "model"},
+			},
+			req: &prompt.Request{Model: "claude-haiku-4-5", Messages: []prompt.Message{
+				{Role: prompt.RoleUser, Content: "hi"},
+				{Role: prompt.RoleUser, Content: "again"},
+				{Role: prompt.RoleAssistant, Content: ""},
+			}, Params: map[string]any{"temperature": 0.5, "top_p": 0.5, "top_k": 40, "maxOutputTokens": 77, "stop": "STOP"}},
+			golden: "params.json",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Headers = map[string]string{"anthropic-beta": "tools-2024"}
+			b := setup(t, tt.opts, hello)
+			turn, err := b.client.Stream(t.Context(), tt.req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.golden, turn.Sent)
+			if got := b.fake.bodies[0]; !bytes.Equal(got, turn.Sent) {
+				t.Errorf("the server got other bytes than Turn.Sent:\n%s", got)
+			}
+			h := b.fake.headers[0]
+			for k, want := range map[string]string{
+				"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json",
+				"Accept": "text/event-stream", "Anthropic-Beta": "tools-2024",
+			} {
+				if got := h.Get(k); got != want {
+					t.Errorf("header %s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamText(t *testing.T) {
+	b := setup(t, Options{}, hello)
+	var c collect
+	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := llm.Usage{PromptTokens: 35, CompletionTokens: 12, TotalTokens: 47}
+	wantEvents := []llm.Event{
+		{Kind: llm.EventText, Text: "Hel"},
+		{Kind: llm.EventText, Text: "lo!"},
+		{Kind: llm.EventUsage, Usage: usage},
+	}
+	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := &llm.Turn{Text: "Hello!", FinishReason: llm.FinishStop, Usage: usage, Sent: turn.Sent}
+	if diff := cmp.Diff(want, turn); diff != "" {
+		t.Errorf("turn (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamToolUse(t *testing.T) {
+	b := setup(t, Options{}, stream(
+		event("message_start", messageStart),
+		event("content_block_start", textStart),
+		event("content_block_delta", textDelta(0, "Checking.")),
+		event("content_block_stop", blockStop0),
+		event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01A","name":"get_weather","input":{}}}`),
+		event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`),
+		event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\": \"San Fra"}}`),
+		event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"ncisco, CA\", \"unit\""}}`),
+		event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":": \"celsius\"}"}}`),
+		event("content_block_stop", `{"type":"content_block_stop","index":1}`),
+		event("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01B","name":"get_time","input":{}}}`),
+		event("content_block_stop", `{"type":"content_block_stop","index":2}`),
+		event("message_delta", messageDelta("tool_use", 89)),
+		event("message_stop", messageStop),
+	))
+	var c collect
+	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(d llm.ToolCallDelta) llm.Event { return llm.Event{Kind: llm.EventToolCallDelta, ToolCall: d} }
+	usage := llm.Usage{PromptTokens: 35, CompletionTokens: 89, TotalTokens: 124}
+	wantEvents := []llm.Event{
+		{Kind: llm.EventText, Text: "Checking."},
+		call(llm.ToolCallDelta{Index: 0, ID: "toolu_01A", Name: "get_weather"}),
+		call(llm.ToolCallDelta{Index: 0, ArgumentsDelta: `{"location": "San Fra`}),
+		call(llm.ToolCallDelta{Index: 0, ArgumentsDelta: `ncisco, CA", "unit"`}),
+		call(llm.ToolCallDelta{Index: 0, ArgumentsDelta: `: "celsius"}`}),
+		call(llm.ToolCallDelta{Index: 1, ID: "toolu_01B", Name: "get_time"}),
+		call(llm.ToolCallDelta{Index: 1, ArgumentsDelta: `{}`}),
+		{Kind: llm.EventUsage, Usage: usage},
+	}
+	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := &llm.Turn{
+		Text: "Checking.",
+		ToolCalls: []prompt.ToolCall{
+			{ID: "toolu_01A", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"location": "San Francisco, CA", "unit": "celsius"}`}},
+			{ID: "toolu_01B", Type: "function", Function: prompt.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		},
+		FinishReason: llm.FinishToolCalls, Usage: usage, Sent: turn.Sent,
+	}
+	if diff := cmp.Diff(want, turn); diff != "" {
+		t.Errorf("turn (-want +got):\n%s", diff)
+	}
+}
+
+func TestStopReasons(t *testing.T) {
+	for stop, want := range map[string]string{
+		"end_turn": llm.FinishStop, "stop_sequence": llm.FinishStop, "max_tokens": llm.FinishLength,
+		"tool_use": llm.FinishToolCalls, "refusal": llm.FinishFiltered, "pause_turn": llm.FinishStop,
+		"model_context_window_exceeded": llm.FinishLength,
+	} {
+		t.Run(stop, func(t *testing.T) {
+			b := setup(t, Options{}, stream(
+				event("message_start", messageStart),
+				event("content_block_start", textStart),
+				event("content_block_delta", textDelta(0, "x")),
+				event("content_block_stop", blockStop0),
+				event("message_delta", messageDelta(stop, 1)),
+				event("message_stop", messageStop),
+			))
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if turn.FinishReason != want {
+				t.Errorf("finish reason = %q, want %q", turn.FinishReason, want)
+			}
+		})
+	}
+}
+
+func TestRetries(t *testing.T) {
+	b := setup(t, Options{},
+		refuse(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", "Retry-After", "3"),
+		reset,
+		hello,
+	)
+	var c collect
+	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Text != "Hello!" || turn.Retries != 2 || b.fake.tries() != 3 {
+		t.Errorf("text %q after %d retries, %d tries; want Hello! after 2 retries", turn.Text, turn.Retries, b.fake.tries())
+	}
+	if len(b.waits) != 2 || b.waits[0] != 3*time.Second || b.waits[1] < 500*time.Millisecond || b.waits[1] > time.Second {
+		t.Errorf("waits = %v, want [3s (Retry-After), 500ms..1s (second backoff)]", b.waits)
+	}
+	var retries []*llm.Error
+	for _, e := range c.events {
+		if e.Kind == llm.EventRetry {
+			retries = append(retries, e.Retry)
+		}
+	}
+	if len(retries) != 2 || retries[0].Kind != llm.ErrRateLimited || retries[0].RetryAfter != 3*time.Second || retries[1].Kind != llm.ErrNetwork {
+		t.Errorf("retry events = %+v", retries)
+	}
+	log := b.log.String()
+	if strings.Count(log, "level=WARN msg=\"model request failed, retrying\"") != 2 || !strings.Contains(log, "provider=anthropic") || !strings.Contains(log, "model=claude-sonnet-4-5") {
+		t.Errorf("log does not warn twice with provider and model:\n%s", log)
+	}
+	for _, secret := range []string{testKey, "secret prompt"} {
+		if strings.Contains(log, secret) {
+			t.Errorf("log holds %q:\n%s", secret, log)
+		}
+	}
+}
+
+func TestRetriesBounded(t *testing.T) {
+	b := setup(t, Options{MaxTries: 2}, refuse(529, "overloaded_error", "Overloaded"))
+	turn, err := b.client.Stream(t.Context(), simple(), nil)
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Kind != llm.ErrUnavailable || le.Status != 529 {
+		t.Fatalf("err = %v, want ErrUnavailable with status 529", err)
+	}
+	if want := "model provider: Anthropic is unavailable or overloaded: Overloaded (HTTP 529)"; err.Error() != want {
+		t.Errorf("message = %q, want %q", err.Error(), want)
+	}
+	if b.fake.tries() != 2 || turn.Retries != 1 {
+		t.Errorf("%d tries, %d retries; want 2 tries", b.fake.tries(), turn.Retries)
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{
+			name: "connection ends",
+			handler: stream(
+				event("message_start", messageStart),
+				event("content_block_start", textStart),
+				event("content_block_delta", textDelta(0, "Partial ans")),
+			),
+			want: "model provider: the answer from Anthropic broke off: could not get an answer from Anthropic: the stream ended before message_stop",
+		},
+		{
+			name: "error event",
+			handler: stream(
+				event("message_start", messageStart),
+				event("content_block_start", textStart),
+				event("content_block_delta", textDelta(0, "Partial ans")),
+				event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
+			),
+			want: "model provider: the answer from Anthropic broke off: Anthropic is unavailable or overloaded: Overloaded",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, Options{}, tt.handler, hello)
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut {
+				t.Fatalf("err = %v, want ErrStreamCut", err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message = %q, want %q", err.Error(), tt.want)
+			}
+			if turn == nil || turn.Text != "Partial ans" {
+				t.Errorf("turn = %+v, want the partial text", turn)
+			}
+			if b.fake.tries() != 1 {
+				t.Errorf("%d tries: a cut after output must not be retried", b.fake.tries())
+			}
+		})
+	}
+	t.Run("before any output, retried", func(t *testing.T) {
+		b := setup(t, Options{}, stream(event("message_start", messageStart)), hello)
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		if err != nil || turn.Text != "Hello!" || turn.Retries != 1 {
+			t.Fatalf("turn %+v, err %v; want Hello! after one retry", turn, err)
+		}
+	})
+}
+
+func TestRefusals(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		kind    llm.ErrorKind
+		want    string
+	}{
+		{
+			name: "bad key", handler: refuse(401, "authentication_error", "invalid x-api-key"), kind: llm.ErrAuth,
+			want: "model provider: Anthropic refused the API key: invalid x-api-key (HTTP 401)",
+		},
+		{
+			name: "key echoed back is redacted", handler: refuse(403, "permission_error", "key "+testKey+" may not use this model"), kind: llm.ErrAuth,
+			want: "model provider: Anthropic refused the API key: key [redacted] may not use this model (HTTP 403)",
+		},
+		{
+			name: "unknown model", handler: refuse(404, "not_found_error", "model: claude-sonnet-4-5"), kind: llm.ErrModelNotFound,
+			want: `model provider: Anthropic has no model "claude-sonnet-4-5": model: claude-sonnet-4-5 (HTTP 404)`,
+		},
+		{
+			name: "prompt too long", handler: refuse(400, "invalid_request_error", "prompt is too long: 212043 tokens > 200000 maximum"), kind: llm.ErrContextLength,
+			want: `model provider: the conversation is too long for "claude-sonnet-4-5": prompt is too long: 212043 tokens > 200000 maximum (HTTP 400)`,
+		},
+		{
+			name: "request too large", handler: refuse(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."), kind: llm.ErrContextLength,
+			want: `model provider: the conversation is too long for "claude-sonnet-4-5": Request exceeds the maximum allowed number of bytes. (HTTP 413)`,
+		},
+		{
+			name: "bad request", handler: refuse(400, "invalid_request_error", "temperature: range: 0..1"), kind: llm.ErrBadRequest,
+			want: "model provider: Anthropic rejected the request: temperature: range: 0..1 (HTTP 400)",
+		},
+		{
+			name: "HTML from a proxy", kind: llm.ErrBadRequest,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(400)
+				io.WriteString(w, "<html><body>Bad gateway config</body></html>")
+			},
+			want: "model provider: Anthropic rejected the request: Bad Request (HTTP 400)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, Options{}, tt.handler)
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != tt.kind {
+				t.Fatalf("err = %v, want kind %s", err, tt.kind)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
+			}
+			if strings.Contains(err.Error(), testKey) || strings.Contains(b.log.String(), testKey) {
+				t.Error("the key leaked")
+			}
+			if b.fake.tries() != 1 || turn.Retries != 0 {
+				t.Errorf("%d tries: a refusal must not be retried", b.fake.tries())
+			}
+		})
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	t.Run("after output", func(t *testing.T) {
+		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+			stream(event("message_start", messageStart), event("content_block_start", textStart), event("content_block_delta", textDelta(0, "Hm")))(w, r)
+			<-r.Context().Done()
+		})
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		var le *llm.Error
+		if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut || !strings.Contains(le.Message, "idle timeout (100ms)") {
+			t.Fatalf("err = %v, want ErrStreamCut for the idle timeout", err)
+		}
+		if turn.Text != "Hm" {
+			t.Errorf("text = %q, want the partial text", turn.Text)
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond, MaxTries: 1}, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		})
+		_, err := b.client.Stream(t.Context(), simple(), nil)
+		var le *llm.Error
+		if !errors.As(err, &le) || le.Kind != llm.ErrNetwork || !strings.Contains(le.Message, "idle timeout") {
+			t.Fatalf("err = %v, want ErrNetwork for the idle timeout", err)
+		}
+	})
+}
+
+func TestCancel(t *testing.T) {
+	b := setup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+		stream(event("message_start", messageStart), event("content_block_start", textStart), event("content_block_delta", textDelta(0, "Once upon")))(w, r)
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	abort := errors.New("user pressed stop")
+	turn, err := b.client.Stream(ctx, simple(), func(e llm.Event) {
+		if e.Kind == llm.EventText {
+			cancel(abort)
+		}
+	})
+	if !errors.Is(err, abort) {
+		t.Fatalf("err = %v, want the cancel cause", err)
+	}
+	if turn.Text != "Once upon" || b.fake.tries() != 1 {
+		t.Errorf("turn %+v after %d tries; want the partial text, one try", turn, b.fake.tries())
+	}
+}
+
+func TestConnectTimeout(t *testing.T) {
+	// A listener that accepts and never speaks: the TLS handshake hangs.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	c := New(Options{BaseURL: "https://" + ln.Addr().String(), APIKey: testKey, ConnectTimeout: 100 * time.Millisecond, MaxTries: 1})
+	start := time.Now()
+	_, err = c.Stream(t.Context(), simple(), nil)
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Kind != llm.ErrNetwork {
+		t.Fatalf("err = %v, want ErrNetwork", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+	if strings.Contains(err.Error(), testKey) {
+		t.Error("the key leaked")
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"":                                "https://api.anthropic.com/v1/messages",
+		"https://proxy.example/anthropic": "https://proxy.example/anthropic/v1/messages",
+		"https://proxy.example/v1/":       "https://proxy.example/v1/messages",
+	} {
+		if got := New(Options{BaseURL: base}).url; got != want {
+			t.Errorf("BaseURL %q: url = %q, want %q", base, got, want)
+		}
+	}
+}

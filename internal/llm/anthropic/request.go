@@ -1,0 +1,233 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/relay-ai/relay/internal/llm/wire"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// request is the body of POST /v1/messages, its fields in the order they are
+// written. Every optional field is left out when empty, dropped, or replaced
+// by AddParams.
+type request struct {
+	Model         string      `json:"model"`
+	System        string      `json:"system,omitempty"`
+	Messages      []message   `json:"messages"`
+	Tools         []tool      `json:"tools,omitempty"`
+	ToolChoice    *toolChoice `json:"tool_choice,omitempty"`
+	MaxTokens     any         `json:"max_tokens,omitempty"`
+	Temperature   any         `json:"temperature,omitempty"`
+	TopP          any         `json:"top_p,omitempty"`
+	TopK          any         `json:"top_k,omitempty"`
+	StopSequences []string    `json:"stop_sequences,omitempty"`
+	Stream        bool        `json:"stream"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is a content block of the Messages API: text, image, tool_use or
+// tool_result.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *imageSource    `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   []block         `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type toolChoice struct {
+	Type string `json:"type"`
+}
+
+// emptySchema is the input schema of a tool that declares none.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// params maps the body's sampling fields to the model parameter names they are
+// read from, OpenAI's first.
+var params = []struct {
+	field string
+	names []string
+}{
+	{"max_tokens", []string{"max_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens"}},
+	{"temperature", []string{"temperature"}},
+	{"top_p", []string{"top_p", "topP"}},
+	{"top_k", []string{"top_k", "topK"}},
+	{"stop_sequences", []string{"stop", "stop_sequences", "stopSequences"}},
+}
+
+// body writes the Messages API body for r: the request struct, then
+// AddParams sorted by key. Strings are not HTML-escaped, so the body reads as
+// the prompt does.
+func (c *Client) body(r *prompt.Request) ([]byte, error) {
+	keep := func(field string) bool {
+		_, added := c.add[field]
+		return !added && !c.drop[field]
+	}
+	b := request{Model: r.Model, Stream: true}
+	if keep("system") {
+		b.System = wire.System(r.Messages)
+	}
+	b.Messages = c.messages(r.Messages)
+	if len(r.Tools) > 0 {
+		if keep("tools") {
+			for _, t := range r.Tools {
+				schema := t.Function.Parameters
+				if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
+					schema = emptySchema
+				}
+				b.Tools = append(b.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+			}
+		}
+		if keep("tool_choice") {
+			b.ToolChoice = &toolChoice{Type: choice(r.ToolChoice)}
+		}
+	}
+	for _, p := range params {
+		if !keep(p.field) {
+			continue
+		}
+		v, ok := wire.Param(r.Params, c.drop, p.names...)
+		switch p.field {
+		case "max_tokens":
+			n, isInt := wire.Int(v)
+			if !ok || !isInt || n <= 0 {
+				n = DefaultMaxTokens
+			}
+			b.MaxTokens = n
+		case "temperature":
+			b.Temperature = v
+		case "top_p":
+			b.TopP = v
+		case "top_k":
+			b.TopK = v
+		case "stop_sequences":
+			b.StopSequences = wire.Strings(v)
+		}
+	}
+	for k := range r.Params {
+		if !known(k) {
+			c.log.Debug("model parameter not sent", "param", k)
+		}
+	}
+	out, err := wire.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendFields(out, c.add)
+}
+
+// known reports whether a model parameter is one the body maps.
+func known(name string) bool {
+	for _, p := range params {
+		if slices.Contains(p.names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// choice maps OpenAI's tool_choice onto Anthropic's tool_choice type.
+func choice(openai string) string {
+	switch openai {
+	case "required":
+		return "any"
+	case "none":
+		return "none"
+	}
+	return "auto"
+}
+
+// messages translates the conversation (system messages aside) into
+// alternating user and assistant messages.
+func (c *Client) messages(msgs []prompt.Message) []message {
+	var out []message
+	add := func(role string, blocks ...block) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			last := &out[n-1]
+			if blocks[0].Type == "tool_result" {
+				// Tool results must lead their user message.
+				at := 0
+				for at < len(last.Content) && last.Content[at].Type == "tool_result" {
+					at++
+				}
+				last.Content = slices.Insert(last.Content, at, blocks...)
+				return
+			}
+			last.Content = append(last.Content, blocks...)
+			return
+		}
+		out = append(out, message{Role: role, Content: blocks})
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case prompt.RoleSystem:
+		case prompt.RoleAssistant:
+			blocks := content(m)
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: c.input(tc)})
+			}
+			add("assistant", blocks...)
+		case prompt.RoleTool:
+			add("user", block{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content(m), IsError: wire.ToolFailed(m)})
+		default:
+			add("user", content(m)...)
+		}
+	}
+	return out
+}
+
+// content is a message's text and images as blocks. Empty texts are left
+// out: the API refuses them.
+func content(m *prompt.Message) []block {
+	if len(m.Parts) == 0 {
+		if m.Content == "" {
+			return nil
+		}
+		return []block{{Type: "text", Text: m.Content}}
+	}
+	var blocks []block
+	for _, p := range m.Parts {
+		switch {
+		case p.Type == prompt.PartImage:
+			blocks = append(blocks, block{Type: "image", Source: &imageSource{Type: "base64", MediaType: p.MIMEType, Data: p.Data}})
+		case p.Text != "":
+			blocks = append(blocks, block{Type: "text", Text: p.Text})
+		}
+	}
+	return blocks
+}
+
+// input is a tool call's arguments as the tool_use input object.
+func (c *Client) input(tc prompt.ToolCall) json.RawMessage {
+	obj, ok := wire.Object(tc.Function.Arguments)
+	if !ok {
+		c.log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
+	}
+	return obj
+}

@@ -1,0 +1,301 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/sse"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// try sends the body once and reads the answer into turn.
+func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
+	s, err := sse.Open(ctx, sse.Request{Client: c.http, URL: c.url, Header: c.header, Body: body, Idle: c.idle})
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		var se *sse.StatusError
+		if errors.As(err, &se) {
+			return c.refusal(model, se)
+		}
+		return retry.Network(provider, err, c.key)
+	}
+	defer s.Close()
+	r := reader{turn: turn, emit: emit, blocks: map[int]*openBlock{}}
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				r.partial()
+				return context.Cause(ctx)
+			}
+			if err == io.EOF {
+				err = errors.New("the stream ended before message_stop")
+			}
+			return r.fail(retry.Network(provider, err, c.key))
+		}
+		done, lerr := r.event(ev, model, c.key)
+		if lerr != nil {
+			return r.fail(lerr)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// reader turns the events of one answer into llm events and the turn.
+type reader struct {
+	turn   *llm.Turn
+	emit   func(llm.Event)
+	text   strings.Builder
+	blocks map[int]*openBlock
+	// calls are the tool calls in the order they started.
+	calls []*openBlock
+	// shown is set once an event has been emitted: from then on, a failure
+	// cannot be retried.
+	shown      bool
+	stopReason string
+	usage      usage
+}
+
+// openBlock is a tool_use block being streamed.
+type openBlock struct {
+	index    int // among the turn's tool calls
+	id, name string
+	args     strings.Builder
+	done     bool
+}
+
+type usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// streamEvent holds the fields of every event Relay reads.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		Usage usage `json:"usage"`
+	} `json:"message"`
+	Index        int `json:"index"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage    `json:"usage"`
+	Error *apiError `json:"error"`
+}
+
+// event handles one server-sent event and reports whether the answer is
+// complete. Unknown events and blocks (ping, thinking, citations, …) are
+// skipped, as Anthropic's versioning policy asks of clients.
+func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
+	var e streamEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return false, &llm.Error{Kind: llm.ErrUnavailable, Message: "Anthropic sent an event Relay cannot read: " + err.Error()}
+	}
+	if e.Type == "" {
+		e.Type = ev.Type
+	}
+	switch e.Type {
+	case "message_start":
+		r.usage = e.Message.Usage
+	case "content_block_start":
+		switch e.ContentBlock.Type {
+		case "text":
+			r.addText(e.ContentBlock.Text)
+		case "tool_use":
+			b := &openBlock{index: len(r.calls), id: e.ContentBlock.ID, name: e.ContentBlock.Name}
+			r.blocks[e.Index] = b
+			r.calls = append(r.calls, b)
+			r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ID: b.id, Name: b.name}})
+		}
+	case "content_block_delta":
+		switch e.Delta.Type {
+		case "text_delta":
+			r.addText(e.Delta.Text)
+		case "input_json_delta":
+			if b := r.blocks[e.Index]; b != nil && e.Delta.PartialJSON != "" {
+				b.args.WriteString(e.Delta.PartialJSON)
+				r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: e.Delta.PartialJSON}})
+			}
+		}
+	case "content_block_stop":
+		if b := r.blocks[e.Index]; b != nil {
+			if b.args.Len() == 0 {
+				// A call without arguments streams none; its arguments are {}.
+				b.args.WriteString("{}")
+				r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: "{}"}})
+			}
+			b.done = true
+		}
+	case "message_delta":
+		if e.Delta.StopReason != "" {
+			r.stopReason = e.Delta.StopReason
+		}
+		if u := e.Usage; u != nil {
+			r.usage.OutputTokens = u.OutputTokens
+			if u.InputTokens > 0 {
+				r.usage.InputTokens = u.InputTokens
+			}
+			r.usage.CacheCreationInputTokens = max(r.usage.CacheCreationInputTokens, u.CacheCreationInputTokens)
+			r.usage.CacheReadInputTokens = max(r.usage.CacheReadInputTokens, u.CacheReadInputTokens)
+		}
+	case "message_stop":
+		r.finish()
+		return true, nil
+	case "error":
+		return false, streamError(e.Error, model, key)
+	}
+	return false, nil
+}
+
+func (r *reader) addText(s string) {
+	if s == "" {
+		return
+	}
+	r.text.WriteString(s)
+	r.send(llm.Event{Kind: llm.EventText, Text: s})
+}
+
+func (r *reader) send(e llm.Event) {
+	r.shown = true
+	r.emit(e)
+}
+
+// partial fills the turn with what arrived: the text, the tool calls that
+// were complete, the usage.
+func (r *reader) partial() {
+	r.turn.Text = r.text.String()
+	r.turn.ToolCalls = nil
+	for _, b := range r.calls {
+		if b.done {
+			r.turn.ToolCalls = append(r.turn.ToolCalls, prompt.ToolCall{
+				ID: b.id, Type: "function", Function: prompt.FunctionCall{Name: b.name, Arguments: b.args.String()},
+			})
+		}
+	}
+	u := r.usage
+	in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	r.turn.Usage = llm.Usage{PromptTokens: in, CompletionTokens: u.OutputTokens, TotalTokens: in + u.OutputTokens}
+}
+
+// finish completes the turn and emits its usage.
+func (r *reader) finish() {
+	r.partial()
+	r.turn.FinishReason = finishReason(r.stopReason, len(r.turn.ToolCalls) > 0)
+	if r.turn.Usage != (llm.Usage{}) {
+		r.emit(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
+	}
+}
+
+// fail ends the try with e, made a stream cut if output was already shown.
+func (r *reader) fail(e *llm.Error) error {
+	r.partial()
+	if r.shown {
+		return retry.Cut(provider, e)
+	}
+	return e
+}
+
+// finishReason maps Anthropic's stop_reason onto Relay's finish reasons.
+func finishReason(stop string, calls bool) string {
+	switch stop {
+	case "tool_use":
+		return llm.FinishToolCalls
+	case "max_tokens", "model_context_window_exceeded":
+		return llm.FinishLength
+	case "refusal":
+		return llm.FinishFiltered
+	}
+	if calls {
+		return llm.FinishToolCalls
+	}
+	return llm.FinishStop
+}
+
+// apiError is the error object of Anthropic's error bodies and error events:
+// {"type":"error","error":{"type":"not_found_error","message":"model: x"}}.
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// refusal is the llm.Error for an answer that is not an event stream.
+func (c *Client) refusal(model string, se *sse.StatusError) *llm.Error {
+	var body struct {
+		Error *apiError `json:"error"`
+	}
+	var e apiError
+	if json.Unmarshal(se.Body, &body) == nil && body.Error != nil {
+		e = *body.Error
+	} else {
+		e.Message = retry.BodyText(se.Body)
+	}
+	if se.StatusCode/100 == 2 {
+		return retry.Refusal(provider, model, se.StatusCode, llm.ErrBadRequest, se.Error(), c.key, 0)
+	}
+	kind := kindOf(e, retry.StatusKind(se.StatusCode))
+	return retry.Refusal(provider, model, se.StatusCode, kind, e.Message, c.key, retry.After(se.Header, time.Now()))
+}
+
+// streamError is the llm.Error for an error event in the stream.
+func streamError(e *apiError, model, key string) *llm.Error {
+	if e == nil {
+		e = &apiError{}
+	}
+	return retry.Refusal(provider, model, 0, kindOf(*e, llm.ErrUnavailable), e.Message, key, 0)
+}
+
+// kindOf classifies an Anthropic error by its type and message; fallback is
+// the kind its HTTP status says.
+func kindOf(e apiError, fallback llm.ErrorKind) llm.ErrorKind {
+	if tooLong(e.Message) {
+		return llm.ErrContextLength
+	}
+	switch e.Type {
+	case "authentication_error", "permission_error":
+		return llm.ErrAuth
+	case "not_found_error":
+		return llm.ErrModelNotFound
+	case "request_too_large":
+		return llm.ErrContextLength
+	case "rate_limit_error":
+		return llm.ErrRateLimited
+	case "overloaded_error", "api_error", "timeout_error":
+		return llm.ErrUnavailable
+	case "invalid_request_error", "billing_error":
+		return llm.ErrBadRequest
+	}
+	return fallback
+}
+
+// tooLong reports whether a message says that the prompt does not fit the
+// model's context window.
+func tooLong(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"prompt is too long", "context window", "context limit", "context length", "too many tokens", "input is too long"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,317 @@
+package google
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/relay-ai/relay/internal/llm/wire"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// request is the body of streamGenerateContent, its fields in the order they
+// are written, followed by AddParams sorted by key.
+type request struct {
+	SystemInstruction *content    `json:"systemInstruction,omitempty"`
+	Contents          []content   `json:"contents"`
+	Tools             []toolList  `json:"tools,omitempty"`
+	ToolConfig        *toolConfig `json:"toolConfig,omitempty"`
+	// GenerationConfig is written by generationConfig.
+	GenerationConfig json.RawMessage `json:"generationConfig,omitempty"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+// part is one part of a content; exactly one of its data fields is set.
+type part struct {
+	Text             string            `json:"text,omitempty"`
+	InlineData       *blob             `json:"inlineData,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
+}
+
+type blob struct {
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type functionCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type functionResponse struct {
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response"`
+}
+
+type toolList struct {
+	FunctionDeclarations []functionDeclaration `json:"functionDeclarations"`
+}
+
+type functionDeclaration struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Parameters  any    `json:"parameters,omitempty"`
+}
+
+type toolConfig struct {
+	FunctionCallingConfig struct {
+		Mode string `json:"mode"`
+	} `json:"functionCallingConfig"`
+}
+
+// generation is Relay's part of generationConfig.
+type generation struct {
+	Temperature     any      `json:"temperature,omitempty"`
+	TopP            any      `json:"topP,omitempty"`
+	TopK            any      `json:"topK,omitempty"`
+	MaxOutputTokens any      `json:"maxOutputTokens,omitempty"`
+	StopSequences   []string `json:"stopSequences,omitempty"`
+}
+
+// params maps generationConfig's fields to the model parameter names they are
+// read from, OpenAI's first.
+var params = []struct {
+	field string
+	names []string
+}{
+	{"temperature", []string{"temperature"}},
+	{"topP", []string{"top_p", "topP"}},
+	{"topK", []string{"top_k", "topK"}},
+	{"maxOutputTokens", []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"}},
+	{"stopSequences", []string{"stop", "stop_sequences", "stopSequences"}},
+}
+
+// skipSignature is the thoughtSignature Google documents for a function call
+// whose signature is unknown (the call was not made by this model, or the
+// signature was lost); it tells Gemini 3 not to validate it.
+const skipSignature = "skip_thought_signature_validator"
+
+// body writes the streamGenerateContent body for r. Strings are not
+// HTML-escaped, so the body reads as the prompt does.
+func (c *Client) body(r *prompt.Request) ([]byte, error) {
+	keep := func(field string) bool {
+		_, added := c.add[field]
+		return !added && !c.drop[field]
+	}
+	var b request
+	if keep("systemInstruction") {
+		if s := wire.System(r.Messages); s != "" {
+			b.SystemInstruction = &content{Parts: []part{{Text: s}}}
+		}
+	}
+	b.Contents = c.contents(r.Messages)
+	if len(r.Tools) > 0 {
+		if keep("tools") {
+			var decls []functionDeclaration
+			for _, t := range r.Tools {
+				params, err := Schema(t.Function.Parameters)
+				if err != nil {
+					return nil, fmt.Errorf("parameters of tool %q: %w", t.Function.Name, err)
+				}
+				decls = append(decls, functionDeclaration{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+			}
+			b.Tools = []toolList{{FunctionDeclarations: decls}}
+		}
+		if keep("toolConfig") {
+			b.ToolConfig = &toolConfig{}
+			b.ToolConfig.FunctionCallingConfig.Mode = mode(r.ToolChoice)
+		}
+	}
+	if keep("generationConfig") || c.addConfig != nil {
+		cfg, err := c.generationConfig(r.Params)
+		if err != nil {
+			return nil, err
+		}
+		b.GenerationConfig = cfg
+	}
+	for k := range r.Params {
+		if !known(k) {
+			c.log.Debug("model parameter not sent", "param", k)
+		}
+	}
+	out, err := wire.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendFields(out, c.add)
+}
+
+// generationConfig writes generationConfig: the mapped model parameters, then
+// AddParams' generationConfig; nil when both are empty.
+func (c *Client) generationConfig(ps map[string]any) (json.RawMessage, error) {
+	var g generation
+	add := map[string]any{}
+	for k, v := range c.addConfig {
+		if !c.drop[k] {
+			add[k] = v
+		}
+	}
+	for _, p := range params {
+		if _, added := add[p.field]; added || c.drop[p.field] {
+			continue
+		}
+		v, ok := wire.Param(ps, c.drop, p.names...)
+		if !ok {
+			continue
+		}
+		switch p.field {
+		case "temperature":
+			g.Temperature = v
+		case "topP":
+			g.TopP = v
+		case "topK":
+			g.TopK = v
+		case "maxOutputTokens":
+			if n, ok := wire.Int(v); ok && n > 0 {
+				g.MaxOutputTokens = n
+			}
+		case "stopSequences":
+			g.StopSequences = wire.Strings(v)
+		}
+	}
+	out, err := wire.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	out, err = wire.AppendFields(out, add)
+	if err != nil {
+		return nil, fmt.Errorf("generationConfig: %w", err)
+	}
+	if string(out) == "{}" {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// known reports whether a model parameter is one generationConfig maps.
+func known(name string) bool {
+	for _, p := range params {
+		if slices.Contains(p.names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// mode maps OpenAI's tool_choice onto functionCallingConfig.mode.
+func mode(openai string) string {
+	switch openai {
+	case "required":
+		return "ANY"
+	case "none":
+		return "NONE"
+	}
+	return "AUTO"
+}
+
+// contents translates the conversation (system messages aside) into Gemini's
+// contents.
+func (c *Client) contents(msgs []prompt.Message) []content {
+	var out []content
+	// images holds the images of the tool results in the current "user"
+	// content, written after all its functionResponse parts.
+	var images []part
+	flush := func() {
+		if len(images) > 0 {
+			last := &out[len(out)-1]
+			last.Parts = append(last.Parts, images...)
+			images = nil
+		}
+	}
+	add := func(role string, parts ...part) {
+		if len(parts) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			if parts[0].FunctionResponse == nil {
+				flush()
+			}
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			return
+		}
+		flush()
+		out = append(out, content{Role: role, Parts: parts})
+	}
+	names := map[string]string{} // tool call id → function name
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case prompt.RoleSystem:
+		case prompt.RoleAssistant:
+			parts := contentParts(m)
+			for j, tc := range m.ToolCalls {
+				names[tc.ID] = tc.Function.Name
+				p := part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: c.args(tc)}}
+				if p.ThoughtSignature = c.sigs.get(tc.ID); p.ThoughtSignature == "" && j == 0 {
+					p.ThoughtSignature = skipSignature
+				}
+				parts = append(parts, p)
+			}
+			add("model", parts...)
+		case prompt.RoleTool:
+			name := names[m.ToolCallID]
+			if name == "" {
+				name = m.Name
+			}
+			key := "output"
+			if wire.ToolFailed(m) {
+				key = "error"
+			}
+			add("user", part{FunctionResponse: &functionResponse{Name: name, Response: map[string]any{key: wire.Text(m)}}})
+			for _, p := range m.Parts {
+				if p.Type == prompt.PartImage {
+					images = append(images, part{InlineData: &blob{MIMEType: p.MIMEType, Data: p.Data}})
+				}
+			}
+		default:
+			add("user", contentParts(m)...)
+		}
+	}
+	flush()
+	return out
+}
+
+// contentParts is a message's text and images as parts. Empty texts are left
+// out.
+func contentParts(m *prompt.Message) []part {
+	if len(m.Parts) == 0 {
+		if m.Content == "" {
+			return nil
+		}
+		return []part{{Text: m.Content}}
+	}
+	var parts []part
+	for _, p := range m.Parts {
+		switch {
+		case p.Type == prompt.PartImage:
+			parts = append(parts, part{InlineData: &blob{MIMEType: p.MIMEType, Data: p.Data}})
+		case p.Text != "":
+			parts = append(parts, part{Text: p.Text})
+		}
+	}
+	return parts
+}
+
+// args is a tool call's arguments as the functionCall args object.
+func (c *Client) args(tc prompt.ToolCall) json.RawMessage {
+	obj, ok := wire.Object(tc.Function.Arguments)
+	if !ok {
+		c.log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
+	}
+	return obj
+}
+
+// randomID makes a tool call id in OpenAI's style.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}

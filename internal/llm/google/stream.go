@@ -1,0 +1,304 @@
+package google
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/sse"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// try sends the body once and reads the answer into turn.
+func (c *Client) try(ctx context.Context, url, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
+	s, err := sse.Open(ctx, sse.Request{Client: c.http, URL: url, Header: c.header, Body: body, Idle: c.idle})
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		var se *sse.StatusError
+		if errors.As(err, &se) {
+			return c.refusal(model, se)
+		}
+		return retry.Network(provider, err, c.key)
+	}
+	defer s.Close()
+	r := reader{c: c, turn: turn, emit: emit}
+	for {
+		ev, err := s.Next()
+		if err == io.EOF && r.finishReason != "" {
+			r.finish()
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				r.partial()
+				return context.Cause(ctx)
+			}
+			if err == io.EOF {
+				err = errors.New("the stream ended before a finishReason")
+			}
+			return r.fail(retry.Network(provider, err, c.key))
+		}
+		if lerr := r.chunk(ev.Data, model); lerr != nil {
+			return r.fail(lerr)
+		}
+	}
+}
+
+// chunk is one GenerateContentResponse of the stream, with the fields Relay
+// reads. An error in the middle of a stream comes as a chunk with "error".
+type chunk struct {
+	Candidates []struct {
+		Content struct {
+			Parts []responsePart `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata *struct {
+		PromptTokenCount     int `json:"promptTokenCount"`
+		CandidatesTokenCount int `json:"candidatesTokenCount"`
+		ThoughtsTokenCount   int `json:"thoughtsTokenCount"`
+		TotalTokenCount      int `json:"totalTokenCount"`
+	} `json:"usageMetadata"`
+	Error *apiError `json:"error"`
+}
+
+type responsePart struct {
+	Text         string `json:"text"`
+	Thought      bool   `json:"thought"`
+	FunctionCall *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
+	InlineData *struct {
+		MIMEType string `json:"mimeType"`
+	} `json:"inlineData"`
+	ThoughtSignature string `json:"thoughtSignature"`
+}
+
+// reader turns the chunks of one answer into llm events and the turn.
+type reader struct {
+	c     *Client
+	turn  *llm.Turn
+	emit  func(llm.Event)
+	text  strings.Builder
+	calls []prompt.ToolCall
+	// shown is set once an event has been emitted: from then on, a failure
+	// cannot be retried.
+	shown        bool
+	finishReason string
+	usage        llm.Usage
+}
+
+// chunk handles one chunk. Thoughts are not part of the answer and are
+// skipped. Gemini has no event for an image in an answer that Relay could
+// pass on yet, so an image the model made is shown as an "[image: <mime>]"
+// note in the text.
+func (r *reader) chunk(data []byte, model string) *llm.Error {
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return &llm.Error{Kind: llm.ErrUnavailable, Message: "Google sent a chunk Relay cannot read: " + err.Error()}
+	}
+	if ch.Error != nil {
+		return r.c.classify(model, ch.Error.Code, *ch.Error, 0)
+	}
+	if u := ch.UsageMetadata; u != nil {
+		r.usage = llm.Usage{
+			PromptTokens:     u.PromptTokenCount,
+			CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+			TotalTokens:      u.TotalTokenCount,
+		}
+		if r.usage.TotalTokens == 0 {
+			r.usage.TotalTokens = r.usage.PromptTokens + r.usage.CompletionTokens
+		}
+	}
+	if len(ch.Candidates) == 0 {
+		if f := ch.PromptFeedback; f != nil && f.BlockReason != "" {
+			r.finishReason = "SAFETY"
+		}
+		return nil
+	}
+	cand := ch.Candidates[0]
+	for _, p := range cand.Content.Parts {
+		switch {
+		case p.Thought:
+		case p.FunctionCall != nil:
+			r.call(p)
+		case p.InlineData != nil:
+			r.addText("[image: " + p.InlineData.MIMEType + "]")
+		case p.Text != "":
+			r.addText(p.Text)
+		}
+	}
+	if cand.FinishReason != "" {
+		r.finishReason = cand.FinishReason
+	}
+	return nil
+}
+
+// call records a function call, which Gemini sends whole, and emits it as
+// one delta.
+func (r *reader) call(p responsePart) {
+	fc := p.FunctionCall
+	id := fc.ID
+	if id == "" {
+		id = r.c.newID()
+	}
+	args := "{}"
+	if a := strings.TrimSpace(string(fc.Args)); a != "" && a != "null" {
+		args = a
+	}
+	if p.ThoughtSignature != "" {
+		r.c.sigs.put(id, p.ThoughtSignature)
+	}
+	r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{
+		Index: len(r.calls), ID: id, Name: fc.Name, ArgumentsDelta: args,
+	}})
+	r.calls = append(r.calls, prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: fc.Name, Arguments: args}})
+}
+
+func (r *reader) addText(s string) {
+	r.text.WriteString(s)
+	r.send(llm.Event{Kind: llm.EventText, Text: s})
+}
+
+func (r *reader) send(e llm.Event) {
+	r.shown = true
+	r.emit(e)
+}
+
+// partial fills the turn with what arrived.
+func (r *reader) partial() {
+	r.turn.Text = r.text.String()
+	r.turn.ToolCalls = r.calls
+	r.turn.Usage = r.usage
+}
+
+// finish completes the turn and emits its usage.
+func (r *reader) finish() {
+	r.partial()
+	r.turn.FinishReason = finishReason(r.finishReason, len(r.calls) > 0)
+	if r.turn.Usage != (llm.Usage{}) {
+		r.emit(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
+	}
+}
+
+// fail ends the try with e, made a stream cut if output was already shown.
+func (r *reader) fail(e *llm.Error) error {
+	r.partial()
+	if r.shown {
+		return retry.Cut(provider, e)
+	}
+	return e
+}
+
+// finishReason maps Gemini's finishReason onto Relay's finish reasons. A turn
+// with function calls finishes with tool_calls whatever Gemini says (it says
+// STOP).
+func finishReason(reason string, calls bool) string {
+	if calls {
+		return llm.FinishToolCalls
+	}
+	switch reason {
+	case "MAX_TOKENS":
+		return llm.FinishLength
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return llm.FinishFiltered
+	}
+	return llm.FinishStop
+}
+
+// apiError is the error object of Google's error bodies:
+// {"error":{"code":404,"message":"…","status":"NOT_FOUND","details":[…]}}.
+type apiError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+	Details []struct {
+		Type       string `json:"@type"`
+		Reason     string `json:"reason"`
+		RetryDelay string `json:"retryDelay"`
+	} `json:"details"`
+}
+
+// refusal is the llm.Error for an answer that is not an event stream.
+func (c *Client) refusal(model string, se *sse.StatusError) *llm.Error {
+	if se.StatusCode/100 == 2 {
+		return retry.Refusal(provider, model, se.StatusCode, llm.ErrBadRequest, se.Error(), c.key, 0)
+	}
+	var body struct {
+		Error *apiError `json:"error"`
+	}
+	var list []struct {
+		Error *apiError `json:"error"`
+	}
+	e := apiError{}
+	switch {
+	case json.Unmarshal(se.Body, &body) == nil && body.Error != nil:
+		e = *body.Error
+	case json.Unmarshal(se.Body, &list) == nil && len(list) > 0 && list[0].Error != nil:
+		// The streaming endpoint may answer with a list of one error.
+		e = *list[0].Error
+	default:
+		e.Message = retry.BodyText(se.Body)
+	}
+	return c.classify(model, se.StatusCode, e, retry.After(se.Header, time.Now()))
+}
+
+// classify is the llm.Error for a Google error with HTTP status status (0 in
+// the middle of a stream), from its status name, reasons and message.
+func (c *Client) classify(model string, status int, e apiError, retryAfter time.Duration) *llm.Error {
+	kind := retry.StatusKind(status)
+	if status == 0 {
+		kind = llm.ErrUnavailable
+	}
+	switch e.Status {
+	case "UNAUTHENTICATED", "PERMISSION_DENIED":
+		kind = llm.ErrAuth
+	case "NOT_FOUND":
+		kind = llm.ErrModelNotFound
+	case "RESOURCE_EXHAUSTED":
+		kind = llm.ErrRateLimited
+	case "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED":
+		kind = llm.ErrUnavailable
+	case "INVALID_ARGUMENT", "FAILED_PRECONDITION":
+		kind = llm.ErrBadRequest
+	}
+	for _, d := range e.Details {
+		if strings.HasPrefix(d.Reason, "API_KEY_") {
+			kind = llm.ErrAuth // a bad key is a 400 INVALID_ARGUMENT
+		}
+		if d.RetryDelay != "" && retryAfter == 0 {
+			if wait, err := time.ParseDuration(d.RetryDelay); err == nil {
+				retryAfter = wait
+			}
+		}
+	}
+	if kind == llm.ErrBadRequest && tooLong(e.Message) {
+		kind = llm.ErrContextLength
+	}
+	return retry.Refusal(provider, model, status, kind, e.Message, c.key, retryAfter)
+}
+
+// tooLong reports whether a message says that the prompt does not fit the
+// model's context window.
+func tooLong(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"input token count", "maximum number of tokens", "too long", "context window", "context length"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
