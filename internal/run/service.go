@@ -56,13 +56,39 @@ type Service struct {
 	live map[string]*liveRun
 }
 
-// liveRun is a run in progress in this process: its subscribers and its abort.
+// liveRun is a run in progress in this process: its subscribers, its events
+// not yet written, and its abort.
 type liveRun struct {
-	mu     sync.Mutex
-	seq    int64
-	subs   map[chan Event]struct{}
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	mu      sync.Mutex
+	seq     int64
+	subs    map[chan Event]struct{}
+	pending []Event // emitted, not yet known to be stored; oldest first
+	flushMu sync.Mutex
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+}
+
+// flushEvery is how often a run's streamed deltas are written in one batch.
+// Other events are written as they happen.
+const flushEvery = 200 * time.Millisecond
+
+// flush writes the pending events. They leave pending only once stored, so a
+// subscriber always finds every event in the store or in pending.
+func (s *Service) flush(ctx context.Context, lr *liveRun, runID string) {
+	lr.flushMu.Lock()
+	defer lr.flushMu.Unlock()
+	lr.mu.Lock()
+	batch := append([]Event(nil), lr.pending...)
+	lr.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := s.Store.AppendEvents(context.WithoutCancel(ctx), batch); err != nil {
+		s.Log.Error("saving run events", slog.String("run_id", runID), slog.Any("err", err))
+	}
+	lr.mu.Lock()
+	lr.pending = lr.pending[len(batch):]
+	lr.mu.Unlock()
 }
 
 // ChatRequest is a user's message to an agent.
@@ -179,7 +205,22 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, req ChatRequest, lr *liveRun) {
+	stopFlusher := make(chan struct{})
+	go func() {
+		t := time.NewTicker(flushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.flush(ctx, lr, r.ID)
+			case <-stopFlusher:
+				return
+			}
+		}
+	}()
 	defer func() {
+		close(stopFlusher)
+		s.flush(ctx, lr, r.ID)
 		s.mu.Lock()
 		delete(s.live, r.ID)
 		s.mu.Unlock()
@@ -320,12 +361,9 @@ func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data
 		raw = []byte(`{}`)
 	}
 	lr.mu.Lock()
-	defer lr.mu.Unlock()
 	lr.seq++
 	e := Event{RunID: runID, Seq: lr.seq, Type: typ, Data: raw, CreatedAt: time.Now().UTC()}
-	if err := s.Store.AppendEvents(context.WithoutCancel(ctx), []Event{e}); err != nil {
-		s.Log.Error("saving a run event", slog.String("run_id", runID), slog.Any("err", err))
-	}
+	lr.pending = append(lr.pending, e)
 	for ch := range lr.subs {
 		select {
 		case ch <- e:
@@ -333,6 +371,10 @@ func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data
 			close(ch)
 			delete(lr.subs, ch)
 		}
+	}
+	lr.mu.Unlock()
+	if typ != EventMessageDelta {
+		s.flush(ctx, lr, runID)
 	}
 }
 
@@ -359,6 +401,15 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	lr.mu.Lock()
 	evs, err := s.Store.ListEvents(ctx, runID, after)
 	if err == nil {
+		last := after
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].Seq
+		}
+		for _, e := range lr.pending {
+			if e.Seq > last {
+				evs = append(evs, e)
+			}
+		}
 		lr.subs[ch] = struct{}{}
 	}
 	lr.mu.Unlock()
