@@ -2,6 +2,7 @@
 //
 //	go run ./bench [-runs 20] [-agents 1000] [-postgres URL]   # start-up and the agents API
 //	go run ./bench mcp [-calls 500]                            # MCP calls per transport (needs the peers)
+//	go run ./bench chat [-chats 1000]                          # run overhead per turn; concurrent streaming chats
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -32,6 +33,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chat" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchChat(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench chat:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchMCP(); err != nil {
@@ -44,7 +53,7 @@ func main() {
 	agents := flag.Int("agents", 1000, "agents to create for the API latency measurements")
 	pgURL := flag.String("postgres", os.Getenv("TEST_POSTGRES_URL"), "Postgres `URL` for the Postgres rows (default $TEST_POSTGRES_URL; empty skips them)")
 	flag.Parse()
-	if err := run(*runs, *agents, *pgURL); err != nil {
+	if err := benchAgents(*runs, *agents, *pgURL); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,7 +65,7 @@ type row struct {
 	target       string
 }
 
-func run(runs, agents int, pgURL string) error {
+func benchAgents(runs, agents int, pgURL string) error {
 	tmp, err := os.MkdirTemp("", "relay-bench-")
 	if err != nil {
 		return err

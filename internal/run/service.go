@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -68,8 +69,8 @@ type liveRun struct {
 	done    chan struct{}
 }
 
-// flushEvery is how often a run's streamed deltas are written in one batch.
-// Other events are written as they happen.
+// flushEvery is how often a run's events are written, in one batch; the rest
+// are written when the run ends. Until then subscribers get them from memory.
 const flushEvery = 200 * time.Millisecond
 
 // flush writes the pending events. They leave pending only once stored, so a
@@ -356,9 +357,12 @@ func (s *Service) save(ctx context.Context, r *Run, log *slog.Logger) {
 
 // emit stores an event and hands it to the run's subscribers.
 func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data any) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		raw = []byte(`{}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // texts stay as the model wrote them
+	raw := []byte(`{}`)
+	if err := enc.Encode(data); err == nil {
+		raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	lr.mu.Lock()
 	lr.seq++
@@ -373,9 +377,6 @@ func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data
 		}
 	}
 	lr.mu.Unlock()
-	if typ != EventMessageDelta {
-		s.flush(ctx, lr, runID)
-	}
 }
 
 // Subscribe returns the run's events after seq `after` that are stored, and a

@@ -451,7 +451,7 @@ func TestStreamCut(t *testing.T) {
 				event("content_block_start", textStart),
 				event("content_block_delta", textDelta(0, "Partial ans")),
 			),
-			want: "model provider: the answer from Anthropic broke off: could not get an answer from Anthropic: the stream ended before message_stop",
+			want: "model provider: the answer from Anthropic broke off: the stream ended before message_stop",
 		},
 		{
 			name: "error event",

@@ -90,15 +90,13 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		b.System = wire.System(r.Messages)
 	}
 	b.Messages = c.messages(r.Messages)
-	if len(r.Tools) > 0 {
-		if keep("tools") {
-			for _, t := range r.Tools {
-				schema := t.Function.Parameters
-				if len(bytes.TrimSpace(schema)) == 0 || string(bytes.TrimSpace(schema)) == "null" {
-					schema = emptySchema
-				}
-				b.Tools = append(b.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+	if len(r.Tools) > 0 && keep("tools") {
+		for _, t := range r.Tools {
+			schema := t.Function.Parameters
+			if s := bytes.TrimSpace(schema); len(s) == 0 || string(s) == "null" {
+				schema = emptySchema
 			}
+			b.Tools = append(b.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
 		}
 		if keep("tool_choice") {
 			b.ToolChoice = &toolChoice{Type: choice(r.ToolChoice)}

@@ -108,18 +108,16 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		}
 	}
 	b.Contents = c.contents(r.Messages)
-	if len(r.Tools) > 0 {
-		if keep("tools") {
-			var decls []functionDeclaration
-			for _, t := range r.Tools {
-				params, err := Schema(t.Function.Parameters)
-				if err != nil {
-					return nil, fmt.Errorf("parameters of tool %q: %w", t.Function.Name, err)
-				}
-				decls = append(decls, functionDeclaration{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
+	if len(r.Tools) > 0 && keep("tools") {
+		var decls []functionDeclaration
+		for _, t := range r.Tools {
+			params, err := Schema(t.Function.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("parameters of tool %q: %w", t.Function.Name, err)
 			}
-			b.Tools = []toolList{{FunctionDeclarations: decls}}
+			decls = append(decls, functionDeclaration{Name: t.Function.Name, Description: t.Function.Description, Parameters: params})
 		}
+		b.Tools = []toolList{{FunctionDeclarations: decls}}
 		if keep("toolConfig") {
 			b.ToolConfig = &toolConfig{}
 			b.ToolConfig.FunctionCallingConfig.Mode = mode(r.ToolChoice)
@@ -259,7 +257,7 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 		case prompt.RoleTool:
 			name := names[m.ToolCallID]
 			if name == "" {
-				name = m.Name
+				name = "unknown" // a result whose call is not in the conversation
 			}
 			key := "output"
 			if wire.ToolFailed(m) {

@@ -215,9 +215,13 @@ func Refusal(provider, model string, status int, kind llm.ErrorKind, detail, sec
 
 // Network is the error for a request that never got an answer, or whose
 // stream broke off, because of the connection or an idle timeout: retryable,
-// since nothing came back that a new try could repeat.
+// as long as nothing was shown that a new try could repeat (see [Cut]).
 func Network(provider string, err error, secret string) *llm.Error {
-	return &llm.Error{Kind: llm.ErrNetwork, Message: "could not get an answer from " + provider + ": " + Redact(err.Error(), secret)}
+	return &llm.Error{Kind: llm.ErrNetwork, Message: networkPrefix(provider) + Redact(err.Error(), secret)}
+}
+
+func networkPrefix(provider string) string {
+	return "could not get an answer from " + provider + ": "
 }
 
 // Cut turns the failure of a turn that has already shown output into
@@ -227,8 +231,8 @@ func Cut(provider string, e *llm.Error) *llm.Error {
 	if e.Kind == llm.ErrStreamCut {
 		return e
 	}
-	return &llm.Error{Kind: llm.ErrStreamCut, Status: e.Status,
-		Message: "the answer from " + provider + " broke off: " + e.Message}
+	why := strings.TrimPrefix(e.Message, networkPrefix(provider))
+	return &llm.Error{Kind: llm.ErrStreamCut, Status: e.Status, Message: "the answer from " + provider + " broke off: " + why}
 }
 
 // Redact removes secret from s. An empty secret, or one too short to be a key,

@@ -100,22 +100,26 @@ func Strings(v any) []string {
 			}
 		}
 	}
-	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
-// Text is a message's text: its text parts joined, or its Content when it has
-// no parts.
+// Text is a message's text: its non-empty text parts joined with a blank line
+// (as a tool result's texts are), or its Content when it has no parts.
 func Text(m *prompt.Message) string {
 	if len(m.Parts) == 0 {
 		return m.Content
 	}
-	var sb strings.Builder
+	var texts []string
 	for _, p := range m.Parts {
-		if p.Type != prompt.PartImage {
-			sb.WriteString(p.Text)
+		if p.Type != prompt.PartImage && p.Text != "" {
+			texts = append(texts, p.Text)
 		}
 	}
-	return sb.String()
+	return strings.Join(texts, "\n\n")
 }
 
 // System joins the texts of the system messages with a blank line: the

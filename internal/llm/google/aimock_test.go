@@ -1,0 +1,152 @@
+package google
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// aimockFixtures drive aimock, a fake LLM server nobody here wrote, through
+// its Gemini endpoint.
+const aimockFixtures = `{"fixtures":[
+ {"match":{"userMessage":"2+3","hasToolResult":false},"response":{"toolCalls":[{"name":"get-sum__mcp__everything","arguments":"{\"a\":2,\"b\":3}"}]}},
+ {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":"The sum is 5."}},
+ {"match":{"userMessage":"busy","sequenceIndex":0},"response":{"error":{"message":"Resource exhausted","type":"RESOURCE_EXHAUSTED"},"status":429,"retryAfter":2}},
+ {"match":{"userMessage":"busy"},"response":{"content":"Free now."}},
+ {"match":{"userMessage":"hello"},"response":{"content":"Hello from aimock, streamed in pieces."}}
+]}`
+
+// startAimock runs aimock with fixtures on a free port and returns its URL.
+// It skips the test when PEER_AIMOCK is not set.
+func startAimock(t *testing.T, fixtures string) string {
+	t.Helper()
+	bin := os.Getenv("PEER_AIMOCK")
+	if bin == "" {
+		t.Skip(`PEER_AIMOCK is not set: run eval "$(bash ../shared/peers/install.sh)" to test against aimock`)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fixtures.json"), []byte(fixtures), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	var out bytes.Buffer
+	cmd := exec.Command("node", bin, "--port", port, "--host", "127.0.0.1", "--fixtures", dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("aimock output:\n%s", out.String())
+		}
+	})
+	base := "http://127.0.0.1:" + port
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("aimock did not start: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAimock(t *testing.T) {
+	base := startAimock(t, aimockFixtures)
+	c := New(Options{BaseURL: base, APIKey: testKey})
+	var waits []time.Duration
+	c.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}
+	sum := prompt.FunctionTool{Function: prompt.Function{
+		Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false}`),
+	}}
+
+	t.Run("text", func(t *testing.T) {
+		var events collect
+		turn, err := c.Stream(t.Context(), &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
+			{Role: prompt.RoleSystem, Content: "Be brief."}, {Role: prompt.RoleUser, Content: "hello"},
+		}}, events.emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Text != "Hello from aimock, streamed in pieces." || turn.FinishReason != llm.FinishStop {
+			t.Errorf("turn = %+v", turn)
+		}
+		if len(events.events) == 0 || events.events[0].Kind != llm.EventText {
+			t.Errorf("events = %+v, want text first", events.events)
+		}
+	})
+
+	t.Run("function call and its result", func(t *testing.T) {
+		req := &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
+			{Role: prompt.RoleUser, Content: "What is 2+3?"},
+		}, Tools: []prompt.FunctionTool{sum}, ToolChoice: prompt.ToolChoiceAuto}
+		turn, err := c.Stream(t.Context(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turn.ToolCalls) != 1 || turn.FinishReason != llm.FinishToolCalls {
+			t.Fatalf("turn = %+v, want one tool call", turn)
+		}
+		call := turn.ToolCalls[0]
+		var args map[string]float64
+		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || args["a"] != 2 || args["b"] != 3 {
+			t.Errorf("call = %+v, want get-sum with a=2, b=3", call)
+		}
+		if call.Function.Name != sum.Function.Name || call.ID == "" {
+			t.Errorf("call = %+v", call)
+		}
+		req.Messages = append(req.Messages,
+			prompt.Message{Role: prompt.RoleAssistant, ToolCalls: turn.ToolCalls},
+			prompt.Message{Role: prompt.RoleTool, ToolCallID: call.ID, Content: "5"})
+		turn, err = c.Stream(t.Context(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Text != "The sum is 5." {
+			t.Errorf("text = %q, want the answer to the function response", turn.Text)
+		}
+	})
+
+	t.Run("rate limited, then retried", func(t *testing.T) {
+		waits = nil
+		turn, err := c.Stream(t.Context(), &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
+			{Role: prompt.RoleUser, Content: "busy?"},
+		}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Text != "Free now." || turn.Retries != 1 || len(waits) != 1 || waits[0] != 2*time.Second {
+			t.Errorf("turn %+v, waits %v; want Free now. after one retry waiting Retry-After's 2s", turn, waits)
+		}
+	})
+}

@@ -1,0 +1,628 @@
+package google
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const testKey = "AIzaSyTest0123456789abcdef"
+
+// fake is an httptest server that answers streamGenerateContent as the Gemini
+// API does, one handler per try, and keeps what each try sent.
+type fake struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	bodies   [][]byte
+	requests []*http.Request
+	handlers []http.HandlerFunc
+}
+
+// bundle is what a test works with: the client, the fake server, the waits
+// the client slept and what it logged.
+type bundle struct {
+	client *Client
+	fake   *fake
+	waits  []time.Duration
+	log    *bytes.Buffer
+}
+
+// setup starts a fake Gemini whose n-th try is answered by handlers[n] (the
+// last one answers any further try) and a client for it, whose generated
+// call ids are call_1, call_2, ….
+func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
+	t.Helper()
+	f := &fake{handlers: handlers}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	b := &bundle{fake: f, log: &bytes.Buffer{}}
+	if opts.BaseURL == "" {
+		opts.BaseURL = f.srv.URL
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = testKey
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b.client = New(opts)
+	b.client.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+		b.waits = append(b.waits, d)
+		return ctx.Err()
+	}
+	n := 0
+	b.client.newID = func() string {
+		n++
+		return fmt.Sprintf("call_%d", n)
+	}
+	return b
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") || r.URL.Query().Get("alt") != "sse" {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.bodies = append(f.bodies, body)
+	f.requests = append(f.requests, r.Clone(context.Background()))
+	f.mu.Unlock()
+	f.handlers[min(n, len(f.handlers)-1)](w, r)
+}
+
+func (f *fake) tries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+// stream answers with the chunks, each a data event ended by CRLFs as Google
+// writes them, flushing after each.
+func stream(chunks ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, c := range chunks {
+			io.WriteString(w, "data: "+c+"\r\n\r\n")
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// refuse answers with Google's error body.
+func refuse(status int, body string, header ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
+}
+
+func googleError(code int, status, message string) string {
+	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"status":%q}}`, code, message, status)
+}
+
+// reset drops the connection without an answer.
+func reset(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func textChunk(text, finish string) string {
+	f := ""
+	if finish != "" {
+		f = fmt.Sprintf(`,"finishReason":%q`, finish)
+	}
+	return fmt.Sprintf(`{"candidates":[{"content":{"parts":[{"text":%q}],"role":"model"}%s,"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`, text, f)
+}
+
+const usageChunk = `{"candidates":[{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":3,"thoughtsTokenCount":9,"totalTokenCount":20},"modelVersion":"gemini-2.5-flash"}`
+
+// hello is a whole streamed answer: "Hello!".
+var hello = stream(
+	`{"candidates":[{"content":{"parts":[{"text":"thinking about it","thought":true}],"role":"model"},"index":0}]}`,
+	textChunk("Hel", ""),
+	textChunk("lo!", ""),
+	usageChunk,
+)
+
+func simple() *prompt.Request {
+	return &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
+		{Role: prompt.RoleSystem, Content: "Be brief."},
+		{Role: prompt.RoleUser, Content: "Say hello. My secret prompt."},
+	}}
+}
+
+// collect records the events a turn emits.
+type collect struct {
+	mu     sync.Mutex
+	events []llm.Event
+}
+
+func (c *collect) emit(e llm.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// conversation is a whole agent conversation: system prompt, a question, an
+// answer with two tool calls, their results (one an image, one a failure)
+// and a follow-up.
+func conversation() *prompt.Request {
+	return &prompt.Request{
+		Model: "gemini-2.5-flash",
+		Messages: []prompt.Message{
+			{Role: prompt.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
+			{Role: prompt.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
+			{Role: prompt.RoleAssistant, Content: "Let me check both.", ToolCalls: []prompt.ToolCall{
+				{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
+				{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
+			}},
+			{Role: prompt.RoleTool, ToolCallID: "call_a", Name: "error", Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: prompt.RoleTool, ToolCallID: "call_b", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
+				{Type: prompt.PartText, Text: "Page loaded.\n\n[image: image/png]"},
+				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			}},
+			{Role: prompt.RoleUser, Parts: []prompt.Part{
+				{Type: prompt.PartText, Text: "Thanks. Compare with this one:"},
+				{Type: prompt.PartImage, MIMEType: "image/jpeg", Data: "/9j/4AAQ"},
+			}},
+		},
+		Tools: []prompt.FunctionTool{
+			{Function: prompt.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`)}},
+			{Function: prompt.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}`)}},
+			{Function: prompt.Function{Name: "get_time", Description: "Tells the time",
+				Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}},
+		},
+		ToolChoice: prompt.ToolChoiceAuto,
+		Params:     map[string]any{"temperature": 0.2, "max_tokens": 1000, "stop": []any{"END"}, "top_p": 0.9, "top_k": 40, "frequency_penalty": 0.5},
+	}
+}
+
+// golden compares got, which must be compact JSON, with the indented JSON in
+// testdata/name, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, got, "", "  "); err != nil {
+			t.Fatalf("body is not JSON: %v\n%s", err, got)
+		}
+		pretty.WriteByte('\n')
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, want); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if diff := cmp.Diff(compact.String(), string(got)); diff != "" {
+		t.Errorf("body differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   Options
+		req    *prompt.Request
+		golden string
+	}{
+		{name: "whole conversation", req: conversation(), golden: "conversation.json"},
+		{
+			name: "add and drop params",
+			opts: Options{
+				AddParams: map[string]any{
+					"safetySettings":   []any{map[string]any{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}},
+					"generationConfig": map[string]any{"responseModalities": []any{"TEXT", "IMAGE"}, "temperature": 1},
+				},
+				DropParams: []string{"topK", "contents"},
+			},
+			req: &prompt.Request{Model: "gemini-2.5-flash-image", Messages: []prompt.Message{
+				{Role: prompt.RoleUser, Content: "draw a cat"},
+				{Role: prompt.RoleUser, Content: "in blue"},
+			}, Params: map[string]any{"temperature": 0.5, "topK": 3, "maxOutputTokens": 77, "stop": "STOP", "seed": 1}},
+			golden: "params.json",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Headers = map[string]string{"X-Goog-User-Project": "relay-test"}
+			b := setup(t, tt.opts, hello)
+			turn, err := b.client.Stream(t.Context(), tt.req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.golden, turn.Sent)
+			if got := b.fake.bodies[0]; !bytes.Equal(got, turn.Sent) {
+				t.Errorf("the server got other bytes than Turn.Sent:\n%s", got)
+			}
+			r := b.fake.requests[0]
+			if want := "/v1beta/models/" + tt.req.Model + ":streamGenerateContent"; r.URL.Path != want || r.URL.RawQuery != "alt=sse" {
+				t.Errorf("URL = %s, want %s?alt=sse", r.URL, want)
+			}
+			for k, want := range map[string]string{
+				"X-Goog-Api-Key": testKey, "Content-Type": "application/json", "Accept": "text/event-stream", "X-Goog-User-Project": "relay-test",
+			} {
+				if got := r.Header.Get(k); got != want {
+					t.Errorf("header %s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamText(t *testing.T) {
+	b := setup(t, Options{}, hello)
+	var c collect
+	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := llm.Usage{PromptTokens: 8, CompletionTokens: 12, TotalTokens: 20}
+	wantEvents := []llm.Event{
+		{Kind: llm.EventText, Text: "Hel"},
+		{Kind: llm.EventText, Text: "lo!"},
+		{Kind: llm.EventUsage, Usage: usage},
+	}
+	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := &llm.Turn{Text: "Hello!", FinishReason: llm.FinishStop, Usage: usage, Sent: turn.Sent}
+	if diff := cmp.Diff(want, turn); diff != "" {
+		t.Errorf("turn (-want +got):\n%s", diff)
+	}
+}
+
+func TestFunctionCalls(t *testing.T) {
+	b := setup(t, Options{}, stream(
+		textChunk("Checking.", ""),
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"location":"Paris","unit":"celsius"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"name":"get_time"}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":12,"totalTokenCount":42}}`,
+	), hello)
+	var c collect
+	req := simple()
+	turn, err := b.client.Stream(t.Context(), req, c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := llm.Usage{PromptTokens: 30, CompletionTokens: 12, TotalTokens: 42}
+	wantEvents := []llm.Event{
+		{Kind: llm.EventText, Text: "Checking."},
+		{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: 0, ID: "call_1", Name: "get_weather", ArgumentsDelta: `{"location":"Paris","unit":"celsius"}`}},
+		{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: 1, ID: "call_2", Name: "get_time", ArgumentsDelta: `{}`}},
+		{Kind: llm.EventUsage, Usage: usage},
+	}
+	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := &llm.Turn{
+		Text: "Checking.",
+		ToolCalls: []prompt.ToolCall{
+			{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
+			{ID: "call_2", Type: "function", Function: prompt.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		},
+		FinishReason: llm.FinishToolCalls, Usage: usage, Sent: turn.Sent,
+	}
+	if diff := cmp.Diff(want, turn); diff != "" {
+		t.Errorf("turn (-want +got):\n%s", diff)
+	}
+
+	// The next turn sends the calls back with the signature Gemini gave the
+	// first, and their results named after them.
+	req.Messages = append(req.Messages,
+		prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls},
+		prompt.Message{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "18°C"},
+		prompt.Message{Role: prompt.RoleTool, ToolCallID: "call_2", Content: "noon"})
+	next, err := b.client.Stream(t.Context(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(next.Sent, &body); err != nil {
+		t.Fatal(err)
+	}
+	wantContents := []string{
+		`{"role":"user","parts":[{"text":"Say hello. My secret prompt."}]}`,
+		`{"role":"model","parts":[{"text":"Checking."},{"functionCall":{"name":"get_weather","args":{"location":"Paris","unit":"celsius"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"name":"get_time","args":{}}}]}`,
+		`{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"output":"18°C"}}},{"functionResponse":{"name":"get_time","response":{"output":"noon"}}}]}`,
+	}
+	var got []string
+	for _, c := range body.Contents {
+		got = append(got, string(c))
+	}
+	if diff := cmp.Diff(wantContents, got); diff != "" {
+		t.Errorf("contents (-want +got):\n%s", diff)
+	}
+}
+
+func TestFinishReasons(t *testing.T) {
+	for reason, want := range map[string]string{
+		"STOP": llm.FinishStop, "MAX_TOKENS": llm.FinishLength, "SAFETY": llm.FinishFiltered,
+		"RECITATION": llm.FinishFiltered, "PROHIBITED_CONTENT": llm.FinishFiltered, "OTHER": llm.FinishStop,
+	} {
+		t.Run(reason, func(t *testing.T) {
+			b := setup(t, Options{}, stream(textChunk("x", reason)))
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if turn.FinishReason != want {
+				t.Errorf("finish reason = %q, want %q", turn.FinishReason, want)
+			}
+		})
+	}
+	t.Run("blocked prompt", func(t *testing.T) {
+		b := setup(t, Options{}, stream(`{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`))
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.FinishReason != llm.FinishFiltered || turn.Text != "" {
+			t.Errorf("turn = %+v, want an empty filtered turn", turn)
+		}
+	})
+}
+
+func TestImageOut(t *testing.T) {
+	b := setup(t, Options{}, stream(
+		`{"candidates":[{"content":{"parts":[{"text":"Here:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}}],"role":"model"},"finishReason":"STOP","index":0}]}`,
+	))
+	turn, err := b.client.Stream(t.Context(), simple(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Text != "Here:[image: image/png]" {
+		t.Errorf("text = %q", turn.Text)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	quota := `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}`
+	b := setup(t, Options{},
+		refuse(429, quota),
+		reset,
+		refuse(503, googleError(503, "UNAVAILABLE", "The model is overloaded. Please try again later."), "Retry-After", "1"),
+		hello,
+	)
+	b.client.retry.MaxTries = 4
+	var c collect
+	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Text != "Hello!" || turn.Retries != 3 || b.fake.tries() != 4 {
+		t.Errorf("text %q after %d retries, %d tries; want Hello! after 3 retries", turn.Text, turn.Retries, b.fake.tries())
+	}
+	if len(b.waits) != 3 || b.waits[0] != 7*time.Second || b.waits[1] < 500*time.Millisecond || b.waits[1] > time.Second || b.waits[2] != time.Second {
+		t.Errorf("waits = %v, want [7s (RetryInfo), 500ms..1s (backoff), 1s (Retry-After)]", b.waits)
+	}
+	var kinds []llm.ErrorKind
+	for _, e := range c.events {
+		if e.Kind == llm.EventRetry {
+			kinds = append(kinds, e.Retry.Kind)
+		}
+	}
+	if diff := cmp.Diff([]llm.ErrorKind{llm.ErrRateLimited, llm.ErrNetwork, llm.ErrUnavailable}, kinds); diff != "" {
+		t.Errorf("retry events (-want +got):\n%s", diff)
+	}
+	log := b.log.String()
+	if strings.Count(log, `msg="model request failed, retrying"`) != 3 || !strings.Contains(log, "provider=google") {
+		t.Errorf("log does not warn three times:\n%s", log)
+	}
+	for _, secret := range []string{testKey, "secret prompt"} {
+		if strings.Contains(log, secret) {
+			t.Errorf("log holds %q:\n%s", secret, log)
+		}
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{
+			name:    "connection ends",
+			handler: stream(textChunk("Partial ans", "")),
+			want:    "model provider: the answer from Google broke off: the stream ended before a finishReason",
+		},
+		{
+			name:    "error chunk",
+			handler: stream(textChunk("Partial ans", ""), googleError(503, "UNAVAILABLE", "The model is overloaded.")),
+			want:    "model provider: the answer from Google broke off: Google is unavailable or overloaded: The model is overloaded. (HTTP 503)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, Options{}, tt.handler, hello)
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut {
+				t.Fatalf("err = %v, want ErrStreamCut", err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
+			}
+			if turn == nil || turn.Text != "Partial ans" {
+				t.Errorf("turn = %+v, want the partial text", turn)
+			}
+			if b.fake.tries() != 1 {
+				t.Errorf("%d tries: a cut after output must not be retried", b.fake.tries())
+			}
+		})
+	}
+	t.Run("before any output, retried", func(t *testing.T) {
+		b := setup(t, Options{}, stream(), hello)
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		if err != nil || turn.Text != "Hello!" || turn.Retries != 1 {
+			t.Fatalf("turn %+v, err %v; want Hello! after one retry", turn, err)
+		}
+	})
+}
+
+func TestRefusals(t *testing.T) {
+	badKey := `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}}`
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		kind    llm.ErrorKind
+		want    string
+	}{
+		{
+			name: "bad key", handler: refuse(400, badKey), kind: llm.ErrAuth,
+			want: "model provider: Google refused the API key: API key not valid. Please pass a valid API key. (HTTP 400)",
+		},
+		{
+			name: "key echoed back is redacted", kind: llm.ErrAuth,
+			handler: refuse(403, googleError(403, "PERMISSION_DENIED", "Key "+testKey+" is not allowed")),
+			want:    "model provider: Google refused the API key: Key [redacted] is not allowed (HTTP 403)",
+		},
+		{
+			name: "unknown model", kind: llm.ErrModelNotFound,
+			handler: refuse(404, googleError(404, "NOT_FOUND", "models/gemini-2.5-flash is not found for API version v1beta, or is not supported for generateContent.")),
+			want:    `model provider: Google has no model "gemini-2.5-flash": models/gemini-2.5-flash is not found for API version v1beta, or is not supported for generateContent. (HTTP 404)`,
+		},
+		{
+			name: "prompt too long", kind: llm.ErrContextLength,
+			handler: refuse(400, googleError(400, "INVALID_ARGUMENT", "The input token count (1248576) exceeds the maximum number of tokens allowed (1048576).")),
+			want:    `model provider: the conversation is too long for "gemini-2.5-flash": The input token count (1248576) exceeds the maximum number of tokens allowed (1048576). (HTTP 400)`,
+		},
+		{
+			name: "bad request, as a list", kind: llm.ErrBadRequest,
+			handler: refuse(400, `[{"error":{"code":400,"message":"Invalid JSON payload received. Unknown name \"foo\": Cannot find field.","status":"INVALID_ARGUMENT"}}]`),
+			want:    `model provider: Google rejected the request: Invalid JSON payload received. Unknown name "foo": Cannot find field. (HTTP 400)`,
+		},
+		{
+			name: "location not supported", kind: llm.ErrBadRequest,
+			handler: refuse(400, googleError(400, "FAILED_PRECONDITION", "User location is not supported for the API use.")),
+			want:    "model provider: Google rejected the request: User location is not supported for the API use. (HTTP 400)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, Options{}, tt.handler)
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != tt.kind {
+				t.Fatalf("err = %v, want kind %s", err, tt.kind)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
+			}
+			if strings.Contains(err.Error(), testKey) || strings.Contains(b.log.String(), testKey) {
+				t.Error("the key leaked")
+			}
+			if b.fake.tries() != 1 || turn.Retries != 0 {
+				t.Errorf("%d tries: a refusal must not be retried", b.fake.tries())
+			}
+		})
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	t.Run("after output", func(t *testing.T) {
+		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+			stream(textChunk("Hm", ""))(w, r)
+			<-r.Context().Done()
+		})
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		var le *llm.Error
+		if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut || !strings.Contains(le.Message, "idle timeout (100ms)") {
+			t.Fatalf("err = %v, want ErrStreamCut for the idle timeout", err)
+		}
+		if turn.Text != "Hm" {
+			t.Errorf("text = %q, want the partial text", turn.Text)
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond, MaxTries: 2}, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		})
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		var le *llm.Error
+		if !errors.As(err, &le) || le.Kind != llm.ErrNetwork || !strings.Contains(le.Message, "idle timeout") {
+			t.Fatalf("err = %v, want ErrNetwork for the idle timeout", err)
+		}
+		if turn.Retries != 1 {
+			t.Errorf("%d retries, want 1: a request with no answer is retried", turn.Retries)
+		}
+	})
+}
+
+func TestCancel(t *testing.T) {
+	b := setup(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+		stream(textChunk("Once upon", ""))(w, r)
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	abort := errors.New("user pressed stop")
+	turn, err := b.client.Stream(ctx, simple(), func(e llm.Event) {
+		if e.Kind == llm.EventText {
+			cancel(abort)
+		}
+	})
+	if !errors.Is(err, abort) {
+		t.Fatalf("err = %v, want the cancel cause", err)
+	}
+	if turn.Text != "Once upon" || b.fake.tries() != 1 {
+		t.Errorf("turn %+v after %d tries; want the partial text, one try", turn, b.fake.tries())
+	}
+}
+
+func TestURL(t *testing.T) {
+	tests := []struct{ base, model, want string }{
+		{"", "gemini-2.5-flash", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
+		{"https://proxy.example/google/", "gemini-2.5-pro", "https://proxy.example/google/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"},
+		{"https://proxy.example/v1", "models/gemini-2.5-pro", "https://proxy.example/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse"},
+		{"https://proxy.example/v1alpha", "tunedModels/mine", "https://proxy.example/v1alpha/tunedModels/mine:streamGenerateContent?alt=sse"},
+	}
+	for _, tt := range tests {
+		if got := New(Options{BaseURL: tt.base}).url(tt.model); got != tt.want {
+			t.Errorf("BaseURL %q, model %q: url = %q, want %q", tt.base, tt.model, got, tt.want)
+		}
+	}
+}
