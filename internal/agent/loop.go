@@ -152,7 +152,7 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 		for i, call := range turn.ToolCalls {
 			out.Tools = append(out.Tools, records[i].ToolRecord)
 			req.Messages = append(req.Messages, prompt.Message{
-				Role: prompt.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts,
+				Role: prompt.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts, IsError: records[i].IsError,
 			})
 		}
 		if err := ctx.Err(); err != nil {

@@ -30,6 +30,9 @@ type Message struct {
 	// Parts, when not empty, are the message's multimodal content and are
 	// written as the content-part array in place of Content.
 	Parts []Part `json:"-"`
+	// IsError marks a tool message whose call failed. OpenAI's format has no
+	// place for it (the text says so); Anthropic's and Gemini's do.
+	IsError bool `json:"-"`
 }
 
 // The types of a content [Part].

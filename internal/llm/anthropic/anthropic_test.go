@@ -192,7 +192,7 @@ func conversation() *prompt.Request {
 				{ID: "toolu_01", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
 				{ID: "toolu_02", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
 			}},
-			{Role: prompt.RoleTool, ToolCallID: "toolu_01", Name: "error", Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: prompt.RoleTool, ToolCallID: "toolu_01", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
 			{Role: prompt.RoleTool, ToolCallID: "toolu_02", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
 				{Type: prompt.PartText, Text: "Page loaded."},
 				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},

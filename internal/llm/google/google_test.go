@@ -188,7 +188,7 @@ func conversation() *prompt.Request {
 				{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
 				{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
 			}},
-			{Role: prompt.RoleTool, ToolCallID: "call_a", Name: "error", Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: prompt.RoleTool, ToolCallID: "call_a", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
 			{Role: prompt.RoleTool, ToolCallID: "call_b", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
 				{Type: prompt.PartText, Text: "Page loaded.\n\n[image: image/png]"},
 				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},

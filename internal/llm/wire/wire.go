@@ -139,10 +139,9 @@ func System(msgs []prompt.Message) string {
 
 // ToolFailed reports whether a tool message carries a failure, which
 // providers that can be told so (Anthropic's is_error, Gemini's
-// response.error) are told. prompt.Message has no field for it yet; until it
-// has one, a tool message named "error" is a failure.
+// response.error) are told.
 func ToolFailed(m *prompt.Message) bool {
-	return m.Role == prompt.RoleTool && m.Name == "error"
+	return m.Role == prompt.RoleTool && m.IsError
 }
 
 // Object returns a tool call's arguments as a JSON object, {} for none. ok is

@@ -72,7 +72,7 @@ func TestMessages(t *testing.T) {
 	if got, want := System(msgs), "one\n\ntwo\n\nthree"; got != want {
 		t.Errorf("System = %q, want %q", got, want)
 	}
-	if ToolFailed(&prompt.Message{Role: prompt.RoleTool, Content: "ok"}) || !ToolFailed(&prompt.Message{Role: prompt.RoleTool, Name: "error"}) {
+	if ToolFailed(&prompt.Message{Role: prompt.RoleTool, Content: "ok"}) || !ToolFailed(&prompt.Message{Role: prompt.RoleTool, IsError: true}) {
 		t.Error("ToolFailed does not follow the name convention")
 	}
 	for _, tt := range []struct {
