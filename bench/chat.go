@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,6 +128,12 @@ func benchChat() error {
 		Ready: func(ctx context.Context) error { return nil }}))
 	defer api.Close()
 	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", *chats, *tokens, *gap)
+	if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil {
+			_ = pprof.StartCPUProfile(out)
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
 	tr := &http.Transport{MaxIdleConnsPerHost: *chats, MaxConnsPerHost: 0}
 	hc := &http.Client{Transport: tr}
 	var mu sync.Mutex

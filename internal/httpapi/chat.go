@@ -22,13 +22,20 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userFrom(r.Context())
-	rn, err := s.opts.Runs.Start(r.Context(), u, req)
+	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Relay-Run-Id", rn.ID)
-	s.streamRun(w, r, rn.ID, 0)
+	s.streamRun(w, r, rn.ID, 0, &subscription{ch: ch, stop: stop})
+}
+
+// subscription is a run's stored events and the channel of those to come.
+type subscription struct {
+	events []run.Event
+	ch     <-chan run.Event
+	stop   func()
 }
 
 // runEvents streams a run's events after Last-Event-ID (or ?after=), then the
@@ -47,19 +54,35 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	s.streamRun(w, r, r.PathValue("id"), after)
+	events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), userFrom(r.Context()), r.PathValue("id"), after)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.streamRun(w, r, r.PathValue("id"), after, &subscription{events: events, ch: ch, stop: stop})
 }
 
 // follow hands each of a run's events after `after` to each, in order, until
 // the run has finished and every event is handed over, the client goes away, or
-// each fails. Between events it calls idle every heartbeat.
-func (s *Server) follow(r *http.Request, runID string, after int64, each func(run.Event) error, idle func() error) error {
+// each fails. It calls flush after each burst of events (one write to the
+// network for all the events that were waiting, not one per event), and idle
+// every heartbeat without events.
+//
+// first is the subscription to start from, when the caller has one.
+func (s *Server) follow(r *http.Request, runID string, after int64, first *subscription, each func(run.Event) error, flush, idle func() error) error {
 	u := userFrom(r.Context())
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
-		events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), u, runID, after)
-		if err != nil {
+		var (
+			events []run.Event
+			ch     <-chan run.Event
+			stop   func()
+			err    error
+		)
+		if first != nil {
+			events, ch, stop, first = first.events, first.ch, first.stop, nil
+		} else if events, ch, stop, err = s.opts.Runs.Subscribe(r.Context(), u, runID, after); err != nil {
 			return err
 		}
 		for _, e := range events {
@@ -68,6 +91,10 @@ func (s *Server) follow(r *http.Request, runID string, after int64, each func(ru
 				stop()
 				return err
 			}
+		}
+		if err := flush(); err != nil {
+			stop()
+			return err
 		}
 		if ch == nil { // the run is over: the store had everything
 			return nil
@@ -83,9 +110,26 @@ func (s *Server) follow(r *http.Request, runID string, after int64, each func(ru
 					continue
 				}
 				after = e.Seq
-				if err := each(e); err != nil {
+				err := each(e)
+				// Write what else is already waiting before flushing.
+				for n := len(ch); err == nil && n > 0; n-- {
+					if e, ok = <-ch; !ok {
+						break
+					}
+					if e.Seq > after {
+						after = e.Seq
+						err = each(e)
+					}
+				}
+				if err == nil {
+					err = flush()
+				}
+				if err != nil {
 					stop()
 					return err
+				}
+				if !ok {
+					break live
 				}
 			case <-tick.C:
 				if err := idle(); err != nil {
@@ -101,25 +145,18 @@ func (s *Server) follow(r *http.Request, runID string, after int64, each func(ru
 	}
 }
 
-// streamRun writes a run's events as SSE, each with its id.
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
-	// Check access before the 200 goes out.
-	if _, err := s.opts.Runs.Get(r.Context(), userFrom(r.Context()), runID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+// streamRun writes a run's events as SSE, each with its id, starting from sub.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64, sub *subscription) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_ = s.follow(r, runID, after, func(e run.Event) error {
+	_ = s.follow(r, runID, after, sub, func(e run.Event) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}, func() error {
+		_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data)
+		return err
+	}, rc.Flush, func() error {
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
 			return err

@@ -85,7 +85,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userFrom(r.Context())
-	rn, err := s.opts.Runs.Start(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, History: history})
+	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, History: history})
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
@@ -98,11 +98,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
-		if err := writeChunk(w, rc, id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil); err != nil {
+		if err := writeChunk(w, id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil); err != nil || rc.Flush() != nil {
 			return
 		}
 	}
-	err = s.follow(r, rn.ID, 0, func(e run.Event) error {
+	err = s.follow(r, rn.ID, 0, &subscription{ch: ch, stop: stop}, func(e run.Event) error {
 		switch e.Type {
 		case run.EventMessageDelta:
 			var d struct {
@@ -111,11 +111,16 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal(e.Data, &d)
 			answer.WriteString(d.Text)
 			if req.Stream {
-				return writeChunk(w, rc, id, created, req.Model, map[string]any{"content": d.Text}, nil, nil)
+				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text}, nil, nil)
 			}
 		case run.EventRunFinished:
 			finished = &runFinished{}
 			_ = json.Unmarshal(e.Data, finished)
+		}
+		return nil
+	}, func() error {
+		if req.Stream {
+			return rc.Flush()
 		}
 		return nil
 	}, func() error {
@@ -145,7 +150,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	reason := llm.FinishStop
 	usage := map[string]int{"prompt_tokens": finished.Usage.PromptTokens, "completion_tokens": finished.Usage.CompletionTokens, "total_tokens": finished.Usage.TotalTokens}
 	if req.Stream {
-		_ = writeChunk(w, rc, id, created, req.Model, map[string]any{}, &reason, usage)
+		_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, usage)
 		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 		_ = rc.Flush()
 		return
@@ -164,7 +169,8 @@ type runFinished struct {
 	Usage  llm.Usage  `json:"usage"`
 }
 
-func writeChunk(w http.ResponseWriter, rc *http.ResponseController, id string, created int64, model string, delta map[string]any, finish *string, usage map[string]int) error {
+// writeChunk writes one chat.completion.chunk; the caller flushes.
+func writeChunk(w http.ResponseWriter, id string, created int64, model string, delta map[string]any, finish *string, usage map[string]int) error {
 	chunk := map[string]any{
 		"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
@@ -172,10 +178,8 @@ func writeChunk(w http.ResponseWriter, rc *http.ResponseController, id string, c
 	if usage != nil {
 		chunk["usage"] = usage
 	}
-	if _, err := fmt.Fprintf(w, "data: %s\n\n", mustJSON(chunk)); err != nil {
-		return err
-	}
-	return rc.Flush()
+	_, err := fmt.Fprintf(w, "data: %s\n\n", mustJSON(chunk))
+	return err
 }
 
 func mustJSON(v any) []byte {

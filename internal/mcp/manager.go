@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -601,12 +602,22 @@ func (c *conn) lost(sess *Session, err error) {
 // transportFailure reports whether a call's error means the connection itself is
 // gone (as opposed to an error answer, a timeout or a cancellation).
 func transportFailure(err error) bool {
+	// The go-sdk flattens some causes into text ("rejected by transport: …"),
+	// so the words are checked too, before the error's kind.
+	msg := err.Error()
+	for _, words := range []string{"connection refused", "connection reset", "broken pipe", "rejected by transport"} {
+		if strings.Contains(msg, words) {
+			return true
+		}
+	}
 	var wire *jsonrpc.Error
 	if errors.As(err, &wire) {
-		return false
+		return false // the server answered
 	}
+	var netErr *net.OpError
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
 }
 
 func (c *conn) close() {

@@ -69,6 +69,24 @@ type liveRun struct {
 	done    chan struct{}
 }
 
+// unsubscribe returns the function that ends ch's subscription (once); the
+// subscription also ends when the run does.
+func (lr *liveRun) unsubscribe(ch chan Event) func() {
+	stop := func() {
+		lr.mu.Lock()
+		if _, ok := lr.subs[ch]; ok {
+			delete(lr.subs, ch)
+			close(ch)
+		}
+		lr.mu.Unlock()
+	}
+	go func() {
+		<-lr.done
+		stop()
+	}()
+	return stop
+}
+
 // flushEvery is how often a run's events are written, in one batch; the rest
 // are written when the run ends. Until then subscribers get them from memory.
 const flushEvery = 200 * time.Millisecond
@@ -104,6 +122,12 @@ type ChatRequest struct {
 	History []prompt.Message `json:"-"`
 }
 
+// delta is the data of a message.delta event, the one streamed most.
+type delta struct {
+	AgentID string `json:"agent_id"`
+	Text    string `json:"text"`
+}
+
 // ErrAborted is the cause of a run a user aborted.
 var ErrAborted = errors.New("aborted by the user")
 
@@ -120,27 +144,41 @@ func newID(prefix string) string {
 
 // Start saves the user's message and starts a run answering it. The run goes
 // on in the background (its context is detached from ctx); follow it with
-// Subscribe.
+// Subscribe, or use StartStream to miss nothing.
 func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Run, error) {
+	r, _, stop, err := s.start(ctx, u, req, false)
+	if err == nil {
+		stop()
+	}
+	return r, err
+}
+
+// StartStream is Start with a subscription to the run's events taken before the
+// run begins, so that they come straight from memory. Callers must call stop.
+func (s *Service) StartStream(ctx context.Context, u *auth.User, req ChatRequest) (*Run, <-chan Event, func(), error) {
+	return s.start(ctx, u, req, true)
+}
+
+func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subscribe bool) (*Run, <-chan Event, func(), error) {
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
+		return nil, nil, nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
 	}
 	a, err := s.Prep.Agents.Get(ctx, u, req.AgentID)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	now := time.Now().UTC()
 	conv, history, err := s.conversation(ctx, u, a, req, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	userMsg := &Message{ID: newID("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
 	if err := s.Store.AddMessage(ctx, userMsg); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	r := &Run{ID: newID("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID, Status: StatusQueued, CreatedAt: now}
 	if err := s.Store.CreateRun(ctx, r); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	lr := &liveRun{subs: map[chan Event]struct{}{}, done: make(chan struct{})}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -151,8 +189,15 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	}
 	s.live[r.ID] = lr
 	s.mu.Unlock()
+	var ch chan Event
+	stop := func() {}
+	if subscribe {
+		ch = make(chan Event, 256)
+		lr.subs[ch] = struct{}{}
+		stop = lr.unsubscribe(ch)
+	}
 	go s.execute(rctx, u, a, r, userMsg, history, req, lr)
-	return r, nil
+	return r, ch, stop, nil
 }
 
 // conversation returns the conversation of req (a new one when it names none)
@@ -264,7 +309,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 					textMu.Lock()
 					answer.Text += e.Text
 					textMu.Unlock()
-					s.emit(ctx, lr, r.ID, EventMessageDelta, map[string]any{"agent_id": a.ID, "text": e.Text})
+					s.emit(ctx, lr, r.ID, EventMessageDelta, delta{AgentID: a.ID, Text: e.Text})
 				case agent.EventToolStarted:
 					s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": a.ID, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
 				case agent.EventToolFinished:
@@ -427,19 +472,7 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 		return evs, nil, func() {}, err
 	default:
 	}
-	stop := func() {
-		lr.mu.Lock()
-		if _, ok := lr.subs[ch]; ok {
-			delete(lr.subs, ch)
-			close(ch)
-		}
-		lr.mu.Unlock()
-	}
-	go func() { // close subscribers when the run ends
-		<-lr.done
-		stop()
-	}()
-	return evs, ch, stop, nil
+	return evs, ch, lr.unsubscribe(ch), nil
 }
 
 // Abort stops a run of u's: the model stream and pending tool calls are
