@@ -82,6 +82,12 @@ func benchChat() error {
 		Models:   func(string, string) (llm.Model, mcp.Family, error) { return fake, mcp.FamilyOpenAI, nil },
 		Builtins: map[string]tool.Tool{"sum": sumTool{}}}
 	fmt.Fprintf(os.Stderr, "overhead: %d runs…\n", *runs)
+	if f := os.Getenv("RELAY_BENCH_CPUPROFILE_OVERHEAD"); f != "" {
+		if out, err := os.Create(f); err == nil {
+			_ = pprof.StartCPUProfile(out)
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
 	var perTurn []time.Duration
 	for i := range *runs + 20 {
 		t0 := time.Now()
@@ -100,6 +106,9 @@ func benchChat() error {
 	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored): p50 %s  p99 %s  (targets < 0.5 ms, < 2 ms)\n",
 		ms(pct(perTurn, 50)), ms(pct(perTurn, 99)))
 
+	if *chats <= 0 {
+		return nil
+	}
 	// 2. Concurrent streaming chats through the HTTP API and the real OpenAI client.
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
