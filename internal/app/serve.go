@@ -149,6 +149,10 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 	return s, nil
 }
 
+// staleRunAge is how old a run still marked running must be before a starting
+// process takes it for one that a stopped process left behind.
+const staleRunAge = 30 * time.Minute
+
 // serve runs the server until ctx is done. It listens first, so that /healthz
 // answers and a port in use fails at once, then opens the database (Postgres may
 // still be starting) and only then reports ready.
@@ -213,8 +217,10 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		svc.store.Close()
 		return err
 	}
-	// Runs that a stopped process left running will never finish: say so.
-	if n, err := svc.store.FailStaleRuns(ctx, time.Now(), "Relay stopped while the run was in progress"); err != nil {
+	// Runs that a stopped process left running will never finish: say so. Only
+	// runs older than the longest a run may take are touched, since other Relay
+	// processes (or a `relay chat`) may be running theirs right now.
+	if n, err := svc.store.FailStaleRuns(ctx, time.Now().Add(-staleRunAge), "Relay stopped while the run was in progress"); err != nil {
 		log.Warn("failing stale runs", slog.Any("err", err))
 	} else if n > 0 {
 		log.Warn("marked runs left running by a stopped process as failed", slog.Int("runs", n))
