@@ -196,3 +196,9 @@ func sameSpec(a, b Spec) bool {
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
+
+// Lookup returns a function that loads the agents u may use, for graph
+// resolution; agents u may not use are reported as not found.
+func (s *Service) Lookup(ctx context.Context, u *auth.User) func(id string) (*Agent, error) {
+	return func(id string) (*Agent, error) { return s.Get(ctx, u, id) }
+}

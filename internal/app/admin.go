@@ -13,6 +13,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/graph"
 )
 
 // withServices loads the config, opens the store and runs f, closing the store after.
@@ -276,4 +277,49 @@ func fmtTime(t *time.Time) string {
 		return "-"
 	}
 	return t.Format(time.RFC3339)
+}
+
+func agentsGraphCommand() *command {
+	return &command{
+		name:    "agents graph",
+		args:    "AGENT_ID",
+		summary: "show the agents and edges a run of this agent reaches (JSON or Mermaid)",
+		detail: "Resolves the graph as a run does: every agent reached by edges, the edges with their\n" +
+			"types and prompts, the agents that start together, the parallel groups, and warnings\n" +
+			"for edges that were dropped.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			format := fs.String("format", "json", "`json` or mermaid")
+			user := fs.String("user", "", "resolve as this user (`id or email`): only agents they may use")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("expected one agent id")
+				}
+				if *format != "json" && *format != "mermaid" {
+					return usageErr("--format must be json or mermaid")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					caller := &auth.User{Role: auth.RoleAdmin}
+					if *user != "" {
+						u, err := svc.auth.FindUser(ctx, *user)
+						if err != nil {
+							return err
+						}
+						caller = u
+					}
+					g, err := graph.Resolve(args[0], graph.Lookup(svc.agents.Lookup(ctx, caller)))
+					if err != nil {
+						return err
+					}
+					for _, w := range g.Warnings {
+						fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+					}
+					if *format == "mermaid" {
+						_, err := fmt.Fprint(e.Stdout, g.Mermaid())
+						return err
+					}
+					return printJSON(e.Stdout, g)
+				})
+			}
+		},
+	}
 }

@@ -215,6 +215,7 @@ func commands() []*command {
 		keysRevokeCommand(),
 		agentsListCommand(),
 		agentsShowCommand(),
+		agentsGraphCommand(),
 		mcpListCommand(),
 		mcpToolsCommand(),
 		mcpCallCommand(),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/graph"
 )
 
 // createAgentRequest is the body of POST /api/agents: an agent's Spec and,
@@ -100,4 +101,30 @@ func readOnly(err error) error {
 		fe.Fields[0].Message = "read-only: set by Relay"
 	}
 	return err
+}
+
+// agentGraph answers GET /api/agents/{id}/graph: the agents and edges reached
+// from an agent, its start set and parallel groups, and warnings; with
+// ?format=mermaid, a Mermaid flowchart.
+func (s *Server) agentGraph(w http.ResponseWriter, r *http.Request) {
+	u := userFrom(r.Context())
+	g, err := graph.Resolve(r.PathValue("id"), graph.Lookup(s.opts.Agents.Lookup(r.Context(), u)))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if r.URL.Query().Get("format") == "mermaid" {
+		w.Header().Set("Content-Type", "text/vnd.mermaid; charset=utf-8")
+		_, _ = w.Write([]byte(g.Mermaid()))
+		return
+	}
+	type node struct {
+		ID   string `json:"id"`
+		Name string `json:"name,omitempty"`
+	}
+	agents := make([]node, 0, len(g.Order))
+	for _, id := range g.Order {
+		agents = append(agents, node{ID: id, Name: g.Agents[id].Name})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "graph": g})
 }

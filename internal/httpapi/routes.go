@@ -18,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
 	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
 	mux.Handle("POST /api/agents/{id}/prompt", s.authed(s.previewPrompt))
+	mux.Handle("GET /api/agents/{id}/graph", s.authed(s.agentGraph))
 
 	// Memories: what Relay remembers about the calling user.
 	mux.Handle("GET /api/memories", s.authed(s.listMemories))

@@ -1,21 +1,14 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -29,60 +22,11 @@ const aimockFixtures = `{"fixtures":[
  {"match":{"userMessage":"hello"},"response":{"content":"Hello from aimock, streamed in pieces."}}
 ]}`
 
-// startAimock runs aimock with fixtures on a free port and returns its URL.
-// It skips the test when PEER_AIMOCK is not set.
-func startAimock(t *testing.T, fixtures string) string {
-	t.Helper()
-	bin := os.Getenv("PEER_AIMOCK")
-	if bin == "" {
-		t.Skip(`PEER_AIMOCK is not set: run eval "$(bash ../shared/peers/install.sh)" to test against aimock`)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "fixtures.json"), []byte(fixtures), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	var out bytes.Buffer
-	cmd := exec.Command("node", bin, "--port", port, "--host", "127.0.0.1", "--fixtures", dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("aimock output:\n%s", out.String())
-		}
-	})
-	base := "http://127.0.0.1:" + port
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aimock did not start: %v\n%s", err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestAimock(t *testing.T) {
-	base := startAimock(t, aimockFixtures)
+	base := llmtest.StartAimock(t, aimockFixtures)
 	c := New(Options{BaseURL: base, APIKey: testKey})
 	var waits []time.Duration
-	c.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+	c.ep.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return nil
 	}

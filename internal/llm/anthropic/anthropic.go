@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -44,8 +44,8 @@ const APIVersion = "2023-06-01"
 // the API requires one.
 const DefaultMaxTokens = 4096
 
-// provider names Anthropic in messages for the user.
-const provider = "Anthropic"
+// providerName names Anthropic in messages for the user.
+const providerName = "Anthropic"
 
 // Options configure a Client. The zero value of every field means its default.
 //
@@ -93,15 +93,10 @@ type Options struct {
 // Client is an llm.Model for Anthropic's Messages API. It is safe for
 // concurrent use.
 type Client struct {
-	url    string
-	key    string
-	header http.Header
-	add    map[string]any
-	drop   map[string]bool
-	idle   time.Duration
-	http   *http.Client
-	retry  retry.Policy
-	log    *slog.Logger
+	url  string
+	add  map[string]any
+	drop map[string]bool
+	ep   provider.Endpoint
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -124,23 +119,6 @@ func New(opts Options) *Client {
 	for k, v := range opts.Headers {
 		h.Set(k, v)
 	}
-	connect := opts.ConnectTimeout
-	if connect <= 0 {
-		connect = 10 * time.Second
-	}
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = 60 * time.Second
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = sse.NewHTTPClient(connect)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("provider", "anthropic")
 	drop := map[string]bool{}
 	for _, k := range opts.DropParams {
 		if !core(k) {
@@ -154,15 +132,13 @@ func New(opts Options) *Client {
 		}
 	}
 	return &Client{
-		url:    base + "/messages",
-		key:    opts.APIKey,
-		header: h,
-		add:    add,
-		drop:   drop,
-		idle:   idle,
-		http:   hc,
-		retry:  retry.Policy{MaxTries: opts.MaxTries, Base: opts.BackoffBase},
-		log:    log,
+		url:  base + "/messages",
+		add:  add,
+		drop: drop,
+		ep: provider.New(providerName, "anthropic", opts.APIKey, h, provider.Settings{
+			MaxTries: opts.MaxTries, BackoffBase: opts.BackoffBase, ConnectTimeout: opts.ConnectTimeout,
+			IdleTimeout: opts.IdleTimeout, HTTPClient: opts.HTTPClient, Logger: opts.Logger,
+		}),
 	}
 }
 
@@ -183,16 +159,8 @@ func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.
 	if err != nil {
 		return nil, fmt.Errorf("writing the Anthropic request: %w", err)
 	}
-	if emit == nil {
-		emit = func(llm.Event) {}
-	}
-	policy := c.retry
-	policy.Logger = c.log.With("model", req.Model)
-	var turn *llm.Turn
-	retries, err := policy.Do(ctx, func(ctx context.Context) error {
-		turn = &llm.Turn{Sent: body}
-		return c.try(ctx, req.Model, body, turn, emit)
-	}, emit)
-	turn.Retries = retries
-	return turn, err
+	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
+	return c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		return &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, model: req.Model, key: c.ep.Key}
+	})
 }

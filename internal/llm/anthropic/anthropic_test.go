@@ -65,7 +65,7 @@ func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b.client = New(opts)
-	b.client.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+	b.client.ep.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
 		b.waits = append(b.waits, d)
 		return ctx.Err()
 	}

@@ -126,7 +126,7 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 	}
 	for k := range r.Params {
 		if !known(k) {
-			c.log.Debug("model parameter not sent", "param", k)
+			c.ep.Log.Debug("model parameter not sent", "param", k)
 		}
 	}
 	out, err := wire.Marshal(b)
@@ -225,7 +225,7 @@ func content(m *prompt.Message) []block {
 func (c *Client) input(tc prompt.ToolCall) json.RawMessage {
 	obj, ok := wire.Object(tc.Function.Arguments)
 	if !ok {
-		c.log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
+		c.ep.Log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
 	}
 	return obj
 }

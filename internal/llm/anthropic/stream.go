@@ -1,67 +1,27 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
-// try sends the body once and reads the answer into turn.
-func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
-	s, err := sse.Open(ctx, sse.Request{Client: c.http, URL: c.url, Header: c.header, Body: body, Idle: c.idle})
-	if err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		var se *sse.StatusError
-		if errors.As(err, &se) {
-			return c.refusal(model, se)
-		}
-		return retry.Network(provider, err, c.key)
-	}
-	defer s.Close()
-	r := reader{turn: turn, emit: emit, blocks: map[int]*openBlock{}}
-	for {
-		ev, err := s.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				r.partial()
-				return context.Cause(ctx)
-			}
-			if err == io.EOF {
-				err = errors.New("the stream ended before message_stop")
-			}
-			return r.fail(retry.Network(provider, err, c.key))
-		}
-		done, lerr := r.event(ev, model, c.key)
-		if lerr != nil {
-			return r.fail(lerr)
-		}
-		if done {
-			return nil
-		}
-	}
-}
-
 // reader turns the events of one answer into llm events and the turn.
 type reader struct {
-	turn   *llm.Turn
-	emit   func(llm.Event)
-	text   strings.Builder
-	blocks map[int]*openBlock
+	provider.Output
+	turn       *llm.Turn
+	model, key string
+	text       strings.Builder
+	blocks     map[int]*openBlock
 	// calls are the tool calls in the order they started.
-	calls []*openBlock
-	// shown is set once an event has been emitted: from then on, a failure
-	// cannot be retried.
-	shown      bool
+	calls      []*openBlock
 	stopReason string
 	usage      usage
 }
@@ -104,10 +64,10 @@ type streamEvent struct {
 	Error *apiError `json:"error"`
 }
 
-// event handles one server-sent event and reports whether the answer is
+// Event handles one server-sent event and reports whether the answer is
 // complete. Unknown events and blocks (ping, thinking, citations, …) are
 // skipped, as Anthropic's versioning policy asks of clients.
-func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
+func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return false, &llm.Error{Kind: llm.ErrUnavailable, Message: "Anthropic sent an event Relay cannot read: " + err.Error()}
@@ -126,7 +86,7 @@ func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
 			b := &openBlock{index: len(r.calls), id: e.ContentBlock.ID, name: e.ContentBlock.Name}
 			r.blocks[e.Index] = b
 			r.calls = append(r.calls, b)
-			r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ID: b.id, Name: b.name}})
+			r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ID: b.id, Name: b.name}})
 		}
 	case "content_block_delta":
 		switch e.Delta.Type {
@@ -135,7 +95,7 @@ func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
 		case "input_json_delta":
 			if b := r.blocks[e.Index]; b != nil && e.Delta.PartialJSON != "" {
 				b.args.WriteString(e.Delta.PartialJSON)
-				r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: e.Delta.PartialJSON}})
+				r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: e.Delta.PartialJSON}})
 			}
 		}
 	case "content_block_stop":
@@ -143,7 +103,7 @@ func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
 			if b.args.Len() == 0 {
 				// A call without arguments streams none; its arguments are {}.
 				b.args.WriteString("{}")
-				r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: "{}"}})
+				r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: "{}"}})
 			}
 			b.done = true
 		}
@@ -163,7 +123,7 @@ func (r *reader) event(ev sse.Event, model, key string) (bool, *llm.Error) {
 		r.finish()
 		return true, nil
 	case "error":
-		return false, streamError(e.Error, model, key)
+		return false, streamError(e.Error, r.model, r.key)
 	}
 	return false, nil
 }
@@ -173,17 +133,12 @@ func (r *reader) addText(s string) {
 		return
 	}
 	r.text.WriteString(s)
-	r.send(llm.Event{Kind: llm.EventText, Text: s})
+	r.Send(llm.Event{Kind: llm.EventText, Text: s})
 }
 
-func (r *reader) send(e llm.Event) {
-	r.shown = true
-	r.emit(e)
-}
-
-// partial fills the turn with what arrived: the text, the tool calls that
+// Partial fills the turn with what arrived: the text, the tool calls that
 // were complete, the usage.
-func (r *reader) partial() {
+func (r *reader) Partial() {
 	r.turn.Text = r.text.String()
 	r.turn.ToolCalls = nil
 	for _, b := range r.calls {
@@ -200,20 +155,16 @@ func (r *reader) partial() {
 
 // finish completes the turn and emits its usage.
 func (r *reader) finish() {
-	r.partial()
+	r.Partial()
 	r.turn.FinishReason = finishReason(r.stopReason, len(r.turn.ToolCalls) > 0)
 	if r.turn.Usage != (llm.Usage{}) {
-		r.emit(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
+		r.Send(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
 	}
 }
 
-// fail ends the try with e, made a stream cut if output was already shown.
-func (r *reader) fail(e *llm.Error) error {
-	r.partial()
-	if r.shown {
-		return retry.Cut(provider, e)
-	}
-	return e
+// End says that the stream ended before message_stop.
+func (r *reader) End() error {
+	return errors.New("the stream ended before message_stop")
 }
 
 // finishReason maps Anthropic's stop_reason onto Relay's finish reasons.
@@ -239,7 +190,7 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-// refusal is the llm.Error for an answer that is not an event stream.
+// refusal is the llm.Error for a refusal: an answer that is not 2xx.
 func (c *Client) refusal(model string, se *sse.StatusError) *llm.Error {
 	var body struct {
 		Error *apiError `json:"error"`
@@ -250,11 +201,8 @@ func (c *Client) refusal(model string, se *sse.StatusError) *llm.Error {
 	} else {
 		e.Message = retry.BodyText(se.Body)
 	}
-	if se.StatusCode/100 == 2 {
-		return retry.Refusal(provider, model, se.StatusCode, llm.ErrBadRequest, se.Error(), c.key, 0)
-	}
 	kind := kindOf(e, retry.StatusKind(se.StatusCode))
-	return retry.Refusal(provider, model, se.StatusCode, kind, e.Message, c.key, retry.After(se.Header, time.Now()))
+	return retry.Refusal(providerName, model, se.StatusCode, kind, e.Message, c.ep.Key, retry.After(se.Header, time.Now()))
 }
 
 // streamError is the llm.Error for an error event in the stream.
@@ -262,7 +210,7 @@ func streamError(e *apiError, model, key string) *llm.Error {
 	if e == nil {
 		e = &apiError{}
 	}
-	return retry.Refusal(provider, model, 0, kindOf(*e, llm.ErrUnavailable), e.Message, key, 0)
+	return retry.Refusal(providerName, model, 0, kindOf(*e, llm.ErrUnavailable), e.Message, key, 0)
 }
 
 // kindOf classifies an Anthropic error by its type and message; fallback is

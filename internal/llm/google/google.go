@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -50,8 +50,8 @@ import (
 // DefaultBaseURL is the root of the Gemini API.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com"
 
-// provider names Google in messages for the user.
-const provider = "Google"
+// providerName names Google in messages for the user.
+const providerName = "Google"
 
 // Options configure a Client. The zero value of every field means its default.
 //
@@ -99,17 +99,12 @@ type Options struct {
 
 // Client is an llm.Model for the Gemini API. It is safe for concurrent use.
 type Client struct {
-	base   string // up to and including the API version
-	key    string
-	header http.Header
-	add    map[string]any
+	base string // up to and including the API version
+	add  map[string]any
 	// addConfig is AddParams' generationConfig, merged into Relay's.
 	addConfig map[string]any
 	drop      map[string]bool
-	idle      time.Duration
-	http      *http.Client
-	retry     retry.Policy
-	log       *slog.Logger
+	ep        provider.Endpoint
 	// newID makes the id of a function call that came without one.
 	newID func() string
 	sigs  signatures
@@ -134,23 +129,6 @@ func New(opts Options) *Client {
 	for k, v := range opts.Headers {
 		h.Set(k, v)
 	}
-	connect := opts.ConnectTimeout
-	if connect <= 0 {
-		connect = 10 * time.Second
-	}
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = 60 * time.Second
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = sse.NewHTTPClient(connect)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("provider", "google")
 	drop := map[string]bool{}
 	for _, k := range opts.DropParams {
 		if k != "contents" {
@@ -171,16 +149,14 @@ func New(opts Options) *Client {
 	}
 	return &Client{
 		base:      base,
-		key:       opts.APIKey,
-		header:    h,
 		add:       add,
 		addConfig: addConfig,
 		drop:      drop,
-		idle:      idle,
-		http:      hc,
-		retry:     retry.Policy{MaxTries: opts.MaxTries, Base: opts.BackoffBase},
-		log:       log,
-		newID:     randomID,
+		ep: provider.New(providerName, "google", opts.APIKey, h, provider.Settings{
+			MaxTries: opts.MaxTries, BackoffBase: opts.BackoffBase, ConnectTimeout: opts.ConnectTimeout,
+			IdleTimeout: opts.IdleTimeout, HTTPClient: opts.HTTPClient, Logger: opts.Logger,
+		}),
+		newID: randomID,
 	}
 }
 
@@ -208,19 +184,10 @@ func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.
 	if err != nil {
 		return nil, fmt.Errorf("writing the Gemini request: %w", err)
 	}
-	if emit == nil {
-		emit = func(llm.Event) {}
-	}
-	policy := c.retry
-	policy.Logger = c.log.With("model", req.Model)
-	url := c.url(req.Model)
-	var turn *llm.Turn
-	retries, err := policy.Do(ctx, func(ctx context.Context) error {
-		turn = &llm.Turn{Sent: body}
-		return c.try(ctx, url, req.Model, body, turn, emit)
-	}, emit)
-	turn.Retries = retries
-	return turn, err
+	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
+	return c.ep.Stream(ctx, c.url(req.Model), req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		return &reader{Output: out, c: c, turn: turn, model: req.Model}
+	})
 }
 
 // signatures remembers the thoughtSignature of function calls by call id,

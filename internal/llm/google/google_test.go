@@ -65,7 +65,7 @@ func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b.client = New(opts)
-	b.client.retry.Sleep = func(ctx context.Context, d time.Duration) error {
+	b.client.ep.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
 		b.waits = append(b.waits, d)
 		return ctx.Err()
 	}
@@ -427,7 +427,7 @@ func TestRetries(t *testing.T) {
 		refuse(503, googleError(503, "UNAVAILABLE", "The model is overloaded. Please try again later."), "Retry-After", "1"),
 		hello,
 	)
-	b.client.retry.MaxTries = 4
+	b.client.ep.Retry.MaxTries = 4
 	var c collect
 	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
 	if err != nil {

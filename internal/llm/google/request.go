@@ -132,7 +132,7 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 	}
 	for k := range r.Params {
 		if !known(k) {
-			c.log.Debug("model parameter not sent", "param", k)
+			c.ep.Log.Debug("model parameter not sent", "param", k)
 		}
 	}
 	out, err := wire.Marshal(b)
@@ -302,7 +302,7 @@ func contentParts(m *prompt.Message) []part {
 func (c *Client) args(tc prompt.ToolCall) json.RawMessage {
 	obj, ok := wire.Object(tc.Function.Arguments)
 	if !ok {
-		c.log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
+		c.ep.Log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
 	}
 	return obj
 }

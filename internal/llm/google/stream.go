@@ -1,55 +1,17 @@
 package google
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
-
-// try sends the body once and reads the answer into turn.
-func (c *Client) try(ctx context.Context, url, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
-	s, err := sse.Open(ctx, sse.Request{Client: c.http, URL: url, Header: c.header, Body: body, Idle: c.idle})
-	if err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		var se *sse.StatusError
-		if errors.As(err, &se) {
-			return c.refusal(model, se)
-		}
-		return retry.Network(provider, err, c.key)
-	}
-	defer s.Close()
-	r := reader{c: c, turn: turn, emit: emit}
-	for {
-		ev, err := s.Next()
-		if err == io.EOF && r.finishReason != "" {
-			r.finish()
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				r.partial()
-				return context.Cause(ctx)
-			}
-			if err == io.EOF {
-				err = errors.New("the stream ended before a finishReason")
-			}
-			return r.fail(retry.Network(provider, err, c.key))
-		}
-		if lerr := r.chunk(ev.Data, model); lerr != nil {
-			return r.fail(lerr)
-		}
-	}
-}
 
 // chunk is one GenerateContentResponse of the stream, with the fields Relay
 // reads. An error in the middle of a stream comes as a chunk with "error".
@@ -88,16 +50,29 @@ type responsePart struct {
 
 // reader turns the chunks of one answer into llm events and the turn.
 type reader struct {
-	c     *Client
-	turn  *llm.Turn
-	emit  func(llm.Event)
-	text  strings.Builder
-	calls []prompt.ToolCall
-	// shown is set once an event has been emitted: from then on, a failure
-	// cannot be retried.
-	shown        bool
+	provider.Output
+	c            *Client
+	turn         *llm.Turn
+	model        string
+	text         strings.Builder
+	calls        []prompt.ToolCall
 	finishReason string
 	usage        llm.Usage
+}
+
+// Event handles one server-sent event, a chunk of the answer. The answer is
+// complete when the stream ends after a finishReason.
+func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
+	return false, r.chunk(ev.Data, r.model)
+}
+
+// End completes the turn of a stream that gave a finishReason.
+func (r *reader) End() error {
+	if r.finishReason == "" {
+		return errors.New("the stream ended before a finishReason")
+	}
+	r.finish()
+	return nil
 }
 
 // chunk handles one chunk. Thoughts are not part of the answer and are
@@ -161,7 +136,7 @@ func (r *reader) call(p responsePart) {
 	if p.ThoughtSignature != "" {
 		r.c.sigs.put(id, p.ThoughtSignature)
 	}
-	r.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{
+	r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{
 		Index: len(r.calls), ID: id, Name: fc.Name, ArgumentsDelta: args,
 	}})
 	r.calls = append(r.calls, prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: fc.Name, Arguments: args}})
@@ -169,16 +144,11 @@ func (r *reader) call(p responsePart) {
 
 func (r *reader) addText(s string) {
 	r.text.WriteString(s)
-	r.send(llm.Event{Kind: llm.EventText, Text: s})
+	r.Send(llm.Event{Kind: llm.EventText, Text: s})
 }
 
-func (r *reader) send(e llm.Event) {
-	r.shown = true
-	r.emit(e)
-}
-
-// partial fills the turn with what arrived.
-func (r *reader) partial() {
+// Partial fills the turn with what arrived.
+func (r *reader) Partial() {
 	r.turn.Text = r.text.String()
 	r.turn.ToolCalls = r.calls
 	r.turn.Usage = r.usage
@@ -186,20 +156,11 @@ func (r *reader) partial() {
 
 // finish completes the turn and emits its usage.
 func (r *reader) finish() {
-	r.partial()
+	r.Partial()
 	r.turn.FinishReason = finishReason(r.finishReason, len(r.calls) > 0)
 	if r.turn.Usage != (llm.Usage{}) {
-		r.emit(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
+		r.Send(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
 	}
-}
-
-// fail ends the try with e, made a stream cut if output was already shown.
-func (r *reader) fail(e *llm.Error) error {
-	r.partial()
-	if r.shown {
-		return retry.Cut(provider, e)
-	}
-	return e
 }
 
 // finishReason maps Gemini's finishReason onto Relay's finish reasons. A turn
@@ -232,11 +193,8 @@ type apiError struct {
 	} `json:"details"`
 }
 
-// refusal is the llm.Error for an answer that is not an event stream.
+// refusal is the llm.Error for a refusal: an answer that is not 2xx.
 func (c *Client) refusal(model string, se *sse.StatusError) *llm.Error {
-	if se.StatusCode/100 == 2 {
-		return retry.Refusal(provider, model, se.StatusCode, llm.ErrBadRequest, se.Error(), c.key, 0)
-	}
 	var body struct {
 		Error *apiError `json:"error"`
 	}
@@ -288,7 +246,7 @@ func (c *Client) classify(model string, status int, e apiError, retryAfter time.
 	if kind == llm.ErrBadRequest && tooLong(e.Message) {
 		kind = llm.ErrContextLength
 	}
-	return retry.Refusal(provider, model, status, kind, e.Message, c.key, retryAfter)
+	return retry.Refusal(providerName, model, status, kind, e.Message, c.ep.Key, retryAfter)
 }
 
 // tooLong reports whether a message says that the prompt does not fit the

@@ -2,20 +2,15 @@ package openai_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -43,58 +38,7 @@ const aimockFixtures = `{"fixtures":[
 // base URL; the test is skipped when PEER_AIMOCK is not set.
 func startAimock(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("PEER_AIMOCK")
-	if bin == "" {
-		t.Skip(`PEER_AIMOCK is not set; run eval "$(bash ../shared/peers/install.sh)" to test against the aimock peer`)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "fixtures.json"), []byte(aimockFixtures), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-
-	cmd := exec.Command("node", bin, "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--fixtures", dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			t.Logf("aimock output:\n%s", out.String())
-		}
-	})
-
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("aimock exited:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aimock did not start: %v\n%s", err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return llmtest.StartAimock(t, aimockFixtures)
 }
 
 // journalEntry is one request that aimock recorded.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/llm/retry"
 )
 
 func TestMergeParams(t *testing.T) {
@@ -86,7 +88,7 @@ func TestRetryAfter(t *testing.T) {
 		for k, v := range tt.header {
 			h.Set(k, v)
 		}
-		if got := retryAfter(h, now); got != tt.want {
+		if got := retry.After(h, now); got != tt.want {
 			t.Errorf("retryAfter(%v) = %v, want %v", tt.header, got, tt.want)
 		}
 	}
@@ -96,12 +98,12 @@ func TestBackoff(t *testing.T) {
 	c := New(Options{BackoffBase: time.Second, MaxRetryWait: 5 * time.Second})
 	for n, max := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
 		for range 50 {
-			if d := c.backoff(n); d < max/2 || d > max {
+			if d := c.retry.Backoff(n + 1); d < max/2 || d > max {
 				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, max/2, max)
 			}
 		}
 	}
-	if d := c.backoff(1000); d < 2500*time.Millisecond || d > 5*time.Second {
+	if d := c.retry.Backoff(1001); d < 2500*time.Millisecond || d > 5*time.Second {
 		t.Errorf("backoff(1000) = %v", d)
 	}
 }

@@ -9,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/retry"
 )
 
 // apiError is what OpenAI-compatible servers put in an error body, in the
@@ -69,9 +69,6 @@ func scalar(raw json.RawMessage) string {
 	return ""
 }
 
-// maxErrorBody bounds how much of an error answer is read.
-const maxErrorBody = 64 << 10
-
 // refusal is a provider's refusal with what the retry loop needs beyond the
 // user's error.
 type refusal struct {
@@ -115,7 +112,7 @@ func (c *Client) classify(status int, header http.Header, body []byte, model str
 	default:
 		e.Kind, e.Message = llm.ErrBadRequest, with("the provider rejected the request")
 	}
-	e.RetryAfter = retryAfter(header, time.Now())
+	e.RetryAfter = retry.After(header, time.Now())
 	return r
 }
 
@@ -132,30 +129,6 @@ func isContextLength(ae apiError) bool {
 		}
 	}
 	return false
-}
-
-// retryAfter is the wait a provider asked for in Retry-After (seconds or an
-// HTTP date) or OpenAI's retry-after-ms, or 0.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }
 
 // hasRetryAfter reports whether the provider said how long to wait.
@@ -202,8 +175,5 @@ func retryableNetwork(err error) bool {
 
 // redact removes the API key and secret header values from s.
 func (c *Client) redact(s string) string {
-	for _, secret := range c.secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	return s
+	return retry.Redact(s, c.secrets...)
 }

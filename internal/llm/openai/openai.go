@@ -7,22 +7,20 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -98,7 +96,9 @@ type Client struct {
 	opts    Options
 	base    string // BaseURL without a trailing slash
 	host    string // for messages and logs
+	header  http.Header
 	http    *http.Client
+	retry   retry.Policy
 	log     *slog.Logger
 	secrets []string // values never shown in errors or logs
 }
@@ -131,10 +131,23 @@ func New(opts Options) *Client {
 		c.host = u.Host
 	}
 	if c.http == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
-		tr.TLSHandshakeTimeout = opts.ConnectTimeout
-		c.http = &http.Client{Transport: tr}
+		c.http = sse.NewHTTPClient(opts.ConnectTimeout)
+	}
+	c.retry = retry.Policy{MaxTries: opts.MaxTries, Base: opts.BackoffBase, MaxWait: opts.MaxRetryWait}
+	// No Accept header: the endpoint answers as it does without one, an
+	// event stream or, with "stream" dropped, JSON.
+	c.header = http.Header{"Accept": nil}
+	c.header.Set("Content-Type", "application/json")
+	c.header.Set("User-Agent", "Relay")
+	if opts.APIKey != "" {
+		if opts.Azure != nil {
+			c.header.Set("api-key", opts.APIKey)
+		} else {
+			c.header.Set("Authorization", "Bearer "+opts.APIKey)
+		}
+	}
+	for k, v := range opts.Headers {
+		c.header.Set(k, v)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -193,125 +206,43 @@ func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.
 		return nil, err
 	}
 	turn := &llm.Turn{Sent: body}
-	for try := 0; ; try++ {
-		turn.Retries = try
-		f := c.try(ctx, req.Model, body, turn, emit)
-		if f == nil {
-			return turn, nil
-		}
-		if !f.retry || try+1 >= c.opts.MaxTries {
-			return turn, f.err
-		}
-		e := f.err.(*llm.Error)
-		wait := c.backoff(try)
-		if f.waitGiven {
-			wait = e.RetryAfter
-		}
-		if wait > c.opts.MaxRetryWait {
-			return turn, f.err
-		}
-		c.log.WarnContext(ctx, "model request failed; retrying",
-			"host", c.host, "model", req.Model, "try", try+1, "max_tries", c.opts.MaxTries,
-			"error_kind", string(e.Kind), "status", e.Status, "wait", wait.String(), "error", e.Message)
-		if emit != nil {
-			ev := *e
-			ev.RetryAfter = wait
-			emit(llm.Event{Kind: llm.EventRetry, Retry: &ev})
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return turn, err
-		}
-	}
+	policy := c.retry
+	policy.Logger = c.log.With("host", c.host, "model", req.Model)
+	turn.Retries, err = policy.Do(ctx, func(ctx context.Context) error {
+		return c.try(ctx, req.Model, body, turn, emit)
+	}, emit)
+	return turn, err
 }
-
-// backoff is the wait before retry number n+1 when the provider did not say:
-// BackoffBase·2ⁿ, of which the second half is random, at most MaxRetryWait.
-func (c *Client) backoff(n int) time.Duration {
-	d := c.opts.BackoffBase << min(n, 20)
-	if d <= 0 || d > c.opts.MaxRetryWait {
-		d = c.opts.MaxRetryWait
-	}
-	half := d / 2
-	return half + rand.N(half+1)
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return context.Cause(ctx)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// failure is why a try failed and whether another may succeed.
-type failure struct {
-	err   error // an *llm.Error when retry is set
-	retry bool
-	// waitGiven says that the provider said how long to wait, in
-	// err.RetryAfter.
-	waitGiven bool
-}
-
-// errIdle is the cause of a try's end when the provider went quiet.
-var errIdle = errors.New("idle timeout")
 
 // maxAnswer bounds a non-streamed answer.
 const maxAnswer = 64 << 20
 
 // try sends body once and reads the answer into turn, passing events to emit.
-func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) *failure {
-	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	idle := time.AfterFunc(c.opts.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.Stop()
-
-	hr, err := http.NewRequestWithContext(tctx, http.MethodPost, c.url(model), bytes.NewReader(body))
+// Its error is the caller's cancellation as it is, or an *llm.Error, in a
+// *retry.Override when the kind alone does not say whether to retry.
+func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
+	u := c.url(model)
+	if _, err := url.Parse(u); err != nil {
+		return fmt.Errorf("making the model request: %w", err)
+	}
+	s, err := sse.Open(ctx, sse.Request{
+		Client: c.http, URL: u, Header: c.header, Body: body, Idle: c.opts.IdleTimeout,
+		AnyType: true, KeepCut: true,
+	})
 	if err != nil {
-		return &failure{err: fmt.Errorf("making the model request: %w", err)}
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("User-Agent", "Relay")
-	if c.opts.APIKey != "" {
-		if c.opts.Azure != nil {
-			hr.Header.Set("api-key", c.opts.APIKey)
-		} else {
-			hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+		if se, ok := errors.AsType[*sse.StatusError](err); ok {
+			ref := c.classify(se.StatusCode, se.Header, se.Body, model)
+			return &retry.Override{Err: ref.err, Final: ref.final, WaitGiven: hasRetryAfter(se.Header)}
 		}
+		return c.readFailure(ctx, err, stageConnect)
 	}
-	for k, v := range c.opts.Headers {
-		hr.Header.Set(k, v)
-	}
-
-	resp, err := c.http.Do(hr)
-	idle.Stop()
-	if err != nil {
-		return c.readFailure(tctx, err, stageConnect)
-	}
-	defer resp.Body.Close()
-	r := &idleReader{r: resp.Body, t: idle, d: c.opts.IdleTimeout}
-
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, err := io.ReadAll(io.LimitReader(r, maxErrorBody))
-		if err != nil && tctx.Err() != nil {
-			return c.readFailure(tctx, err, stageConnect)
-		}
-		ref := c.classify(resp.StatusCode, resp.Header, b, model)
-		return &failure{err: ref.err, retry: ref.err.Retryable() && !ref.final, waitGiven: hasRetryAfter(resp.Header)}
-	}
+	defer s.Close()
 
 	a := &assembler{emit: emit}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "application/json" {
-		err = readJSON(r, a)
+	if s.MediaType() == "application/json" {
+		err = readJSON(s.Body(), a)
 	} else {
-		err = readStream(r, a)
+		err = readStream(s, a)
 	}
 	if ae, ok := errors.AsType[*apiErrorChunk](err); ok {
 		a.turn(turn, false)
@@ -321,7 +252,7 @@ func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.T
 			ref.err.Kind = llm.ErrUnavailable
 			ref.err.Message = strings.Replace(ref.err.Message, "the provider rejected the request", "the provider failed while answering", 1)
 		}
-		return &failure{err: ref.err, retry: !a.emitted && ref.err.Retryable() && !ref.final}
+		return &retry.Override{Err: ref.err, Final: a.emitted || ref.final}
 	}
 	switch {
 	case err == nil && !a.complete():
@@ -336,7 +267,7 @@ func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.T
 		if a.emitted {
 			stage = stageCut
 		}
-		return c.readFailure(tctx, err, stage)
+		return c.readFailure(ctx, err, stage)
 	}
 	a.turn(turn, true)
 	a.finishEvents()
@@ -372,35 +303,19 @@ const (
 	stageCut                  // part of the answer passed on
 )
 
-// readFailure turns a failure to get or read the answer into a failure: the
-// caller's cancellation as it is, and otherwise an *llm.Error, retried unless
-// part of the answer was passed on already.
-func (c *Client) readFailure(tctx context.Context, err error, st stage) *failure {
-	cause := context.Cause(tctx)
-	if cause != nil && !errors.Is(cause, errIdle) {
-		return &failure{err: cause}
+// readFailure turns a failure to get or read the answer into the try's
+// error: the caller's cancellation as it is, and otherwise an *llm.Error,
+// retried unless part of the answer was passed on already.
+func (c *Client) readFailure(ctx context.Context, err error, st stage) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
-	if cause != nil {
+	if errors.Is(err, sse.ErrIdle) {
 		if st == stageConnect {
-			return &failure{retry: true, err: &llm.Error{Kind: llm.ErrNetwork,
-				Message: fmt.Sprintf("the provider at %s sent no answer for %s", c.host, c.opts.IdleTimeout)}}
+			return &llm.Error{Kind: llm.ErrNetwork,
+				Message: fmt.Sprintf("the provider at %s sent no answer for %s", c.host, c.opts.IdleTimeout)}
 		}
 		err = fmt.Errorf("nothing arrived for %s", c.opts.IdleTimeout)
 	}
-	return &failure{err: c.networkError(err, st), retry: st != stageCut && retryableNetwork(err)}
-}
-
-// idleReader arms the idle timer for each read, so that only time spent
-// waiting for the provider counts, not time spent by the caller in emit.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (r *idleReader) Read(p []byte) (int, error) {
-	r.t.Reset(r.d)
-	n, err := r.r.Read(p)
-	r.t.Stop()
-	return n, err
+	return &retry.Override{Err: c.networkError(err, st), Final: !retryableNetwork(err)}
 }

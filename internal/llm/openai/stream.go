@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -236,16 +236,21 @@ var errBadChunk = errors.New("malformed data in the answer stream")
 
 // readStream reads a server-sent event stream into a. It returns nil when
 // the stream ended with [DONE] or at the end of the body, an *apiErrorChunk
-// when the provider sent an error, and the read error otherwise.
-func readStream(r io.Reader, a *assembler) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var data []byte // the data lines of the event being read
-	dispatch := func() error {
-		if len(data) == 0 {
+// when the provider sent an error, and the read error otherwise. Only the
+// data of the events counts: their names and ids are ignored.
+func readStream(s *sse.Stream, a *assembler) error {
+	for !a.done {
+		ev, err := s.Next()
+		if err == io.EOF {
 			return nil
 		}
-		d := bytes.TrimSpace(data)
-		data = data[:0]
+		if err != nil {
+			return err
+		}
+		if len(bytes.Trim(ev.Data, "\n")) == 0 {
+			continue
+		}
+		d := bytes.TrimSpace(ev.Data)
 		if string(d) == "[DONE]" {
 			a.done = true
 			return nil
@@ -256,41 +261,6 @@ func readStream(r io.Reader, a *assembler) error {
 		}
 		if e := a.add(&c); e != nil {
 			return e
-		}
-		return nil
-	}
-	for !a.done {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: read the rest of it.
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) > 0 {
-			line = bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(line) == 0:
-				if derr := dispatch(); derr != nil {
-					return derr
-				}
-			case bytes.HasPrefix(line, []byte("data:")):
-				v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-				if len(data) > 0 {
-					data = append(data, '\n')
-				}
-				data = append(data, v...)
-			}
-			// Comments (":"), event names, ids and retry fields are ignored.
-		}
-		if err == io.EOF {
-			return dispatch()
-		}
-		if err != nil {
-			return err
 		}
 	}
 	return nil

@@ -90,12 +90,17 @@ func (p Policy) Do(ctx context.Context, try func(context.Context) error, emit fu
 		if err == nil {
 			return n - 1, nil
 		}
+		var o *Override
+		final, given := false, false
+		if errors.As(err, &o) {
+			err, final, given = o.Err, o.Final, o.WaitGiven
+		}
 		var e *llm.Error
-		if !errors.As(err, &e) || !e.Retryable() || n >= p.maxTries() || ctx.Err() != nil {
+		if !errors.As(err, &e) || final || !e.Retryable() || n >= p.maxTries() || ctx.Err() != nil {
 			return n - 1, err
 		}
 		wait := p.Backoff(n)
-		if e.RetryAfter > 0 {
+		if e.RetryAfter > 0 || given {
 			if e.RetryAfter > p.maxWait() {
 				return n - 1, err
 			}
@@ -103,7 +108,7 @@ func (p Policy) Do(ctx context.Context, try func(context.Context) error, emit fu
 		}
 		if p.Logger != nil {
 			p.Logger.LogAttrs(ctx, slog.LevelWarn, "model request failed, retrying",
-				slog.Int("try", n), slog.Int("status", e.Status), slog.String("error_kind", string(e.Kind)),
+				slog.Int("try", n), slog.Int("max_tries", p.maxTries()), slog.Int("status", e.Status), slog.String("error_kind", string(e.Kind)),
 				slog.Duration("wait", wait), slog.String("error", e.Message))
 		}
 		if emit != nil {
@@ -116,6 +121,23 @@ func (p Policy) Do(ctx context.Context, try func(context.Context) error, emit fu
 		}
 	}
 }
+
+// Override is a failure for which a try tells [Policy.Do] more than the
+// error's kind and RetryAfter say. Do returns Err in its place.
+type Override struct {
+	Err *llm.Error
+	// Final says that sending again cannot help although the kind is
+	// retryable (an exhausted quota answered with 429, a host that does not
+	// exist, an answer cut after it was shown).
+	Final bool
+	// WaitGiven says that the provider asked for Err.RetryAfter, which is
+	// then waited even when it is 0.
+	WaitGiven bool
+}
+
+func (o *Override) Error() string { return o.Err.Error() }
+
+func (o *Override) Unwrap() error { return o.Err }
 
 func (p Policy) sleep(ctx context.Context, d time.Duration) error {
 	if p.Sleep != nil {
@@ -235,13 +257,15 @@ func Cut(provider string, e *llm.Error) *llm.Error {
 	return &llm.Error{Kind: llm.ErrStreamCut, Status: e.Status, Message: "the answer from " + provider + " broke off: " + why}
 }
 
-// Redact removes secret from s. An empty secret, or one too short to be a key,
-// leaves s as it is.
-func Redact(s, secret string) string {
-	if len(secret) < 4 {
-		return s
+// Redact removes the secrets from s. An empty secret, or one too short to be
+// a key, is left in.
+func Redact(s string, secrets ...string) string {
+	for _, secret := range secrets {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
+	return s
 }
 
 // BodyText is the body of a refusal that is not the provider's JSON, as a

@@ -44,6 +44,8 @@ type Reader struct {
 	sc   *bufio.Scanner
 	id   string
 	data bytes.Buffer
+	// keepCut passes on an event that the end of the stream cut short.
+	keepCut bool
 }
 
 // NewReader returns a Reader of the events in r.
@@ -92,6 +94,11 @@ func (r *Reader) Next() (Event, error) {
 	if err := r.sc.Err(); err != nil {
 		return Event{}, err
 	}
+	if r.keepCut && hasData {
+		r.keepCut = false
+		data := bytes.TrimSuffix(bytes.Clone(r.data.Bytes()), []byte{'\n'})
+		return Event{Type: typ, Data: data, ID: r.id}, nil
+	}
 	return Event{}, io.EOF
 }
 
@@ -100,12 +107,22 @@ type Request struct {
 	// Client sends the request; nil means http.DefaultClient.
 	Client *http.Client
 	URL    string
-	// Header is sent as is; Open adds Accept: text/event-stream when it is not set.
+	// Header is sent as is; Open adds Accept: text/event-stream when it has
+	// no Accept entry (an entry without values sends no Accept).
 	Header http.Header
 	Body   []byte
 	// Idle bounds the wait for the response headers, then for each piece of
-	// the stream; 0 means no bound.
+	// the stream; 0 means no bound. Only the time spent waiting for the
+	// server counts, not the time the caller takes between reads.
 	Idle time.Duration
+	// AnyType hands back every 2xx answer as a Stream, whatever its
+	// Content-Type, for a caller that also reads answers that are not event
+	// streams (see [Stream.MediaType] and [Stream.Body]).
+	AnyType bool
+	// KeepCut passes on an event that the end of the stream cut short (no
+	// blank line after it) instead of dropping it, for servers that end their
+	// stream without the last blank line.
+	KeepCut bool
 }
 
 // StatusError is an answer that is not a 2xx event stream: the provider
@@ -131,9 +148,11 @@ func (e *StatusError) Error() string {
 
 // Stream is an open event stream. Close it when done.
 type Stream struct {
-	body   io.ReadCloser
-	reader *Reader
-	watch  *watch
+	body      io.ReadCloser
+	watched   io.Reader
+	mediaType string
+	reader    *Reader
+	watch     *watch
 }
 
 // Open sends r and returns the event stream of a 2xx answer. A non-2xx answer,
@@ -152,7 +171,7 @@ func Open(ctx context.Context, r Request) (*Stream, error) {
 	if r.Header != nil {
 		req.Header = r.Header.Clone()
 	}
-	if req.Header.Get("Accept") == "" {
+	if _, ok := req.Header["Accept"]; !ok {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	client := r.Client
@@ -164,8 +183,11 @@ func Open(ctx context.Context, r Request) (*Stream, error) {
 		w.stop()
 		return nil, w.explain(err)
 	}
-	if resp.StatusCode/100 != 2 || !eventStream(resp.Header.Get("Content-Type")) {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	w.pause()
+	watched := watchedReader{resp.Body, w}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode/100 != 2 || !r.AnyType && !eventStream(resp.Header.Get("Content-Type")) {
+		body, err := io.ReadAll(io.LimitReader(watched, maxErrorBody))
 		resp.Body.Close()
 		if err != nil {
 			if err = w.explain(err); errors.Is(err, ErrIdle) || ctx.Err() != nil {
@@ -176,8 +198,9 @@ func Open(ctx context.Context, r Request) (*Stream, error) {
 		w.stop()
 		return nil, &StatusError{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}
 	}
-	w.progress()
-	return &Stream{body: resp.Body, reader: NewReader(watchedReader{resp.Body, w}), watch: w}, nil
+	reader := NewReader(watched)
+	reader.keepCut = r.KeepCut
+	return &Stream{body: resp.Body, watched: watched, mediaType: mt, reader: reader, watch: w}, nil
 }
 
 // eventStream reports whether a Content-Type is that of an event stream. A
@@ -197,6 +220,19 @@ func (s *Stream) Next() (Event, error) {
 	return s.reader.Next()
 }
 
+// MediaType is the answer's media type, without parameters; empty when it
+// did not say.
+func (s *Stream) MediaType() string {
+	return s.mediaType
+}
+
+// Body is the answer's body, watched by the idle timeout as Next is, for an
+// answer that is not an event stream (see [Request.AnyType]). Reading it and
+// calling Next on the same stream do not mix.
+func (s *Stream) Body() io.Reader {
+	return s.watched
+}
+
 // Close ends the stream and releases its connection.
 func (s *Stream) Close() error {
 	err := s.body.Close()
@@ -204,8 +240,9 @@ func (s *Stream) Close() error {
 	return err
 }
 
-// watch abandons a request when it makes no progress for a while, by
-// cancelling the request's context with ErrIdle as the cause.
+// watch abandons a request when it waits too long for the server, by
+// cancelling the request's context with ErrIdle as the cause. It runs until
+// the response headers arrive, then only during each read of the body.
 type watch struct {
 	parent context.Context
 	ctx    context.Context
@@ -223,10 +260,17 @@ func newWatch(parent context.Context, idle time.Duration) *watch {
 	return w
 }
 
-// progress restarts the idle timeout.
-func (w *watch) progress() {
+// arm restarts the idle timeout.
+func (w *watch) arm() {
 	if w.timer != nil {
 		w.timer.Reset(w.idle)
+	}
+}
+
+// pause stops the idle timeout until the next arm.
+func (w *watch) pause() {
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }
 
@@ -249,17 +293,18 @@ func (w *watch) explain(err error) error {
 	return err
 }
 
-// watchedReader reports each read that brought data to its watch.
+// watchedReader arms its watch for the time of each read, so that only time
+// spent waiting for the server counts, not time the caller spends between
+// reads.
 type watchedReader struct {
 	r io.Reader
 	w *watch
 }
 
 func (r watchedReader) Read(p []byte) (int, error) {
+	r.w.arm()
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.w.progress()
-	}
+	r.w.pause()
 	if err != nil && err != io.EOF {
 		err = r.w.explain(err)
 	}
