@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -279,72 +280,23 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 
 	answer := &Message{ID: newID("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
-	var out *agent.Outcome
-	err := func() error {
-		prep, err := s.Prep.Prepare(ctx, u, Request{AgentID: a.ID, Text: req.Text, Timezone: req.Timezone, History: history})
-		if err != nil {
-			return err
-		}
-		for _, p := range prep.Unreachable {
-			log.Warn("mcp server unreachable for run", slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
-		}
-		model, fam, err := s.Models(a.Provider, a.Model)
-		if err != nil {
-			return err
-		}
-		steps := a.RecursionLimit
-		if steps <= 0 {
-			steps = s.DefaultSteps
-		}
-		if s.StepLimit > 0 && steps > s.StepLimit {
-			steps = s.StepLimit
-		}
-		box := &Toolbox{MCP: s.MCP, Builtins: s.Builtins, User: u, Family: fam}
-		var textMu sync.Mutex
-		out, err = agent.Loop(ctx, prep.Request, agent.LoopOptions{
-			Model: model, Tools: box, MaxSteps: steps, Parallel: s.Parallel, ToolTimeout: s.ToolTimeout,
-			Emit: func(e agent.Event) {
-				switch e.Kind {
-				case agent.EventText:
-					textMu.Lock()
-					answer.Text += e.Text
-					textMu.Unlock()
-					s.emit(ctx, lr, r.ID, EventMessageDelta, delta{AgentID: a.ID, Text: e.Text})
-				case agent.EventToolStarted:
-					s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": a.ID, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
-				case agent.EventToolFinished:
-					s.emit(ctx, lr, r.ID, EventToolFinished, map[string]any{"agent_id": a.ID, "id": e.Tool.ID, "result": e.Tool.Result, "is_error": e.Tool.IsError, "duration_ms": e.Tool.Duration.Milliseconds()})
-					tc := &ToolCall{RunID: r.ID, AgentID: a.ID, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()}
-					if err := s.Store.AddToolCall(context.WithoutCancel(ctx), tc); err != nil {
-						log.Error("saving a tool call", slog.Any("err", err))
-					}
-				case agent.EventUsage:
-					s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": a.ID, "usage": e.Usage})
-				case agent.EventRetry:
-					log.Warn("model provider retry", slog.String("err", e.Retry.Error()))
-				}
-			},
-		})
-		return err
-	}()
+	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history,
+		base: append(slices.Clone(history), prompt.Message{Role: prompt.RoleUser, Content: req.Text})}
+	err := f.run(ctx, a)
 
 	// The final state is written whatever happened, without the run's own context.
 	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if out != nil {
-		for i, body := range out.Requests {
-			if err := s.Store.AddModelRequest(fin, &ModelRequest{RunID: r.ID, Seq: i + 1, AgentID: a.ID, Body: json.RawMessage(body), SentAt: time.Now().UTC()}); err != nil {
-				log.Error("saving a model request", slog.Any("err", err))
-			}
-		}
-		r.Usage = out.Usage
-		for _, t := range out.Tools {
-			answer.Parts = append(answer.Parts, Part{Type: PartToolCall, AgentID: a.ID, Tool: &t})
+	f.mu.Lock()
+	requests, usage := f.requests, f.usage
+	f.mu.Unlock()
+	for i := range requests {
+		if err := s.Store.AddModelRequest(fin, &requests[i]); err != nil {
+			log.Error("saving a model request", slog.Any("err", err))
 		}
 	}
-	if answer.Text != "" {
-		answer.Parts = append(answer.Parts, Part{Type: PartText, AgentID: a.ID, Text: answer.Text})
-	}
+	r.Usage = usage
+	answer.Text, answer.Parts = f.answer(a.HideSequentialOutputs)
 	finished := time.Now().UTC()
 	r.FinishedAt = &finished
 	switch {
@@ -367,14 +319,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		s.emit(fin, lr, r.ID, EventError, map[string]any{"message": r.Error})
 	}
 	s.emit(fin, lr, r.ID, EventRunFinished, map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})
-	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("steps", stepsOf(out)))
-}
-
-func stepsOf(out *agent.Outcome) int {
-	if out == nil {
-		return 0
-	}
-	return out.Steps
+	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }
 
 // readable is the error as a user reads it: classified messages as they are,

@@ -1,0 +1,341 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/graph"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// EventWarning says something about the run's graph was dropped or skipped.
+const EventWarning = "run.warning"
+
+// flow runs one message through the graph of agents its primary reaches
+// (agents.md "Edges"): the start group, the direct edges in their groups, and
+// handoffs as they are called, all on one step budget.
+type flow struct {
+	s     *Service
+	u     *auth.User
+	r     *Run
+	lr    *liveRun
+	log   *slog.Logger
+	req   ChatRequest
+	graph *graph.Graph
+
+	history []prompt.Message // the conversation before this run
+	base    []prompt.Message // history and the user's message
+
+	mu       sync.Mutex
+	budget   int
+	runMsgs  []prompt.Message // what the agents added, in order
+	lastText map[string]string
+	texts    []Part // each agent's answer, in the order they finished
+	tools    []Part
+	requests []ModelRequest
+	usage    llm.Usage
+}
+
+// handoffPreamble introduces the handed-over conversation to the target.
+func handoffPreamble(from *agent.Agent) string {
+	name := from.Name
+	if name == "" {
+		name = from.ID
+	}
+	return fmt.Sprintf("The agent %q handed this conversation over to you. Continue it from here.", name)
+}
+
+func (f *flow) steps(a *agent.Agent) int {
+	n := a.RecursionLimit
+	if n <= 0 {
+		n = f.s.DefaultSteps
+	}
+	if n <= 0 {
+		n = 50
+	}
+	if f.s.StepLimit > 0 && n > f.s.StepLimit {
+		n = f.s.StepLimit
+	}
+	return n
+}
+
+// run executes the graph of primary and returns the first error.
+func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
+	g, err := graph.Resolve(primary.ID, func(id string) (*agent.Agent, error) { return f.s.Prep.Agents.Get(ctx, f.u, id) })
+	if err != nil {
+		return err
+	}
+	f.graph, f.budget, f.lastText = g, f.steps(primary), map[string]string{}
+	for _, w := range g.Warnings {
+		f.log.Warn("agent graph", slog.String("warning", w))
+		f.s.emit(ctx, f.lr, f.r.ID, EventWarning, map[string]any{"message": w})
+	}
+	for _, group := range g.Groups {
+		errs := make([]error, len(group))
+		var wg sync.WaitGroup
+		for i, id := range group {
+			msgs := f.inputFor(id)
+			wg.Go(func() { errs[i] = f.runAgent(ctx, id, msgs) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return firstErr(errs)
+		}
+	}
+	return nil
+}
+
+func firstErr(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// inputFor builds the messages an agent of a group starts from: the
+// conversation, what ran before it unless its edges exclude that, and the
+// prompts of its incoming direct edges.
+func (f *flow) inputFor(id string) []prompt.Message {
+	incoming := f.graph.Incoming(id)
+	if len(incoming) == 0 {
+		return slices.Clone(f.base)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	exclude := true
+	var prompts []string
+	for _, e := range incoming {
+		exclude = exclude && e.ExcludeResults
+		switch {
+		case e.Passthrough:
+			for _, from := range e.From {
+				if t := f.lastText[from]; t != "" {
+					prompts = append(prompts, t)
+				} else {
+					prompts = append(prompts, buffer(f.runMsgs))
+				}
+			}
+		case e.Prompt != "":
+			p := strings.ReplaceAll(e.Prompt, "{results}", buffer(f.runMsgs))
+			p = strings.ReplaceAll(p, "{convo}", buffer(append(slices.Clone(f.base), f.runMsgs...)))
+			prompts = append(prompts, p)
+		}
+	}
+	var msgs []prompt.Message
+	if exclude {
+		msgs = slices.Clone(f.history)
+		if len(prompts) == 0 {
+			msgs = slices.Clone(f.base)
+		}
+	} else {
+		msgs = append(slices.Clone(f.base), f.runMsgs...)
+	}
+	if len(prompts) > 0 {
+		msgs = append(msgs, prompt.Message{Role: prompt.RoleUser, Content: strings.Join(prompts, "\n\n")})
+	}
+	return msgs
+}
+
+// buffer renders messages one per line as agents.md says: Human, AI, Tool.
+func buffer(msgs []prompt.Message) string {
+	names := map[string]string{}
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case prompt.RoleUser:
+			fmt.Fprintf(&b, "Human: %s\n", m.Content)
+		case prompt.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				names[c.ID] = c.Function.Name
+			}
+			if m.Content != "" {
+				fmt.Fprintf(&b, "AI: %s\n", m.Content)
+			}
+		case prompt.RoleTool:
+			fmt.Fprintf(&b, "Tool: %s, %s\n", names[m.ToolCallID], m.Content)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// take reserves the remaining step budget for one agent's loop.
+func (f *flow) take() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.budget
+}
+
+// runAgent runs one agent from msgs, records what it did, and follows the
+// handoffs it calls.
+func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) error {
+	a := f.graph.Agents[id]
+	steps := f.take()
+	if steps <= 0 {
+		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
+	}
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs})
+	if err != nil {
+		return err
+	}
+	for _, p := range prep.Unreachable {
+		f.log.Warn("mcp server unreachable for run", slog.String("agent", id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
+	}
+	model, fam, err := f.s.Models(a.Provider, a.Model)
+	if err != nil {
+		return err
+	}
+	targets := map[string]graph.Edge{}
+	for _, e := range f.graph.Handoffs(id) {
+		targets[e.To[0]] = e
+	}
+	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam}
+	var text strings.Builder
+	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
+		Model: model, Tools: box, MaxSteps: steps, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
+		Stop: func(c prompt.ToolCall) bool {
+			t, ok := prompt.HandoffTarget(c.Function.Name)
+			_, known := targets[t]
+			return ok && known
+		},
+		Emit: func(e agent.Event) { f.event(ctx, id, e, &text) },
+	})
+	f.record(id, out, text.String())
+	if err != nil {
+		if errors.Is(err, agent.ErrStepLimit) {
+			return fmt.Errorf("%w: the run used its %d steps (recursion_limit)", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]))
+		}
+		return err
+	}
+	if out.StoppedBy == nil {
+		return nil
+	}
+	// Every handoff called in that turn runs, in parallel.
+	last := out.Messages
+	var calls []prompt.ToolCall
+	for i := len(last) - 1; i >= 0; i-- {
+		if last[i].Role == prompt.RoleAssistant {
+			calls = last[i].ToolCalls
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, c := range calls {
+		target, ok := prompt.HandoffTarget(c.Function.Name)
+		edge, known := targets[target]
+		if !ok || !known {
+			continue
+		}
+		note := handoffPreamble(a)
+		if v := handoffValue(c.Function.Arguments, edge.PromptKey); v != "" {
+			note += "\n\n" + v
+		}
+		f.mu.Lock()
+		next := append(append(slices.Clone(f.base), f.runMsgs...), prompt.Message{Role: prompt.RoleUser, Content: note})
+		f.mu.Unlock()
+		wg.Go(func() {
+			if err := f.runAgent(ctx, target, next); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr(errs)
+}
+
+// handoffValue reads the handed-over text: the parameter named promptKey, or
+// whatever single string the model passed, whatever it called it.
+func handoffValue(args, promptKey string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(args), &m) != nil {
+		return ""
+	}
+	if promptKey == "" {
+		promptKey = prompt.DefaultPromptKey
+	}
+	if v, ok := m[promptKey].(string); ok {
+		return v
+	}
+	for _, v := range m {
+		if s, ok := v.(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// event streams and stores one of an agent's loop events.
+func (f *flow) event(ctx context.Context, id string, e agent.Event, text *strings.Builder) {
+	s, r, lr := f.s, f.r, f.lr
+	switch e.Kind {
+	case agent.EventText:
+		text.WriteString(e.Text)
+		s.emit(ctx, lr, r.ID, EventMessageDelta, delta{AgentID: id, Text: e.Text})
+	case agent.EventToolStarted:
+		s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": id, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
+	case agent.EventToolFinished:
+		s.emit(ctx, lr, r.ID, EventToolFinished, map[string]any{"agent_id": id, "id": e.Tool.ID, "result": e.Tool.Result, "is_error": e.Tool.IsError, "duration_ms": e.Tool.Duration.Milliseconds()})
+		tc := &ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()}
+		if err := s.Store.AddToolCall(context.WithoutCancel(ctx), tc); err != nil {
+			f.log.Error("saving a tool call", slog.Any("err", err))
+		}
+	case agent.EventUsage:
+		s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": id, "usage": e.Usage})
+	case agent.EventRetry:
+		f.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
+	}
+}
+
+// record keeps what an agent's loop produced.
+func (f *flow) record(id string, out *agent.Outcome, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if text != "" {
+		f.lastText[id] = text
+		f.texts = append(f.texts, Part{Type: PartText, AgentID: id, Text: text})
+	}
+	if out == nil {
+		return
+	}
+	f.budget -= out.Steps
+	f.usage = f.usage.Add(out.Usage)
+	f.runMsgs = append(f.runMsgs, out.Messages...)
+	for _, b := range out.Requests {
+		f.requests = append(f.requests, ModelRequest{RunID: f.r.ID, Seq: len(f.requests) + 1, AgentID: id, Body: json.RawMessage(b), SentAt: time.Now().UTC()})
+	}
+	for _, t := range out.Tools {
+		f.tools = append(f.tools, Part{Type: PartToolCall, AgentID: id, Tool: &t})
+	}
+}
+
+// answer is the saved message's text and parts: every agent's text, or with
+// hide_sequential_outputs only the last one's; tool calls always.
+func (f *flow) answer(hide bool) (string, []Part) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	parts := slices.Clone(f.tools)
+	texts := f.texts
+	if hide && len(texts) > 1 {
+		texts = texts[len(texts)-1:]
+	}
+	var all []string
+	for _, t := range texts {
+		all = append(all, t.Text)
+	}
+	return strings.Join(all, "\n\n"), append(parts, texts...)
+}

@@ -1,0 +1,252 @@
+package run_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// team is a run service whose agents are the given specs (instructions "I am <id>."),
+// all answered by one scripted model that knows which agent asks by its system message.
+func team(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) (*bundle, *llmtest.Model) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	for id, spec := range specs {
+		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", "I am "+id+"."
+		if _, err := agents.Create(ctx, u, id, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+		who := strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), ".")
+		return answer(who, req)
+	})
+	m := mcp.NewManager(nil, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	svc := &run.Service{Store: st, MCP: m, Log: discard(), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+	return &bundle{svc: svc, user: u}, model
+}
+
+func lastUser(req *prompt.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == prompt.RoleUser {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+func requestsOf(model *llmtest.Model, who string) []*prompt.Request {
+	var out []*prompt.Request
+	for _, r := range model.Requests() {
+		if r.Messages[0].Content == "I am "+who+"." {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestHandoff(t *testing.T) {
+	b, model := team(t, map[string]agent.Spec{
+		"router":     {Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("specialist"), EdgeType: agent.EdgeHandoff, Prompt: "What to check", PromptKey: "context"}}},
+		"specialist": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "router" {
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"context":"check article 15"}`}}}}
+		}
+		return llmtest.Turn{Text: []string{"Article 15 says so."}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "router", Text: "Is it allowed?"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	spec := requestsOf(model, "specialist")
+	if len(spec) != 1 {
+		t.Fatalf("%d specialist requests", len(spec))
+	}
+	if got := lastUser(spec[0]); !strings.Contains(got, `"router" handed this conversation over to you`) || !strings.HasSuffix(got, "check article 15") {
+		t.Errorf("specialist's last user message %q", got)
+	}
+	if spec[0].Messages[1].Content != "Is it allowed?" {
+		t.Errorf("the specialist does not see the conversation: %+v", spec[0].Messages)
+	}
+	agents := map[string]bool{}
+	for _, e := range d.Events {
+		if strings.Contains(string(e.Data), `"agent_id":"specialist"`) {
+			agents["specialist"] = true
+		}
+		if strings.Contains(string(e.Data), `"agent_id":"router"`) {
+			agents["router"] = true
+		}
+	}
+	if !agents["router"] || !agents["specialist"] {
+		t.Errorf("events do not name both agents: %v", agents)
+	}
+}
+
+func TestChains(t *testing.T) {
+	for _, tc := range []struct {
+		chain agent.ChainType
+		check func(t *testing.T, bIn, cIn string)
+	}{
+		{agent.ChainOutputPassthrough, func(t *testing.T, bIn, cIn string) {
+			if bIn != "A's draft" || cIn != "B's refinement" {
+				t.Errorf("B got %q, C got %q", bIn, cIn)
+			}
+		}},
+		{agent.ChainConvo, func(t *testing.T, bIn, _ string) {
+			if !strings.HasPrefix(bIn, "Based on the following conversation and analysis from previous agents, please provide your insights:\n\n") ||
+				!strings.Contains(bIn, "Human: Write it\nTool: nope, ") || !strings.Contains(bIn, "\nAI: A's draft\n") || !strings.HasSuffix(bIn, "\n\nPlease add your specific expertise and perspective to this discussion.") {
+				t.Errorf("B got %q", bIn)
+			}
+		}},
+	} {
+		t.Run(string(tc.chain), func(t *testing.T) {
+			b, model := team(t, map[string]agent.Spec{
+				"a": {AgentIDs: []string{"b", "c"}, ChainType: tc.chain}, "b": {}, "c": {},
+			}, func(who string, req *prompt.Request) llmtest.Turn {
+				switch who {
+				case "a":
+					if len(req.Messages) == 2 {
+						return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+					}
+					return llmtest.Turn{Text: []string{"A's draft"}}
+				case "b":
+					return llmtest.Turn{Text: []string{"B's refinement"}}
+				}
+				return llmtest.Turn{Text: []string{"C's summary"}}
+			})
+			d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Write it"})
+			if d.Status != run.StatusSucceeded {
+				t.Fatalf("run %+v", d.Run)
+			}
+			bReq, cReq := requestsOf(model, "b"), requestsOf(model, "c")
+			if len(bReq) != 1 || len(cReq) != 1 {
+				t.Fatalf("%d and %d requests", len(bReq), len(cReq))
+			}
+			tc.check(t, lastUser(bReq[0]), lastUser(cReq[0]))
+			for _, m := range bReq[0].Messages {
+				if m.Role == prompt.RoleTool || len(m.ToolCalls) > 0 {
+					t.Errorf("B sees A's tool traffic: %+v", m)
+				}
+			}
+		})
+	}
+}
+
+func TestParallelFanIn(t *testing.T) {
+	var mu sync.Mutex
+	spans := map[string][2]time.Time{}
+	b, model := team(t, map[string]agent.Spec{
+		"lead":   {Edges: []agent.Edge{{From: agent.IDs{List: []string{"lead", "second"}}, To: agent.One("merger"), EdgeType: agent.EdgeDirect}}},
+		"second": {},
+		"merger": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "merger" {
+			return llmtest.Turn{Text: []string{"merged"}}
+		}
+		mu.Lock()
+		spans[who] = [2]time.Time{time.Now(), time.Now().Add(150 * time.Millisecond)}
+		mu.Unlock()
+		return llmtest.Turn{Text: []string{who + " says yes"}, Delay: 150 * time.Millisecond}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "lead", Text: "Go"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	m := requestsOf(model, "merger")
+	if len(m) != 1 {
+		t.Fatalf("%d merger requests", len(m))
+	}
+	var seen []string
+	for _, msg := range m[0].Messages {
+		if msg.Role == prompt.RoleAssistant {
+			seen = append(seen, msg.Content)
+		}
+	}
+	if got := strings.Join(seen, "|"); !strings.Contains(got, "lead says yes") || !strings.Contains(got, "second says yes") {
+		t.Errorf("merger saw %q", got)
+	}
+	l, s := spans["lead"], spans["second"]
+	if !(l[0].Before(s[1]) && s[0].Before(l[1])) {
+		t.Errorf("the two start agents did not overlap: %v %v", l, s)
+	}
+}
+
+func TestHandoffCycleEndsAtTheStepLimit(t *testing.T) {
+	b, _ := team(t, map[string]agent.Spec{
+		"a": {RecursionLimit: 6, Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b")}}},
+		"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("a")}}},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		other := map[string]string{"a": "b", "b": "a"}[who]
+		return llmtest.Turn{Text: []string{who + " passes. "}, ToolCalls: []prompt.ToolCall{{ID: "t", Function: prompt.FunctionCall{Name: "lc_transfer_to_" + other, Arguments: `{}`}}}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Ping"})
+	if d.Status != run.StatusFailed || !strings.Contains(d.Error, "6 steps") {
+		t.Fatalf("run %+v", d.Run)
+	}
+	th, _ := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if !strings.Contains(th.Messages[1].Text, "a passes.") {
+		t.Errorf("partial output not saved: %q", th.Messages[1].Text)
+	}
+}
+
+func TestDroppedEdgeAndHiddenOutputs(t *testing.T) {
+	b, _ := team(t, map[string]agent.Spec{
+		"a": {HideSequentialOutputs: true, Edges: []agent.Edge{
+			{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeDirect},
+			{From: agent.One("a"), To: agent.One("ghost"), EdgeType: agent.EdgeDirect},
+		}},
+		"b": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "a" && len(req.Messages) == 2 {
+			return llmtest.Turn{Text: []string{"draft"}, ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+		}
+		return llmtest.Turn{Text: []string{who + " final"}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Go"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	warned := false
+	for _, e := range d.Events {
+		warned = warned || (e.Type == run.EventWarning && strings.Contains(string(e.Data), "ghost"))
+	}
+	if !warned {
+		t.Errorf("no warning for the dropped edge")
+	}
+	th, _ := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	ans := th.Messages[1]
+	tools := 0
+	for _, p := range ans.Parts {
+		if p.Type == run.PartToolCall {
+			tools++
+		}
+	}
+	if ans.Text != "b final" || tools != 1 {
+		t.Errorf("saved answer %q with %d tool calls; want only the last agent's text and every tool call", ans.Text, tools)
+	}
+}
