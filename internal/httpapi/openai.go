@@ -92,7 +92,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	id, created := "chatcmpl-"+strings.TrimPrefix(rn.ID, "run_"), time.Now().Unix()
 	rc := http.NewResponseController(w)
-	var answer strings.Builder
 	var finished *runFinished
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -102,20 +101,40 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// With hide_sequential_outputs only the final agent's text is the answer, so
+	// a stream holds each agent's text back until the next agent starts talking
+	// (dropping it) or the run ends (sending it).
+	hide := false
+	if a, err := s.opts.Agents.Get(r.Context(), u, req.Model); err == nil {
+		hide = a.HideSequentialOutputs
+	}
+	var held strings.Builder
+	heldAgent := ""
 	err = s.follow(r, rn.ID, 0, &subscription{ch: ch, stop: stop}, func(e run.Event) error {
 		switch e.Type {
 		case run.EventMessageDelta:
 			var d struct {
-				Text string `json:"text"`
+				AgentID string `json:"agent_id"`
+				Text    string `json:"text"`
 			}
 			_ = json.Unmarshal(e.Data, &d)
-			answer.WriteString(d.Text)
-			if req.Stream {
+			switch {
+			case !req.Stream:
+			case hide:
+				if d.AgentID != heldAgent {
+					held.Reset()
+					heldAgent = d.AgentID
+				}
+				held.WriteString(d.Text)
+			default:
 				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text}, nil, nil)
 			}
 		case run.EventRunFinished:
 			finished = &runFinished{}
 			_ = json.Unmarshal(e.Data, finished)
+			if req.Stream && hide && held.Len() > 0 {
+				return writeChunk(w, id, created, req.Model, map[string]any{"content": held.String()}, nil, nil)
+			}
 		}
 		return nil
 	}, func() error {
@@ -157,16 +176,19 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": answer.String()}, "finish_reason": reason}},
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": finished.Message.Text}, "finish_reason": reason}},
 		"usage":   usage,
 	})
 }
 
 // runFinished is the data of a run.finished event.
 type runFinished struct {
-	Status run.Status `json:"status"`
-	Error  string     `json:"error"`
-	Usage  llm.Usage  `json:"usage"`
+	Status  run.Status `json:"status"`
+	Error   string     `json:"error"`
+	Usage   llm.Usage  `json:"usage"`
+	Message struct {
+		Text string `json:"text"`
+	} `json:"message"`
 }
 
 // writeChunk writes one chat.completion.chunk; the caller flushes.
