@@ -27,6 +27,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
 )
@@ -106,6 +107,9 @@ func benchChat() error {
 	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored): p50 %s  p99 %s  (targets < 0.5 ms, < 2 ms)\n",
 		ms(pct(perTurn, 50)), ms(pct(perTurn, 99)))
 
+	if err := benchGraph(ctx, st, u, agents, m, log, *runs); err != nil {
+		return err
+	}
 	if *chats <= 0 {
 		return nil
 	}
@@ -212,4 +216,60 @@ func peakRSS() string {
 		}
 	}
 	return "unknown"
+}
+
+// benchGraph measures what each extra agent adds to a run: a 3-agent chain and
+// a 4-wide fan-out/fan-in against one agent, with a model that answers at once.
+func benchGraph(ctx context.Context, st *store.DB, u *auth.User, agents *agent.Service, m *mcp.Manager, log *slog.Logger, runs int) error {
+	specs := map[string]agent.Spec{
+		"solo":   {},
+		"chain1": {AgentIDs: []string{"chain2", "chain3"}, ChainType: agent.ChainOutputPassthrough},
+		"chain2": {}, "chain3": {},
+		"fan0": {Edges: []agent.Edge{
+			{From: agent.One("fan0"), To: agent.IDs{List: []string{"fan1", "fan2", "fan3", "fan4"}}, EdgeType: agent.EdgeDirect},
+			{From: agent.IDs{List: []string{"fan1", "fan2", "fan3", "fan4"}}, To: agent.One("fan5"), EdgeType: agent.EdgeDirect},
+		}},
+		"fan1": {}, "fan2": {}, "fan3": {}, "fan4": {}, "fan5": {},
+	}
+	for id, spec := range specs {
+		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", "Be brief."
+		if _, err := agents.Create(ctx, u, id, spec); err != nil {
+			return err
+		}
+	}
+	model := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+	measure := func(id string) (time.Duration, error) {
+		var total time.Duration
+		for i := range runs + 20 {
+			t0 := time.Now()
+			r, err := svc.Start(ctx, u, run.ChatRequest{AgentID: id, Text: "Go"})
+			if err != nil {
+				return 0, err
+			}
+			if err := svc.Wait(ctx, r.ID); err != nil {
+				return 0, err
+			}
+			if i >= 20 {
+				total += time.Since(t0)
+			}
+		}
+		return total / time.Duration(runs), nil
+	}
+	solo, err := measure("solo")
+	if err != nil {
+		return err
+	}
+	chain, err := measure("chain1")
+	if err != nil {
+		return err
+	}
+	fan, err := measure("fan0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("multi-agent overhead (instant fake model, SQLite): one agent %s per run; 3-agent chain %s (+%s per extra agent); 4-wide fan-out/fan-in, 6 agents %s (+%s per extra agent) (target < 1 ms per extra agent)\n",
+		ms(solo), ms(chain), ms((chain-solo)/2), ms(fan), ms((fan-solo)/5))
+	return nil
 }
