@@ -127,13 +127,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 				}
 				held.WriteString(d.Text)
 			default:
-				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text}, nil, nil)
+				// name says which agent wrote the text (several may in one run).
+				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text, "name": d.AgentID}, nil, nil)
 			}
 		case run.EventRunFinished:
 			finished = &runFinished{}
 			_ = json.Unmarshal(e.Data, finished)
 			if req.Stream && hide && held.Len() > 0 {
-				return writeChunk(w, id, created, req.Model, map[string]any{"content": held.String()}, nil, nil)
+				return writeChunk(w, id, created, req.Model, map[string]any{"content": held.String(), "name": heldAgent}, nil, nil)
 			}
 		}
 		return nil
@@ -176,7 +177,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": finished.Message.Text}, "finish_reason": reason}},
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": finished.Message.Text, "name": finished.author()}, "finish_reason": reason}},
 		"usage":   usage,
 	})
 }
@@ -187,8 +188,22 @@ type runFinished struct {
 	Error   string     `json:"error"`
 	Usage   llm.Usage  `json:"usage"`
 	Message struct {
-		Text string `json:"text"`
+		Text  string `json:"text"`
+		Parts []struct {
+			Type    string `json:"type"`
+			AgentID string `json:"agent_id"`
+		} `json:"parts"`
 	} `json:"message"`
+}
+
+// author is the agent that wrote the answer's last text.
+func (f *runFinished) author() string {
+	for i := len(f.Message.Parts) - 1; i >= 0; i-- {
+		if p := f.Message.Parts[i]; p.Type == string(run.PartText) {
+			return p.AgentID
+		}
+	}
+	return ""
 }
 
 // writeChunk writes one chat.completion.chunk; the caller flushes.
