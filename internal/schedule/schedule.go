@@ -1,0 +1,100 @@
+// Package schedule owns scheduled agents (agents.md "Schedules"): cron and
+// one-off schedules, computing their next firing in their timezone, claiming a
+// due firing exactly once across Relay processes, and the history of firings.
+package schedule
+
+import (
+	"context"
+	"time"
+)
+
+// Type is a schedule's kind.
+type Type string
+
+// The kinds of schedule.
+const (
+	Recurring Type = "recurring" // fires on its cron expression
+	Once      Type = "once"      // fires at run_at, then disables itself
+)
+
+// Schedule runs an agent with a prompt, on a cron expression or once.
+type Schedule struct {
+	ID       string     `json:"id"`
+	UserID   string     `json:"user_id"`
+	AgentID  string     `json:"agent_id"`
+	Name     string     `json:"name"`
+	Prompt   string     `json:"prompt"`
+	Type     Type       `json:"type"`
+	Cron     string     `json:"cron,omitempty"`
+	RunAt    *time.Time `json:"run_at,omitempty"`
+	Timezone string     `json:"timezone"`
+	Enabled  bool       `json:"enabled"`
+	// NotifyURL, when set, receives each firing's result as JSON.
+	NotifyURL  string     `json:"notify_url,omitempty"`
+	NextRunAt  *time.Time `json:"next_run_at,omitempty"`
+	LastRunAt  *time.Time `json:"last_run_at,omitempty"`
+	LastStatus string     `json:"last_status,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+// FiringStatus is where one firing stands.
+type FiringStatus string
+
+// The statuses of a firing. Queued, running, succeeded, failed and cancelled
+// follow the run; skipped means the firing did not run (missed while Relay was
+// down past the grace window, or the previous firing was still running).
+const (
+	FiringQueued    FiringStatus = "queued"
+	FiringRunning   FiringStatus = "running"
+	FiringSucceeded FiringStatus = "succeeded"
+	FiringFailed    FiringStatus = "failed"
+	FiringCancelled FiringStatus = "cancelled"
+	FiringSkipped   FiringStatus = "skipped"
+)
+
+// Firing is one firing of a schedule: unique per (schedule, fire time), which is
+// how a firing is claimed exactly once.
+type Firing struct {
+	ID             string       `json:"id"`
+	ScheduleID     string       `json:"schedule_id"`
+	FireAt         time.Time    `json:"fire_at"`
+	RunID          string       `json:"run_id,omitempty"`
+	ConversationID string       `json:"conversation_id,omitempty"`
+	Prompt         string       `json:"prompt"`
+	Status         FiringStatus `json:"status"`
+	Error          string       `json:"error,omitempty"`
+	ClaimedBy      string       `json:"claimed_by,omitempty"`
+	StartedAt      *time.Time   `json:"started_at,omitempty"`
+	FinishedAt     *time.Time   `json:"finished_at,omitempty"`
+}
+
+// Store is what schedules need from storage. Missing rows are fault.NotFound.
+type Store interface {
+	CreateSchedule(ctx context.Context, s *Schedule) error
+	GetSchedule(ctx context.Context, id string) (*Schedule, error)
+	// ListSchedules lists a user's schedules (every user's for ""), oldest first.
+	ListSchedules(ctx context.Context, userID string) ([]*Schedule, error)
+	CountSchedules(ctx context.Context, userID string) (int, error)
+	UpdateSchedule(ctx context.Context, s *Schedule) error
+	DeleteSchedule(ctx context.Context, id string) error
+	// DueSchedules lists enabled schedules whose NextRunAt is at or before now,
+	// soonest first, at most limit.
+	DueSchedules(ctx context.Context, now time.Time, limit int) ([]*Schedule, error)
+	// NextDue returns the earliest NextRunAt of the enabled schedules, or nil.
+	NextDue(ctx context.Context) (*time.Time, error)
+	// ClaimFiring inserts f, unique on (ScheduleID, FireAt), and in the same
+	// transaction moves the schedule's NextRunAt from f.FireAt to next (nil
+	// disables a one-off schedule). It reports false, without error, when
+	// another process claimed that firing first.
+	ClaimFiring(ctx context.Context, f *Firing, next *time.Time) (bool, error)
+	UpdateFiring(ctx context.Context, f *Firing) error
+	GetFiring(ctx context.Context, id string) (*Firing, error)
+	// ListFirings lists a schedule's firings, newest first, at most limit.
+	ListFirings(ctx context.Context, scheduleID string, limit int) ([]*Firing, error)
+	// RunningFiring returns the schedule's firing that is queued or running, or nil.
+	RunningFiring(ctx context.Context, scheduleID string) (*Firing, error)
+	// FailStaleFirings marks firings queued or running that a process claimed
+	// but did not finish before cutoff as failed, and returns how many.
+	FailStaleFirings(ctx context.Context, cutoff time.Time, reason string) (int, error)
+}
