@@ -118,6 +118,8 @@ type ChatRequest struct {
 	ConversationID  string `json:"conversation_id,omitempty"`
 	ParentMessageID string `json:"parent_message_id,omitempty"`
 	Timezone        string `json:"timezone,omitempty"`
+	// Title names a new conversation; empty means one made from Text.
+	Title string `json:"-"`
 	// History, for a new conversation, is what came before Text (the messages an
 	// OpenAI-compatible client sends); it is not stored as messages of its own.
 	History []prompt.Message `json:"-"`
@@ -211,6 +213,9 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		title := req.Text
 		if r := []rune(title); len(r) > 60 {
 			title = string(r[:60]) + "…"
+		}
+		if req.Title != "" {
+			title = req.Title
 		}
 		c := &Conversation{ID: newID("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
 		return c, req.History, s.Store.CreateConversation(ctx, c)

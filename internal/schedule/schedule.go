@@ -88,6 +88,9 @@ type Store interface {
 	// disables a one-off schedule). It reports false, without error, when
 	// another process claimed that firing first.
 	ClaimFiring(ctx context.Context, f *Firing, next *time.Time) (bool, error)
+	// CreateFiring inserts a firing that moves no schedule (run now); a taken
+	// (ScheduleID, FireAt) is fault.Conflict.
+	CreateFiring(ctx context.Context, f *Firing) error
 	UpdateFiring(ctx context.Context, f *Firing) error
 	GetFiring(ctx context.Context, id string) (*Firing, error)
 	// ListFirings lists a schedule's firings, newest first, at most limit.
