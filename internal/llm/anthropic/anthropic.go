@@ -72,22 +72,16 @@ type Options struct {
 	// DropParams are body fields and model parameters never sent. model,
 	// messages and stream cannot be dropped.
 	DropParams []string
-	// MaxTries bounds the tries of one request, the first included; 0 means 3.
-	MaxTries int
-	// BackoffBase is the wait before the first retry, doubled for each one
-	// after (Retry-After, when Anthropic sends it, is waited instead); 0 means
-	// 500ms.
-	BackoffBase time.Duration
-	// ConnectTimeout bounds dialing and the TLS handshake; 0 means 10s. It
-	// applies to the client New makes, not to HTTPClient.
-	ConnectTimeout time.Duration
-	// IdleTimeout bounds the wait for the answer's headers and then between
-	// pieces of the stream; 0 means 60s.
-	IdleTimeout time.Duration
-	// HTTPClient sends the requests; nil means one made for long streams.
-	HTTPClient *http.Client
-	// Logger gets a warning for each retry; nil means no logging.
-	Logger *slog.Logger
+	// The transport options are those of [provider.Settings]: MaxTries
+	// (0 means 3), BackoffBase (0 means 500ms; Retry-After, when Anthropic
+	// sends it, is waited instead), ConnectTimeout (0 means 10s; not applied
+	// to HTTPClient), IdleTimeout (0 means 60s), HTTPClient (nil means one
+	// made for long streams) and Logger (nil means no logging).
+	MaxTries                    int
+	BackoffBase                 time.Duration
+	ConnectTimeout, IdleTimeout time.Duration
+	HTTPClient                  *http.Client
+	Logger                      *slog.Logger
 }
 
 // Client is an llm.Model for Anthropic's Messages API. It is safe for
@@ -135,11 +129,14 @@ func New(opts Options) *Client {
 		url:  base + "/messages",
 		add:  add,
 		drop: drop,
-		ep: provider.New(providerName, "anthropic", opts.APIKey, h, provider.Settings{
-			MaxTries: opts.MaxTries, BackoffBase: opts.BackoffBase, ConnectTimeout: opts.ConnectTimeout,
-			IdleTimeout: opts.IdleTimeout, HTTPClient: opts.HTTPClient, Logger: opts.Logger,
-		}),
+		ep:   provider.New(providerName, "anthropic", opts.APIKey, h, opts.settings()),
 	}
+}
+
+// settings are the transport options.
+func (o Options) settings() provider.Settings {
+	return provider.Settings{MaxTries: o.MaxTries, BackoffBase: o.BackoffBase, ConnectTimeout: o.ConnectTimeout,
+		IdleTimeout: o.IdleTimeout, HTTPClient: o.HTTPClient, Logger: o.Logger}
 }
 
 // core reports whether a body field is one the client needs as it writes it.

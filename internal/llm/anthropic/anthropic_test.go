@@ -11,17 +11,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -29,22 +26,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 const testKey = "sk-ant-test-0123456789abcdef"
 
-// fake is an httptest server that answers /v1/messages as Anthropic does,
-// one handler per try, and keeps what each try sent.
-type fake struct {
-	t        *testing.T
-	srv      *httptest.Server
-	mu       sync.Mutex
-	bodies   [][]byte
-	headers  []http.Header
-	handlers []http.HandlerFunc
-}
-
-// bundle is what a test works with: the client, the fake server, the waits
-// the client slept and what it logged.
+// bundle is what a test works with: the client, the fake Anthropic, the
+// waits the client slept and what it logged.
 type bundle struct {
 	client *Client
-	fake   *fake
+	fake   *llmtest.Provider
 	waits  []time.Duration
 	log    *bytes.Buffer
 }
@@ -53,12 +39,10 @@ type bundle struct {
 // (the last one answers any further try) and a client for it.
 func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	t.Helper()
-	f := &fake{t: t, handlers: handlers}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := llmtest.NewProvider(t, func(r *http.Request) bool { return r.URL.Path == "/v1/messages" }, handlers...)
 	b := &bundle{fake: f, log: &bytes.Buffer{}}
 	if opts.BaseURL == "" {
-		opts.BaseURL = f.srv.URL
+		opts.BaseURL = f.URL
 	}
 	if opts.APIKey == "" {
 		opts.APIKey = testKey
@@ -72,26 +56,6 @@ func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	return b
 }
 
-func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, body)
-	f.headers = append(f.headers, r.Header.Clone())
-	f.mu.Unlock()
-	f.handlers[min(n, len(f.handlers)-1)](w, r)
-}
-
-func (f *fake) tries() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
 // event is one server-sent event as Anthropic writes it.
 func event(typ, data string) string {
 	return "event: " + typ + "\ndata: " + data + "\n\n"
@@ -99,38 +63,13 @@ func event(typ, data string) string {
 
 // stream answers with the events, flushing after each.
 func stream(events ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		for _, e := range events {
-			io.WriteString(w, e)
-			w.(http.Flusher).Flush()
-		}
-	}
+	return llmtest.Stream("text/event-stream; charset=utf-8", events...)
 }
 
 // refuse answers with Anthropic's error body.
 func refuse(status int, typ, message string, header ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q},"request_id":"req_011"}`, typ, message)
-	}
-}
-
-// reset drops the connection without an answer.
-func reset(w http.ResponseWriter, r *http.Request) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		panic(err)
-	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		tcp.SetLinger(0)
-	}
-	conn.Close()
+	body := fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%q},"request_id":"req_011"}`, typ, message)
+	return llmtest.Refuse(status, "application/json", body, header...)
 }
 
 const (
@@ -167,18 +106,6 @@ func simple() *prompt.Request {
 	}}
 }
 
-// collect records the events a turn emits.
-type collect struct {
-	mu     sync.Mutex
-	events []llm.Event
-}
-
-func (c *collect) emit(e llm.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
-}
-
 // conversation is a whole agent conversation: system prompt, a question, an
 // answer with two tool calls, their results (one an image, one a failure)
 // and a follow-up.
@@ -210,35 +137,9 @@ func conversation() *prompt.Request {
 	}
 }
 
-// golden compares got, which must be compact JSON, with the indented JSON in
-// testdata/name, rewriting it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		var pretty bytes.Buffer
-		if err := json.Indent(&pretty, got, "", "  "); err != nil {
-			t.Fatalf("body is not JSON: %v\n%s", err, got)
-		}
-		pretty.WriteByte('\n')
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, want); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if diff := cmp.Diff(compact.String(), string(got)); diff != "" {
-		t.Errorf("body differs from %s (-want +got):\n%s", path, diff)
-	}
+	llmtest.Golden(t, name, got, *update)
 }
 
 func TestRequest(t *testing.T) {
@@ -272,10 +173,10 @@ func TestRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tt.golden, turn.Sent)
-			if got := b.fake.bodies[0]; !bytes.Equal(got, turn.Sent) {
+			if got := b.fake.Body(0); !bytes.Equal(got, turn.Sent) {
 				t.Errorf("the server got other bytes than Turn.Sent:\n%s", got)
 			}
-			h := b.fake.headers[0]
+			h := b.fake.Request(0).Header
 			for k, want := range map[string]string{
 				"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json",
 				"Accept": "text/event-stream", "Anthropic-Beta": "tools-2024",
@@ -290,8 +191,8 @@ func TestRequest(t *testing.T) {
 
 func TestStreamText(t *testing.T) {
 	b := setup(t, Options{}, hello)
-	var c collect
-	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	var c llmtest.Recorder
+	turn, err := b.client.Stream(t.Context(), simple(), c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +202,7 @@ func TestStreamText(t *testing.T) {
 		{Kind: llm.EventText, Text: "lo!"},
 		{Kind: llm.EventUsage, Usage: usage},
 	}
-	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, c.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	want := &llm.Turn{Text: "Hello!", FinishReason: llm.FinishStop, Usage: usage, Sent: turn.Sent}
@@ -327,8 +228,8 @@ func TestStreamToolUse(t *testing.T) {
 		event("message_delta", messageDelta("tool_use", 89)),
 		event("message_stop", messageStop),
 	))
-	var c collect
-	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	var c llmtest.Recorder
+	turn, err := b.client.Stream(t.Context(), simple(), c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +245,7 @@ func TestStreamToolUse(t *testing.T) {
 		call(llm.ToolCallDelta{Index: 1, ArgumentsDelta: `{}`}),
 		{Kind: llm.EventUsage, Usage: usage},
 	}
-	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, c.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	want := &llm.Turn{
@@ -389,22 +290,22 @@ func TestStopReasons(t *testing.T) {
 func TestRetries(t *testing.T) {
 	b := setup(t, Options{},
 		refuse(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", "Retry-After", "3"),
-		reset,
+		llmtest.Reset,
 		hello,
 	)
-	var c collect
-	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	var c llmtest.Recorder
+	turn, err := b.client.Stream(t.Context(), simple(), c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn.Text != "Hello!" || turn.Retries != 2 || b.fake.tries() != 3 {
-		t.Errorf("text %q after %d retries, %d tries; want Hello! after 2 retries", turn.Text, turn.Retries, b.fake.tries())
+	if turn.Text != "Hello!" || turn.Retries != 2 || b.fake.Tries() != 3 {
+		t.Errorf("text %q after %d retries, %d tries; want Hello! after 2 retries", turn.Text, turn.Retries, b.fake.Tries())
 	}
 	if len(b.waits) != 2 || b.waits[0] != 3*time.Second || b.waits[1] < 500*time.Millisecond || b.waits[1] > time.Second {
 		t.Errorf("waits = %v, want [3s (Retry-After), 500ms..1s (second backoff)]", b.waits)
 	}
 	var retries []*llm.Error
-	for _, e := range c.events {
+	for _, e := range c.Events {
 		if e.Kind == llm.EventRetry {
 			retries = append(retries, e.Retry)
 		}
@@ -416,11 +317,7 @@ func TestRetries(t *testing.T) {
 	if strings.Count(log, "level=WARN msg=\"model request failed, retrying\"") != 2 || !strings.Contains(log, "provider=anthropic") || !strings.Contains(log, "model=claude-sonnet-4-5") {
 		t.Errorf("log does not warn twice with provider and model:\n%s", log)
 	}
-	for _, secret := range []string{testKey, "secret prompt"} {
-		if strings.Contains(log, secret) {
-			t.Errorf("log holds %q:\n%s", secret, log)
-		}
-	}
+	llmtest.CheckClean(t, "log", log, testKey, "secret prompt")
 }
 
 func TestRetriesBounded(t *testing.T) {
@@ -433,8 +330,8 @@ func TestRetriesBounded(t *testing.T) {
 	if want := "model provider: Anthropic is unavailable or overloaded: Overloaded (HTTP 529)"; err.Error() != want {
 		t.Errorf("message = %q, want %q", err.Error(), want)
 	}
-	if b.fake.tries() != 2 || turn.Retries != 1 {
-		t.Errorf("%d tries, %d retries; want 2 tries", b.fake.tries(), turn.Retries)
+	if b.fake.Tries() != 2 || turn.Retries != 1 {
+		t.Errorf("%d tries, %d retries; want 2 tries", b.fake.Tries(), turn.Retries)
 	}
 }
 
@@ -468,18 +365,9 @@ func TestStreamCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t, Options{}, tt.handler, hello)
 			turn, err := b.client.Stream(t.Context(), simple(), nil)
-			var le *llm.Error
-			if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut {
-				t.Fatalf("err = %v, want ErrStreamCut", err)
-			}
-			if err.Error() != tt.want {
-				t.Errorf("message = %q, want %q", err.Error(), tt.want)
-			}
-			if turn == nil || turn.Text != "Partial ans" {
-				t.Errorf("turn = %+v, want the partial text", turn)
-			}
-			if b.fake.tries() != 1 {
-				t.Errorf("%d tries: a cut after output must not be retried", b.fake.tries())
+			llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrStreamCut, Error: tt.want, Text: "Partial ans"})
+			if b.fake.Tries() != 1 {
+				t.Errorf("%d tries: a cut after output must not be retried", b.fake.Tries())
 			}
 		})
 	}
@@ -537,18 +425,10 @@ func TestRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t, Options{}, tt.handler)
 			turn, err := b.client.Stream(t.Context(), simple(), nil)
-			var le *llm.Error
-			if !errors.As(err, &le) || le.Kind != tt.kind {
-				t.Fatalf("err = %v, want kind %s", err, tt.kind)
-			}
-			if err.Error() != tt.want {
-				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
-			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(b.log.String(), testKey) {
-				t.Error("the key leaked")
-			}
-			if b.fake.tries() != 1 || turn.Retries != 0 {
-				t.Errorf("%d tries: a refusal must not be retried", b.fake.tries())
+			llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: tt.kind, Error: tt.want, Secrets: []string{testKey}})
+			llmtest.CheckClean(t, "log", b.log.String(), testKey)
+			if b.fake.Tries() != 1 || turn.Retries != 0 {
+				t.Errorf("%d tries: a refusal must not be retried", b.fake.Tries())
 			}
 		})
 	}
@@ -561,23 +441,14 @@ func TestIdleTimeout(t *testing.T) {
 			<-r.Context().Done()
 		})
 		turn, err := b.client.Stream(t.Context(), simple(), nil)
-		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut || !strings.Contains(le.Message, "idle timeout (100ms)") {
-			t.Fatalf("err = %v, want ErrStreamCut for the idle timeout", err)
-		}
-		if turn.Text != "Hm" {
-			t.Errorf("text = %q, want the partial text", turn.Text)
-		}
+		llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrStreamCut, Contains: "idle timeout (100ms)", Text: "Hm"})
 	})
 	t.Run("no answer", func(t *testing.T) {
 		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond, MaxTries: 1}, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 		})
-		_, err := b.client.Stream(t.Context(), simple(), nil)
-		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.ErrNetwork || !strings.Contains(le.Message, "idle timeout") {
-			t.Fatalf("err = %v, want ErrNetwork for the idle timeout", err)
-		}
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrNetwork, Contains: "idle timeout"})
 	})
 }
 
@@ -586,19 +457,7 @@ func TestCancel(t *testing.T) {
 		stream(event("message_start", messageStart), event("content_block_start", textStart), event("content_block_delta", textDelta(0, "Once upon")))(w, r)
 		<-r.Context().Done()
 	})
-	ctx, cancel := context.WithCancelCause(t.Context())
-	abort := errors.New("user pressed stop")
-	turn, err := b.client.Stream(ctx, simple(), func(e llm.Event) {
-		if e.Kind == llm.EventText {
-			cancel(abort)
-		}
-	})
-	if !errors.Is(err, abort) {
-		t.Fatalf("err = %v, want the cancel cause", err)
-	}
-	if turn.Text != "Once upon" || b.fake.tries() != 1 {
-		t.Errorf("turn %+v after %d tries; want the partial text, one try", turn, b.fake.tries())
-	}
+	llmtest.CheckCancel(t, b.client, simple(), b.fake.Tries, "Once upon")
 }
 
 func TestConnectTimeout(t *testing.T) {

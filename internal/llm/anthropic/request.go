@@ -66,15 +66,12 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // params maps the body's sampling fields to the model parameter names they are
 // read from, OpenAI's first.
-var params = []struct {
-	field string
-	names []string
-}{
-	{"max_tokens", []string{"max_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens"}},
-	{"temperature", []string{"temperature"}},
-	{"top_p", []string{"top_p", "topP"}},
-	{"top_k", []string{"top_k", "topK"}},
-	{"stop_sequences", []string{"stop", "stop_sequences", "stopSequences"}},
+var params = []wire.Alias{
+	{Field: "max_tokens", Names: []string{"max_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens"}},
+	{Field: "temperature", Names: []string{"temperature"}},
+	{Field: "top_p", Names: []string{"top_p", "topP"}},
+	{Field: "top_k", Names: []string{"top_k", "topK"}},
+	{Field: "stop_sequences", Names: []string{"stop", "stop_sequences", "stopSequences"}},
 }
 
 // body writes the Messages API body for r: the request struct, then
@@ -103,11 +100,11 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		}
 	}
 	for _, p := range params {
-		if !keep(p.field) {
+		if !keep(p.Field) {
 			continue
 		}
-		v, ok := wire.Param(r.Params, c.drop, p.names...)
-		switch p.field {
+		v, ok := wire.Param(r.Params, c.drop, p.Names...)
+		switch p.Field {
 		case "max_tokens":
 			n, isInt := wire.Int(v)
 			if !ok || !isInt || n <= 0 {
@@ -124,26 +121,14 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 			b.StopSequences = wire.Strings(v)
 		}
 	}
-	for k := range r.Params {
-		if !known(k) {
-			c.ep.Log.Debug("model parameter not sent", "param", k)
-		}
+	for _, k := range wire.Unmapped(r.Params, params) {
+		c.ep.Log.Debug("model parameter not sent", "param", k)
 	}
 	out, err := wire.Marshal(b)
 	if err != nil {
 		return nil, err
 	}
 	return wire.AppendFields(out, c.add)
-}
-
-// known reports whether a model parameter is one the body maps.
-func known(name string) bool {
-	for _, p := range params {
-		if slices.Contains(p.names, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // choice maps OpenAI's tool_choice onto Anthropic's tool_choice type.
@@ -188,7 +173,7 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 		case prompt.RoleAssistant:
 			blocks := content(m)
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: c.input(tc)})
+				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: wire.Arguments(tc, c.ep.Log)})
 			}
 			add("assistant", blocks...)
 		case prompt.RoleTool:
@@ -200,32 +185,9 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 	return out
 }
 
-// content is a message's text and images as blocks. Empty texts are left
-// out: the API refuses them.
+// content is a message's text and images as blocks.
 func content(m *prompt.Message) []block {
-	if len(m.Parts) == 0 {
-		if m.Content == "" {
-			return nil
-		}
-		return []block{{Type: "text", Text: m.Content}}
-	}
-	var blocks []block
-	for _, p := range m.Parts {
-		switch {
-		case p.Type == prompt.PartImage:
-			blocks = append(blocks, block{Type: "image", Source: &imageSource{Type: "base64", MediaType: p.MIMEType, Data: p.Data}})
-		case p.Text != "":
-			blocks = append(blocks, block{Type: "text", Text: p.Text})
-		}
-	}
-	return blocks
-}
-
-// input is a tool call's arguments as the tool_use input object.
-func (c *Client) input(tc prompt.ToolCall) json.RawMessage {
-	obj, ok := wire.Object(tc.Function.Arguments)
-	if !ok {
-		c.ep.Log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
-	}
-	return obj
+	return wire.Parts(m, func(s string) block { return block{Type: "text", Text: s} }, func(mimeType, data string) block {
+		return block{Type: "image", Source: &imageSource{Type: "base64", MediaType: mimeType, Data: data}}
+	})
 }

@@ -35,18 +35,18 @@ func TestAimock(t *testing.T) {
 	}}
 
 	t.Run("text", func(t *testing.T) {
-		var events collect
+		var events llmtest.Recorder
 		turn, err := c.Stream(t.Context(), &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
 			{Role: prompt.RoleSystem, Content: "Be brief."}, {Role: prompt.RoleUser, Content: "hello"},
-		}}, events.emit)
+		}}, events.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if turn.Text != "Hello from aimock, streamed in pieces." || turn.FinishReason != llm.FinishStop {
 			t.Errorf("turn = %+v", turn)
 		}
-		if len(events.events) == 0 || events.events[0].Kind != llm.EventText {
-			t.Errorf("events = %+v, want text first", events.events)
+		if len(events.Events) == 0 || events.Events[0].Kind != llm.EventText {
+			t.Errorf("events = %+v, want text first", events.Events)
 		}
 	})
 
@@ -54,31 +54,7 @@ func TestAimock(t *testing.T) {
 		req := &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
 			{Role: prompt.RoleUser, Content: "What is 2+3?"},
 		}, Tools: []prompt.FunctionTool{sum}, ToolChoice: prompt.ToolChoiceAuto}
-		turn, err := c.Stream(t.Context(), req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(turn.ToolCalls) != 1 || turn.FinishReason != llm.FinishToolCalls {
-			t.Fatalf("turn = %+v, want one tool call", turn)
-		}
-		call := turn.ToolCalls[0]
-		var args map[string]float64
-		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || args["a"] != 2 || args["b"] != 3 {
-			t.Errorf("call = %+v, want get-sum with a=2, b=3", call)
-		}
-		if call.Function.Name != sum.Function.Name || call.ID == "" {
-			t.Errorf("call = %+v", call)
-		}
-		req.Messages = append(req.Messages,
-			prompt.Message{Role: prompt.RoleAssistant, ToolCalls: turn.ToolCalls},
-			prompt.Message{Role: prompt.RoleTool, ToolCallID: call.ID, Content: "5"})
-		turn, err = c.Stream(t.Context(), req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if turn.Text != "The sum is 5." {
-			t.Errorf("text = %q, want the answer to the function response", turn.Text)
-		}
+		llmtest.CheckSumRoundTrip(t, c, req, "The sum is 5.")
 	})
 
 	t.Run("rate limited, then retried", func(t *testing.T) {

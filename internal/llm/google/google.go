@@ -79,22 +79,17 @@ type Options struct {
 	// DropParams are body fields, generationConfig fields and model
 	// parameters never sent. contents cannot be dropped.
 	DropParams []string
-	// MaxTries bounds the tries of one request, the first included; 0 means 3.
-	MaxTries int
-	// BackoffBase is the wait before the first retry, doubled for each one
-	// after (what Google asks for, in Retry-After or a RetryInfo detail, is
-	// waited instead); 0 means 500ms.
-	BackoffBase time.Duration
-	// ConnectTimeout bounds dialing and the TLS handshake; 0 means 10s. It
-	// applies to the client New makes, not to HTTPClient.
-	ConnectTimeout time.Duration
-	// IdleTimeout bounds the wait for the answer's headers and then between
-	// chunks of the stream; 0 means 60s.
-	IdleTimeout time.Duration
-	// HTTPClient sends the requests; nil means one made for long streams.
-	HTTPClient *http.Client
-	// Logger gets a warning for each retry; nil means no logging.
-	Logger *slog.Logger
+	// The transport options are those of [provider.Settings]: MaxTries
+	// (0 means 3), BackoffBase (0 means 500ms; what Google asks for, in
+	// Retry-After or a RetryInfo detail, is waited instead), ConnectTimeout
+	// (0 means 10s; not applied to HTTPClient), IdleTimeout (0 means 60s),
+	// HTTPClient (nil means one made for long streams) and Logger (nil means
+	// no logging).
+	MaxTries                    int
+	BackoffBase                 time.Duration
+	ConnectTimeout, IdleTimeout time.Duration
+	HTTPClient                  *http.Client
+	Logger                      *slog.Logger
 }
 
 // Client is an llm.Model for the Gemini API. It is safe for concurrent use.
@@ -152,12 +147,15 @@ func New(opts Options) *Client {
 		add:       add,
 		addConfig: addConfig,
 		drop:      drop,
-		ep: provider.New(providerName, "google", opts.APIKey, h, provider.Settings{
-			MaxTries: opts.MaxTries, BackoffBase: opts.BackoffBase, ConnectTimeout: opts.ConnectTimeout,
-			IdleTimeout: opts.IdleTimeout, HTTPClient: opts.HTTPClient, Logger: opts.Logger,
-		}),
-		newID: randomID,
+		ep:        provider.New(providerName, "google", opts.APIKey, h, opts.settings()),
+		newID:     randomID,
 	}
+}
+
+// settings are the transport options.
+func (o Options) settings() provider.Settings {
+	return provider.Settings{MaxTries: o.MaxTries, BackoffBase: o.BackoffBase, ConnectTimeout: o.ConnectTimeout,
+		IdleTimeout: o.IdleTimeout, HTTPClient: o.HTTPClient, Logger: o.Logger}
 }
 
 // versioned reports whether a base URL already ends in an API version.

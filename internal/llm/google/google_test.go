@@ -4,24 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -29,21 +23,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 const testKey = "AIzaSyTest0123456789abcdef"
 
-// fake is an httptest server that answers streamGenerateContent as the Gemini
-// API does, one handler per try, and keeps what each try sent.
-type fake struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	bodies   [][]byte
-	requests []*http.Request
-	handlers []http.HandlerFunc
-}
-
-// bundle is what a test works with: the client, the fake server, the waits
+// bundle is what a test works with: the client, the fake Gemini, the waits
 // the client slept and what it logged.
 type bundle struct {
 	client *Client
-	fake   *fake
+	fake   *llmtest.Provider
 	waits  []time.Duration
 	log    *bytes.Buffer
 }
@@ -53,12 +37,12 @@ type bundle struct {
 // call ids are call_1, call_2, ….
 func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	t.Helper()
-	f := &fake{handlers: handlers}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+	f := llmtest.NewProvider(t, func(r *http.Request) bool {
+		return strings.HasSuffix(r.URL.Path, ":streamGenerateContent") && r.URL.Query().Get("alt") == "sse"
+	}, handlers...)
 	b := &bundle{fake: f, log: &bytes.Buffer{}}
 	if opts.BaseURL == "" {
-		opts.BaseURL = f.srv.URL
+		opts.BaseURL = f.URL
 	}
 	if opts.APIKey == "" {
 		opts.APIKey = testKey
@@ -77,65 +61,23 @@ func setup(t *testing.T, opts Options, handlers ...http.HandlerFunc) *bundle {
 	return b
 }
 
-func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") || r.URL.Query().Get("alt") != "sse" {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	n := len(f.bodies)
-	f.bodies = append(f.bodies, body)
-	f.requests = append(f.requests, r.Clone(context.Background()))
-	f.mu.Unlock()
-	f.handlers[min(n, len(f.handlers)-1)](w, r)
-}
-
-func (f *fake) tries() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
 // stream answers with the chunks, each a data event ended by CRLFs as Google
 // writes them, flushing after each.
 func stream(chunks ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		for _, c := range chunks {
-			io.WriteString(w, "data: "+c+"\r\n\r\n")
-			w.(http.Flusher).Flush()
-		}
+	events := make([]string, len(chunks))
+	for i, c := range chunks {
+		events[i] = "data: " + c + "\r\n\r\n"
 	}
+	return llmtest.Stream("text/event-stream", events...)
 }
 
 // refuse answers with Google's error body.
 func refuse(status int, body string, header ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}
+	return llmtest.Refuse(status, "application/json; charset=UTF-8", body, header...)
 }
 
 func googleError(code int, status, message string) string {
 	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"status":%q}}`, code, message, status)
-}
-
-// reset drops the connection without an answer.
-func reset(w http.ResponseWriter, r *http.Request) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		panic(err)
-	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		tcp.SetLinger(0)
-	}
-	conn.Close()
 }
 
 func textChunk(text, finish string) string {
@@ -161,18 +103,6 @@ func simple() *prompt.Request {
 		{Role: prompt.RoleSystem, Content: "Be brief."},
 		{Role: prompt.RoleUser, Content: "Say hello. My secret prompt."},
 	}}
-}
-
-// collect records the events a turn emits.
-type collect struct {
-	mu     sync.Mutex
-	events []llm.Event
-}
-
-func (c *collect) emit(e llm.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
 }
 
 // conversation is a whole agent conversation: system prompt, a question, an
@@ -211,35 +141,9 @@ func conversation() *prompt.Request {
 	}
 }
 
-// golden compares got, which must be compact JSON, with the indented JSON in
-// testdata/name, rewriting it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		var pretty bytes.Buffer
-		if err := json.Indent(&pretty, got, "", "  "); err != nil {
-			t.Fatalf("body is not JSON: %v\n%s", err, got)
-		}
-		pretty.WriteByte('\n')
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, want); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if diff := cmp.Diff(compact.String(), string(got)); diff != "" {
-		t.Errorf("body differs from %s (-want +got):\n%s", path, diff)
-	}
+	llmtest.Golden(t, name, got, *update)
 }
 
 func TestRequest(t *testing.T) {
@@ -275,10 +179,10 @@ func TestRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tt.golden, turn.Sent)
-			if got := b.fake.bodies[0]; !bytes.Equal(got, turn.Sent) {
+			if got := b.fake.Body(0); !bytes.Equal(got, turn.Sent) {
 				t.Errorf("the server got other bytes than Turn.Sent:\n%s", got)
 			}
-			r := b.fake.requests[0]
+			r := b.fake.Request(0)
 			if want := "/v1beta/models/" + tt.req.Model + ":streamGenerateContent"; r.URL.Path != want || r.URL.RawQuery != "alt=sse" {
 				t.Errorf("URL = %s, want %s?alt=sse", r.URL, want)
 			}
@@ -295,8 +199,8 @@ func TestRequest(t *testing.T) {
 
 func TestStreamText(t *testing.T) {
 	b := setup(t, Options{}, hello)
-	var c collect
-	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	var c llmtest.Recorder
+	turn, err := b.client.Stream(t.Context(), simple(), c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +210,7 @@ func TestStreamText(t *testing.T) {
 		{Kind: llm.EventText, Text: "lo!"},
 		{Kind: llm.EventUsage, Usage: usage},
 	}
-	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, c.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	want := &llm.Turn{Text: "Hello!", FinishReason: llm.FinishStop, Usage: usage, Sent: turn.Sent}
@@ -320,9 +224,9 @@ func TestFunctionCalls(t *testing.T) {
 		textChunk("Checking.", ""),
 		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"location":"Paris","unit":"celsius"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"name":"get_time"}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":12,"totalTokenCount":42}}`,
 	), hello)
-	var c collect
+	var c llmtest.Recorder
 	req := simple()
-	turn, err := b.client.Stream(t.Context(), req, c.emit)
+	turn, err := b.client.Stream(t.Context(), req, c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +237,7 @@ func TestFunctionCalls(t *testing.T) {
 		{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: 1, ID: "call_2", Name: "get_time", ArgumentsDelta: `{}`}},
 		{Kind: llm.EventUsage, Usage: usage},
 	}
-	if diff := cmp.Diff(wantEvents, c.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, c.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	want := &llm.Turn{
@@ -423,24 +327,24 @@ func TestRetries(t *testing.T) {
 	quota := `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}`
 	b := setup(t, Options{},
 		refuse(429, quota),
-		reset,
+		llmtest.Reset,
 		refuse(503, googleError(503, "UNAVAILABLE", "The model is overloaded. Please try again later."), "Retry-After", "1"),
 		hello,
 	)
 	b.client.ep.Retry.MaxTries = 4
-	var c collect
-	turn, err := b.client.Stream(t.Context(), simple(), c.emit)
+	var c llmtest.Recorder
+	turn, err := b.client.Stream(t.Context(), simple(), c.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn.Text != "Hello!" || turn.Retries != 3 || b.fake.tries() != 4 {
-		t.Errorf("text %q after %d retries, %d tries; want Hello! after 3 retries", turn.Text, turn.Retries, b.fake.tries())
+	if turn.Text != "Hello!" || turn.Retries != 3 || b.fake.Tries() != 4 {
+		t.Errorf("text %q after %d retries, %d tries; want Hello! after 3 retries", turn.Text, turn.Retries, b.fake.Tries())
 	}
 	if len(b.waits) != 3 || b.waits[0] != 7*time.Second || b.waits[1] < 500*time.Millisecond || b.waits[1] > time.Second || b.waits[2] != time.Second {
 		t.Errorf("waits = %v, want [7s (RetryInfo), 500ms..1s (backoff), 1s (Retry-After)]", b.waits)
 	}
 	var kinds []llm.ErrorKind
-	for _, e := range c.events {
+	for _, e := range c.Events {
 		if e.Kind == llm.EventRetry {
 			kinds = append(kinds, e.Retry.Kind)
 		}
@@ -452,11 +356,7 @@ func TestRetries(t *testing.T) {
 	if strings.Count(log, `msg="model request failed, retrying"`) != 3 || !strings.Contains(log, "provider=google") {
 		t.Errorf("log does not warn three times:\n%s", log)
 	}
-	for _, secret := range []string{testKey, "secret prompt"} {
-		if strings.Contains(log, secret) {
-			t.Errorf("log holds %q:\n%s", secret, log)
-		}
-	}
+	llmtest.CheckClean(t, "log", log, testKey, "secret prompt")
 }
 
 func TestStreamCut(t *testing.T) {
@@ -480,18 +380,9 @@ func TestStreamCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t, Options{}, tt.handler, hello)
 			turn, err := b.client.Stream(t.Context(), simple(), nil)
-			var le *llm.Error
-			if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut {
-				t.Fatalf("err = %v, want ErrStreamCut", err)
-			}
-			if err.Error() != tt.want {
-				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
-			}
-			if turn == nil || turn.Text != "Partial ans" {
-				t.Errorf("turn = %+v, want the partial text", turn)
-			}
-			if b.fake.tries() != 1 {
-				t.Errorf("%d tries: a cut after output must not be retried", b.fake.tries())
+			llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrStreamCut, Error: tt.want, Text: "Partial ans"})
+			if b.fake.Tries() != 1 {
+				t.Errorf("%d tries: a cut after output must not be retried", b.fake.Tries())
 			}
 		})
 	}
@@ -546,18 +437,10 @@ func TestRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t, Options{}, tt.handler)
 			turn, err := b.client.Stream(t.Context(), simple(), nil)
-			var le *llm.Error
-			if !errors.As(err, &le) || le.Kind != tt.kind {
-				t.Fatalf("err = %v, want kind %s", err, tt.kind)
-			}
-			if err.Error() != tt.want {
-				t.Errorf("message = %q\nwant        %q", err.Error(), tt.want)
-			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(b.log.String(), testKey) {
-				t.Error("the key leaked")
-			}
-			if b.fake.tries() != 1 || turn.Retries != 0 {
-				t.Errorf("%d tries: a refusal must not be retried", b.fake.tries())
+			llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: tt.kind, Error: tt.want, Secrets: []string{testKey}})
+			llmtest.CheckClean(t, "log", b.log.String(), testKey)
+			if b.fake.Tries() != 1 || turn.Retries != 0 {
+				t.Errorf("%d tries: a refusal must not be retried", b.fake.Tries())
 			}
 		})
 	}
@@ -570,23 +453,14 @@ func TestIdleTimeout(t *testing.T) {
 			<-r.Context().Done()
 		})
 		turn, err := b.client.Stream(t.Context(), simple(), nil)
-		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.ErrStreamCut || !strings.Contains(le.Message, "idle timeout (100ms)") {
-			t.Fatalf("err = %v, want ErrStreamCut for the idle timeout", err)
-		}
-		if turn.Text != "Hm" {
-			t.Errorf("text = %q, want the partial text", turn.Text)
-		}
+		llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrStreamCut, Contains: "idle timeout (100ms)", Text: "Hm"})
 	})
 	t.Run("no answer", func(t *testing.T) {
 		b := setup(t, Options{IdleTimeout: 100 * time.Millisecond, MaxTries: 2}, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 		})
 		turn, err := b.client.Stream(t.Context(), simple(), nil)
-		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.ErrNetwork || !strings.Contains(le.Message, "idle timeout") {
-			t.Fatalf("err = %v, want ErrNetwork for the idle timeout", err)
-		}
+		llmtest.CheckFailure(t, turn, err, llmtest.Failure{Kind: llm.ErrNetwork, Contains: "idle timeout"})
 		if turn.Retries != 1 {
 			t.Errorf("%d retries, want 1: a request with no answer is retried", turn.Retries)
 		}
@@ -598,19 +472,7 @@ func TestCancel(t *testing.T) {
 		stream(textChunk("Once upon", ""))(w, r)
 		<-r.Context().Done()
 	})
-	ctx, cancel := context.WithCancelCause(t.Context())
-	abort := errors.New("user pressed stop")
-	turn, err := b.client.Stream(ctx, simple(), func(e llm.Event) {
-		if e.Kind == llm.EventText {
-			cancel(abort)
-		}
-	})
-	if !errors.Is(err, abort) {
-		t.Fatalf("err = %v, want the cancel cause", err)
-	}
-	if turn.Text != "Once upon" || b.fake.tries() != 1 {
-		t.Errorf("turn %+v after %d tries; want the partial text, one try", turn, b.fake.tries())
-	}
+	llmtest.CheckCancel(t, b.client, simple(), b.fake.Tries, "Once upon")
 }
 
 func TestURL(t *testing.T) {

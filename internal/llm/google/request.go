@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/relay-ai/relay/internal/llm/wire"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -78,15 +77,12 @@ type generation struct {
 
 // params maps generationConfig's fields to the model parameter names they are
 // read from, OpenAI's first.
-var params = []struct {
-	field string
-	names []string
-}{
-	{"temperature", []string{"temperature"}},
-	{"topP", []string{"top_p", "topP"}},
-	{"topK", []string{"top_k", "topK"}},
-	{"maxOutputTokens", []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"}},
-	{"stopSequences", []string{"stop", "stop_sequences", "stopSequences"}},
+var params = []wire.Alias{
+	{Field: "temperature", Names: []string{"temperature"}},
+	{Field: "topP", Names: []string{"top_p", "topP"}},
+	{Field: "topK", Names: []string{"top_k", "topK"}},
+	{Field: "maxOutputTokens", Names: []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"}},
+	{Field: "stopSequences", Names: []string{"stop", "stop_sequences", "stopSequences"}},
 }
 
 // skipSignature is the thoughtSignature Google documents for a function call
@@ -130,10 +126,8 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		}
 		b.GenerationConfig = cfg
 	}
-	for k := range r.Params {
-		if !known(k) {
-			c.ep.Log.Debug("model parameter not sent", "param", k)
-		}
+	for _, k := range wire.Unmapped(r.Params, params) {
+		c.ep.Log.Debug("model parameter not sent", "param", k)
 	}
 	out, err := wire.Marshal(b)
 	if err != nil {
@@ -153,14 +147,14 @@ func (c *Client) generationConfig(ps map[string]any) (json.RawMessage, error) {
 		}
 	}
 	for _, p := range params {
-		if _, added := add[p.field]; added || c.drop[p.field] {
+		if _, added := add[p.Field]; added || c.drop[p.Field] {
 			continue
 		}
-		v, ok := wire.Param(ps, c.drop, p.names...)
+		v, ok := wire.Param(ps, c.drop, p.Names...)
 		if !ok {
 			continue
 		}
-		switch p.field {
+		switch p.Field {
 		case "temperature":
 			g.Temperature = v
 		case "topP":
@@ -187,16 +181,6 @@ func (c *Client) generationConfig(ps map[string]any) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return out, nil
-}
-
-// known reports whether a model parameter is one generationConfig maps.
-func known(name string) bool {
-	for _, p := range params {
-		if slices.Contains(p.names, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // mode maps OpenAI's tool_choice onto functionCallingConfig.mode.
@@ -247,7 +231,7 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 			parts := contentParts(m)
 			for j, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Function.Name
-				p := part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: c.args(tc)}}
+				p := part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: wire.Arguments(tc, c.ep.Log)}}
 				if p.ThoughtSignature = c.sigs.get(tc.ID); p.ThoughtSignature == "" && j == 0 {
 					p.ThoughtSignature = skipSignature
 				}
@@ -277,34 +261,11 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 	return out
 }
 
-// contentParts is a message's text and images as parts. Empty texts are left
-// out.
+// contentParts is a message's text and images as parts.
 func contentParts(m *prompt.Message) []part {
-	if len(m.Parts) == 0 {
-		if m.Content == "" {
-			return nil
-		}
-		return []part{{Text: m.Content}}
-	}
-	var parts []part
-	for _, p := range m.Parts {
-		switch {
-		case p.Type == prompt.PartImage:
-			parts = append(parts, part{InlineData: &blob{MIMEType: p.MIMEType, Data: p.Data}})
-		case p.Text != "":
-			parts = append(parts, part{Text: p.Text})
-		}
-	}
-	return parts
-}
-
-// args is a tool call's arguments as the functionCall args object.
-func (c *Client) args(tc prompt.ToolCall) json.RawMessage {
-	obj, ok := wire.Object(tc.Function.Arguments)
-	if !ok {
-		c.ep.Log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
-	}
-	return obj
+	return wire.Parts(m, func(s string) part { return part{Text: s} }, func(mimeType, data string) part {
+		return part{InlineData: &blob{MIMEType: mimeType, Data: data}}
+	})
 }
 
 // randomID makes a tool call id in OpenAI's style.

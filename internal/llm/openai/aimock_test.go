@@ -92,18 +92,18 @@ func TestAimock(t *testing.T) {
 	}
 
 	t.Run("text", func(t *testing.T) {
-		var rec recorder
-		turn, err := client(openai.Options{}).Stream(t.Context(), ask("please say hello"), rec.emit)
+		var rec llmtest.Recorder
+		turn, err := client(openai.Options{}).Stream(t.Context(), ask("please say hello"), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if turn.Text != "Hello from aimock, <friend> & co." || turn.FinishReason != llm.FinishStop {
 			t.Errorf("turn %+v", turn)
 		}
-		if n := len(rec.kinds(llm.EventText)); n < 2 {
+		if n := len(rec.Kinds(llm.EventText)); n < 2 {
 			t.Errorf("%d text events, want the answer in pieces", n)
 		}
-		if turn.Usage.TotalTokens == 0 || len(rec.kinds(llm.EventUsage)) != 1 {
+		if turn.Usage.TotalTokens == 0 || len(rec.Kinds(llm.EventUsage)) != 1 {
 			t.Errorf("usage %+v, want it reported", turn.Usage)
 		}
 
@@ -132,8 +132,8 @@ func TestAimock(t *testing.T) {
 	})
 
 	t.Run("tool calls", func(t *testing.T) {
-		var rec recorder
-		turn, err := client(openai.Options{}).Stream(t.Context(), ask("weather and time please"), rec.emit)
+		var rec llmtest.Recorder
+		turn, err := client(openai.Options{}).Stream(t.Context(), ask("weather and time please"), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,22 +148,22 @@ func TestAimock(t *testing.T) {
 				t.Errorf("tool call %d = %+v, want %+v", i, c, want)
 			}
 		}
-		if len(rec.kinds(llm.EventToolCallDelta)) < 2 {
-			t.Errorf("events %+v", rec.events)
+		if len(rec.Kinds(llm.EventToolCallDelta)) < 2 {
+			t.Errorf("events %+v", rec.Events)
 		}
 	})
 
 	t.Run("rate limited twice then an answer", func(t *testing.T) {
-		var rec recorder
+		var rec llmtest.Recorder
 		start := time.Now()
-		turn, err := client(openai.Options{}).Stream(t.Context(), ask("flaky today"), rec.emit)
+		turn, err := client(openai.Options{}).Stream(t.Context(), ask("flaky today"), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if turn.Text != "Third time lucky." || turn.Retries != 2 {
 			t.Errorf("turn %+v", turn)
 		}
-		retries := rec.kinds(llm.EventRetry)
+		retries := rec.Kinds(llm.EventRetry)
 		if len(retries) != 2 || retries[0].Retry.RetryAfter != time.Second || retries[1].Retry.RetryAfter != 0 {
 			t.Fatalf("retry events %+v, want waits of 1s (aimock's Retry-After) and 0s", retries)
 		}
@@ -176,8 +176,8 @@ func TestAimock(t *testing.T) {
 	})
 
 	t.Run("stream cut mid-answer", func(t *testing.T) {
-		var rec recorder
-		turn, err := client(openai.Options{}).Stream(t.Context(), ask("tell me a long story"), rec.emit)
+		var rec llmtest.Recorder
+		turn, err := client(openai.Options{}).Stream(t.Context(), ask("tell me a long story"), rec.Emit)
 		e := asLLMError(t, err)
 		if e.Kind != llm.ErrStreamCut {
 			t.Errorf("error %+v, want a stream cut", e)
@@ -185,7 +185,7 @@ func TestAimock(t *testing.T) {
 		if turn.Text == "" || !strings.HasPrefix("Once upon a time there was a stream that ended too soon.", turn.Text) {
 			t.Errorf("partial text %q", turn.Text)
 		}
-		if len(rec.kinds(llm.EventRetry)) != 0 {
+		if len(rec.Kinds(llm.EventRetry)) != 0 {
 			t.Error("a cut stream was retried")
 		}
 		t.Logf("error: %v; partial text %q", e, turn.Text)
@@ -200,15 +200,15 @@ func TestAimock(t *testing.T) {
 	})
 
 	t.Run("chaos disconnect on every try", func(t *testing.T) {
-		var rec recorder
+		var rec llmtest.Recorder
 		c := client(openai.Options{
 			MaxTries: 2, BackoffBase: time.Millisecond,
 			Headers: map[string]string{"X-Aimock-Chaos-Disconnect": "1"},
 		})
-		_, err := c.Stream(t.Context(), ask("anything at all"), rec.emit)
+		_, err := c.Stream(t.Context(), ask("anything at all"), rec.Emit)
 		e := asLLMError(t, err)
-		if e.Kind != llm.ErrNetwork || len(rec.kinds(llm.EventRetry)) != 1 {
-			t.Errorf("error %+v after %d retries, want a network error after 1 retry", e, len(rec.kinds(llm.EventRetry)))
+		if e.Kind != llm.ErrNetwork || len(rec.Kinds(llm.EventRetry)) != 1 {
+			t.Errorf("error %+v after %d retries, want a network error after 1 retry", e, len(rec.Kinds(llm.EventRetry)))
 		}
 		t.Logf("error: %v", e)
 	})

@@ -35,30 +35,6 @@ func hello() *prompt.Request {
 	}}
 }
 
-// recorder collects the events of a turn.
-type recorder struct {
-	mu     sync.Mutex
-	events []llm.Event
-}
-
-func (r *recorder) emit(ev llm.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
-func (r *recorder) kinds(kind llm.EventKind) []llm.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []llm.Event
-	for _, ev := range r.events {
-		if ev.Kind == kind {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 // logBuffer is a JSON slog handler's output, safe for concurrent use.
 type logBuffer struct {
 	mu sync.Mutex
@@ -128,8 +104,8 @@ func TestStreamedText(t *testing.T) {
 		sse.Usage(llm.Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14})
 		sse.Done()
 	})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +123,7 @@ func TestStreamedText(t *testing.T) {
 		{Kind: llm.EventText, Text: "friends."},
 		{Kind: llm.EventUsage, Usage: want.Usage},
 	}
-	if diff := cmp.Diff(wantEvents, rec.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, rec.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -167,8 +143,8 @@ func TestStreamedToolCalls(t *testing.T) {
 		sse.Usage(llm.Usage{PromptTokens: 5, CompletionTokens: 9, TotalTokens: 14})
 		sse.Done()
 	})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +166,7 @@ func TestStreamedToolCalls(t *testing.T) {
 		{Index: 1, ArgumentsDelta: `:"CET"}`},
 	}
 	var gotDeltas []llm.ToolCallDelta
-	for _, ev := range rec.kinds(llm.EventToolCallDelta) {
+	for _, ev := range rec.Kinds(llm.EventToolCallDelta) {
 		gotDeltas = append(gotDeltas, ev.ToolCall)
 	}
 	if diff := cmp.Diff(wantDeltas, gotDeltas); diff != "" {
@@ -231,8 +207,8 @@ func TestNonStreamedAnswer(t *testing.T) {
 			"content":"Sure.","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"q\":1}"}}]},
 			"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}`)
 	})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +228,7 @@ func TestNonStreamedAnswer(t *testing.T) {
 		{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{ID: "c1", Name: "f", ArgumentsDelta: `{"q":1}`}},
 		{Kind: llm.EventUsage, Usage: want.Usage},
 	}
-	if diff := cmp.Diff(wantEvents, rec.events); diff != "" {
+	if diff := cmp.Diff(wantEvents, rec.Events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -449,9 +425,9 @@ func TestRateLimitedTwiceHonoursRetryAfter(t *testing.T) {
 			BaseURL: "http://provider.test/v1", APIKey: testKey, HTTPClient: llmtest.Client(h),
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		})
-		var rec recorder
+		var rec llmtest.Recorder
 		start := time.Now()
-		turn, err := c.Stream(t.Context(), hello(), rec.emit)
+		turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +440,7 @@ func TestRateLimitedTwiceHonoursRetryAfter(t *testing.T) {
 		if !bytes.Equal(bodies[0], bodies[2]) || !bytes.Equal(turn.Sent, bodies[2]) {
 			t.Errorf("the retries sent other bodies")
 		}
-		retries := rec.kinds(llm.EventRetry)
+		retries := rec.Kinds(llm.EventRetry)
 		if len(retries) != 2 {
 			t.Fatalf("%d retry events, want 2", len(retries))
 		}
@@ -476,8 +452,8 @@ func TestRateLimitedTwiceHonoursRetryAfter(t *testing.T) {
 				t.Errorf("retry event shows the key: %v", ev.Retry)
 			}
 		}
-		if rec.events[0].Kind != llm.EventRetry || rec.events[1].Kind != llm.EventRetry {
-			t.Errorf("retry events come after the answer began: %+v", rec.events)
+		if rec.Events[0].Kind != llm.EventRetry || rec.Events[1].Kind != llm.EventRetry {
+			t.Errorf("retry events come after the answer began: %+v", rec.Events)
 		}
 		records := logs.records(t)
 		if len(records) != 2 {
@@ -519,15 +495,15 @@ func TestServerErrorThenSuccess(t *testing.T) {
 			}
 			answer(w)
 		})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if turn.Text != "Hi!" || turn.Retries != 1 {
 		t.Errorf("turn %+v, want one answer after 1 retry", turn)
 	}
-	retries := rec.kinds(llm.EventRetry)
+	retries := rec.Kinds(llm.EventRetry)
 	if len(retries) != 1 || retries[0].Retry.Kind != llm.ErrUnavailable || retries[0].Retry.Status != 500 {
 		t.Errorf("retry events %+v", retries)
 	}
@@ -542,14 +518,14 @@ func TestServerErrorEveryTime(t *testing.T) {
 		calls.Add(1)
 		providerError(w, http.StatusServiceUnavailable, `{"error":{"message":"overloaded"}}`)
 	})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	e := asLLMError(t, err)
 	if e.Kind != llm.ErrUnavailable || e.Status != 503 || !strings.Contains(e.Message, "overloaded") {
 		t.Errorf("error %+v", e)
 	}
-	if calls.Load() != 3 || len(rec.kinds(llm.EventRetry)) != 2 || turn == nil || turn.Retries != 2 || len(turn.Sent) == 0 {
-		t.Errorf("%d calls, %d retry events, turn %+v; want 3 tries", calls.Load(), len(rec.kinds(llm.EventRetry)), turn)
+	if calls.Load() != 3 || len(rec.Kinds(llm.EventRetry)) != 2 || turn == nil || turn.Retries != 2 || len(turn.Sent) == 0 {
+		t.Errorf("%d calls, %d retry events, turn %+v; want 3 tries", calls.Load(), len(rec.Kinds(llm.EventRetry)), turn)
 	}
 }
 
@@ -568,15 +544,15 @@ func TestConnectionResetBeforeAnyByte(t *testing.T) {
 		}
 		answer(w)
 	})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if turn.Text != "Hi!" || turn.Retries != 1 {
 		t.Errorf("turn %+v, want one answer after 1 retry", turn)
 	}
-	retries := rec.kinds(llm.EventRetry)
+	retries := rec.Kinds(llm.EventRetry)
 	if len(retries) != 1 || retries[0].Retry.Kind != llm.ErrNetwork {
 		t.Fatalf("retry events %+v", retries)
 	}
@@ -591,8 +567,8 @@ func TestConnectionRefused(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	c := openai.New(openai.Options{BaseURL: "http://" + addr + "/v1", APIKey: testKey, MaxTries: 2, BackoffBase: time.Millisecond})
-	var rec recorder
-	turn, err := c.Stream(t.Context(), hello(), rec.emit)
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 	e := asLLMError(t, err)
 	if e.Kind != llm.ErrNetwork || !strings.Contains(e.Message, "could not reach the provider at "+addr) {
 		t.Errorf("error %+v", e)
@@ -600,8 +576,8 @@ func TestConnectionRefused(t *testing.T) {
 	if strings.Contains(e.Error(), "Post ") || strings.Contains(e.Error(), testKey) {
 		t.Errorf("error shows the request: %v", e)
 	}
-	if len(rec.kinds(llm.EventRetry)) != 1 || turn.Retries != 1 {
-		t.Errorf("%d retry events, want 1 (MaxTries 2)", len(rec.kinds(llm.EventRetry)))
+	if len(rec.Kinds(llm.EventRetry)) != 1 || turn.Retries != 1 {
+		t.Errorf("%d retry events, want 1 (MaxTries 2)", len(rec.Kinds(llm.EventRetry)))
 	}
 	t.Logf("error: %v", e)
 }
@@ -624,8 +600,8 @@ func TestStreamCut(t *testing.T) {
 				sse.ToolCall(0, "c1", "f", `{"a":`)
 				tt.end(w)
 			})
-			var rec recorder
-			turn, err := c.Stream(t.Context(), hello(), rec.emit)
+			var rec llmtest.Recorder
+			turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 			e := asLLMError(t, err)
 			if e.Kind != llm.ErrStreamCut || !strings.Contains(e.Message, "was cut off") {
 				t.Errorf("error %+v, want a stream cut", e)
@@ -634,7 +610,7 @@ func TestStreamCut(t *testing.T) {
 			if turn == nil || turn.Text != "The answer is " || turn.ToolCalls != nil {
 				t.Errorf("partial turn %+v, want the text only", turn)
 			}
-			if calls.Load() != 1 || len(rec.kinds(llm.EventRetry)) != 0 {
+			if calls.Load() != 1 || len(rec.Kinds(llm.EventRetry)) != 0 {
 				t.Errorf("%d calls; a cut stream is not retried", calls.Load())
 			}
 		})
@@ -675,13 +651,13 @@ func TestErrorInsideTheStream(t *testing.T) {
 			sse.Finish(llm.FinishStop)
 			sse.Done()
 		})
-		var rec recorder
-		turn, err := c.Stream(t.Context(), hello(), rec.emit)
+		var rec llmtest.Recorder
+		turn, err := c.Stream(t.Context(), hello(), rec.Emit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if turn.Text != "ok" || turn.Retries != 1 || rec.kinds(llm.EventRetry)[0].Retry.Status != 502 {
-			t.Errorf("turn %+v, events %+v", turn, rec.events)
+		if turn.Text != "ok" || turn.Retries != 1 || rec.Kinds(llm.EventRetry)[0].Retry.Status != 502 {
+			t.Errorf("turn %+v, events %+v", turn, rec.Events)
 		}
 	})
 	t.Run("after text it ends the turn", func(t *testing.T) {

@@ -305,7 +305,9 @@ func (r watchedReader) Read(p []byte) (int, error) {
 	r.w.arm()
 	n, err := r.r.Read(p)
 	r.w.pause()
-	if err != nil && err != io.EOF {
+	// An end of the body after the request was abandoned is that
+	// abandonment, not the end of the answer.
+	if err != nil && (err != io.EOF || r.w.ctx.Err() != nil) {
 		err = r.w.explain(err)
 	}
 	return n, err

@@ -235,3 +235,81 @@ func TestOpenRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenSlowCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := streaming(func(ctx context.Context, w *io.PipeWriter) {
+			io.WriteString(w, "data: a\n\n")
+			io.WriteString(w, "data: b\n\n")
+		})
+		s, err := Open(t.Context(), Request{Client: &http.Client{Transport: rt}, URL: "http://model.test", Idle: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		time.Sleep(10 * time.Second) // the caller, not the server, is slow
+		for _, want := range []string{"a", "b"} {
+			ev, err := s.Next()
+			if err != nil || string(ev.Data) != want {
+				t.Fatalf("Next = %q, %v; want %q", ev.Data, err, want)
+			}
+			time.Sleep(10 * time.Second)
+		}
+		if _, err := s.Next(); !errors.Is(err, ErrIdle) {
+			t.Fatalf("Next after the events = %v, want ErrIdle", err)
+		}
+	})
+}
+
+func TestOpenKeepCutAndAnyType(t *testing.T) {
+	answer := func(contentType, body string) *http.Client {
+		return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{
+				StatusCode: 200, Header: http.Header{"Content-Type": {contentType}},
+				Body: io.NopCloser(strings.NewReader(body)), Request: r,
+			}, nil
+		})}
+	}
+	t.Run("an event cut by the end", func(t *testing.T) {
+		for keep, want := range map[bool]string{false: "", true: "b"} {
+			s, err := Open(t.Context(), Request{Client: answer("text/event-stream", "data: a\n\ndata: b\n"), URL: "http://model.test", KeepCut: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev, err := s.Next(); err != nil || string(ev.Data) != "a" {
+				t.Fatalf("Next = %q, %v", ev.Data, err)
+			}
+			ev, err := s.Next()
+			if want == "" && err != io.EOF || want != "" && (err != nil || string(ev.Data) != want) {
+				t.Errorf("KeepCut %v: Next = %q, %v; want %q", keep, ev.Data, err, want)
+			}
+			s.Close()
+		}
+	})
+	t.Run("JSON", func(t *testing.T) {
+		s, err := Open(t.Context(), Request{Client: answer("application/json; charset=utf-8", `{"a":1}`), URL: "http://model.test", AnyType: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		b, err := io.ReadAll(s.Body())
+		if s.MediaType() != "application/json" || err != nil || string(b) != `{"a":1}` {
+			t.Errorf("media type %q, body %q, %v", s.MediaType(), b, err)
+		}
+	})
+	t.Run("no Accept", func(t *testing.T) {
+		var got http.Header
+		c := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			got = r.Header
+			return answer("text/event-stream", "").Transport.RoundTrip(r)
+		})}
+		s, err := Open(t.Context(), Request{Client: c, URL: "http://model.test", Header: http.Header{"Accept": nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if v := got.Values("Accept"); len(v) != 0 {
+			t.Errorf("Accept = %q, want none", v)
+		}
+	})
+}

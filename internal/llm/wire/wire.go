@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -158,4 +159,55 @@ func Object(arguments string) (obj json.RawMessage, ok bool) {
 		return json.RawMessage("{}"), false
 	}
 	return json.RawMessage(args), true
+}
+
+// Alias names a body field and the model parameters it is read from, under
+// their names in order of preference (OpenAI's first).
+type Alias struct {
+	Field string
+	Names []string
+}
+
+// Unmapped returns, sorted, the model parameters in params that none of
+// aliases reads: those a provider's body does not send.
+func Unmapped(params map[string]any, aliases []Alias) []string {
+	var out []string
+	for k := range params {
+		if !slices.ContainsFunc(aliases, func(a Alias) bool { return slices.Contains(a.Names, k) }) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Parts is a message's text and images as a provider's content parts, made
+// by text and image. Empty texts are left out: providers refuse them.
+func Parts[T any](m *prompt.Message, text func(s string) T, image func(mimeType, data string) T) []T {
+	if len(m.Parts) == 0 {
+		if m.Content == "" {
+			return nil
+		}
+		return []T{text(m.Content)}
+	}
+	var out []T
+	for _, p := range m.Parts {
+		switch {
+		case p.Type == prompt.PartImage:
+			out = append(out, image(p.MIMEType, p.Data))
+		case p.Text != "":
+			out = append(out, text(p.Text))
+		}
+	}
+	return out
+}
+
+// Arguments is a tool call's arguments as a JSON object (see [Object]); when
+// they are not one, log is told at debug level.
+func Arguments(tc prompt.ToolCall, log *slog.Logger) json.RawMessage {
+	obj, ok := Object(tc.Function.Arguments)
+	if !ok && log != nil {
+		log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)
+	}
+	return obj
 }
