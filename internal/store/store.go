@@ -16,6 +16,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
 )
 
 // Store is everything Relay keeps, behind one engine.
@@ -25,6 +26,7 @@ type Store interface {
 	memory.Store
 	file.Store
 	run.Store
+	schedule.Store
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine: "sqlite" or "postgres".

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", memoryTests},
 		{"Files", fileTests},
 		{"Runs", runTests},
+		{"Schedules", scheduleTests},
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {
