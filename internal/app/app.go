@@ -204,7 +204,7 @@ func printCommandHelp(w io.Writer, c *command) {
 
 // commands is every subcommand of relay.
 func commands() []*command {
-	return []*command{
+	return append([]*command{
 		serveCommand(),
 		versionCommand(),
 		configCheckCommand(),
@@ -222,5 +222,5 @@ func commands() []*command {
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),
-	}
+	}, schedulesCommands()...)
 }

@@ -225,7 +225,14 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	} else if n > 0 {
 		log.Warn("marked runs left running by a stopped process as failed", slog.Int("runs", n))
 	}
+	// Every process runs the scheduler; the database makes each firing happen once.
+	sched := scheduleService(svc, runs, log)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); _ = sched.Run(mcpCtx) }()
+	defer func() { stopMCP(); <-schedDone }()
+
 	var api http.Handler = httpapi.New(httpapi.Options{
+		Schedules:    sched,
 		Prompt:       prep,
 		Runs:         runs,
 		Retrieval:    retrieval(cfg),

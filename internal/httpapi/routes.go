@@ -40,6 +40,15 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /v1/chat/completions", s.authed(s.completions))
 	mux.Handle("GET /v1/models", s.authed(s.models))
 
+	// Scheduled agents (agents.md "Schedules").
+	mux.Handle("GET /api/schedules", s.authed(s.listSchedules))
+	mux.Handle("POST /api/schedules", s.authed(s.createSchedule))
+	mux.Handle("GET /api/schedules/{id}", s.authed(s.getSchedule))
+	mux.Handle("PATCH /api/schedules/{id}", s.authed(s.patchSchedule))
+	mux.Handle("DELETE /api/schedules/{id}", s.authed(s.deleteSchedule))
+	mux.Handle("POST /api/schedules/{id}/run", s.authed(s.runSchedule))
+	mux.Handle("GET /api/schedules/{id}/runs", s.authed(s.scheduleRuns))
+
 	// MCP servers (mcp.md).
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))

@@ -13,6 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
 )
 
 // Options holds what the handlers need. Nil fields are not allowed except where noted.
@@ -22,6 +23,8 @@ type Options struct {
 	MCP    *mcp.Manager
 	// Runs runs agents for chat messages.
 	Runs *run.Service
+	// Schedules manages scheduled agents.
+	Schedules *schedule.Service
 	// Retrieval says which tools' results are retrieved contexts (Ragas export).
 	Retrieval func(toolName string) bool
 	// Prompt builds the request a message would send (the preview API).

@@ -185,7 +185,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	if steps <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now})
 	if err != nil {
 		return err
 	}

@@ -120,6 +120,9 @@ type ChatRequest struct {
 	Timezone        string `json:"timezone,omitempty"`
 	// Title names a new conversation; empty means one made from Text.
 	Title string `json:"-"`
+	// Now is the time the message is sent as, for placeholders (a schedule's
+	// fire time); zero means now.
+	Now time.Time `json:"-"`
 	// History, for a new conversation, is what came before Text (the messages an
 	// OpenAI-compatible client sends); it is not stored as messages of its own.
 	History []prompt.Message `json:"-"`

@@ -365,9 +365,9 @@ func (db *DB) UpdateFiring(ctx context.Context, f *schedule.Firing) error {
 	}
 	started, finished := storedPtr(f.StartedAt), storedPtr(f.FinishedAt)
 	res, err := db.exec(ctx, db.write,
-		`UPDATE schedule_firings SET status = ?, error = ?, run_id = ?, conversation_id = ?, started_at = ?,
+		`UPDATE schedule_firings SET status = ?, error = ?, run_id = ?, conversation_id = ?, prompt = ?, started_at = ?,
 			finished_at = ? WHERE id = ?`,
-		string(f.Status), f.Error, nullString(f.RunID), nullString(f.ConversationID),
+		string(f.Status), f.Error, nullString(f.RunID), nullString(f.ConversationID), f.Prompt,
 		db.nullTimeArg(started), db.nullTimeArg(finished), f.ID)
 	if err != nil {
 		return fmt.Errorf("updating firing %q: %w", f.ID, err)

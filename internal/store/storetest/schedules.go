@@ -584,7 +584,8 @@ var scheduleTests = []test{
 		must(t, s.CreateFiring(ctx, f), "CreateFiring")
 
 		edit := *f
-		edit.ScheduleID, edit.FireAt, edit.Prompt, edit.ClaimedBy = "sched_other", at(50), "changed", "host-b" // never change
+		edit.ScheduleID, edit.FireAt, edit.ClaimedBy = "sched_other", at(50), "host-b" // never change
+		edit.Prompt = "Summarize what happened overnight, 2026-01-01."                 // the prompt as sent
 		edit.RunID, edit.ConversationID, edit.Status, edit.Error = "run_x", "conv_x", schedule.FiringFailed, "model «down»"
 		edit.StartedAt, edit.FinishedAt = ptr(at(11)), ptr(at(12))
 		must(t, s.UpdateFiring(ctx, &edit), "UpdateFiring")
@@ -593,6 +594,7 @@ var scheduleTests = []test{
 		}
 		want := *f
 		want.RunID, want.ConversationID, want.Status, want.Error = "run_x", "conv_x", schedule.FiringFailed, "model «down»"
+		want.Prompt = edit.Prompt
 		want.StartedAt, want.FinishedAt = ptr(stored(at(11))), ptr(stored(at(12)))
 		if d := cmp.Diff(&want, getFiring(t, s, f.ID)); d != "" {
 			t.Errorf("GetFiring after UpdateFiring (-want +got):\n%s", d)
@@ -600,7 +602,7 @@ var scheduleTests = []test{
 
 		// Clearing what may be cleared.
 		edit.RunID, edit.ConversationID, edit.Error, edit.StartedAt, edit.FinishedAt = "", "", "", nil, nil
-		edit.Status = schedule.FiringQueued
+		edit.Status, edit.Prompt = schedule.FiringQueued, f.Prompt
 		must(t, s.UpdateFiring(ctx, &edit), "UpdateFiring clearing")
 		if d := cmp.Diff(f, getFiring(t, s, f.ID)); d != "" {
 			t.Errorf("GetFiring after clearing (-want +got):\n%s", d)

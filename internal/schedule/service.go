@@ -1,0 +1,521 @@
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// Runner starts runs exactly as chat messages do.
+type Runner interface {
+	Start(ctx context.Context, u *auth.User, req run.ChatRequest) (*run.Run, error)
+	Wait(ctx context.Context, runID string) error
+	Abort(ctx context.Context, u *auth.User, runID string) (*run.Run, error)
+	Get(ctx context.Context, u *auth.User, runID string) (*run.Detail, error)
+}
+
+// Options are the scheduler's limits; zero values take the defaults of agents.md.
+type Options struct {
+	MaxPerUser  int           // schedules per user (50)
+	MinInterval time.Duration // between firings of one schedule (1 minute)
+	Grace       time.Duration // a firing missed by less runs at start-up (1 hour)
+	RunTimeout  time.Duration // a firing running longer fails (30 minutes)
+	// Poll is the longest the scheduler sleeps without looking (30 s).
+	Poll time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.MaxPerUser <= 0 {
+		o.MaxPerUser = 50
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = time.Minute
+	}
+	if o.Grace <= 0 {
+		o.Grace = time.Hour
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = 30 * time.Minute
+	}
+	if o.Poll <= 0 {
+		o.Poll = 30 * time.Second
+	}
+}
+
+// Service manages schedules and fires them. Every Relay process runs one; the
+// store makes each firing happen once.
+type Service struct {
+	Store  Store
+	Agents interface {
+		Get(ctx context.Context, u *auth.User, id string) (*agent.Agent, error)
+	}
+	Users interface {
+		GetUser(ctx context.Context, id string) (*auth.User, error)
+	}
+	Runner Runner
+	Log    *slog.Logger
+	Opts   Options
+	// Now is the clock (nil: time.Now); Process names this process in claims.
+	Now     func() time.Time
+	Process string
+	HTTP    *http.Client
+
+	once sync.Once
+	wake chan struct{}
+}
+
+func (s *Service) init() {
+	s.once.Do(func() {
+		s.Opts.defaults()
+		if s.Now == nil {
+			s.Now = time.Now
+		}
+		if s.Log == nil {
+			s.Log = slog.New(slog.DiscardHandler)
+		}
+		if s.HTTP == nil {
+			s.HTTP = &http.Client{Timeout: 10 * time.Second}
+		}
+		if s.Process == "" {
+			s.Process = newID("proc_")
+		}
+		s.wake = make(chan struct{}, 1)
+	})
+}
+
+func newID(prefix string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+	b := make([]byte, 21)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])&63]
+	}
+	return prefix + string(b)
+}
+
+// Input is what a user writes to create or change a schedule.
+type Input struct {
+	AgentID   *string    `json:"agent_id"`
+	Name      *string    `json:"name"`
+	Prompt    *string    `json:"prompt"`
+	Type      *Type      `json:"type"`
+	Cron      *string    `json:"cron"`
+	RunAt     *time.Time `json:"run_at"`
+	Timezone  *string    `json:"timezone"`
+	Enabled   *bool      `json:"enabled"`
+	NotifyURL *string    `json:"notify_url"`
+}
+
+// apply writes in onto sc and validates the result, computing NextRunAt.
+func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Input) error {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = strings.TrimSpace(*v)
+		}
+	}
+	set(&sc.AgentID, in.AgentID)
+	set(&sc.Name, in.Name)
+	if in.Prompt != nil {
+		sc.Prompt = *in.Prompt
+	}
+	if in.Type != nil {
+		sc.Type = *in.Type
+	}
+	set(&sc.Cron, in.Cron)
+	if in.RunAt != nil {
+		t := in.RunAt.UTC()
+		sc.RunAt = &t
+	}
+	set(&sc.Timezone, in.Timezone)
+	if in.Enabled != nil {
+		sc.Enabled = *in.Enabled
+	}
+	set(&sc.NotifyURL, in.NotifyURL)
+	if sc.Timezone == "" {
+		sc.Timezone = "UTC"
+	}
+	if sc.Type == "" {
+		sc.Type = Recurring
+		if sc.Cron == "" && sc.RunAt != nil {
+			sc.Type = Once
+		}
+	}
+
+	var fs fault.Fields
+	if sc.Name == "" {
+		fs.Add("name", "required")
+	}
+	if strings.TrimSpace(sc.Prompt) == "" {
+		fs.Add("prompt", "required: it is the user message of every run")
+	}
+	loc, err := time.LoadLocation(sc.Timezone)
+	if err != nil {
+		fs.Add("timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam)", sc.Timezone)
+	}
+	if sc.AgentID == "" {
+		fs.Add("agent_id", "required")
+	} else if _, err := s.Agents.Get(ctx, u, sc.AgentID); err != nil {
+		if !fault.Is(err, fault.NotFound) {
+			return err
+		}
+		fs.Add("agent_id", "no agent %q that you may use", sc.AgentID)
+	}
+	if sc.NotifyURL != "" {
+		if u, err := url.Parse(sc.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fs.Add("notify_url", "must be an http or https URL")
+		}
+	}
+	now := s.Now().UTC()
+	var next *time.Time
+	switch sc.Type {
+	case Recurring:
+		if sc.Cron == "" {
+			fs.Add("cron", "required for a recurring schedule (5 fields: minute hour day-of-month month day-of-week)")
+			break
+		}
+		c, err := ParseCron(sc.Cron)
+		if err != nil {
+			fs.Add("cron", "%s", err.Error())
+			break
+		}
+		if loc != nil {
+			if gap := MinInterval(c, now, loc, 50); gap > 0 && gap < s.Opts.MinInterval {
+				fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
+			}
+			if t, ok := c.Next(now, loc); ok {
+				next = &t
+			} else {
+				fs.Add("cron", "never fires")
+			}
+		}
+	case Once:
+		switch {
+		case sc.RunAt == nil:
+			fs.Add("run_at", "required for a one-off schedule (RFC 3339)")
+		case !sc.RunAt.After(now) && (sc.NextRunAt == nil || sc.Enabled):
+			fs.Add("run_at", "must be in the future")
+		default:
+			t := *sc.RunAt
+			next = &t
+		}
+	default:
+		fs.Add("type", "must be recurring or once")
+	}
+	if err := fs.Err("invalid schedule"); err != nil {
+		return err
+	}
+	sc.NextRunAt = nil
+	if sc.Enabled {
+		sc.NextRunAt = next
+	}
+	return nil
+}
+
+// Create validates and stores a new schedule of u's.
+func (s *Service) Create(ctx context.Context, u *auth.User, in Input) (*Schedule, error) {
+	s.init()
+	n, err := s.Store.CountSchedules(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if n >= s.Opts.MaxPerUser {
+		return nil, fault.New(fault.Conflict, "you have %d schedules, the most allowed; delete one first", n)
+	}
+	sc := &Schedule{ID: newID("sched_"), UserID: u.ID, Enabled: true}
+	if err := s.apply(ctx, u, sc, in); err != nil {
+		return nil, err
+	}
+	if err := s.Store.CreateSchedule(ctx, sc); err != nil {
+		return nil, err
+	}
+	s.poke()
+	return sc, nil
+}
+
+// Get returns one of u's schedules (any, for admins) with its last status.
+func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, error) {
+	sc, err := s.Store.GetSchedule(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sc.UserID != u.ID && !u.IsAdmin() {
+		return nil, fault.New(fault.NotFound, "schedule %q not found", id)
+	}
+	if fs, err := s.Store.ListFirings(ctx, id, 1); err == nil && len(fs) > 0 {
+		sc.LastStatus = string(fs[0].Status)
+	}
+	return sc, nil
+}
+
+// List returns u's schedules.
+func (s *Service) List(ctx context.Context, u *auth.User) ([]*Schedule, error) {
+	return s.Store.ListSchedules(ctx, u.ID)
+}
+
+// Update changes a schedule of u's.
+func (s *Service) Update(ctx context.Context, u *auth.User, id string, in Input) (*Schedule, error) {
+	s.init()
+	sc, err := s.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, u, sc, in); err != nil {
+		return nil, err
+	}
+	if err := s.Store.UpdateSchedule(ctx, sc); err != nil {
+		return nil, err
+	}
+	s.poke()
+	return sc, nil
+}
+
+// Delete removes a schedule of u's with its history.
+func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
+	if _, err := s.Get(ctx, u, id); err != nil {
+		return err
+	}
+	return s.Store.DeleteSchedule(ctx, id)
+}
+
+// Firings lists a schedule's firings, newest first.
+func (s *Service) Firings(ctx context.Context, u *auth.User, id string, limit int) ([]*Firing, error) {
+	if _, err := s.Get(ctx, u, id); err != nil {
+		return nil, err
+	}
+	return s.Store.ListFirings(ctx, id, limit)
+}
+
+// RunNow fires a schedule of u's at once, in the background.
+func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing, error) {
+	s.init()
+	sc, err := s.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	f := &Firing{ID: newID("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
+	if running, err := s.Store.RunningFiring(ctx, sc.ID); err != nil {
+		return nil, err
+	} else if running != nil {
+		return nil, fault.New(fault.Conflict, "schedule %q is running already (firing %s)", sc.ID, running.ID)
+	}
+	if err := s.Store.CreateFiring(ctx, f); err != nil {
+		return nil, err
+	}
+	go s.execute(context.WithoutCancel(ctx), sc, f)
+	return f, nil
+}
+
+// poke wakes the scheduler to look at the schedules again.
+func (s *Service) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run fires due schedules until ctx is done. It sleeps until the next due time
+// (at most Poll), and is woken when schedules change.
+func (s *Service) Run(ctx context.Context) error {
+	s.init()
+	lastStale := time.Time{}
+	for {
+		now := s.Now()
+		if now.Sub(lastStale) > time.Minute {
+			lastStale = now
+			if n, err := s.Store.FailStaleFirings(ctx, now.Add(-s.Opts.RunTimeout-time.Minute), "the Relay process running it stopped"); err != nil {
+				s.Log.Warn("failing stale firings", slog.Any("err", err))
+			} else if n > 0 {
+				s.Log.Warn("firings left running by a stopped process marked failed", slog.Int("firings", n))
+			}
+		}
+		if err := s.Tick(ctx, now); err != nil && ctx.Err() == nil {
+			s.Log.Error("scheduler", slog.Any("err", err))
+		}
+		wait := s.Opts.Poll
+		if next, err := s.Store.NextDue(ctx); err == nil && next != nil {
+			if d := next.Sub(s.Now()); d < wait {
+				wait = max(d, 0)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-s.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// Tick claims and starts every firing due at now; Run calls it as schedules
+// come due.
+func (s *Service) Tick(ctx context.Context, now time.Time) error {
+	s.init()
+	for {
+		due, err := s.Store.DueSchedules(ctx, now, 100)
+		if err != nil {
+			return err
+		}
+		if len(due) == 0 {
+			return nil
+		}
+		claimed := 0
+		for _, sc := range due {
+			if s.fire(ctx, sc, now) {
+				claimed++
+			}
+		}
+		if len(due) < 100 || claimed == 0 {
+			return nil
+		}
+	}
+}
+
+// fire claims a schedule's due firing and starts it (or records it skipped).
+func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) bool {
+	fireAt := *sc.NextRunAt
+	log := s.Log.With(slog.String("schedule_id", sc.ID))
+	var next *time.Time
+	if sc.Type == Recurring {
+		c, err := ParseCron(sc.Cron)
+		loc, lerr := time.LoadLocation(sc.Timezone)
+		if err == nil && lerr == nil {
+			after := fireAt
+			if now.After(after) {
+				after = now // missed firings are not replayed one by one
+			}
+			if t, ok := c.Next(after, loc); ok {
+				next = &t
+			}
+		}
+	}
+	f := &Firing{ID: newID("fire_"), ScheduleID: sc.ID, FireAt: fireAt, Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
+	switch running, err := s.Store.RunningFiring(ctx, sc.ID); {
+	case err != nil:
+		log.Error("checking the running firing", slog.Any("err", err))
+		return false
+	case now.Sub(fireAt) > s.Opts.Grace:
+		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s, more than the grace window of %s", now.Sub(fireAt).Round(time.Second), s.Opts.Grace)
+	case running != nil:
+		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.ID+") was still running"
+	}
+	ok, err := s.Store.ClaimFiring(ctx, f, next)
+	if err != nil {
+		log.Error("claiming a firing", slog.Any("err", err))
+		return false
+	}
+	if !ok {
+		return false // another process has it
+	}
+	if f.Status == FiringSkipped {
+		log.Warn("firing skipped", slog.String("reason", f.Error))
+		return true
+	}
+	go s.execute(context.WithoutCancel(ctx), sc, f)
+	return true
+}
+
+// execute runs a claimed firing through the chat path and records the outcome.
+func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing) {
+	log := s.Log.With(slog.String("schedule_id", sc.ID), slog.String("firing_id", f.ID))
+	finish := func(status FiringStatus, msg string) {
+		t := s.Now().UTC()
+		f.Status, f.Error, f.FinishedAt = status, msg, &t
+		if err := s.Store.UpdateFiring(context.WithoutCancel(ctx), f); err != nil {
+			log.Error("saving the firing", slog.Any("err", err))
+		}
+		s.notify(ctx, sc, f, log)
+	}
+	u, err := s.Users.GetUser(ctx, sc.UserID)
+	if err != nil {
+		finish(FiringFailed, "the schedule's user: "+err.Error())
+		return
+	}
+	loc, err := time.LoadLocation(sc.Timezone)
+	if err != nil {
+		finish(FiringFailed, err.Error())
+		return
+	}
+	// The prompt's placeholders are those of agent instructions, in the
+	// schedule's time zone; ${VAR} is never expanded.
+	f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, u.DisplayName)
+	title := fmt.Sprintf("%s — %s", sc.Name, f.FireAt.In(loc).Format("2006-01-02 15:04 MST"))
+	r, err := s.Runner.Start(ctx, u, run.ChatRequest{AgentID: sc.AgentID, Text: f.Prompt, Timezone: sc.Timezone, Title: title, Now: f.FireAt})
+	if err != nil {
+		finish(FiringFailed, err.Error())
+		return
+	}
+	started := s.Now().UTC()
+	f.RunID, f.ConversationID, f.Status, f.StartedAt = r.ID, r.ConversationID, FiringRunning, &started
+	if err := s.Store.UpdateFiring(ctx, f); err != nil {
+		log.Error("saving the firing", slog.Any("err", err))
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.Opts.RunTimeout)
+	err = s.Runner.Wait(wctx, r.ID)
+	cancel()
+	if err != nil {
+		_, _ = s.Runner.Abort(context.WithoutCancel(ctx), u, r.ID)
+		finish(FiringFailed, fmt.Sprintf("the run took longer than %s and was stopped", s.Opts.RunTimeout))
+		return
+	}
+	d, err := s.Runner.Get(ctx, u, r.ID)
+	if err != nil {
+		finish(FiringFailed, err.Error())
+		return
+	}
+	switch d.Status {
+	case run.StatusSucceeded:
+		finish(FiringSucceeded, "")
+	case run.StatusCancelled:
+		finish(FiringCancelled, d.Error)
+	default:
+		finish(FiringFailed, d.Error)
+	}
+}
+
+// notify posts a firing's outcome to the schedule's webhook, retrying a few
+// times in the background; it never holds up the run.
+func (s *Service) notify(ctx context.Context, sc *Schedule, f *Firing, log *slog.Logger) {
+	if sc.NotifyURL == "" {
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"schedule_id": sc.ID, "schedule_name": sc.Name, "firing": f})
+	go func() {
+		for attempt := range 4 {
+			if attempt > 0 {
+				time.Sleep(time.Duration(1<<attempt) * time.Second)
+			}
+			req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", sc.NotifyURL, bytes.NewReader(body))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := s.HTTP.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode < 300 {
+					return
+				}
+				err = errors.New(resp.Status)
+			}
+			log.Warn("schedule webhook failed", slog.Int("attempt", attempt+1), slog.String("err", err.Error()))
+		}
+	}()
+}

@@ -1,0 +1,185 @@
+package schedule_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	. "github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+type fixture struct {
+	a, b  *Service // two schedulers on one database, as two processes
+	runs  *run.Service
+	model *llmtest.Model
+	user  *auth.User
+	clock *clock
+}
+
+func setup(t *testing.T, start time.Time) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com", DisplayName: "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	if _, err := agents.Create(ctx, u, "digest", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Today is {{current_date}}."}); err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"Nothing new."}} })
+	m := mcp.NewManager(nil, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	runs := &run.Service{Store: st, MCP: m, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+	runs.Log = discardLog()
+	c := &clock{now: start}
+	mk := func(name string) *Service {
+		return &Service{Store: st, Agents: agents, Users: st, Runner: runs, Now: c.Now, Process: name, Log: discardLog()}
+	}
+	return &fixture{a: mk("a"), b: mk("b"), runs: runs, model: model, user: u, clock: c}
+}
+
+func str(s string) *string { return &s }
+
+// waitFinished waits until every firing of the schedule has finished.
+func (f *fixture) waitFinished(t *testing.T, id string, want int) []*Firing {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fs, err := f.a.Store.ListFirings(context.Background(), id, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, x := range fs {
+			if x.FinishedAt != nil || x.Status == FiringSkipped {
+				done++
+			}
+		}
+		if len(fs) == want && done == want {
+			return fs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("firings %+v, want %d finished", fs, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFiresOnceAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 3, 10, 17, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Morning digest"), Prompt: str("Digest for {{current_date}}"),
+		Cron: str("0 7 * * *"), Timezone: str("Pacific/Auckland")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 07:00 in Auckland on 11 March is 18:00 UTC on the 10th (NZDT, +13).
+	if want := time.Date(2026, 3, 10, 18, 0, 0, 0, time.UTC); !sc.NextRunAt.Equal(want) {
+		t.Fatalf("next run %v, want %v", sc.NextRunAt, want)
+	}
+	f.clock.Set(time.Date(2026, 3, 10, 18, 0, 5, 0, time.UTC))
+	var wg sync.WaitGroup
+	for _, s := range []*Service{f.a, f.b, f.a, f.b} {
+		wg.Go(func() { _ = s.Tick(ctx, f.clock.Now()) })
+	}
+	wg.Wait()
+	fs := f.waitFinished(t, sc.ID, 1)
+	if fs[0].Status != FiringSucceeded || fs[0].Prompt != "Digest for 2026-03-11 (3)" {
+		t.Errorf("firing %+v", fs[0])
+	}
+	th, err := f.runs.Conversation(ctx, f.user, fs[0].ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Title != "Morning digest — 2026-03-11 07:00 NZDT" || th.Messages[1].Text != "Nothing new." {
+		t.Errorf("conversation %q: %+v", th.Title, th.Messages)
+	}
+	// The agent's own placeholders are rendered in the schedule's time zone too.
+	if sys := f.model.Requests()[0].Messages[0].Content; sys != "Today is 2026-03-11 (3)." {
+		t.Errorf("system message %q", sys)
+	}
+	got, _ := f.a.Get(ctx, f.user, sc.ID)
+	if want := time.Date(2026, 3, 11, 18, 0, 0, 0, time.UTC); !got.NextRunAt.Equal(want) || got.LastStatus != string(FiringSucceeded) {
+		t.Errorf("after firing: next %v, last status %q", got.NextRunAt, got.LastStatus)
+	}
+}
+
+func TestMissedAndOneOff(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	daily, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 5, 1, 6, 30, 0, 0, time.UTC)
+	once, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Once"), Prompt: str("Go"), RunAt: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Relay was down until 09:30: the 07:00 firing is past the 1-hour grace window
+	// and is skipped; the 06:30 one-off too, and it disables itself.
+	f.clock.Set(time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{daily.ID, once.ID} {
+		fs := f.waitFinished(t, id, 1)
+		if fs[0].Status != FiringSkipped || !strings.Contains(fs[0].Error, "grace window") {
+			t.Errorf("%s: %+v", id, fs[0])
+		}
+	}
+	d, _ := f.a.Get(ctx, f.user, daily.ID)
+	if want := time.Date(2026, 5, 2, 7, 0, 0, 0, time.UTC); !d.NextRunAt.Equal(want) {
+		t.Errorf("daily next %v, want %v", d.NextRunAt, want)
+	}
+	o, _ := f.a.Get(ctx, f.user, once.ID)
+	if o.Enabled || o.NextRunAt != nil {
+		t.Errorf("one-off after firing: enabled %v next %v", o.Enabled, o.NextRunAt)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	past := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	for name, in := range map[string]Input{
+		"bad cron":       {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), Cron: str("0 25 * * *")},
+		"bad timezone":   {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), Cron: str("0 7 * * *"), Timezone: str("Mars/Base")},
+		"run_at in past": {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), RunAt: &past},
+		"unknown agent":  {AgentID: str("nope"), Name: str("x"), Prompt: str("p"), Cron: str("0 7 * * *")},
+		"no prompt":      {AgentID: str("digest"), Name: str("x"), Cron: str("0 7 * * *")},
+	} {
+		if _, err := f.a.Create(ctx, f.user, in); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
