@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -43,105 +42,80 @@ func chatCommand() *command {
 				if text == "" {
 					return usageErr("no message: give one as an argument or on standard input")
 				}
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				log := e.logger(cfg)
-				svc, err := open(ctx, cfg, log)
-				if err != nil {
-					return err
-				}
-				defer svc.store.Close()
-				m := newMCPManager(e, cfg, log)
-				defer m.Close()
-				runs, err := runService(e, cfg, svc, m, log)
-				if err != nil {
-					return err
-				}
-				who := *user
-				if who == "" {
-					who = auth.BootstrapEmail
-				}
-				u, err := svc.auth.FindUser(ctx, who)
-				if fault.Is(err, fault.NotFound) && *user == "" {
-					return usageErr("--user is required (no bootstrap admin %s exists)", auth.BootstrapEmail)
-				}
-				if err != nil {
-					return err
-				}
-				req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz}
-				if *conv != "" {
-					t, err := runs.Conversation(ctx, u, *conv)
+				return withRuns(ctx, e, *user, func(_ *services, runs *run.Service, u *auth.User) error {
+					req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz}
+					if *conv != "" {
+						t, err := runs.Conversation(ctx, u, *conv)
+						if err != nil {
+							return err
+						}
+						if n := len(t.Messages); n > 0 {
+							req.ParentMessageID = t.Messages[n-1].ID
+						}
+					}
+					r, err := runs.Start(ctx, u, req)
 					if err != nil {
 						return err
 					}
-					if n := len(t.Messages); n > 0 {
-						req.ParentMessageID = t.Messages[n-1].ID
-					}
-				}
-				r, err := runs.Start(ctx, u, req)
-				if err != nil {
-					return err
-				}
-				events, ch, stop, err := runs.Subscribe(ctx, u, r.ID, 0)
-				if err != nil {
-					return err
-				}
-				defer stop()
-				var final struct {
-					Status run.Status `json:"status"`
-					Error  string     `json:"error"`
-				}
-				var last int64
-				show := func(ev run.Event) {
-					if ev.Seq <= last {
-						return
-					}
-					last = ev.Seq
-					var d map[string]any
-					_ = json.Unmarshal(ev.Data, &d)
-					switch ev.Type {
-					case run.EventMessageDelta:
-						fmt.Fprint(e.Stdout, d["text"])
-					case run.EventToolStarted:
-						fmt.Fprintf(e.Stderr, "\n→ %v %v\n", d["name"], d["arguments"])
-					case run.EventToolFinished:
-						mark := "←"
-						if d["is_error"] == true {
-							mark = "✗"
-						}
-						res := fmt.Sprint(d["result"])
-						if len(res) > 200 {
-							res = res[:200] + "…"
-						}
-						fmt.Fprintf(e.Stderr, "%s %s\n", mark, res)
-					case run.EventRunFinished:
-						_ = json.Unmarshal(ev.Data, &final)
-					}
-				}
-				for _, ev := range events {
-					show(ev)
-				}
-				for ev := range ch {
-					show(ev)
-				}
-				if final.Status == "" { // the channel closed early: read the rest from the store
-					d, err := runs.Get(ctx, u, r.ID)
+					events, ch, stop, err := runs.Subscribe(ctx, u, r.ID, 0)
 					if err != nil {
 						return err
 					}
-					for _, ev := range d.Events {
+					defer stop()
+					var final struct {
+						Status run.Status `json:"status"`
+						Error  string     `json:"error"`
+					}
+					var last int64
+					show := func(ev run.Event) {
+						if ev.Seq <= last {
+							return
+						}
+						last = ev.Seq
+						var d map[string]any
+						_ = json.Unmarshal(ev.Data, &d)
+						switch ev.Type {
+						case run.EventMessageDelta:
+							fmt.Fprint(e.Stdout, d["text"])
+						case run.EventToolStarted:
+							fmt.Fprintf(e.Stderr, "\n→ %v %v\n", d["name"], d["arguments"])
+						case run.EventToolFinished:
+							mark := "←"
+							if d["is_error"] == true {
+								mark = "✗"
+							}
+							res := fmt.Sprint(d["result"])
+							if len(res) > 200 {
+								res = res[:200] + "…"
+							}
+							fmt.Fprintf(e.Stderr, "%s %s\n", mark, res)
+						case run.EventRunFinished:
+							_ = json.Unmarshal(ev.Data, &final)
+						}
+					}
+					for _, ev := range events {
 						show(ev)
 					}
-				}
-				fmt.Fprintln(e.Stdout)
-				fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s\n", r.ConversationID, r.ID, final.Status)
-				if final.Status != run.StatusSucceeded {
-					fmt.Fprintf(e.Stderr, "relay chat: %s\n", final.Error)
-					return exitCode(1)
-				}
-				return nil
+					for ev := range ch {
+						show(ev)
+					}
+					if final.Status == "" { // the channel closed early: read the rest from the store
+						d, err := runs.Get(ctx, u, r.ID)
+						if err != nil {
+							return err
+						}
+						for _, ev := range d.Events {
+							show(ev)
+						}
+					}
+					fmt.Fprintln(e.Stdout)
+					fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s\n", r.ConversationID, r.ID, final.Status)
+					if final.Status != run.StatusSucceeded {
+						fmt.Fprintf(e.Stderr, "relay chat: %s\n", final.Error)
+						return exitCode(1)
+					}
+					return nil
+				})
 			}
 		},
 	}

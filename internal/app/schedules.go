@@ -19,9 +19,10 @@ func scheduleService(svc *services, runs *run.Service, log *slog.Logger) *schedu
 	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs, Log: log.With(slog.String("part", "scheduler"))}
 }
 
-// withSchedules runs f with the scheduler of the config, acting as the user
-// named by --user (default: the bootstrap admin).
-func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Service, *auth.User) error) error {
+// withRuns opens what running agents from the command line needs — the store,
+// the MCP manager and the run service — and runs f as the user named by ref
+// (default: the bootstrap admin).
+func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Service, *auth.User) error) error {
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -38,11 +39,18 @@ func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Se
 	if err != nil {
 		return err
 	}
-	u, err := cliUser(ctx, svc, user)
+	u, err := cliUser(ctx, svc, ref)
 	if err != nil {
 		return err
 	}
-	return f(scheduleService(svc, runs, log), u)
+	return f(svc, runs, u)
+}
+
+// withSchedules runs f with the scheduler, as the user named by user.
+func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Service, *auth.User) error) error {
+	return withRuns(ctx, e, user, func(svc *services, runs *run.Service, u *auth.User) error {
+		return f(scheduleService(svc, runs, svc.log), u)
+	})
 }
 
 // cliUser finds the user a command acts as: --user, else the bootstrap admin.

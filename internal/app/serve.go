@@ -113,6 +113,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 
 // services are the parts built on the store.
 type services struct {
+	log    *slog.Logger
 	store  store.Store
 	auth   *auth.Service
 	agents *agent.Service
@@ -127,6 +128,7 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 		return nil, err
 	}
 	s := &services{
+		log:    log,
 		store:  st,
 		auth:   auth.NewService(st, nil),
 		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit}),

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
@@ -43,15 +42,12 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	opts := agent.ListOptions{Cursor: r.URL.Query().Get("cursor")}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			s.writeError(w, r, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000"))
-			return
-		}
-		opts.Limit = n
+	n, err := limit(r, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	opts := agent.ListOptions{Cursor: r.URL.Query().Get("cursor"), Limit: n}
 	page, err := s.opts.Agents.List(r.Context(), userFrom(r.Context()), opts)
 	if err != nil {
 		s.writeError(w, r, err)

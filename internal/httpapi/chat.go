@@ -184,16 +184,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
-	limit := 50
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			s.writeError(w, r, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000"))
-			return
-		}
-		limit = n
+	n, err := limit(r, 50)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	cs, err := s.opts.Runs.Conversations(r.Context(), userFrom(r.Context()), limit)
+	cs, err := s.opts.Runs.Conversations(r.Context(), userFrom(r.Context()), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

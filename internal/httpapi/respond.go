@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/relay-ai/relay/internal/fault"
 )
@@ -88,4 +89,17 @@ func classifyBodyErr(err error) error {
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, fault.New(fault.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// limit reads the ?limit= of a list request: def when absent, else 1 to 1000.
+func limit(r *http.Request, def int) (int, error) {
+	l := r.URL.Query().Get("limit")
+	if l == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000")
+	}
+	return n, nil
 }

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
-	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/schedule"
 )
 
@@ -76,16 +74,12 @@ func (s *Server) runSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) scheduleRuns(w http.ResponseWriter, r *http.Request) {
-	limit := 50
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			s.writeError(w, r, fault.New(fault.Invalid, "limit must be a whole number from 1 to 1000"))
-			return
-		}
-		limit = n
+	n, err := limit(r, 50)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	fs, err := s.opts.Schedules.Firings(r.Context(), userFrom(r.Context()), r.PathValue("id"), limit)
+	fs, err := s.opts.Schedules.Firings(r.Context(), userFrom(r.Context()), r.PathValue("id"), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
