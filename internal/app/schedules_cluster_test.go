@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,10 +66,23 @@ agents:
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); _ = cmd.Wait() })
 		servers = append(servers, cmd)
 		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", port))
-		if err := mcptest.WaitPort(port, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
 		_ = i
+	}
+	for _, base := range bases { // every process ready: migrated and serving
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			resp, err := http.Get(base + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never became ready", base)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	s := &server{base: bases[0]}
 	for time.Now().Second() > 50 { // create them well before a minute boundary
