@@ -3,6 +3,7 @@
 //	go run ./bench [-runs 20] [-agents 1000] [-postgres URL]   # start-up and the agents API
 //	go run ./bench mcp [-calls 500]                            # MCP calls per transport (needs the peers)
 //	go run ./bench chat [-chats 1000]                          # run overhead per turn; concurrent streaming chats
+//	go run ./bench schedules [-schedules 10000]                # scheduler latency and idle CPU
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -33,6 +34,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "schedules" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchSchedules(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench schedules:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "chat" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchChat(); err != nil {
