@@ -3,8 +3,9 @@
 package agent
 
 import (
+	"github.com/relay-ai/relay/internal/ident"
+
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -209,16 +210,5 @@ type SyncResult struct {
 	Created, Updated, Unchanged, Released int
 }
 
-const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-
 // NewID returns a fresh agent id: `agent_` and 21 URL-safe random characters.
-func NewID() string {
-	b := make([]byte, 21)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])&63]
-	}
-	return "agent_" + string(b)
-}
+func NewID() string { return ident.New("agent_") }

@@ -27,7 +27,7 @@ func retrieval(cfg *config.Config) func(string) bool {
 			return false
 		}
 		for n, s := range cfg.MCPServers {
-			if s.Retrieval && (n == server || mcp.NormaliseServer(n) == server) {
+			if s.Retrieval && mcp.NamedBy(n, server) {
 				return true
 			}
 		}

@@ -4,8 +4,9 @@
 package file
 
 import (
+	"github.com/relay-ai/relay/internal/ident"
+
 	"context"
-	"crypto/rand"
 	"time"
 )
 
@@ -36,15 +37,5 @@ type Store interface {
 	GetFiles(ctx context.Context, ids []string) ([]*File, error)
 }
 
-const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-
 // NewID returns a fresh file id: `file_` and 21 URL-safe random characters.
-func NewID() string {
-	b := make([]byte, 21)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	for i := range b {
-		// 64 symbols: taking the low six bits keeps the choice uniform.
-		b[i] = idAlphabet[b[i]&63]
-	}
-	return "file_" + string(b)
-}
+func NewID() string { return ident.New("file_") }

@@ -377,7 +377,7 @@ func (m *Manager) Resolve(key string) (server, tool string, err error) {
 	t, s, ok := SplitKey(key)
 	if ok {
 		for _, name := range m.order {
-			if name == s || NormaliseServer(name) == s {
+			if NamedBy(name, s) {
 				return name, t, nil
 			}
 		}

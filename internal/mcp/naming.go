@@ -238,3 +238,9 @@ func (n *Names) RemoveServer(server string) {
 		}
 	}
 }
+
+// NamedBy reports whether the server part of a tool key names the configured
+// server name: as written, or normalised as keys write it.
+func NamedBy(name, keyPart string) bool {
+	return name == keyPart || NormaliseServer(name) == keyPart
+}

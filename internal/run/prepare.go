@@ -239,7 +239,7 @@ func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agen
 // in tool keys.
 func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 	for _, s := range p.MCP.Servers() {
-		if s.Name == name || mcp.NormaliseServer(s.Name) == name {
+		if mcp.NamedBy(s.Name, name) {
 			return s, true
 		}
 	}

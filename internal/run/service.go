@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -137,17 +137,6 @@ type delta struct {
 // ErrAborted is the cause of a run a user aborted.
 var ErrAborted = errors.New("aborted by the user")
 
-// newID returns prefix + 21 random URL-safe characters.
-func newID(prefix string) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-	b := make([]byte, 21)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])&63]
-	}
-	return prefix + string(b)
-}
-
 // Start saves the user's message and starts a run answering it. The run goes
 // on in the background (its context is detached from ctx); follow it with
 // Subscribe, or use StartStream to miss nothing.
@@ -178,11 +167,11 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	userMsg := &Message{ID: newID("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
+	userMsg := &Message{ID: ident.New("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
 	if err := s.Store.AddMessage(ctx, userMsg); err != nil {
 		return nil, nil, nil, err
 	}
-	r := &Run{ID: newID("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID, Status: StatusQueued, CreatedAt: now}
+	r := &Run{ID: ident.New("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID, Status: StatusQueued, CreatedAt: now}
 	if err := s.Store.CreateRun(ctx, r); err != nil {
 		return nil, nil, nil, err
 	}
@@ -220,7 +209,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		if req.Title != "" {
 			title = req.Title
 		}
-		c := &Conversation{ID: newID("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
+		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
 		return c, req.History, s.Store.CreateConversation(ctx, c)
 	}
 	c, err := s.Store.GetConversation(ctx, req.ConversationID)
@@ -287,7 +276,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.save(ctx, r, log)
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 
-	answer := &Message{ID: newID("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
+	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history,
 		base: append(slices.Clone(history), prompt.Message{Role: prompt.RoleUser, Content: req.Text})}
 	err := f.run(ctx, a)

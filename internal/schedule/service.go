@@ -3,7 +3,6 @@ package schedule
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
@@ -92,20 +92,10 @@ func (s *Service) init() {
 			s.HTTP = &http.Client{Timeout: 10 * time.Second}
 		}
 		if s.Process == "" {
-			s.Process = newID("proc_")
+			s.Process = ident.New("proc_")
 		}
 		s.wake = make(chan struct{}, 1)
 	})
-}
-
-func newID(prefix string) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-	b := make([]byte, 21)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])&63]
-	}
-	return prefix + string(b)
 }
 
 // Input is what a user writes to create or change a schedule.
@@ -236,7 +226,7 @@ func (s *Service) Create(ctx context.Context, u *auth.User, in Input) (*Schedule
 	if n >= s.Opts.MaxPerUser {
 		return nil, fault.New(fault.Conflict, "you have %d schedules, the most allowed; delete one first", n)
 	}
-	sc := &Schedule{ID: newID("sched_"), UserID: u.ID, Enabled: true}
+	sc := &Schedule{ID: ident.New("sched_"), UserID: u.ID, Enabled: true}
 	if err := s.apply(ctx, u, sc, in); err != nil {
 		return nil, err
 	}
@@ -307,7 +297,7 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	if err != nil {
 		return nil, err
 	}
-	f := &Firing{ID: newID("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
+	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
 	if running, err := s.Store.RunningFiring(ctx, sc.ID); err != nil {
 		return nil, err
 	} else if running != nil {
@@ -406,7 +396,7 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) bool {
 			}
 		}
 	}
-	f := &Firing{ID: newID("fire_"), ScheduleID: sc.ID, FireAt: fireAt, Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
+	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: fireAt, Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
 	switch running, err := s.Store.RunningFiring(ctx, sc.ID); {
 	case err != nil:
 		log.Error("checking the running firing", slog.Any("err", err))
