@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -198,24 +199,27 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
 	mcpm := newMCPManager(e, cfg, log)
-	mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
-	mcpDone := make(chan struct{})
-	go func() {
-		defer close(mcpDone)
-		mcpm.Start(mcpCtx)
-		_ = mcpm.Run(mcpCtx)
-	}()
-	defer func() { stopMCP(); <-mcpDone }()
+	// The background parts (MCP connections, the scheduler) stop after the HTTP
+	// server and before the database closes.
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	stopBackground := func() { stopBG(); bg.Wait() }
+	bg.Go(func() {
+		mcpm.Start(bgCtx)
+		_ = mcpm.Run(bgCtx)
+	})
 
 	prep, err := preparer(cfg, svc, mcpm)
 	if err != nil {
 		_ = srv.Close()
+		stopBackground()
 		svc.store.Close()
 		return err
 	}
 	runs, err := runService(e, cfg, svc, mcpm, log)
 	if err != nil {
 		_ = srv.Close()
+		stopBackground()
 		svc.store.Close()
 		return err
 	}
@@ -229,9 +233,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	}
 	// Every process runs the scheduler; the database makes each firing happen once.
 	sched := scheduleService(svc, runs, log)
-	schedDone := make(chan struct{})
-	go func() { defer close(schedDone); _ = sched.Run(mcpCtx) }()
-	defer func() { stopMCP(); <-schedDone }()
+	bg.Go(func() { _ = sched.Run(bgCtx) })
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,
@@ -262,6 +264,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 			err = fmt.Errorf("in-flight requests did not finish within server.shutdown_timeout (%s): %w", cfg.Server.ShutdownTimeout.Duration, err)
 		}
 	}
+	stopBackground()
 	if cerr := svc.store.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("closing the database: %w", cerr)
 	}
