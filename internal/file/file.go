@@ -37,5 +37,29 @@ type Store interface {
 	GetFiles(ctx context.Context, ids []string) ([]*File, error)
 }
 
+// Query asks for the passages of some files that best answer a text.
+type Query struct {
+	// FileIDs are the files to search; the caller has checked that the user
+	// may read them.
+	FileIDs []string
+	// Text is what to search for (the model's query or the user's message).
+	Text string
+	// Limit is how many hits to return at most (0: 10).
+	Limit int
+	// PerFile is how many hits one file may give at most (0: no limit).
+	PerFile int
+}
+
+// Hit is one passage that retrieval found, best first in a result.
+type Hit struct {
+	FileID   string
+	FileName string
+	// Page is the page the passage starts on (1 for files without pages).
+	Page int
+	Text string
+	// Score is the passage's relevance, from 0 to 1, higher is better.
+	Score float64
+}
+
 // NewID returns a fresh file id: `file_` and 21 URL-safe random characters.
 func NewID() string { return ident.New("file_") }

@@ -18,6 +18,38 @@ type Result struct {
 	// IsError marks a call that failed in a way the model should see, so that
 	// it can correct its arguments or choose another way.
 	IsError bool `json:"is_error,omitempty"`
+	// Sources are what the result was drawn from (passages of files, web
+	// pages), saved with the answer so that its citations can be shown.
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// SourceKind says where a source comes from.
+type SourceKind string
+
+// The kinds of source.
+const (
+	SourceFile SourceKind = "file" // a passage of an uploaded file
+	SourceWeb  SourceKind = "web"  // a web search result or fetched page
+)
+
+// Source is one thing a tool result was drawn from.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	// Anchor is the citation marker the model was given for it, such as
+	// "\ue202turn0file0" (with the private-use character itself).
+	Anchor string `json:"anchor,omitempty"`
+	// Title is a web page's title.
+	Title string `json:"title,omitempty"`
+	// URL is a web page's address.
+	URL string `json:"url,omitempty"`
+	// Snippet is a short excerpt of what was found.
+	Snippet string `json:"snippet,omitempty"`
+	// FileID and FileName name a file; Page is where the passage starts.
+	FileID   string `json:"file_id,omitempty"`
+	FileName string `json:"file_name,omitempty"`
+	Page     int    `json:"page,omitempty"`
+	// Relevance is the passage's score from 0 to 1, when the tool ranks.
+	Relevance float64 `json:"relevance,omitempty"`
 }
 
 // Text returns a successful result.
