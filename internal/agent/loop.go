@@ -9,6 +9,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
 )
 
 // ToolOutput is what a tool call gave back, ready for the model.
@@ -18,6 +19,8 @@ type ToolOutput struct {
 	// Parts, when not empty, is the result with images, for providers that take them.
 	Parts   []prompt.Part
 	IsError bool
+	// Sources are what the result was drawn from, kept with the call.
+	Sources []tool.Source
 }
 
 // ToolRunner runs the tools the model calls.
@@ -37,6 +40,8 @@ type ToolRecord struct {
 	IsError   bool          `json:"is_error"`
 	Duration  time.Duration `json:"duration"`
 	Step      int           `json:"step"`
+	// Sources are the passages and pages the result cites.
+	Sources []tool.Source `json:"sources,omitempty"`
 }
 
 // EventKind is the kind of a loop event.
@@ -200,7 +205,7 @@ func runTools(ctx context.Context, calls []prompt.ToolCall, o LoopOptions, step 
 			res := o.Tools.Run(cctx, call)
 			cancel()
 			rec.Duration = time.Since(began)
-			rec.Result, rec.IsError = res.Text, res.IsError
+			rec.Result, rec.IsError, rec.Sources = res.Text, res.IsError, res.Sources
 			results[i] = toolResult{ToolRecord: rec, Parts: res.Parts}
 			done := rec
 			send(Event{Kind: EventToolFinished, Tool: &done})

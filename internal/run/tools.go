@@ -38,7 +38,7 @@ func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutpu
 		if err != nil {
 			return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 		}
-		return agent.ToolOutput{Text: res.Text, IsError: res.IsError}
+		return agent.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources}
 	}
 	res, err := b.MCP.Call(ctx, MCPUser(b.User), name, args)
 	if err != nil {

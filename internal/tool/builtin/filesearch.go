@@ -1,0 +1,97 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/tool"
+)
+
+// FileSearchName is the name the model calls file_search by.
+const FileSearchName = "file_search"
+
+// FileSearchLimit is how many passages one file_search call returns at most.
+const FileSearchLimit = 10
+
+// FileAnchor returns the citation anchor of the i-th passage of a file_search
+// result: the six characters `\ue202` (a backslash escape written out, as the
+// agents' instructions quote it), then turn0file<i>.
+func FileAnchor(i int) string { return `\ue202turn0file` + strconv.Itoa(i) }
+
+// Searcher finds the passages of files that best answer a query.
+type Searcher interface {
+	Search(ctx context.Context, q file.Query) ([]file.Hit, error)
+}
+
+// FileSearch returns the file_search tool over the given files (the agent's
+// own and the conversation's attachments, already checked as readable by the
+// run's user). Each call returns the 10 best passages as text blocks with the
+// file's name, page, relevance and citation anchor, and lists them as sources.
+func FileSearch(s Searcher, fileIDs []string) tool.Tool {
+	return fileSearch{s: s, ids: fileIDs}
+}
+
+type fileSearch struct {
+	s   Searcher
+	ids []string
+}
+
+func (fileSearch) Name() string { return FileSearchName }
+
+const fileSearchUsage = `{"query": "<what to look for>"}`
+
+func (t fileSearch) Call(ctx context.Context, _ string, args json.RawMessage) (tool.Result, error) {
+	var in struct {
+		Query *string `json:"query"`
+	}
+	if err := decodeArgs(args, &in, fileSearchUsage); err != nil {
+		return tool.Errorf("Invalid arguments for %s: %v.", FileSearchName, err), nil
+	}
+	if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
+		return tool.Errorf("Invalid arguments for %s: %q is required and must not be empty; send %s.", FileSearchName, "query", fileSearchUsage), nil
+	}
+	if len(t.ids) == 0 {
+		return tool.Text("There are no files to search in this conversation."), nil
+	}
+	hits, err := t.s.Search(ctx, file.Query{FileIDs: t.ids, Text: *in.Query, Limit: FileSearchLimit})
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("searching files: %w", err)
+	}
+	if len(hits) == 0 {
+		return tool.Text("No passages of the files match the query. Try other words."), nil
+	}
+	var b strings.Builder
+	res := tool.Result{Sources: make([]tool.Source, 0, len(hits))}
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteString("\n---\n")
+		}
+		anchor := FileAnchor(i)
+		fmt.Fprintf(&b, "File: %s\nPage: %d\nRelevance: %.4f\nAnchor: %s\nContent: %s\n", h.FileName, h.Page, h.Score, anchor, strings.TrimSpace(h.Text))
+		res.Sources = append(res.Sources, tool.Source{
+			Kind: tool.SourceFile, Anchor: anchor, FileID: h.FileID, FileName: h.FileName,
+			Page: h.Page, Relevance: h.Score, Snippet: snippet(h.Text, 200),
+		})
+	}
+	res.Text = b.String()
+	return res, nil
+}
+
+// snippet returns the start of s, whitespace collapsed, cut at a word and at
+// most n characters long, with an ellipsis when cut.
+func snippet(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := string(r[:n])
+	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}
