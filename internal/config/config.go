@@ -342,10 +342,33 @@ type WebSearch struct {
 	BraveAPIKey        string `yaml:"braveApiKey,omitempty"`
 	TavilyAPIKey       string `yaml:"tavilyApiKey,omitempty"`
 	SerperAPIKey       string `yaml:"serperApiKey,omitempty"`
+	// BraveAPIURL, TavilyAPIURL and SerperAPIURL replace the providers' public
+	// addresses, for a proxy, a self-hosted gateway or tests; "" means the
+	// provider's own. Relay-only.
+	BraveAPIURL  string `yaml:"braveApiUrl,omitempty"`
+	TavilyAPIURL string `yaml:"tavilyApiUrl,omitempty"`
+	SerperAPIURL string `yaml:"serperApiUrl,omitempty"`
 	// SafeSearch is 0 (off), 1 (moderate) or 2 (strict).
 	SafeSearch SafeSearch `yaml:"safeSearch"`
-	// AnswerLanguage asks the provider for results in a language ("" for any).
+	// AnswerLanguage names the language the model is told to answer in, at the
+	// end of the web_search rules in the prompt ("" for the user's own).
 	AnswerLanguage string `yaml:"answerLanguage,omitempty"`
+	// MaxResults caps the results given to the model, 1 to 20. Relay-only.
+	MaxResults int `yaml:"maxResults"`
+	// Timeout bounds one request to the search provider. Relay-only.
+	Timeout Duration `yaml:"timeout"`
+	// FetchPages is how many of the top results are also fetched, their pages'
+	// text given to the model with the results; 0 turns fetching off. Relay-only.
+	FetchPages int `yaml:"fetchPages"`
+	// FetchMaxBytes caps what is read of each fetched page. Relay-only.
+	FetchMaxBytes int64 `yaml:"fetchMaxBytes"`
+	// FetchTimeout bounds the fetch of one page, redirects included. Relay-only.
+	FetchTimeout Duration `yaml:"fetchTimeout"`
+	// AllowPrivateAddresses lets page fetches reach loopback, private,
+	// link-local and other non-public addresses, which are refused by default
+	// so that a search result cannot make Relay read its own network.
+	// Relay-only.
+	AllowPrivateAddresses bool `yaml:"allowPrivateAddresses"`
 
 	_ any `yaml:"firecrawlApiKey" relay:"ignored"`
 	_ any `yaml:"firecrawlApiUrl" relay:"ignored"`
@@ -378,7 +401,13 @@ func Default() *Config {
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100},
 		},
 		Memory:    Memory{Personalize: &personalize},
-		WebSearch: WebSearch{SafeSearch: SafeSearchModerate},
+		WebSearch: WebSearch{
+			SafeSearch:    SafeSearchModerate,
+			MaxResults:    10,
+			Timeout:       Duration{15 * time.Second},
+			FetchMaxBytes: 1 << 20,
+			FetchTimeout:  Duration{10 * time.Second},
+		},
 	}
 }
 

@@ -93,6 +93,12 @@ func TestDefaultsWithoutFile(t *testing.T) {
 		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
 		{"personalize", *c.Memory.Personalize, true},
 		{"safeSearch", c.WebSearch.SafeSearch, SafeSearchModerate},
+		{"webSearch.maxResults", c.WebSearch.MaxResults, 10},
+		{"webSearch.timeout", c.WebSearch.Timeout.Duration, 15 * time.Second},
+		{"webSearch.fetchPages", c.WebSearch.FetchPages, 0},
+		{"webSearch.fetchMaxBytes", c.WebSearch.FetchMaxBytes, int64(1 << 20)},
+		{"webSearch.fetchTimeout", c.WebSearch.FetchTimeout.Duration, 10 * time.Second},
+		{"webSearch.allowPrivateAddresses", c.WebSearch.AllowPrivateAddresses, false},
 		{"providers", strings.Join(c.Providers(), ","), "openAI,anthropic,google,azureOpenAI"},
 	}
 	for _, ch := range checks {
@@ -676,6 +682,25 @@ webSearch:
 			`relay.yaml:6:15: webSearch.safeSearch: must be 0 (off), 1 (moderate) or 2 (strict), got 3`,
 			`relay.yaml:7:23: webSearch.searxngInstanceUrl: must be an http:// or https:// URL with a host, got "searx.local"`,
 		}},
+		{"web search limits and addresses", `webSearch:
+  searchProvider: brave
+  braveApiUrl: ftp://brave.local
+  maxResults: 0
+  timeout: 0s
+  fetchPages: 25
+  fetchMaxBytes: 0
+  fetchTimeout: -1s
+`, []string{
+			`relay.yaml:3:16: webSearch.braveApiUrl: must be an http:// or https:// URL with a host, got "ftp://brave.local"`,
+			`relay.yaml:4:15: webSearch.maxResults: must be from 1 to 20, got 0`,
+			`relay.yaml:5:12: webSearch.timeout: must be positive`,
+			`relay.yaml:6:15: webSearch.fetchPages: must be from 0 (off) to 20, got 25`,
+			`relay.yaml:7:18: webSearch.fetchMaxBytes: must be from 1 to 67108864 (64 MiB), got 0`,
+			`relay.yaml:8:17: webSearch.fetchTimeout: must be positive`,
+		}},
+		{"web search fetches no more pages than it has results", "webSearch:\n  maxResults: 3\n  fetchPages: 4\n", []string{
+			`relay.yaml:3:15: webSearch.fetchPages: 4 is more than maxResults (3)`,
+		}},
 		{"type errors are not reported twice", "agents:\n  - id: a\n    provider: [openAI]\n    model: m\n", []string{
 			`relay.yaml:3:15: agents[0].provider: expected a string, got a list`,
 		}},
@@ -825,6 +850,7 @@ func TestWriteMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WebSearch.BraveAPIKey = "brave-secret-0009"
+	c.WebSearch.TavilyAPIURL = "https://tavily.gateway.example/?token=tavily-url-secret-0011"
 	c.Endpoints.Google.APIKey = "AIza-google-secret-0010"
 	var b strings.Builder
 	if err := c.WriteMasked(&b); err != nil {
@@ -834,7 +860,7 @@ func TestWriteMasked(t *testing.T) {
 
 	secrets := []string{
 		"sk-openai-from-env-0006", "or-from-env-0007", "db-password-0008", "brave-secret-0009", "AIza-google-secret-0010",
-		"sk-ant-literal-secret-0001", "mcp-arg-secret-0002", "ghp_literal-secret-0003", "query-secret-0004", "literal-header-secret-0005",
+		"tavily-url-secret-0011", "sk-ant-literal-secret-0001", "mcp-arg-secret-0002", "ghp_literal-secret-0003", "query-secret-0004", "literal-header-secret-0005",
 	}
 	for _, s := range secrets {
 		if strings.Contains(out, s) {
@@ -851,6 +877,7 @@ func TestWriteMasked(t *testing.T) {
 		"url: postgres://relay:****@db.internal:5432/relay?sslmode=disable",
 		"url: https://weather.example.com/sse?api_key=****&units=metric",
 		"X-Title: Relay",
+		"tavilyApiUrl: https://tavily.gateway.example/?token=****",
 		"- --api-key\n      - '****'",
 		"GITHUB_TOKEN: '****'",
 		"NODE_ENV: production",

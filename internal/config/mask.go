@@ -82,7 +82,9 @@ func (c *Config) masked() *Config {
 	for _, k := range []*string{&ws.SearxngAPIKey, &ws.BraveAPIKey, &ws.TavilyAPIKey, &ws.SerperAPIKey} {
 		*k = maskValue(*k)
 	}
-	ws.SearxngInstanceURL = maskURL(ws.SearxngInstanceURL)
+	for _, u := range []*string{&ws.SearxngInstanceURL, &ws.BraveAPIURL, &ws.TavilyAPIURL, &ws.SerperAPIURL} {
+		*u = maskURL(*u)
+	}
 	return &m
 }
 

@@ -349,7 +349,32 @@ func (v *validator) webSearch() {
 	if w.SafeSearch < SafeSearchOff || w.SafeSearch > SafeSearchStrict {
 		v.add("webSearch.safeSearch", "must be 0 (off), 1 (moderate) or 2 (strict), got %d", w.SafeSearch)
 	}
-	if w.SearxngInstanceURL != "" {
-		v.baseURL("webSearch.searxngInstanceUrl", w.SearxngInstanceURL)
+	v.baseURL("webSearch.searxngInstanceUrl", w.SearxngInstanceURL)
+	v.baseURL("webSearch.braveApiUrl", w.BraveAPIURL)
+	v.baseURL("webSearch.tavilyApiUrl", w.TavilyAPIURL)
+	v.baseURL("webSearch.serperApiUrl", w.SerperAPIURL)
+	if w.MaxResults < 1 || w.MaxResults > maxSearchResults {
+		v.add("webSearch.maxResults", "must be from 1 to %d, got %d", maxSearchResults, w.MaxResults)
+	}
+	if w.Timeout.Duration <= 0 {
+		v.add("webSearch.timeout", "must be positive")
+	}
+	if w.FetchPages < 0 || w.FetchPages > maxSearchResults {
+		v.add("webSearch.fetchPages", "must be from 0 (off) to %d, got %d", maxSearchResults, w.FetchPages)
+	} else if w.FetchPages > w.MaxResults && w.MaxResults >= 1 {
+		v.add("webSearch.fetchPages", "%d is more than maxResults (%d)", w.FetchPages, w.MaxResults)
+	}
+	if w.FetchMaxBytes < 1 || w.FetchMaxBytes > maxFetchBytes {
+		v.add("webSearch.fetchMaxBytes", "must be from 1 to %d (64 MiB), got %d", maxFetchBytes, w.FetchMaxBytes)
+	}
+	if w.FetchTimeout.Duration <= 0 {
+		v.add("webSearch.fetchTimeout", "must be positive")
 	}
 }
+
+// Limits of the web search settings: no provider returns more than 20 results
+// to one request, and a page larger than 64 MiB is not a page to read.
+const (
+	maxSearchResults = 20
+	maxFetchBytes    = 64 << 20
+)
