@@ -400,7 +400,7 @@ func Default() *Config {
 		Endpoints: Endpoints{
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100},
 		},
-		Memory:    Memory{Personalize: &personalize},
+		Memory: Memory{Personalize: &personalize},
 		WebSearch: WebSearch{
 			SafeSearch:    SafeSearchModerate,
 			MaxResults:    10,
