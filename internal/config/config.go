@@ -25,6 +25,7 @@ type Config struct {
 	Agents    []Agent   `yaml:"agents"`
 	Memory    Memory    `yaml:"memory"`
 	WebSearch WebSearch `yaml:"webSearch"`
+	Scheduler Scheduler `yaml:"scheduler"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
@@ -310,6 +311,21 @@ type Agent struct {
 // the operator's agents are meant for everyone on the server.
 func (a *Agent) setDefaults() { a.Shared = true }
 
+// Scheduler bounds scheduled runs and sets how Relay processes sharing one
+// database watch each other: each serving process heartbeats, and one that
+// stops heartbeating for DeadAfter counts as dead, so its running runs and
+// firings are failed and the schedules it held fire again elsewhere.
+type Scheduler struct {
+	// RunTimeout is the longest a scheduled run may take; it is then stopped and failed.
+	RunTimeout Duration `yaml:"run_timeout"`
+	// HeartbeatInterval is how often a serving process marks itself alive.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// DeadAfter is how long a process may go without a heartbeat before the
+	// others take it for dead. It must exceed two heartbeats and any clock skew
+	// between the hosts.
+	DeadAfter Duration `yaml:"dead_after"`
+}
+
 // Memory configures the memory tool that keeps facts about a user.
 type Memory struct {
 	Disabled bool `yaml:"disabled"`
@@ -397,6 +413,11 @@ func Default() *Config {
 			LogFormat:       "text",
 		},
 		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
+		Scheduler: Scheduler{
+			RunTimeout:        Duration{30 * time.Minute},
+			HeartbeatInterval: Duration{5 * time.Second},
+			DeadAfter:         Duration{20 * time.Second},
+		},
 		Endpoints: Endpoints{
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100},
 		},

@@ -34,6 +34,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.agents()
 	v.memory()
 	v.webSearch()
+	v.scheduler()
 
 	all := decoded
 	for _, p := range v.problems {
@@ -336,6 +337,21 @@ func (v *validator) memory() {
 	}
 	if m.TokenLimit < 0 {
 		v.add("memory.tokenLimit", "must not be negative")
+	}
+}
+
+func (v *validator) scheduler() {
+	s := v.c.Scheduler
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"run_timeout", s.RunTimeout}, {"heartbeat_interval", s.HeartbeatInterval}, {"dead_after", s.DeadAfter}} {
+		if d.v.Duration <= 0 {
+			v.add("scheduler."+d.key, "must be greater than 0")
+		}
+	}
+	if s.HeartbeatInterval.Duration > 0 && s.DeadAfter.Duration > 0 && s.DeadAfter.Duration < 2*s.HeartbeatInterval.Duration {
+		v.add("scheduler.dead_after", "must be at least two heartbeat intervals (%s), got %s", 2*s.HeartbeatInterval.Duration, s.DeadAfter.Duration)
 	}
 }
 
