@@ -15,6 +15,7 @@ type DB struct {
 	read, write *sql.DB
 	d           Dialect
 	now         func() time.Time
+	node        string // the process new runs name (OnNode); "" for none
 }
 
 var _ Store = (*DB)(nil)

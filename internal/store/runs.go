@@ -46,7 +46,8 @@ func storedPtr(t *time.Time) *time.Time {
 }
 
 // CreateRun inserts r. An empty status is queued. Its timestamps are written
-// back to r in stored form; a zero CreatedAt is the current time. A missing user
+// back to r in stored form; a zero CreatedAt is the current time. The run names
+// the DB's node (OnNode), if any, as the process that runs it. A missing user
 // or conversation is fault.NotFound; a taken id fault.Conflict.
 func (db *DB) CreateRun(ctx context.Context, r *run.Run) error {
 	if r.ID == "" {
@@ -61,10 +62,10 @@ func (db *DB) CreateRun(ctx context.Context, r *run.Run) error {
 	}
 	created, started, finished := db.stamp(r.CreatedAt), storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
 	_, err := db.exec(ctx, db.write,
-		`INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		`INSERT INTO runs (`+runColumns+`, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.UserID, r.AgentID, r.ConversationID, r.UserMessageID, nullString(r.ResponseMessageID),
 		string(status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		db.timeArg(created), db.nullTimeArg(started), db.nullTimeArg(finished))
+		db.timeArg(created), db.nullTimeArg(started), db.nullTimeArg(finished), nullString(db.node))
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):

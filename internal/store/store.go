@@ -27,6 +27,7 @@ type Store interface {
 	file.Store
 	run.Store
 	schedule.Store
+	schedule.NodeStore
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine: "sqlite" or "postgres".

@@ -1,0 +1,231 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
+)
+
+// Node is one serving Relay process, as the other processes on the same
+// database see it: it registers when it starts and heartbeats until it stops.
+// The runs it starts and the firings it claims name it, so that when it dies
+// the others can fail them.
+type Node struct {
+	ID string `json:"id"`
+	// Host and PID say where the process runs, so that a process starting on
+	// the same host can tell at once that an earlier one is gone.
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// Reaped counts what failing a dead node's work touched.
+type Reaped struct {
+	Runs    int `json:"runs"`
+	Firings int `json:"firings"`
+}
+
+// NodeStore is what process liveness needs from storage. Missing rows are
+// fault.NotFound.
+type NodeStore interface {
+	// RegisterNode inserts n; zero times are the current time.
+	RegisterNode(ctx context.Context, n *Node) error
+	// HeartbeatNode sets the node's HeartbeatAt; fault.NotFound when the node
+	// is gone, because another process took it for dead.
+	HeartbeatNode(ctx context.Context, id string, at time.Time) error
+	GetNode(ctx context.Context, id string) (*Node, error)
+	// ListNodes lists every registered node, oldest first.
+	ListNodes(ctx context.Context) ([]*Node, error)
+	// ReapNode deletes the node if its HeartbeatAt is at or before seen and, in
+	// the same transaction, fails the runs it started and the firings it claimed
+	// that are still queued or running, with reason as their error. It reports
+	// false, changing nothing, when the node is gone already (another process
+	// reaped it) or heartbeated after seen.
+	ReapNode(ctx context.Context, id string, seen time.Time, reason string) (Reaped, bool, error)
+}
+
+// ReasonDead is the error of the runs and firings of a process that died.
+const ReasonDead = "the process running it stopped"
+
+// ReasonStopped is the error of the runs and firings a process still had when
+// it stopped on purpose.
+const ReasonStopped = "Relay stopped while the run was in progress"
+
+// Liveness keeps this process's node alive and fails the work of dead ones.
+// Every serving process has one: Register it before starting runs, Run it in
+// the background, and let the scheduler call Reap on its ticks.
+type Liveness struct {
+	Store NodeStore
+	Log   *slog.Logger
+	// Interval is how often the node heartbeats (5 s); a node whose last
+	// heartbeat is older than DeadAfter (20 s) is dead.
+	Interval  time.Duration
+	DeadAfter time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Alive reports whether a process of this host is running (nil: asks the
+	// operating system). A node of this host whose process is gone is reaped
+	// without waiting for DeadAfter.
+	Alive func(pid int) bool
+
+	once sync.Once
+	self Node // ID, Host and PID, fixed once set
+}
+
+func (l *Liveness) init() {
+	l.once.Do(func() {
+		if l.Interval <= 0 {
+			l.Interval = 5 * time.Second
+		}
+		if l.DeadAfter <= 0 {
+			l.DeadAfter = 20 * time.Second
+		}
+		if l.Now == nil {
+			l.Now = time.Now
+		}
+		if l.Log == nil {
+			l.Log = slog.New(slog.DiscardHandler)
+		}
+		if l.Alive == nil {
+			l.Alive = processAlive
+		}
+		host, _ := os.Hostname()
+		l.self = Node{ID: ident.New("node_"), Host: host, PID: os.Getpid()}
+	})
+}
+
+// ID is this process's node id: runs and firings it owns carry it.
+func (l *Liveness) ID() string {
+	l.init()
+	return l.self.ID
+}
+
+// Register records this process as a live node.
+func (l *Liveness) Register(ctx context.Context) error {
+	l.init()
+	now := l.Now().UTC()
+	n := l.self
+	n.StartedAt, n.HeartbeatAt = now, now
+	if err := l.Store.RegisterNode(ctx, &n); err != nil {
+		return fmt.Errorf("registering this process: %w", err)
+	}
+	return nil
+}
+
+// Run heartbeats every Interval until ctx is done, and then removes the node,
+// failing the runs and firings it still had: nothing is left running when the
+// process stops. Should the node have been taken for dead meanwhile (the
+// process stalled past DeadAfter), it registers again; the work it had was
+// failed and stays so.
+func (l *Liveness) Run(ctx context.Context) error {
+	l.init()
+	t := time.NewTicker(l.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.stop(context.WithoutCancel(ctx))
+			return nil
+		case <-t.C:
+		}
+		err := l.Store.HeartbeatNode(ctx, l.self.ID, l.Now().UTC())
+		switch {
+		case err == nil:
+		case fault.Is(err, fault.NotFound):
+			l.Log.Warn("this process was taken for dead by another one (it missed its heartbeats); registering again",
+				slog.String("node_id", l.self.ID))
+			if err := l.Register(ctx); err != nil && ctx.Err() == nil {
+				l.Log.Error("registering again", slog.Any("err", err))
+			}
+		case ctx.Err() == nil:
+			l.Log.Warn("heartbeat", slog.Any("err", err))
+		}
+	}
+}
+
+// stop removes this process's node as it stops.
+func (l *Liveness) stop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	far := l.Now().UTC().Add(100 * 365 * 24 * time.Hour)
+	r, _, err := l.Store.ReapNode(ctx, l.self.ID, far, ReasonStopped)
+	switch {
+	case err != nil:
+		l.Log.Warn("removing this process's node", slog.Any("err", err))
+	case r.Runs+r.Firings > 0:
+		l.Log.Warn("runs still in progress at stop marked failed", slog.Int("runs", r.Runs), slog.Int("firings", r.Firings))
+	}
+}
+
+// Dead reports whether n is dead, seen at now: its heartbeat is older than
+// DeadAfter, or it was a process of this host that is gone.
+func (l *Liveness) Dead(n *Node, now time.Time) bool {
+	l.init()
+	if n.ID == l.self.ID {
+		return false
+	}
+	if now.Sub(n.HeartbeatAt) > l.DeadAfter {
+		return true
+	}
+	// A restarted process often gets its predecessor's pid (pid 1 in a
+	// container): a node of this host with this pid that is not this process's
+	// is gone.
+	return n.Host == l.self.Host && (n.PID == l.self.PID || !l.Alive(n.PID))
+}
+
+// Suspect reports whether the node with that id has missed heartbeats (two
+// intervals) and may be dead: a firing it holds is worth waiting for before
+// the next one is skipped. An unknown node (a command-line process) is not.
+func (l *Liveness) Suspect(ctx context.Context, id string) bool {
+	l.init()
+	if id == l.self.ID {
+		return false
+	}
+	n, err := l.Store.GetNode(ctx, id)
+	if err != nil {
+		return false
+	}
+	now := l.Now().UTC()
+	return l.Dead(n, now) || now.Sub(n.HeartbeatAt) > 2*l.Interval
+}
+
+// Reap fails the work of every dead node and removes them; of processes
+// reaping at once, each dead node is handled by exactly one. It returns what
+// was failed.
+func (l *Liveness) Reap(ctx context.Context) (Reaped, error) {
+	l.init()
+	nodes, err := l.Store.ListNodes(ctx)
+	if err != nil {
+		return Reaped{}, err
+	}
+	now := l.Now().UTC()
+	var total Reaped
+	var errs []error
+	for _, n := range nodes {
+		if !l.Dead(n, now) {
+			continue
+		}
+		r, ok, err := l.Store.ReapNode(ctx, n.ID, n.HeartbeatAt, ReasonDead)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue // another process got there first, or it came back
+		}
+		total.Runs += r.Runs
+		total.Firings += r.Firings
+		l.Log.Warn("a Relay process stopped heartbeating: its runs and firings marked failed",
+			slog.String("node_id", n.ID), slog.String("host", n.Host), slog.Int("pid", n.PID),
+			slog.Time("last_heartbeat", n.HeartbeatAt), slog.Int("runs", r.Runs), slog.Int("firings", r.Firings))
+	}
+	return total, errors.Join(errs...)
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
+)
+
+// OnNode returns a DB over the same pools whose new runs name node as the
+// process that runs them (ReapNode fails them when that process dies). The
+// two share everything else, so closing either closes both.
+func (db *DB) OnNode(node string) *DB {
+	c := *db
+	c.node = node
+	return &c
+}
+
+// RunNode returns the node that runs or ran a run, "" when no node does (a
+// command-line process started it).
+func (db *DB) RunNode(ctx context.Context, runID string) (string, error) {
+	var node string
+	err := db.queryRow(ctx, db.read, `SELECT node_id FROM runs WHERE id = ?`, runID).Scan(nullStringDest{&node})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", fault.New(fault.NotFound, "run %q not found", runID)
+	case err != nil:
+		return "", fmt.Errorf("getting the node of run %q: %w", runID, err)
+	}
+	return node, nil
+}
+
+const nodeColumns = `id, host, pid, started_at, heartbeat_at`
+
+func scanNode(r rowScanner) (*schedule.Node, error) {
+	var n schedule.Node
+	if err := r.Scan(&n.ID, &n.Host, &n.PID, timeDest{&n.StartedAt}, timeDest{&n.HeartbeatAt}); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// RegisterNode inserts n. Zero StartedAt is the current time and zero
+// HeartbeatAt is StartedAt; the stored times are written back to n. A taken
+// id is fault.Conflict.
+func (db *DB) RegisterNode(ctx context.Context, n *schedule.Node) error {
+	if n.ID == "" {
+		return fault.New(fault.Invalid, "node id is required")
+	}
+	started := db.stamp(n.StartedAt)
+	beat := started
+	if !n.HeartbeatAt.IsZero() {
+		beat = utc(n.HeartbeatAt)
+	}
+	_, err := db.exec(ctx, db.write, `INSERT INTO nodes (`+nodeColumns+`) VALUES (?, ?, ?, ?, ?)`,
+		n.ID, n.Host, n.PID, db.timeArg(started), db.timeArg(beat))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "node %q already exists", n.ID)
+	default:
+		return fmt.Errorf("registering node %q: %w", n.ID, err)
+	}
+	n.StartedAt, n.HeartbeatAt = started, beat
+	return nil
+}
+
+// HeartbeatNode sets the node's HeartbeatAt to at. A node that is gone is
+// fault.NotFound: another process reaped it.
+func (db *DB) HeartbeatNode(ctx context.Context, id string, at time.Time) error {
+	res, err := db.exec(ctx, db.write, `UPDATE nodes SET heartbeat_at = ? WHERE id = ?`, db.timeArg(at), id)
+	if err != nil {
+		return fmt.Errorf("heartbeat of node %q: %w", id, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("heartbeat of node %q: %w", id, err)
+	} else if !ok {
+		return fault.New(fault.NotFound, "node %q not found", id)
+	}
+	return nil
+}
+
+// GetNode returns the node with that id.
+func (db *DB) GetNode(ctx context.Context, id string) (*schedule.Node, error) {
+	n, err := scanNode(db.queryRow(ctx, db.read, `SELECT `+nodeColumns+` FROM nodes WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fault.New(fault.NotFound, "node %q not found", id)
+	case err != nil:
+		return nil, fmt.Errorf("getting node %q: %w", id, err)
+	}
+	return n, nil
+}
+
+// ListNodes lists the registered nodes, oldest first, then by id. There are as
+// many as Relay processes, so it takes no limit.
+func (db *DB) ListNodes(ctx context.Context) ([]*schedule.Node, error) {
+	rows, err := db.query(ctx, db.read, `SELECT `+nodeColumns+` FROM nodes ORDER BY started_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	defer rows.Close()
+	out := []*schedule.Node{}
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return out, nil
+}
+
+// ReapNode deletes the node if its HeartbeatAt is at or before seen and, in the
+// same transaction, marks failed, with reason as their error and the current
+// time as FinishedAt, its runs and the firings it claimed that are still queued
+// or running. The delete comes first and is the claim: of processes reaping one
+// node at once, on Postgres the others wait on its row and then find it gone,
+// and on SQLite write transactions run one at a time, so exactly one gets true.
+// A node gone already, or whose heartbeat moved past seen, gives false and
+// changes nothing.
+func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason string) (schedule.Reaped, bool, error) {
+	var r schedule.Reaped
+	now := db.timeArg(db.clock())
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := db.exec(ctx, tx, `DELETE FROM nodes WHERE id = ? AND heartbeat_at <= ?`, id, db.timeArg(seen))
+		if err != nil {
+			return fmt.Errorf("reaping node %q: %w", id, err)
+		}
+		if ok, err := affected(res); err != nil {
+			return fmt.Errorf("reaping node %q: %w", id, err)
+		} else if !ok {
+			return errReaped
+		}
+		res, err = db.exec(ctx, tx,
+			`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE node_id = ? AND status IN (?, ?)`,
+			string(run.StatusFailed), reason, now, id, string(run.StatusQueued), string(run.StatusRunning))
+		if err != nil {
+			return fmt.Errorf("failing the runs of node %q: %w", id, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("failing the runs of node %q: %w", id, err)
+		}
+		r.Runs = int(n)
+		res, err = db.exec(ctx, tx,
+			`UPDATE schedule_firings SET status = ?, error = ?, finished_at = ? WHERE claimed_by = ? AND status IN (?, ?)`,
+			string(schedule.FiringFailed), reason, now, id, string(schedule.FiringQueued), string(schedule.FiringRunning))
+		if err != nil {
+			return fmt.Errorf("failing the firings of node %q: %w", id, err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("failing the firings of node %q: %w", id, err)
+		}
+		r.Firings = int(n)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errReaped):
+		return schedule.Reaped{}, false, nil
+	case err != nil:
+		return schedule.Reaped{}, false, err
+	}
+	return r, true, nil
+}
+
+// errReaped ends a ReapNode transaction that found nothing to reap.
+var errReaped = errors.New("node reaped already or alive")
