@@ -1,29 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -113,109 +105,7 @@ func benchChat() error {
 	if *chats <= 0 {
 		return nil
 	}
-	// 2. Concurrent streaming chats through the HTTP API and the real OpenAI client.
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		rc := http.NewResponseController(w)
-		for i := range *tokens {
-			time.Sleep(*gap)
-			// Each token carries the time it was sent, to measure what Relay adds.
-			tok := fmt.Sprintf("<%d>", time.Now().UnixNano())
-			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
-			_ = rc.Flush()
-			_ = i
-		}
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
-		_ = rc.Flush()
-	}))
-	defer upstream.Close()
-	client := openai.New(openai.Options{BaseURL: upstream.URL, APIKey: "sk-bench", Logger: log})
-	svc2 := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return client, mcp.FamilyOpenAI, nil }}
-	authSvc := auth.NewService(st, nil)
-	_, key, err := authSvc.CreateKey(ctx, u.ID, "bench")
-	if err != nil {
-		return err
-	}
-	api := httptest.NewServer(httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc2, MCP: m, Logger: log,
-		Ready: func(ctx context.Context) error { return nil }}))
-	defer api.Close()
-	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", *chats, *tokens, *gap)
-	if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
-		if out, err := os.Create(f); err == nil {
-			_ = pprof.StartCPUProfile(out)
-			defer func() { pprof.StopCPUProfile(); out.Close() }()
-		}
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: *chats, MaxConnsPerHost: 0}
-	hc := &http.Client{Transport: tr}
-	var mu sync.Mutex
-	var added []time.Duration
-	complete := 0
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for range *chats {
-		wg.Go(func() {
-			req, _ := http.NewRequest("POST", api.URL+"/api/chat", strings.NewReader(`{"agent_id":"bench","text":"stream please"}`))
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			var mine []time.Duration
-			got, done, typ := 0, false, ""
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				line := sc.Text()
-				if t, ok := strings.CutPrefix(line, "event: "); ok {
-					typ = t
-					done = done || t == "run.finished"
-				}
-				if typ != "message.delta" || !strings.HasPrefix(line, "data: ") || !strings.Contains(line, `"text":"<`) {
-					continue
-				}
-				now := time.Now().UnixNano()
-				i := strings.Index(line, `"text":"<`) + len(`"text":"<`)
-				j := strings.IndexByte(line[i:], '>')
-				sent, err := strconv.ParseInt(line[i:i+j], 10, 64)
-				if err == nil {
-					mine = append(mine, time.Duration(now-sent))
-					got++
-				}
-			}
-			mu.Lock()
-			added = append(added, mine...)
-			if done && got == *tokens {
-				complete++
-			}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	took := time.Since(t0)
-	slices.Sort(added)
-	fmt.Printf("%d concurrent streaming chats: %d complete with all %d tokens in %s; added latency per token p50 %s p99 %s (target p99 < 5 ms); peak RSS of this process (Relay, the fake upstream and %d clients) %s (target < 300 MB)\n",
-		*chats, complete, *tokens, took.Round(time.Millisecond), ms(pct(added, 50)), ms(pct(added, 99)), *chats, peakRSS())
-	return nil
-}
-
-// peakRSS reads the process's peak resident set size from /proc.
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if kb, err := strconv.Atoi(f[1]); err == nil {
-				return fmt.Sprintf("%.0f MB", float64(kb)/1024)
-			}
-		}
-	}
-	return "unknown"
+	return streamChats(*chats, *tokens, *gap)
 }
 
 // benchGraph measures what each extra agent adds to a run: a 3-agent chain and

@@ -42,6 +42,14 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "chat-relay" { // the Relay process of `bench chat`
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := chatRelay(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench chat-relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "chat" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchChat(); err != nil {

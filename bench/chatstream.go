@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/openai"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// The concurrent streaming measurement runs Relay in a process of its own (this
+// binary, as `bench chat-relay`), so that its memory is its own and the load
+// (the fake upstream and the clients, in the parent) is not counted as Relay's.
+// The latency Relay adds to a token is taken inside the Relay process: the time
+// the token's SSE event is flushed to the client's connection minus the time the
+// upstream wrote it (both processes read the same wall clock). The clients also
+// note when each token reaches them; that number includes their own scheduling
+// on the same cores and is printed beside it.
+
+// relayReady is what the Relay process prints once it listens.
+type relayReady struct {
+	URL string `json:"url"`
+	Key string `json:"key"`
+}
+
+// relayReport is what the Relay process prints when told to stop.
+type relayReport struct {
+	// Added are the latencies Relay added, sorted, in microseconds.
+	Added []int32 `json:"added_us"`
+	// PeakRSS is the process's peak resident set size in KiB (VmHWM).
+	PeakRSS int `json:"peak_rss_kib"`
+	// Chats counts the /api/chat requests served.
+	Chats int `json:"chats"`
+}
+
+// streamChats runs chats concurrent streaming chats through a Relay process of
+// its own against a fake upstream in this process.
+func streamChats(chats, tokens int, gap time.Duration) error {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		var buf []byte
+		for range tokens {
+			time.Sleep(gap)
+			// Each token carries the time it was sent, to measure what Relay adds.
+			buf = append(buf[:0], `data: {"choices":[{"index":0,"delta":{"content":"<`...)
+			buf = strconv.AppendInt(buf, time.Now().UnixNano(), 10)
+			buf = append(buf, ">\"}}]}\n\n"...)
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		_ = rc.Flush()
+	}))
+	defer upstream.Close()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "chat-relay", "-upstream", upstream.URL, "-chats", strconv.Itoa(chats))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the Relay process: %w", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("the Relay process did not start: %w", err)
+	}
+	var ready relayReady
+	if err := json.Unmarshal(line, &ready); err != nil {
+		return fmt.Errorf("the Relay process said %q: %w", line, err)
+	}
+
+	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", chats, tokens, gap)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chats}}
+	var mu sync.Mutex
+	var seen []time.Duration
+	complete := 0
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range chats {
+		wg.Go(func() {
+			got, done, mine := readChat(hc, ready)
+			mu.Lock()
+			seen = append(seen, mine...)
+			if done && got == tokens {
+				complete++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	took := time.Since(t0)
+
+	if err := stdin.Close(); err != nil {
+		return err
+	}
+	var rep relayReport
+	if err := json.NewDecoder(out).Decode(&rep); err != nil {
+		return fmt.Errorf("reading the Relay process's report: %w", err)
+	}
+	added := make([]time.Duration, len(rep.Added))
+	for i, us := range rep.Added {
+		added[i] = time.Duration(us) * time.Microsecond
+	}
+	slices.Sort(seen)
+	fmt.Printf("%d concurrent streaming chats (Relay in its own process): %d complete with all %d tokens in %s\n",
+		chats, complete, tokens, took.Round(time.Millisecond))
+	fmt.Printf("  added latency per token, upstream write to SSE flush in Relay (%d tokens): p50 %s  p99 %s  max %s  (target p99 < 5 ms)\n",
+		len(added), ms(pct(added, 50)), ms(pct(added, 99)), ms(added[len(added)-1]))
+	fmt.Printf("  as the clients read it (adds their own scheduling on the same cores): p50 %s  p99 %s\n",
+		ms(pct(seen, 50)), ms(pct(seen, 99)))
+	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB)\n", float64(rep.PeakRSS)/1024)
+	return nil
+}
+
+// readChat sends one chat and reads its stream, returning how many tokens
+// arrived, whether the run finished, and each token's latency as read here.
+func readChat(hc *http.Client, ready relayReady) (int, bool, []time.Duration) {
+	req, _ := http.NewRequest("POST", ready.URL+"/api/chat", strings.NewReader(`{"agent_id":"bench","text":"stream please"}`))
+	req.Header.Set("Authorization", "Bearer "+ready.Key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chat:", err)
+		return 0, false, nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		fmt.Fprintf(os.Stderr, "chat: %s: %s\n", resp.Status, b)
+		return 0, false, nil
+	}
+	var mine []time.Duration
+	got, done, delta := 0, false, false
+	br := bufio.NewReaderSize(resp.Body, 4<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			break
+		}
+		if t, ok := bytes.CutPrefix(line, []byte("event: ")); ok {
+			delta = string(t) == "message.delta\n"
+			done = done || string(t) == "run.finished\n"
+			continue
+		}
+		if !delta || !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		if sent, ok := tokenTime(line); ok {
+			mine = append(mine, time.Duration(time.Now().UnixNano()-sent))
+			got++
+		}
+	}
+	return got, done, mine
+}
+
+// tokenMark starts a token's send time in an event's JSON.
+var tokenMark = []byte(`"text":"<`)
+
+// tokenTime reads the send time of the first token in b.
+func tokenTime(b []byte) (int64, bool) {
+	i := bytes.Index(b, tokenMark)
+	if i < 0 {
+		return 0, false
+	}
+	b = b[i+len(tokenMark):]
+	j := bytes.IndexByte(b, '>')
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n, err == nil
+}
+
+// chatRelay is the Relay process of the streaming measurement: Relay's API on
+// SQLite with an agent whose model is the upstream, as `relay serve` builds it.
+// It prints a relayReady line, serves until its stdin closes, then prints a
+// relayReport.
+func chatRelay() error {
+	upstreamURL := flag.String("upstream", "", "the fake upstream's `URL`")
+	chats := flag.Int("chats", 1000, "chats the measurement sends (for the heap profile)")
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "relay-bench-stream-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "relay.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	authSvc := auth.NewService(st, nil)
+	u, err := authSvc.CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
+	if err != nil {
+		return err
+	}
+	_, key, err := authSvc.CreateKey(ctx, u.ID, "bench")
+	if err != nil {
+		return err
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	if _, err := agents.Create(ctx, u, "bench", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Be brief."}); err != nil {
+		return err
+	}
+	m := mcp.NewManager(nil, mcp.Options{Logger: log})
+	defer m.Close()
+	client := openai.New(openai.Options{BaseURL: *upstreamURL, APIKey: "sk-bench", Logger: log})
+	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return client, mcp.FamilyOpenAI, nil }}
+	api := httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc, MCP: m, Logger: log,
+		Ready: func(ctx context.Context) error { return nil }})
+
+	if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil {
+			_ = pprof.StartCPUProfile(out)
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
+	var (
+		mu     sync.Mutex
+		added  []int32
+		served int
+		active atomic.Int64
+	)
+	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE")
+	var heapOnce sync.Once
+	clocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/chat" {
+			api.ServeHTTP(w, r)
+			return
+		}
+		if n := active.Add(1); heapAt != "" && n == int64(*chats) {
+			heapOnce.Do(func() { time.AfterFunc(time.Second, func() { writeHeap(heapAt) }) })
+		}
+		defer active.Add(-1)
+		tc := &tokenClock{ResponseWriter: w}
+		api.ServeHTTP(tc, r)
+		mu.Lock()
+		added = append(added, tc.added...)
+		served++
+		mu.Unlock()
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: clocked, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { _ = srv.Serve(ln) }()
+	ready, _ := json.Marshal(relayReady{URL: "http://" + ln.Addr().String(), Key: key})
+	fmt.Printf("%s\n", ready)
+
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	_ = srv.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(added)
+	return json.NewEncoder(os.Stdout).Encode(relayReport{Added: added, PeakRSS: peakRSSKiB(), Chats: served})
+}
+
+// writeHeap writes a heap profile to path.
+func writeHeap(path string) {
+	out, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer out.Close()
+	_ = pprof.Lookup("heap").WriteTo(out, 0)
+}
+
+// tokenClock notes, for each token that goes through it, the time from the
+// upstream writing the token to Relay flushing its event to the client.
+type tokenClock struct {
+	http.ResponseWriter
+	buf   []byte // written since the last flush
+	added []int32
+}
+
+func (w *tokenClock) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError flushes, then notes the tokens it sent.
+func (w *tokenClock) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	now := time.Now().UnixNano()
+	for b := w.buf; len(b) > 0; {
+		ev, rest, _ := bytes.Cut(b, []byte("\n\n"))
+		b = rest
+		if !bytes.Contains(ev, []byte("event: message.delta\n")) {
+			continue
+		}
+		if sent, ok := tokenTime(ev); ok {
+			w.added = append(w.added, int32((now-sent)/1000))
+		}
+	}
+	w.buf = w.buf[:0]
+	return err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *tokenClock) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// peakRSSKiB reads the process's peak resident set size from /proc.
+func peakRSSKiB() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.Atoi(f[0])
+				return kb
+			}
+		}
+	}
+	return 0
+}
