@@ -27,6 +27,8 @@ func chatCommand() *command {
 			conv := fs.String("conversation", "", "continue this conversation (`id`), after its latest message")
 			user := fs.String("user", "", "chat as this user (`id or email`; default: the bootstrap admin)")
 			tz := fs.String("timezone", "", "the user's `IANA` time zone (default: server.timezone)")
+			var files multiFlag
+			fs.Var(&files, "file", "attach an uploaded file (`id`, see relay files) to the conversation (repeatable)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *agentID == "" {
 					return usageErr("--agent is required")
@@ -43,7 +45,7 @@ func chatCommand() *command {
 					return usageErr("no message: give one as an argument or on standard input")
 				}
 				return withRuns(ctx, e, *user, func(_ *services, runs *run.Service, u *auth.User) error {
-					req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz}
+					req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz, Files: files}
 					if *conv != "" {
 						t, err := runs.Conversation(ctx, u, *conv)
 						if err != nil {

@@ -51,7 +51,9 @@ func promptCommand() *command {
 			agentID := fs.String("agent", "", "the agent's `id` (required)")
 			message := fs.String("message", "", "the user's message `text`")
 			var attach multiFlag
-			fs.Var(&attach, "attach", "mark a file `NAME[:MIME]` as attached to the conversation (repeatable)")
+			fs.Var(&attach, "attach", "mark a file `NAME[:MIME]` as attached to the conversation, by name only (repeatable)")
+			var files multiFlag
+			fs.Var(&files, "file", "attach an uploaded file (`id`, see relay files) to the conversation: it is listed, and\nits passages for the message are retrieved into the RAG context when rag.injectContext says so (repeatable)")
 			userName := fs.String("user-name", "", "the user's display `name`, for {{current_user}}")
 			user := fs.String("user", "", "build as this user (`id or email`): their memory and user-scoped MCP connections")
 			now := fs.String("now", "", "the time of the message, `RFC3339` (default: now)")
@@ -100,6 +102,17 @@ func promptCommand() *command {
 					if caller, err = svc.auth.FindUser(ctx, *user); err != nil {
 						return err
 					}
+				}
+				if len(files) > 0 {
+					fs, err := svc.attachedFiles(ctx, caller, files)
+					if fault.Is(err, fault.NotFound) {
+						fmt.Fprintf(e.Stderr, "relay prompt: --file: %s\n", describe(err))
+						return exitCode(2)
+					}
+					if err != nil {
+						return err
+					}
+					req.Attached = append(req.Attached, fs...)
 				}
 				out, err := p.Prepare(ctx, caller, req)
 				if fault.Is(err, fault.NotFound) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	"github.com/relay-ai/relay/internal/graph"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
 // EventWarning says something about the run's graph was dropped or skipped.
@@ -33,8 +36,9 @@ type flow struct {
 	req   ChatRequest
 	graph *graph.Graph
 
-	history []prompt.Message // the conversation before this run
-	base    []prompt.Message // history and the user's message
+	history  []prompt.Message // the conversation before this run
+	attached []prompt.File    // the files attached to the conversation
+	base     []prompt.Message // history and the user's message
 
 	mu       sync.Mutex
 	budget   int
@@ -185,7 +189,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	if steps <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached})
 	if err != nil {
 		return err
 	}
@@ -201,6 +205,13 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 		targets[e.To[0]] = e
 	}
 	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam}
+	if f.s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
+		box.Builtins = maps.Clone(box.Builtins)
+		if box.Builtins == nil {
+			box.Builtins = map[string]tool.Tool{}
+		}
+		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(f.s.Prep.Search), prep.FileIDs)
+	}
 	var text strings.Builder
 	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
 		Model: model, Tools: box, MaxSteps: steps, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,

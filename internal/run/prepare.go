@@ -14,6 +14,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -39,6 +40,12 @@ type Preparer struct {
 	// AttachedFiles resolves the ids of files a user attaches to a conversation,
 	// refusing files the user may not read.
 	AttachedFiles func(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error)
+	// Search finds the passages of files that best answer a query (nil: no
+	// retrieval, so no RAG context).
+	Search func(ctx context.Context, q file.Query) ([]file.Hit, error)
+	// InjectContext is rag.injectContext: when the RAG context block is
+	// rendered into the system prompt (InjectAuto when empty).
+	InjectContext string
 	// Memory returns a user's memory entries and whether memory is on for them
 	// (nil: memory is off).
 	Memory func(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error)
@@ -74,7 +81,21 @@ type Prepared struct {
 	Unreachable []ServerProblem
 	// Warnings are other problems: tools that no longer exist, and so on.
 	Warnings []string
+	// FileIDs are the files file_search searches: the agent's own, then the
+	// conversation's attachments.
+	FileIDs []string
 }
+
+// The values of rag.injectContext.
+const (
+	// InjectAuto renders the RAG context when files are attached to the
+	// conversation and the agent has no file_search to look for itself.
+	InjectAuto = "auto"
+	// InjectAlways renders it whenever files are attached.
+	InjectAlways = "always"
+	// InjectNever never renders it.
+	InjectNever = "never"
+)
 
 // ServerProblem is an MCP server that could not be used, and why.
 type ServerProblem struct {
@@ -133,6 +154,17 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 		if in.AgentFiles, err = p.Files(ctx, rs.FileSearch.FileIDs); err != nil {
 			return nil, fmt.Errorf("loading the agent's files: %w", err)
 		}
+	}
+	for _, f := range in.AgentFiles {
+		out.FileIDs = append(out.FileIDs, f.ID)
+	}
+	for _, f := range in.Attached {
+		if !slices.Contains(out.FileIDs, f.ID) && !isNamedOnly(f) {
+			out.FileIDs = append(out.FileIDs, f.ID)
+		}
+	}
+	if in.RAG, err = p.retrieve(ctx, in); err != nil {
+		return nil, err
 	}
 	if p.Memory != nil {
 		if in.Memory, in.MemoryOn, err = p.Memory(ctx, u); err != nil {
@@ -244,4 +276,58 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 		}
 	}
 	return mcp.ServerConfig{}, false
+}
+
+// isNamedOnly reports whether f is a file named for a preview (relay prompt
+// --attach) rather than an uploaded one, so it has nothing to search.
+func isNamedOnly(f prompt.File) bool { return strings.HasPrefix(f.ID, "attached:") }
+
+// retrieve runs the RAG retrieval of spec/prompt.md §4 when rag.injectContext
+// says so: the user's latest message as the query over the conversation's
+// attached files, at most four passages per file, best first.
+func (p *Preparer) retrieve(ctx context.Context, in prompt.Input) (*prompt.RAG, error) {
+	if p.Search == nil || len(in.Attached) == 0 {
+		return nil, nil
+	}
+	switch p.InjectContext {
+	case InjectNever:
+		return nil, nil
+	case InjectAlways:
+	default:
+		if slices.ContainsFunc(in.Tools, func(t prompt.Tool) bool { return t.Name == prompt.FileSearch }) {
+			return nil, nil
+		}
+	}
+	query := ""
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		if m := in.Messages[i]; m.Role == prompt.RoleUser && strings.TrimSpace(m.Content) != "" {
+			query = m.Content
+			break
+		}
+	}
+	var ids []string
+	for _, f := range in.Attached {
+		if !isNamedOnly(f) {
+			ids = append(ids, f.ID)
+		}
+	}
+	rag := &prompt.RAG{}
+	var hits []file.Hit
+	if query != "" && len(ids) > 0 {
+		var err error
+		hits, err = p.Search(ctx, file.Query{FileIDs: ids, Text: query, PerFile: 4, Limit: 4 * len(ids)})
+		if err != nil {
+			return nil, fmt.Errorf("retrieving context from the attached files: %w", err)
+		}
+	}
+	for _, f := range in.Attached {
+		rf := prompt.RAGFile{File: f}
+		for _, h := range hits {
+			if h.FileID == f.ID {
+				rf.Chunks = append(rf.Chunks, h.Text)
+			}
+		}
+		rag.Files = append(rag.Files, rf)
+	}
+	return rag, nil
 }

@@ -118,6 +118,9 @@ type ChatRequest struct {
 	ConversationID  string `json:"conversation_id,omitempty"`
 	ParentMessageID string `json:"parent_message_id,omitempty"`
 	Timezone        string `json:"timezone,omitempty"`
+	// Files are ids of the user's files to attach to the conversation with this
+	// message; files attached earlier on the branch stay attached.
+	Files []string `json:"files,omitempty"`
 	// Title names a new conversation; empty means one made from Text.
 	Title string `json:"-"`
 	// Now is the time the message is sent as, for placeholders (a schedule's
@@ -163,11 +166,22 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		return nil, nil, nil, err
 	}
 	now := time.Now().UTC()
-	conv, history, err := s.conversation(ctx, u, a, req, now)
+	added, err := s.attach(ctx, u, req.Files)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	conv, history, earlier, err := s.conversation(ctx, u, a, req, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	userMsg := &Message{ID: ident.New("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
+	for _, f := range added {
+		userMsg.Parts = append(userMsg.Parts, Part{Type: PartFile, FileID: f.ID, Text: f.Filename})
+	}
+	attached, err := s.attachedBefore(ctx, earlier, added)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if err := s.Store.AddMessage(ctx, userMsg); err != nil {
 		return nil, nil, nil, err
 	}
@@ -191,16 +205,16 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		lr.subs[ch] = struct{}{}
 		stop = lr.unsubscribe(ch)
 	}
-	go s.execute(rctx, u, a, r, userMsg, history, req, lr)
+	go s.execute(rctx, u, a, r, userMsg, history, attached, req, lr)
 	return r, ch, stop, nil
 }
 
 // conversation returns the conversation of req (a new one when it names none)
 // and the messages on the branch that ends at req.ParentMessageID.
-func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (*Conversation, []prompt.Message, error) {
+func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (*Conversation, []prompt.Message, []string, error) {
 	if req.ConversationID == "" {
 		if req.ParentMessageID != "" {
-			return nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
+			return nil, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
 		}
 		title := req.Text
 		if r := []rune(title); len(r) > 60 {
@@ -210,27 +224,28 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 			title = req.Title
 		}
 		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
-		return c, req.History, s.Store.CreateConversation(ctx, c)
+		return c, req.History, nil, s.Store.CreateConversation(ctx, c)
 	}
 	c, err := s.Store.GetConversation(ctx, req.ConversationID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if c.UserID != u.ID {
-		return nil, nil, fault.New(fault.NotFound, "conversation %q not found", req.ConversationID)
+		return nil, nil, nil, fault.New(fault.NotFound, "conversation %q not found", req.ConversationID)
 	}
 	msgs, err := s.Store.ListMessages(ctx, c.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	byID := map[string]*Message{}
 	for _, m := range msgs {
 		byID[m.ID] = m
 	}
 	if req.ParentMessageID != "" && byID[req.ParentMessageID] == nil {
-		return nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
+		return nil, nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
 	}
 	var branch []prompt.Message
+	var files []string
 	for id := req.ParentMessageID; id != ""; id = byID[id].ParentID {
 		m := byID[id]
 		role := prompt.RoleUser
@@ -238,17 +253,18 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 			role = prompt.RoleAssistant
 		}
 		branch = append([]prompt.Message{{Role: role, Content: m.Text}}, branch...)
+		files = append(fileIDs(m.Parts), files...)
 		if byID[m.ParentID] == nil {
 			break
 		}
 	}
 	c.UpdatedAt = now
-	return c, branch, s.Store.UpdateConversation(ctx, c)
+	return c, branch, files, s.Store.UpdateConversation(ctx, c)
 }
 
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
-func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, req ChatRequest, lr *liveRun) {
+func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun) {
 	stopFlusher := make(chan struct{})
 	go func() {
 		t := time.NewTicker(flushEvery)
@@ -277,7 +293,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
-	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history,
+	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
 		base: append(slices.Clone(history), prompt.Message{Role: prompt.RoleUser, Content: req.Text})}
 	err := f.run(ctx, a)
 
@@ -294,6 +310,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	}
 	r.Usage = usage
 	answer.Text, answer.Parts = f.answer(a.HideSequentialOutputs)
+	answer.Sources = Sources(answer.Parts)
 	finished := time.Now().UTC()
 	r.FinishedAt = &finished
 	switch {

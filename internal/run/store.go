@@ -7,6 +7,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/tool"
 )
 
 // Conversation is a thread of messages between a user and an agent.
@@ -36,6 +37,8 @@ const (
 	PartText     PartType = "text"
 	PartToolCall PartType = "tool_call"
 	PartError    PartType = "error"
+	// PartFile is a file attached to a user's message; Text is its name.
+	PartFile PartType = "file"
 )
 
 // Part is one piece of a message's content, saying which agent produced it.
@@ -44,6 +47,7 @@ type Part struct {
 	AgentID string            `json:"agent_id,omitempty"`
 	Text    string            `json:"text,omitempty"`
 	Tool    *agent.ToolRecord `json:"tool,omitempty"`
+	FileID  string            `json:"file_id,omitempty"`
 }
 
 // Message is one stored message. Messages form a tree through ParentID: editing
@@ -58,6 +62,9 @@ type Message struct {
 	Parts          []Part    `json:"parts,omitempty"`
 	RunID          string    `json:"run_id,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Sources are what the answer's tool calls cited (file passages, web
+	// pages), in order; they are kept in Parts and listed here for display.
+	Sources []tool.Source `json:"sources,omitempty"`
 }
 
 // Status is where a run stands.

@@ -149,6 +149,7 @@ func scanMessage(r rowScanner) (*run.Message, error) {
 		if err := json.Unmarshal(parts, &m.Parts); err != nil {
 			return nil, fmt.Errorf("decoding parts of message %q: %w", m.ID, err)
 		}
+		m.Sources = run.Sources(m.Parts)
 	}
 	return &m, nil
 }

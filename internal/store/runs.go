@@ -329,7 +329,7 @@ func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelR
 	return reqs, nil
 }
 
-const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error, duration_us, step, created_at`
+const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error, duration_us, step, created_at, sources`
 
 // AddToolCall stores one tool call of a run. Its Duration is kept to the
 // microsecond, like times; the stored Duration and CreatedAt (the current time
@@ -344,9 +344,17 @@ func (db *DB) AddToolCall(ctx context.Context, c *run.ToolCall) error {
 	}
 	created := db.stamp(c.CreatedAt)
 	us := c.Duration.Microseconds()
+	var sources any
+	if len(c.Sources) > 0 {
+		b, err := json.Marshal(c.Sources)
+		if err != nil {
+			return fmt.Errorf("encoding the sources of tool call %q: %w", c.ID, err)
+		}
+		sources = string(b)
+	}
 	_, err := db.exec(ctx, db.write,
-		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created))
+		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created), sources)
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -372,12 +380,18 @@ func (db *DB) ListToolCalls(ctx context.Context, runID string) ([]run.ToolCall, 
 	calls := []run.ToolCall{}
 	for rows.Next() {
 		var (
-			c  run.ToolCall
-			us int64
+			c       run.ToolCall
+			us      int64
+			sources sql.NullString
 		)
 		if err := rows.Scan(&c.RunID, &c.ID, &c.AgentID, &c.Name, &c.Arguments, &c.Result, &c.IsError, &us, &c.Step,
-			timeDest{&c.CreatedAt}); err != nil {
+			timeDest{&c.CreatedAt}, &sources); err != nil {
 			return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
+		}
+		if sources.Valid {
+			if err := json.Unmarshal([]byte(sources.String), &c.Sources); err != nil {
+				return nil, fmt.Errorf("decoding the sources of tool call %q of run %q: %w", c.ID, runID, err)
+			}
 		}
 		c.Duration = time.Duration(us) * time.Microsecond
 		calls = append(calls, c)

@@ -123,7 +123,8 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	known := len(migrations(t, newer)) - 1
+	rows := migrations(t, newer)
+	known := rows[len(rows)-2].Version // the newest before 9999
 
 	for _, tc := range []struct {
 		name, path, want string

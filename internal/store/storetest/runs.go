@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/tool"
 )
 
 // newID returns a fresh id with the given prefix.
@@ -380,11 +381,12 @@ var runTests = []test{
 		tool := &agent.ToolRecord{
 			ID: "call_1", Name: "mcp__github__search", Arguments: `{"q":"relay <&>"}`, Result: "found «3» 🚀",
 			IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 2,
+			Sources: []tool.Source{{Kind: tool.SourceFile, Anchor: `\ue202turn0file0`, FileID: "file_1", FileName: "a «b».pdf", Page: 2, Relevance: 0.5, Snippet: "x"}},
 		}
 		nonZeroFields(t, "the tool record", *tool)
 		m := &run.Message{
 			ID: newID("msg_"), ConversationID: c.conv.ID, ParentID: c.msg.ID, Role: run.RoleAssistant,
-			AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>", RunID: c.run.ID, CreatedAt: at(9),
+			AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>", RunID: c.run.ID, CreatedAt: at(9), Sources: tool.Sources,
 			Parts: []run.Part{
 				{Type: run.PartToolCall, AgentID: "agent_writer", Tool: tool},
 				{Type: run.PartText, AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>"},
@@ -854,6 +856,7 @@ var runTests = []test{
 			ToolRecord: agent.ToolRecord{
 				ID: "call_«1»", Name: "mcp__github__search", Arguments: `{"q":"<relay> & co 🚀"}`,
 				Result: "error: rate «limited»\nretry later", IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 3,
+				Sources: []tool.Source{{Kind: tool.SourceWeb, Anchor: "a", Title: "T «1»", URL: "https://example.com/?q=<x>&y", Snippet: "s"}},
 			},
 			CreatedAt: at(8),
 		}

@@ -27,6 +27,12 @@ type Searcher interface {
 	Search(ctx context.Context, q file.Query) ([]file.Hit, error)
 }
 
+// SearchFunc is a function that searches files, as a Searcher.
+type SearchFunc func(ctx context.Context, q file.Query) ([]file.Hit, error)
+
+// Search calls f.
+func (f SearchFunc) Search(ctx context.Context, q file.Query) ([]file.Hit, error) { return f(ctx, q) }
+
 // FileSearch returns the file_search tool over the given files (the agent's
 // own and the conversation's attachments, already checked as readable by the
 // run's user). Each call returns the 10 best passages as text blocks with the

@@ -1,0 +1,79 @@
+package run
+
+import (
+	"context"
+	"slices"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
+)
+
+// attach resolves the ids of files a user attaches with a message, refusing
+// files they may not read (fault.NotFound) and dropping repeated ids.
+func (s *Service) attach(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error) {
+	ids = compactIDs(ids)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if s.Prep.AttachedFiles == nil {
+		return nil, fault.New(fault.Invalid, "files: this server keeps no files to attach")
+	}
+	return s.Prep.AttachedFiles(ctx, u, ids)
+}
+
+// attachedBefore returns the files attached to the conversation: those of the
+// messages on the branch (checked when they were attached; deleted ones are
+// left out), then the ones added now.
+func (s *Service) attachedBefore(ctx context.Context, earlier []string, added []prompt.File) ([]prompt.File, error) {
+	earlier = compactIDs(earlier)
+	var out []prompt.File
+	if len(earlier) > 0 && s.Prep.Files != nil {
+		fs, err := s.Prep.Files(ctx, earlier)
+		if err != nil {
+			return nil, err
+		}
+		out = fs
+	}
+	for _, f := range added {
+		if !slices.ContainsFunc(out, func(g prompt.File) bool { return g.ID == f.ID }) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// compactIDs drops empty and repeated ids, keeping the first of each.
+func compactIDs(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// fileIDs returns the ids of the files attached in parts.
+func fileIDs(parts []Part) []string {
+	var ids []string
+	for _, p := range parts {
+		if p.Type == PartFile && p.FileID != "" {
+			ids = append(ids, p.FileID)
+		}
+	}
+	return ids
+}
+
+// Sources collects the sources of the tool calls in parts, in order, for the
+// answer's citations.
+func Sources(parts []Part) []tool.Source {
+	var out []tool.Source
+	for _, p := range parts {
+		if p.Type == PartToolCall && p.Tool != nil {
+			out = append(out, p.Tool.Sources...)
+		}
+	}
+	return out
+}
