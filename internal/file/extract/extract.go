@@ -1,16 +1,40 @@
 // Package extract turns the bytes of an uploaded file into pages of plain text
 // (PDF, DOCX, HTML, Markdown, plain text, CSV, JSON) and cuts that text into
 // overlapping chunks that keep their page numbers, for retrieval.
+//
+// Everything is read with the standard library: the PDF reader is Relay's own
+// (cross-reference tables and streams, object streams, incremental updates,
+// a rebuild when the cross-reference is broken, the common filters, fonts
+// with ToUnicode CMaps or simple encodings), as is the DOCX reader (a stream
+// of XML tokens from the zip). Files that cannot be read fail with an error
+// classified fault.Invalid whose message says why; Text never panics.
 package extract
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/relay-ai/relay/internal/fault"
 )
 
 // ErrUnsupported is returned (wrapped, with the type named) for a media type
-// Relay cannot read text from.
-var ErrUnsupported = errors.New("unsupported type")
+// Relay cannot read text from. It is classified fault.Invalid.
+var ErrUnsupported error = &fault.Error{Kind: fault.Invalid, Message: "unsupported type"}
+
+// ErrEncrypted is returned for an encrypted PDF, which Relay does not
+// decrypt. It is classified fault.Invalid.
+var ErrEncrypted error = &fault.Error{Kind: fault.Invalid, Message: errEncrypted.Error()}
+
+// The Notes of documents with no text.
+const (
+	// EmptyNote is the Note of an empty file.
+	EmptyNote = "the file is empty"
+	// BlankNote is the Note of a file with bytes but no text, other than a PDF.
+	BlankNote = "no text was found in the file"
+)
 
 // Page is the text of one page. Formats without pages have one page, number 1.
 type Page struct {
@@ -35,17 +59,105 @@ type Chunk struct {
 	Text string
 }
 
-// Detect returns the media type of a file from its name and first bytes.
-func Detect(name string, head []byte) string { return "application/octet-stream" }
+// Detect returns the media type of a file from its name and first bytes (a
+// few hundred are enough): PDF and DOCX by their magic bytes, then HTML,
+// Markdown, plain text, CSV and JSON by extension, then HTML and plain text
+// by content. A zip that is not a DOCX is application/zip; anything else is
+// application/octet-stream.
+func Detect(name string, head []byte) string { return detect(name, head) }
 
 // Text extracts the text of data, whose media type is mime. progress, when not
 // nil, is called with the fraction done (0–1) as the work advances. A file that
 // cannot be read (corrupt, encrypted) is an error that says why; a type with no
 // extractor wraps ErrUnsupported.
-func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (*Document, error) {
-	return nil, ErrUnsupported
+//
+// An empty file, whatever its type, is a Document without pages and with
+// Note EmptyNote. CSV records become lines with their fields joined by ", ";
+// JSON is validated and indented by two spaces; plain text and Markdown keep
+// their lines. Text that is not UTF-8 has its invalid bytes replaced by
+// U+FFFD; a byte order mark is dropped (UTF-16 with one is decoded).
+func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (doc *Document, err error) {
+	kind := mediaType(mime)
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fault.New(fault.Invalid, "corrupt %s: the file could not be read (%v)", label(kind), r)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("extracting text: %w", err)
+	}
+	if len(data) == 0 {
+		return &Document{Note: EmptyNote}, nil
+	}
+	switch kind {
+	case PDF:
+		doc, err = pdfText(ctx, data, progress)
+	case DOCX:
+		doc, err = docxText(ctx, data, progress)
+	case HTML:
+		doc = single(htmlText(decodeText(data)))
+	case Markdown, Plain, "text/x-markdown":
+		doc = single(plainText(data))
+	case CSV:
+		doc = single(csvText(data))
+	case JSON:
+		var s string
+		if s, err = jsonText(data); err == nil {
+			doc = single(s)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, kind)
+	}
+	if err != nil {
+		return nil, classify(ctx, kind, err)
+	}
+	if progress != nil {
+		progress(1)
+	}
+	return doc, nil
 }
 
-// Chunks cuts pages into chunks of at most size characters, each overlapping
-// the previous one by overlap characters, preferring to cut at whitespace.
-func Chunks(pages []Page, size, overlap int) []Chunk { return nil }
+// single is a one-page document.
+func single(text string) *Document {
+	if strings.TrimSpace(text) == "" {
+		return &Document{Pages: []Page{{Number: 1}}, Note: BlankNote}
+	}
+	return &Document{Pages: []Page{{Number: 1, Text: text}}}
+}
+
+// classify turns an extractor's error into one that says what kind of file
+// could not be read, classified fault.Invalid; cancellation stays as it is.
+func classify(ctx context.Context, kind string, err error) error {
+	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("extracting text: %w", err)
+	case errors.Is(err, errEncrypted):
+		return ErrEncrypted
+	}
+	if kind == JSON {
+		return fault.Wrap(fault.Invalid, err, "invalid JSON")
+	}
+	return fault.Wrap(fault.Invalid, err, "corrupt %s", label(kind))
+}
+
+func label(kind string) string {
+	switch kind {
+	case PDF:
+		return "PDF"
+	case DOCX:
+		return "DOCX"
+	case HTML:
+		return "HTML"
+	case CSV:
+		return "CSV"
+	}
+	return "file"
+}
+
+// mediaType drops parameters ("; charset=utf-8") and case.
+func mediaType(m string) string {
+	if t, _, err := mime.ParseMediaType(m); err == nil {
+		return t
+	}
+	return strings.ToLower(strings.TrimSpace(m))
+}

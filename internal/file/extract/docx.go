@@ -1,0 +1,261 @@
+package extract
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+)
+
+// maxDocumentXML bounds the size of a DOCX's main part once uncompressed.
+const maxDocumentXML = 512 << 20
+
+// docxText reads the main document part of a DOCX as a stream of XML
+// tokens: paragraphs become lines, w:tab a tab, w:br and w:cr line breaks,
+// table cells are separated by tabs and rows by lines. Pages are cut at the
+// breaks Word records: explicit page breaks, the page breaks of its last
+// layout (w:lastRenderedPageBreak), paragraphs that start a page
+// (w:pageBreakBefore) and section breaks. Breaks with no text between them
+// count once, because Word records one break in several of these ways.
+func docxText(ctx context.Context, data []byte, progress func(float64)) (*Document, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	part := mainPart(zr)
+	var f *zip.File
+	for _, zf := range zr.File {
+		if zf.Name == part {
+			f = zf
+			break
+		}
+	}
+	if f == nil {
+		return nil, fmt.Errorf("%s is missing", part)
+	}
+	if f.UncompressedSize64 > maxDocumentXML {
+		return nil, fmt.Errorf("%s is larger than %d MB", part, maxDocumentXML>>20)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", part, err)
+	}
+	defer rc.Close()
+	cr := &countingReader{r: io.LimitReader(rc, maxDocumentXML), total: int64(f.UncompressedSize64), progress: progress}
+	w := &docxWriter{}
+	if err := w.read(ctx, xml.NewDecoder(cr)); err != nil {
+		return nil, fmt.Errorf("%s: %w", part, err)
+	}
+	return &Document{Pages: w.finish()}, nil
+}
+
+// mainPart finds the main document part from the package relationships,
+// which is word/document.xml in files Word writes.
+func mainPart(zr *zip.Reader) string {
+	const def = "word/document.xml"
+	for _, zf := range zr.File {
+		if zf.Name != "_rels/.rels" {
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			return def
+		}
+		defer rc.Close()
+		var rels struct {
+			Rel []struct {
+				Type   string `xml:"Type,attr"`
+				Target string `xml:"Target,attr"`
+			} `xml:"Relationship"`
+		}
+		if err := xml.NewDecoder(io.LimitReader(rc, 1<<20)).Decode(&rels); err != nil {
+			return def
+		}
+		for _, r := range rels.Rel {
+			if strings.HasSuffix(r.Type, "/officeDocument") && r.Target != "" {
+				return strings.TrimPrefix(path.Clean("/"+r.Target), "/")
+			}
+		}
+	}
+	return def
+}
+
+// countingReader reports progress as the fraction of total read.
+type countingReader struct {
+	r        io.Reader
+	n, total int64
+	last     int64
+	progress func(float64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.progress != nil && c.total > 0 && c.n-c.last >= 1<<20 {
+		c.last = c.n
+		c.progress(min(1, float64(c.n)/float64(c.total)))
+	}
+	return n, err
+}
+
+type docxWriter struct {
+	pages     []Page
+	cur       strings.Builder
+	pending   bool // a page break is due before the next text
+	inText    bool // inside w:t
+	cellParas []int
+	cells     []int
+	sectBreak bool // the paragraph ends a section that starts a new page
+}
+
+func (w *docxWriter) pageBreak() { w.pending = true }
+
+func (w *docxWriter) text(s string) {
+	if strings.TrimSpace(s) != "" && w.pending {
+		w.flush()
+	}
+	w.cur.WriteString(s)
+}
+
+func (w *docxWriter) flush() {
+	w.pages = append(w.pages, Page{Number: len(w.pages) + 1, Text: normalizeSpace(w.cur.String())})
+	w.cur.Reset()
+	w.pending = false
+}
+
+func (w *docxWriter) finish() []Page {
+	w.pending = false
+	w.flush()
+	return w.pages
+}
+
+func attr(e xml.StartElement, local string) string {
+	for _, a := range e.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (w *docxWriter) read(ctx context.Context, dec *xml.Decoder) error {
+	var stack []string
+	parent := func() string {
+		if len(stack) < 2 {
+			return ""
+		}
+		return stack[len(stack)-2]
+	}
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			if len(stack) > 0 {
+				return errors.New("the XML ends early")
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			name := t.Name.Local
+			if name == "Fallback" {
+				// mc:AlternateContent repeats its content for older readers.
+				if err := dec.Skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			stack = append(stack, name)
+			switch name {
+			case "p":
+				if k := len(w.cellParas); k > 0 {
+					if w.cellParas[k-1] > 0 {
+						w.text(" ")
+					}
+					w.cellParas[k-1]++
+				}
+			case "pageBreakBefore":
+				if v := attr(t, "val"); v != "0" && v != "false" && v != "off" {
+					w.pageBreak()
+				}
+			case "sectPr":
+				if parent() == "pPr" {
+					if v := attr(t, "type"); v != "continuous" {
+						w.sectBreak = true
+					}
+				}
+			case "t":
+				w.inText = true
+			case "tab":
+				if parent() == "r" {
+					w.text("\t")
+				}
+			case "br":
+				if attr(t, "type") == "page" {
+					w.pageBreak()
+				} else {
+					w.text("\n")
+				}
+			case "cr":
+				w.text("\n")
+			case "lastRenderedPageBreak":
+				w.pageBreak()
+			case "noBreakHyphen":
+				w.text("-")
+			case "tr":
+				w.cells = append(w.cells, 0)
+			case "tc":
+				if k := len(w.cells); k > 0 {
+					if w.cells[k-1] > 0 {
+						w.text("\t")
+					}
+					w.cells[k-1]++
+				}
+				w.cellParas = append(w.cellParas, 0)
+			}
+		case xml.EndElement:
+			if len(stack) == 0 {
+				return errors.New("unbalanced XML")
+			}
+			name := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			switch name {
+			case "t":
+				w.inText = false
+			case "p":
+				if len(w.cellParas) == 0 {
+					w.text("\n")
+				}
+				if w.sectBreak {
+					w.sectBreak = false
+					w.pageBreak()
+				}
+			case "tr":
+				if k := len(w.cells); k > 0 {
+					w.cells = w.cells[:k-1]
+				}
+				w.text("\n")
+			case "tc":
+				if k := len(w.cellParas); k > 0 {
+					w.cellParas = w.cellParas[:k-1]
+				}
+			}
+		case xml.CharData:
+			if w.inText {
+				w.text(string(t))
+			}
+		}
+	}
+}
