@@ -25,6 +25,10 @@ type Config struct {
 	Agents    []Agent   `yaml:"agents"`
 	Memory    Memory    `yaml:"memory"`
 	WebSearch WebSearch `yaml:"webSearch"`
+	// RAG configures retrieval from uploaded files.
+	RAG RAG `yaml:"rag"`
+	// FileConfig holds the upload limits, as librechat.yaml's fileConfig does.
+	FileConfig FileConfig `yaml:"fileConfig"`
 	Scheduler Scheduler `yaml:"scheduler"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
@@ -46,7 +50,6 @@ type Config struct {
 	_ any `yaml:"socialLogins" relay:"ignored"`
 	_ any `yaml:"fileStrategy" relay:"ignored"`
 	_ any `yaml:"fileStrategies" relay:"ignored"`
-	_ any `yaml:"fileConfig" relay:"ignored"`
 	_ any `yaml:"balance" relay:"ignored"`
 	_ any `yaml:"transactions" relay:"ignored"`
 	_ any `yaml:"speech" relay:"ignored"`
@@ -429,6 +432,8 @@ func Default() *Config {
 			FetchMaxBytes: 1 << 20,
 			FetchTimeout:  Duration{10 * time.Second},
 		},
+		RAG:        RAG{InjectContext: InjectAuto},
+		FileConfig: FileConfig{ServerFileSizeLimit: 50},
 	}
 }
 
@@ -450,3 +455,63 @@ func (c *Config) Location() (*time.Location, error) {
 	}
 	return time.LoadLocation(c.Server.Timezone)
 }
+
+// The values of rag.injectContext.
+const (
+	InjectAuto   = "auto"
+	InjectAlways = "always"
+	InjectNever  = "never"
+)
+
+// RAG configures retrieval from uploaded files. With nothing set, retrieval is
+// full text in the database.
+type RAG struct {
+	// APIURL, when set, sends ingestion and search to a LibreChat-compatible
+	// RAG API (POST /embed, POST /query) instead of Relay's own.
+	APIURL string `yaml:"api_url,omitempty"`
+	// InjectContext says when files attached to a conversation put retrieved
+	// passages into the system prompt: auto (when the agent has no
+	// file_search), always, or never. Never empty after Load.
+	InjectContext string `yaml:"injectContext"`
+	// Embeddings, when its baseURL and model are set, embeds every chunk and
+	// makes search hybrid (vectors and full text).
+	Embeddings Embeddings `yaml:"embeddings"`
+}
+
+// Embeddings is an OpenAI-compatible /embeddings endpoint.
+type Embeddings struct {
+	// BaseURL is the API's base, e.g. https://api.openai.com/v1.
+	BaseURL string `yaml:"baseURL,omitempty"`
+	// APIKey is secret: masked in dumps, never logged.
+	APIKey string `yaml:"apiKey,omitempty"`
+	Model  string `yaml:"model,omitempty"`
+	// Dimensions, when above 0, asks the model for vectors of that length.
+	Dimensions int `yaml:"dimensions,omitempty"`
+}
+
+// Enabled reports whether embeddings are configured.
+func (e Embeddings) Enabled() bool { return e.BaseURL != "" && e.Model != "" }
+
+// FileConfig holds the upload limits of librechat.yaml's fileConfig that Relay uses.
+type FileConfig struct {
+	// ServerFileSizeLimit caps an upload, in MB. Never 0 after Load.
+	ServerFileSizeLimit int `yaml:"serverFileSizeLimit"`
+
+	_ any `yaml:"endpoints" relay:"ignored"`
+	_ any `yaml:"avatarSizeLimit" relay:"ignored"`
+	_ any `yaml:"fileSizeLimit" relay:"ignored"`
+	_ any `yaml:"totalSizeLimit" relay:"ignored"`
+	_ any `yaml:"fileLimit" relay:"ignored"`
+	_ any `yaml:"supportedMimeTypes" relay:"ignored"`
+	_ any `yaml:"disabled" relay:"ignored"`
+	_ any `yaml:"imageGeneration" relay:"ignored"`
+	_ any `yaml:"clientImageResize" relay:"ignored"`
+	_ any `yaml:"ocr" relay:"ignored"`
+	_ any `yaml:"text" relay:"ignored"`
+	_ any `yaml:"stt" relay:"ignored"`
+	_ any `yaml:"fileTokenLimit" relay:"ignored"`
+	_ any `yaml:"checkType" relay:"ignored"`
+}
+
+// UploadLimit is the upload cap in bytes.
+func (f FileConfig) UploadLimit() int64 { return int64(f.ServerFileSizeLimit) << 20 }

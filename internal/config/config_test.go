@@ -351,7 +351,7 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
-			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, scheduler)`,
+			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, rag, fileConfig, scheduler)`,
 		}},
 		{"in a custom endpoint", "endpoints:\n  custom:\n    - name: Groq\n      baseURL: https://api.groq.com/openai/v1\n      titelConvo: true\n", []string{
 			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams)`,

@@ -85,6 +85,9 @@ func (c *Config) masked() *Config {
 	for _, u := range []*string{&ws.SearxngInstanceURL, &ws.BraveAPIURL, &ws.TavilyAPIURL, &ws.SerperAPIURL} {
 		*u = maskURL(*u)
 	}
+	m.RAG.Embeddings.APIKey = maskValue(c.RAG.Embeddings.APIKey)
+	m.RAG.Embeddings.BaseURL = maskURL(c.RAG.Embeddings.BaseURL)
+	m.RAG.APIURL = maskURL(c.RAG.APIURL)
 	return &m
 }
 

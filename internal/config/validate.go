@@ -34,6 +34,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.agents()
 	v.memory()
 	v.webSearch()
+	v.rag()
 	v.scheduler()
 
 	all := decoded
@@ -394,3 +395,27 @@ const (
 	maxSearchResults = 20
 	maxFetchBytes    = 64 << 20
 )
+
+var injectModes = []string{InjectAuto, InjectAlways, InjectNever}
+
+func (v *validator) rag() {
+	r, fc := v.c.RAG, v.c.FileConfig
+	if !slices.Contains(injectModes, r.InjectContext) {
+		v.add("rag.injectContext", "must be one of %s, got %q", strings.Join(injectModes, ", "), r.InjectContext)
+	}
+	v.baseURL("rag.api_url", r.APIURL)
+	e := r.Embeddings
+	v.baseURL("rag.embeddings.baseURL", e.BaseURL)
+	if (e.BaseURL == "") != (e.Model == "") {
+		v.add("rag.embeddings", "baseURL and model go together: set both to embed chunks, or neither")
+	}
+	if e.Dimensions < 0 {
+		v.add("rag.embeddings.dimensions", "must not be negative")
+	}
+	if r.APIURL != "" && e.Enabled() {
+		v.add("rag.embeddings", "not used with rag.api_url, which embeds files itself; remove one")
+	}
+	if fc.ServerFileSizeLimit <= 0 {
+		v.add("fileConfig.serverFileSizeLimit", "must be a number of MB greater than 0")
+	}
+}
