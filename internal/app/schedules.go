@@ -9,14 +9,22 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
 
 // scheduleService builds the scheduler over the opened services.
-func scheduleService(svc *services, runs *run.Service, log *slog.Logger) *schedule.Service {
-	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs, Log: log.With(slog.String("part", "scheduler"))}
+func scheduleService(cfg *config.Config, svc *services, runs *run.Service, log *slog.Logger) *schedule.Service {
+	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs,
+		Log: log.With(slog.String("part", "scheduler")), Opts: schedule.Options{RunTimeout: cfg.Scheduler.RunTimeout.Duration}}
+}
+
+// liveness builds this serving process's node, with the config's heartbeat.
+func liveness(cfg *config.Config, svc *services, log *slog.Logger) *schedule.Liveness {
+	return &schedule.Liveness{Store: svc.store, Log: log.With(slog.String("part", "liveness")),
+		Interval: cfg.Scheduler.HeartbeatInterval.Duration, DeadAfter: cfg.Scheduler.DeadAfter.Duration}
 }
 
 // withRuns opens what running agents from the command line needs — the store,
@@ -48,8 +56,12 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 
 // withSchedules runs f with the scheduler, as the user named by user.
 func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Service, *auth.User) error) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
 	return withRuns(ctx, e, user, func(svc *services, runs *run.Service, u *auth.User) error {
-		return f(scheduleService(svc, runs, svc.log), u)
+		return f(scheduleService(cfg, svc, runs, svc.log), u)
 	})
 }
 

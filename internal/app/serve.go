@@ -231,9 +231,28 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	} else if n > 0 {
 		log.Warn("marked runs left running by a stopped process as failed", slog.Int("runs", n))
 	}
+	// This process registers as a node and heartbeats; the runs it starts and
+	// the firings it claims name it, so that if it dies another process fails
+	// them. A node left by a dead process of this host (a restart) is reaped
+	// now, before this one serves.
+	live := liveness(cfg, svc, log)
+	if err := live.Register(ctx); err != nil {
+		_ = srv.Close()
+		stopBackground()
+		svc.store.Close()
+		return err
+	}
+	if db, ok := svc.store.(*store.DB); ok {
+		runs.Store = db.OnNode(live.ID())
+	}
+	if _, err := live.Reap(ctx); err != nil {
+		log.Warn("failing the work of stopped processes", slog.Any("err", err))
+	}
 	// Every process runs the scheduler; the database makes each firing happen once.
-	sched := scheduleService(svc, runs, log)
+	sched := scheduleService(cfg, svc, runs, log)
+	sched.Live = live
 	bg.Go(func() { _ = sched.Run(bgCtx) })
+	bg.Go(func() { _ = live.Run(bgCtx) })
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,

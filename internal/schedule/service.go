@@ -74,6 +74,11 @@ type Service struct {
 	Now     func() time.Time
 	Process string
 	HTTP    *http.Client
+	// Live, when set, is this process's liveness: Process is its node, the
+	// scheduler fails the work of dead processes on each tick, and a firing
+	// that finds the previous one held by a process that missed its heartbeats
+	// waits to see whether that process is dead rather than being skipped.
+	Live *Liveness
 
 	once sync.Once
 	wake chan struct{}
@@ -90,6 +95,9 @@ func (s *Service) init() {
 		}
 		if s.HTTP == nil {
 			s.HTTP = &http.Client{Timeout: 10 * time.Second}
+		}
+		if s.Process == "" && s.Live != nil {
+			s.Process = s.Live.ID()
 		}
 		if s.Process == "" {
 			s.Process = ident.New("proc_")
@@ -298,7 +306,13 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 		return nil, err
 	}
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
-	if running, err := s.Store.RunningFiring(ctx, sc.ID); err != nil {
+	running, err := s.Store.RunningFiring(ctx, sc.ID)
+	if err == nil && running != nil && s.Live != nil && s.Live.Suspect(ctx, running.ClaimedBy) {
+		if _, err = s.Live.Reap(ctx); err == nil {
+			running, err = s.Store.RunningFiring(ctx, sc.ID)
+		}
+	}
+	if err != nil {
 		return nil, err
 	} else if running != nil {
 		return nil, fault.New(fault.Conflict, "schedule %q is running already (firing %s)", sc.ID, running.ID)
@@ -319,11 +333,18 @@ func (s *Service) poke() {
 }
 
 // Run fires due schedules until ctx is done. It sleeps until the next due time
-// (at most Poll), and is woken when schedules change.
+// (at most Poll, and at most Live's heartbeat interval so that dead processes
+// are found in time), and is woken when schedules change. With Live, each
+// round first fails the runs and firings of dead processes.
 func (s *Service) Run(ctx context.Context) error {
 	s.init()
 	lastStale := time.Time{}
 	for {
+		if s.Live != nil {
+			if _, err := s.Live.Reap(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("failing the work of stopped processes", slog.Any("err", err))
+			}
+		}
 		now := s.Now()
 		if now.Sub(lastStale) > time.Minute {
 			lastStale = now
@@ -333,14 +354,23 @@ func (s *Service) Run(ctx context.Context) error {
 				s.Log.Warn("firings left running by a stopped process marked failed", slog.Int("firings", n))
 			}
 		}
-		if err := s.Tick(ctx, now); err != nil && ctx.Err() == nil {
+		waiting, err := s.tick(ctx, now)
+		if err != nil && ctx.Err() == nil {
 			s.Log.Error("scheduler", slog.Any("err", err))
 		}
 		wait := s.Opts.Poll
+		if s.Live != nil {
+			wait = min(wait, s.Live.Interval)
+		}
 		if next, err := s.Store.NextDue(ctx); err == nil && next != nil {
 			if d := next.Sub(s.Now()); d < wait {
 				wait = max(d, 0)
 			}
+		}
+		if waiting > 0 && wait == 0 {
+			// Firings waiting on a process that may be dead stay due: look
+			// again shortly rather than at once.
+			wait = min(time.Second, s.Opts.Poll)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -357,29 +387,48 @@ func (s *Service) Run(ctx context.Context) error {
 // Tick claims and starts every firing due at now; Run calls it as schedules
 // come due.
 func (s *Service) Tick(ctx context.Context, now time.Time) error {
+	_, err := s.tick(ctx, now)
+	return err
+}
+
+// tick is Tick, also counting the due firings left waiting for the process
+// holding their schedule's previous firing to be found alive or dead.
+func (s *Service) tick(ctx context.Context, now time.Time) (waiting int, err error) {
 	s.init()
 	for {
 		due, err := s.Store.DueSchedules(ctx, now, 100)
 		if err != nil {
-			return err
+			return waiting, err
 		}
 		if len(due) == 0 {
-			return nil
+			return waiting, nil
 		}
 		claimed := 0
 		for _, sc := range due {
-			if s.fire(ctx, sc, now) {
+			switch s.fire(ctx, sc, now) {
+			case fired:
 				claimed++
+			case waited:
+				waiting++
 			}
 		}
 		if len(due) < 100 || claimed == 0 {
-			return nil
+			return waiting, nil
 		}
 	}
 }
 
+// outcome is what fire did with a due schedule.
+type outcome int
+
+const (
+	lost   outcome = iota // another process claimed it, or it failed
+	fired                 // claimed: started or recorded as skipped
+	waited                // left due: the previous firing's process may be dead
+)
+
 // fire claims a schedule's due firing and starts it (or records it skipped).
-func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) bool {
+func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome {
 	fireAt := *sc.NextRunAt
 	log := s.Log.With(slog.String("schedule_id", sc.ID))
 	var next *time.Time
@@ -400,26 +449,31 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) bool {
 	switch running, err := s.Store.RunningFiring(ctx, sc.ID); {
 	case err != nil:
 		log.Error("checking the running firing", slog.Any("err", err))
-		return false
+		return lost
 	case now.Sub(fireAt) > s.Opts.Grace:
 		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s, more than the grace window of %s", now.Sub(fireAt).Round(time.Second), s.Opts.Grace)
+	case running != nil && s.Live != nil && s.Live.Suspect(ctx, running.ClaimedBy):
+		// The process holding the previous firing missed its heartbeats: once
+		// it counts as dead its firing fails and this one runs (late); if it
+		// heartbeats again, this one is skipped.
+		return waited
 	case running != nil:
 		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.ID+") was still running"
 	}
 	ok, err := s.Store.ClaimFiring(ctx, f, next)
 	if err != nil {
 		log.Error("claiming a firing", slog.Any("err", err))
-		return false
+		return lost
 	}
 	if !ok {
-		return false // another process has it
+		return lost // another process has it
 	}
 	if f.Status == FiringSkipped {
 		log.Warn("firing skipped", slog.String("reason", f.Error))
-		return true
+		return fired
 	}
 	go s.execute(context.WithoutCancel(ctx), sc, f)
-	return true
+	return fired
 }
 
 // execute runs a claimed firing through the chat path and records the outcome.

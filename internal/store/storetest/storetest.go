@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Files", fileTests},
 		{"Runs", runTests},
 		{"Schedules", scheduleTests},
+		{"Nodes", nodeTests},
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {

@@ -1,0 +1,225 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store"
+)
+
+// onNode returns s with its new runs naming node; the suite skips the test for
+// a store that cannot.
+func onNode(t *testing.T, s store.Store, node string) store.Store {
+	t.Helper()
+	db, ok := s.(*store.DB)
+	if !ok {
+		t.Skipf("%T cannot name the node of its runs", s)
+	}
+	return db.OnNode(node)
+}
+
+func newNode(minute int) *schedule.Node {
+	return &schedule.Node{ID: newID("node_"), Host: "host-a", PID: 4242, StartedAt: at(minute), HeartbeatAt: at(minute)}
+}
+
+func registerNode(t *testing.T, s store.Store, n *schedule.Node) *schedule.Node {
+	t.Helper()
+	must(t, s.RegisterNode(t.Context(), n), "RegisterNode")
+	return n
+}
+
+// reap calls ReapNode with the reason every test uses.
+func reap(t *testing.T, s store.Store, id string, seen time.Time) (schedule.Reaped, bool) {
+	t.Helper()
+	r, ok, err := s.ReapNode(t.Context(), id, seen, schedule.ReasonDead)
+	must(t, err, "ReapNode "+id)
+	return r, ok
+}
+
+var nodeTests = []test{
+	{"RegisterGetList", func(t *testing.T, s store.Store) {
+		a := registerNode(t, s, newNode(1))
+		b := registerNode(t, s, &schedule.Node{ID: newID("node_"), Host: "host-b", PID: 1})
+		wantUTC(t, "node", a.StartedAt, a.HeartbeatAt, b.StartedAt, b.HeartbeatAt)
+		if !b.HeartbeatAt.Equal(b.StartedAt) || b.StartedAt.IsZero() {
+			t.Errorf("zero times: started %v, heartbeat %v; want both now", b.StartedAt, b.HeartbeatAt)
+		}
+		got, err := s.GetNode(t.Context(), a.ID)
+		must(t, err, "GetNode")
+		if diff := cmp.Diff(a, got); diff != "" {
+			t.Errorf("GetNode (-want +got):\n%s", diff)
+		}
+		all, err := s.ListNodes(t.Context())
+		must(t, err, "ListNodes")
+		var ids []string
+		for _, n := range all {
+			if n.ID == a.ID || n.ID == b.ID {
+				ids = append(ids, n.ID)
+			}
+		}
+		if diff := cmp.Diff([]string{a.ID, b.ID}, ids); diff != "" {
+			t.Errorf("ListNodes, oldest first (-want +got):\n%s", diff)
+		}
+		wantKind(t, s.RegisterNode(t.Context(), &schedule.Node{ID: a.ID}), fault.Conflict, "RegisterNode with a taken id")
+		wantKind(t, s.RegisterNode(t.Context(), &schedule.Node{}), fault.Invalid, "RegisterNode without an id")
+		_, err = s.GetNode(t.Context(), "node_missing")
+		wantKind(t, err, fault.NotFound, "GetNode of a missing node")
+	}},
+	{"Heartbeat", func(t *testing.T, s store.Store) {
+		n := registerNode(t, s, newNode(1))
+		must(t, s.HeartbeatNode(t.Context(), n.ID, at(5)), "HeartbeatNode")
+		got, err := s.GetNode(t.Context(), n.ID)
+		must(t, err, "GetNode")
+		if !got.HeartbeatAt.Equal(stored(at(5))) || !got.StartedAt.Equal(stored(at(1))) {
+			t.Errorf("after a heartbeat at %v: %+v", at(5), got)
+		}
+		wantKind(t, s.HeartbeatNode(t.Context(), "node_missing", at(5)), fault.NotFound, "HeartbeatNode of a missing node")
+	}},
+	{"RunsNameTheirNode", func(t *testing.T, s store.Store) {
+		c := newChat(t, onNode(t, s, "node_a"), "noded@example.com")
+		got, err := s.(*store.DB).RunNode(t.Context(), c.run.ID)
+		must(t, err, "RunNode")
+		if got != "node_a" {
+			t.Errorf("RunNode = %q, want node_a", got)
+		}
+		plain := newChat(t, s, "plain@example.com")
+		if got, err := s.(*store.DB).RunNode(t.Context(), plain.run.ID); err != nil || got != "" {
+			t.Errorf("RunNode of a run without a node = %q, %v; want \"\"", got, err)
+		}
+		_, err = s.(*store.DB).RunNode(t.Context(), "run_missing")
+		wantKind(t, err, fault.NotFound, "RunNode of a missing run")
+	}},
+	{"ReapFailsOnlyTheDeadNodesUnfinishedWork", func(t *testing.T, s store.Store) {
+		dead, alive := registerNode(t, s, newNode(1)), registerNode(t, s, newNode(1))
+		u := createUser(t, s, "reap@example.com")
+		onDead, onAlive := onNode(t, s, dead.ID), onNode(t, s, alive.ID)
+		conv := createConversation(t, s, u.ID, 1)
+		msg := addMessage(t, s, newMessage(conv.ID, "", run.RoleUser, "Hello", 2))
+		mk := func(st store.Store, status run.Status) *run.Run {
+			r := newRun(u.ID, conv.ID, msg.ID, 3)
+			r.Status = status
+			return createRun(t, st, r)
+		}
+		running, queued, done := mk(onDead, run.StatusRunning), mk(onDead, run.StatusQueued), mk(onDead, run.StatusSucceeded)
+		other, unowned := mk(onAlive, run.StatusRunning), mk(s, run.StatusRunning)
+
+		sc := createSchedule(t, s, newSchedule(u.ID, 1))
+		fire := func(by string, minute int, status schedule.FiringStatus) *schedule.Firing {
+			f := newFiring(sc.ID, at(minute))
+			f.ClaimedBy, f.Status = by, status
+			must(t, s.CreateFiring(t.Context(), f), "CreateFiring")
+			return f
+		}
+		deadFiring, deadDone := fire(dead.ID, 20, schedule.FiringRunning), fire(dead.ID, 21, schedule.FiringSkipped)
+		aliveFiring := fire(alive.ID, 22, schedule.FiringRunning)
+
+		// A heartbeat after what the reaper saw keeps the node.
+		must(t, s.HeartbeatNode(t.Context(), dead.ID, at(2)), "HeartbeatNode")
+		if r, ok := reap(t, s, dead.ID, at(1)); ok || r != (schedule.Reaped{}) {
+			t.Fatalf("reaping a node that heartbeated since = %+v, %v; want nothing", r, ok)
+		}
+		if got := getRun(t, s, running.ID); got.Status != run.StatusRunning {
+			t.Fatalf("a refused reap changed run %s to %s", got.ID, got.Status)
+		}
+
+		r, ok := reap(t, s, dead.ID, at(2))
+		if !ok || r != (schedule.Reaped{Runs: 2, Firings: 1}) {
+			t.Errorf("ReapNode = %+v, %v; want 2 runs and 1 firing", r, ok)
+		}
+		for _, tc := range []struct {
+			r    *run.Run
+			want run.Status
+		}{{running, run.StatusFailed}, {queued, run.StatusFailed}, {done, run.StatusSucceeded},
+			{other, run.StatusRunning}, {unowned, run.StatusRunning}} {
+			got := getRun(t, s, tc.r.ID)
+			if got.Status != tc.want {
+				t.Errorf("run %s (was %s) is %s, want %s", got.ID, tc.r.Status, got.Status, tc.want)
+			}
+			if tc.want == run.StatusFailed && (got.Error != schedule.ReasonDead || got.FinishedAt == nil) {
+				t.Errorf("failed run: error %q, finished %v; want %q and a finish time", got.Error, got.FinishedAt, schedule.ReasonDead)
+			}
+		}
+		if got := getFiring(t, s, deadFiring.ID); got.Status != schedule.FiringFailed || got.Error != schedule.ReasonDead || got.FinishedAt == nil {
+			t.Errorf("the dead node's running firing: %+v", got)
+		}
+		if got := getFiring(t, s, deadDone.ID); got.Status != schedule.FiringSkipped {
+			t.Errorf("the dead node's skipped firing became %s", got.Status)
+		}
+		if got := getFiring(t, s, aliveFiring.ID); got.Status != schedule.FiringRunning {
+			t.Errorf("the live node's firing became %s", got.Status)
+		}
+		if f, err := s.RunningFiring(t.Context(), sc.ID); err != nil || f == nil || f.ID != aliveFiring.ID {
+			t.Errorf("RunningFiring = %v, %v; want only the live node's", f, err)
+		}
+		_, err := s.GetNode(t.Context(), dead.ID)
+		wantKind(t, err, fault.NotFound, "GetNode of a reaped node")
+		wantKind(t, s.HeartbeatNode(t.Context(), dead.ID, at(9)), fault.NotFound, "HeartbeatNode of a reaped node")
+		if r, ok := reap(t, s, dead.ID, at(9)); ok || r != (schedule.Reaped{}) {
+			t.Errorf("reaping again = %+v, %v; want nothing", r, ok)
+		}
+		if _, err := s.GetNode(t.Context(), alive.ID); err != nil {
+			t.Errorf("the live node: %v", err)
+		}
+	}},
+}
+
+// ReapRace checks that a dead node is reaped exactly once when several
+// processes find it dead at once. The stores must share one database. It
+// registers rounds dead nodes, each with a running run, and has reapers
+// goroutines per store reap each one at once: exactly one must win.
+func ReapRace(t *testing.T, stores []store.Store, reapers, rounds int) {
+	t.Helper()
+	ctx := t.Context()
+	s := stores[0]
+	u := createUser(t, s, "reap-race@example.com")
+	for round := range rounds {
+		n := registerNode(t, s, newNode(round%60))
+		c := createConversation(t, s, u.ID, 1)
+		m := addMessage(t, s, newMessage(c.ID, "", run.RoleUser, "Hello", 2))
+		r := newRun(u.ID, c.ID, m.ID, 3)
+		r.Status = run.StatusRunning
+		createRun(t, onNode(t, s, n.ID), r)
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			total = len(stores) * reapers
+			won   = make([]bool, total)
+			got   = make([]schedule.Reaped, total)
+			errs  = make([]error, total)
+		)
+		for i := range total {
+			wg.Go(func() {
+				<-start
+				got[i], won[i], errs[i] = stores[i/reapers].ReapNode(ctx, n.ID, n.HeartbeatAt, schedule.ReasonDead)
+			})
+		}
+		close(start)
+		wg.Wait()
+		var winners []string
+		for i := range total {
+			who := fmt.Sprintf("store %d, reaper %d", i/reapers, i%reapers)
+			switch {
+			case errs[i] != nil:
+				t.Errorf("round %d, %s: ReapNode: %v", round, who, errs[i])
+			case won[i]:
+				winners = append(winners, who)
+				if got[i] != (schedule.Reaped{Runs: 1}) {
+					t.Errorf("round %d, %s reaped %+v, want the one run", round, who, got[i])
+				}
+			}
+		}
+		if len(winners) != 1 {
+			t.Errorf("round %d: %d reapers won (%v), want exactly one", round, len(winners), winners)
+		}
+		if got := getRun(t, s, r.ID); got.Status != run.StatusFailed {
+			t.Errorf("round %d: the dead node's run is %s", round, got.Status)
+		}
+	}
+}
