@@ -1,13 +1,27 @@
-// Package file owns Relay's file records: the id, owner, name and MIME type of
-// a file that an agent's tool_resources or a conversation refers to, so that
-// those references resolve to names a person or a model can read.
+// Package file owns Relay's files: their records (id, owner, name, type and the
+// state of their ingestion), uploading them into the database, ingesting them in
+// the background (text, chunks, embeddings) and retrieving the passages that
+// best answer a question, by full text alone or hybrid with vectors, or through
+// an external LibreChat-compatible RAG API.
 package file
 
 import (
-	"github.com/relay-ai/relay/internal/ident"
-
 	"context"
 	"time"
+
+	"github.com/relay-ai/relay/internal/ident"
+)
+
+// Status is where a file is in its ingestion.
+type Status string
+
+// The statuses of a file: pending until a process claims it, processing while
+// it is ingested (with Progress), then ready or failed (with Error).
+const (
+	Pending    Status = "pending"
+	Processing Status = "processing"
+	Ready      Status = "ready"
+	Failed     Status = "failed"
 )
 
 // File is the record of one uploaded or imported file.
@@ -20,8 +34,23 @@ type File struct {
 	Name string `json:"name"`
 	// MIMEType is the file's media type, e.g. application/pdf.
 	MIMEType string `json:"mime_type"`
+	// Size is the length of the contents in bytes (0 for a record without contents).
+	Size int64 `json:"size"`
+	// Status is where the file is in its ingestion; "" is stored as Pending.
+	Status Status `json:"status"`
+	// Progress is how far ingestion is, from 0 to 100.
+	Progress int `json:"progress"`
+	// Error says why ingestion failed.
+	Error string `json:"error,omitempty"`
+	// Note says what a person should know about a file that is ready, e.g. that
+	// no text was found in it.
+	Note string `json:"note,omitempty"`
+	// Chunks is how many passages of the file retrieval searches.
+	Chunks int `json:"chunk_count"`
 	// CreatedAt is when the record was created, in UTC.
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the record last changed, in UTC.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Store is what files need from storage.
@@ -54,6 +83,8 @@ type Query struct {
 type Hit struct {
 	FileID   string
 	FileName string
+	// Chunk is the passage's place among the file's chunks, from 0.
+	Chunk int
 	// Page is the page the passage starts on (1 for files without pages).
 	Page int
 	Text string

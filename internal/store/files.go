@@ -1,36 +1,67 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/ident"
 )
 
-const fileColumns = `id, owner, name, mime_type, created_at`
+const fileColumns = `id, owner, name, mime_type, size, status, progress, error, note, chunk_count, created_at, updated_at`
 
 func scanFile(r rowScanner) (*file.File, error) {
 	var f file.File
-	if err := r.Scan(&f.ID, &f.Owner, &f.Name, &f.MIMEType, timeDest{&f.CreatedAt}); err != nil {
+	if err := r.Scan(&f.ID, &f.Owner, &f.Name, &f.MIMEType, &f.Size, &f.Status, &f.Progress, &f.Error, &f.Note,
+		&f.Chunks, timeDest{&f.CreatedAt}, timeDest{&f.UpdatedAt}); err != nil {
 		return nil, err
 	}
 	return &f, nil
 }
 
-// CreateFile inserts f and writes its CreatedAt back in stored form (the current
-// time when zero). A taken id is fault.Conflict; a missing owner fault.NotFound.
+// checkFileStatus refuses a status that is not one of file's.
+func checkFileStatus(id string, s file.Status) error {
+	switch s {
+	case file.Pending, file.Processing, file.Ready, file.Failed:
+		return nil
+	}
+	return fault.New(fault.Invalid, "file %q: unknown status %q", id, s)
+}
+
+// CreateFile inserts f and writes back its stored form: CreatedAt (the current
+// time when zero), UpdatedAt (CreatedAt when zero) and Status (Pending when
+// empty). A taken id is fault.Conflict; a missing owner fault.NotFound.
 func (db *DB) CreateFile(ctx context.Context, f *file.File) error {
 	if f.ID == "" {
 		return fault.New(fault.Invalid, "file id is required")
 	}
+	status := f.Status
+	if status == "" {
+		status = file.Pending
+	}
+	if err := checkFileStatus(f.ID, status); err != nil {
+		return err
+	}
+	if f.Size < 0 || f.Progress < 0 || f.Progress > 100 || f.Chunks < 0 {
+		return fault.New(fault.Invalid, "file %q: size, progress (0–100) and chunk count must not be negative", f.ID)
+	}
 	created := db.stamp(f.CreatedAt)
+	updated := created
+	if !f.UpdatedAt.IsZero() {
+		updated = utc(f.UpdatedAt)
+	}
 	_, err := db.exec(ctx, db.write,
-		`INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?)`,
-		f.ID, f.Owner, f.Name, f.MIMEType, db.timeArg(created))
+		`INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		f.ID, f.Owner, f.Name, f.MIMEType, f.Size, string(status), f.Progress, f.Error, f.Note, f.Chunks,
+		db.timeArg(created), db.timeArg(updated))
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -40,7 +71,7 @@ func (db *DB) CreateFile(ctx context.Context, f *file.File) error {
 	default:
 		return fmt.Errorf("creating file %q: %w", f.ID, err)
 	}
-	f.CreatedAt = created
+	f.CreatedAt, f.UpdatedAt, f.Status = created, updated, status
 	return nil
 }
 
@@ -111,4 +142,464 @@ func (db *DB) collectFiles(ctx context.Context, query string, args []any, into m
 		return fmt.Errorf("getting files: %w", err)
 	}
 	return nil
+}
+
+// ListFiles returns the files of owner, newest first.
+func (db *DB) ListFiles(ctx context.Context, owner string) ([]*file.File, error) {
+	rows, err := db.query(ctx, db.read,
+		`SELECT `+fileColumns+` FROM files WHERE owner = ? ORDER BY created_at DESC, id DESC`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("listing files of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	files := []*file.File{}
+	for rows.Next() {
+		f, err := scanFile(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing files of %q: %w", owner, err)
+		}
+		files = append(files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing files of %q: %w", owner, err)
+	}
+	return files, nil
+}
+
+// DeleteFile deletes the file with its contents and chunks.
+func (db *DB) DeleteFile(ctx context.Context, id string) error {
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := db.exec(ctx, tx, `DELETE FROM files WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("deleting file %q: %w", id, err)
+		}
+		if ok, err := affected(res); err != nil {
+			return fmt.Errorf("deleting file %q: %w", id, err)
+		} else if !ok {
+			return fault.New(fault.NotFound, "file %q not found", id)
+		}
+		if _, err := db.exec(ctx, tx, `DELETE FROM file_parts WHERE file_id = ?`, id); err != nil {
+			return fmt.Errorf("deleting the contents of file %q: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// PutFilePart stores part seq of the contents of the file id.
+func (db *DB) PutFilePart(ctx context.Context, id string, seq int, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := db.exec(ctx, db.write, `INSERT INTO file_parts (file_id, seq, data) VALUES (?, ?, ?)`, id, seq, data)
+	switch {
+	case err == nil:
+		return nil
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "part %d of file %q already exists", seq, id)
+	}
+	return fmt.Errorf("storing part %d of file %q: %w", seq, id, err)
+}
+
+// DeleteFileParts deletes the contents of the file id.
+func (db *DB) DeleteFileParts(ctx context.Context, id string) error {
+	if _, err := db.exec(ctx, db.write, `DELETE FROM file_parts WHERE file_id = ?`, id); err != nil {
+		return fmt.Errorf("deleting the contents of file %q: %w", id, err)
+	}
+	return nil
+}
+
+// FileContents returns the contents of the file id. Parts are read one query
+// each, so that no driver holds more than one part besides the result.
+func (db *DB) FileContents(ctx context.Context, id string, sizeHint int64) ([]byte, error) {
+	out := make([]byte, 0, max(sizeHint, 0))
+	for seq := 0; ; seq++ {
+		var part []byte
+		err := db.queryRow(ctx, db.read, `SELECT data FROM file_parts WHERE file_id = ? AND seq = ?`, id, seq).Scan(&part)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading part %d of file %q: %w", seq, id, err)
+		}
+		out = append(out, part...)
+	}
+}
+
+// notClaimed is the error of a write whose claim is no longer held.
+func notClaimed(c *file.Claim) error {
+	return fault.New(fault.Conflict, "file %q is no longer claimed by this process (its lease ran out)", c.File.ID)
+}
+
+// ClaimFile takes the oldest pending file, or one left processing past its
+// lease. On Postgres the UPDATE's compare on status and lease makes of two
+// processes that picked the same file one the winner (the other's UPDATE, after
+// waiting on the row lock, matches nothing and it tries the next file); on
+// SQLite write transactions run one at a time.
+func (db *DB) ClaimFile(ctx context.Context, now time.Time, lease time.Duration) (*file.Claim, bool, error) {
+	now = utc(now)
+	for range 10 {
+		var id string
+		err := db.queryRow(ctx, db.write,
+			`SELECT id FROM files WHERE status = 'pending' OR (status = 'processing' AND lease_until < ?)
+			 ORDER BY created_at, id LIMIT 1`, db.timeArg(now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("finding a file to ingest: %w", err)
+		}
+		token := ident.New("claim_")
+		var c *file.Claim
+		err = db.inTx(ctx, func(tx *sql.Tx) error {
+			res, err := db.exec(ctx, tx,
+				`UPDATE files SET status = 'processing', progress = 0, error = '', note = '', chunk_count = 0,
+				 claim = ?, lease_until = ?, updated_at = ?
+				 WHERE id = ? AND (status = 'pending' OR (status = 'processing' AND lease_until < ?))`,
+				token, db.timeArg(now.Add(lease)), db.timeArg(now), id, db.timeArg(now))
+			if err != nil {
+				return err
+			}
+			if ok, err := affected(res); err != nil || !ok {
+				return err
+			}
+			// A file taken again may have chunks from the process that lost it.
+			if _, err := db.exec(ctx, tx, `DELETE FROM file_chunks WHERE file_id = ?`, id); err != nil {
+				return err
+			}
+			f, err := scanFile(db.queryRow(ctx, tx, `SELECT `+fileColumns+` FROM files WHERE id = ?`, id))
+			if err != nil {
+				return err
+			}
+			c = &file.Claim{File: f, Token: token}
+			return nil
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("claiming file %q: %w", id, err)
+		}
+		if c != nil {
+			return c, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// UpdateFileProgress sets the progress of a claimed file and extends its lease.
+func (db *DB) UpdateFileProgress(ctx context.Context, c *file.Claim, progress int, leaseUntil time.Time) error {
+	progress = min(max(progress, 0), 100)
+	res, err := db.exec(ctx, db.write,
+		`UPDATE files SET progress = ?, lease_until = ?, updated_at = ? WHERE id = ? AND claim = ? AND status = 'processing'`,
+		progress, db.timeArg(leaseUntil), db.timeArg(db.clock()), c.File.ID, c.Token)
+	if err != nil {
+		return fmt.Errorf("updating the progress of file %q: %w", c.File.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("updating the progress of file %q: %w", c.File.ID, err)
+	} else if !ok {
+		return notClaimed(c)
+	}
+	c.File.Progress = progress
+	return nil
+}
+
+// holdsClaim checks in tx that the claim is still held.
+func (db *DB) holdsClaim(ctx context.Context, tx *sql.Tx, c *file.Claim) error {
+	var n int
+	if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM files WHERE id = ? AND claim = ? AND status = 'processing'`,
+		c.File.ID, c.Token).Scan(&n); err != nil {
+		return fmt.Errorf("checking the claim on file %q: %w", c.File.ID, err)
+	}
+	if n == 0 {
+		return notClaimed(c)
+	}
+	return nil
+}
+
+// chunkBatch is how many chunks one INSERT stores: 6 arguments each stays under
+// every engine's limit of bound parameters.
+const chunkBatch = 100
+
+// AddFileChunks stores chunks of a claimed file, in one transaction.
+func (db *DB) AddFileChunks(ctx context.Context, c *file.Claim, chunks []file.Chunk) error {
+	if len(chunks) == 0 {
+		return nil
+	}
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		if err := db.holdsClaim(ctx, tx, c); err != nil {
+			return err
+		}
+		for start := 0; start < len(chunks); start += chunkBatch {
+			batch := chunks[start:min(start+chunkBatch, len(chunks))]
+			args := make([]any, 0, 5*len(batch))
+			for _, ch := range batch {
+				var emb any
+				if ch.Embedding != nil {
+					emb = file.EncodeVector(ch.Embedding)
+				}
+				args = append(args, c.File.ID, ch.Index, ch.Page, ch.Text, emb)
+			}
+			q := `INSERT INTO file_chunks (file_id, idx, page, text, embedding) VALUES (?, ?, ?, ?, ?)` +
+				strings.Repeat(`, (?, ?, ?, ?, ?)`, len(batch)-1)
+			if _, err := db.exec(ctx, tx, q, args...); err != nil {
+				if db.d.IsUniqueViolation(err) {
+					return fault.Wrap(fault.Conflict, err, "file %q: a chunk index is stored already", c.File.ID)
+				}
+				return fmt.Errorf("storing chunks of file %q: %w", c.File.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// FinishFile ends the ingestion of a claimed file.
+func (db *DB) FinishFile(ctx context.Context, c *file.Claim, o file.Outcome) error {
+	if o.Status != file.Ready && o.Status != file.Failed {
+		return fault.New(fault.Invalid, "file %q: an ingestion ends ready or failed, not %q", c.File.ID, o.Status)
+	}
+	now := db.clock()
+	var n int
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		if err := db.holdsClaim(ctx, tx, c); err != nil {
+			return err
+		}
+		if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM file_chunks WHERE file_id = ?`, c.File.ID).Scan(&n); err != nil {
+			return fmt.Errorf("counting chunks of file %q: %w", c.File.ID, err)
+		}
+		_, err := db.exec(ctx, tx,
+			`UPDATE files SET status = ?, progress = 100, error = ?, note = ?, chunk_count = ?, claim = '',
+			 lease_until = NULL, updated_at = ? WHERE id = ?`,
+			string(o.Status), o.Error, o.Note, n, db.timeArg(now), c.File.ID)
+		if err != nil {
+			return fmt.Errorf("finishing file %q: %w", c.File.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f := c.File
+	f.Status, f.Progress, f.Error, f.Note, f.Chunks, f.UpdatedAt = o.Status, 100, o.Error, o.Note, n, now
+	return nil
+}
+
+// maxSearchTerms bounds the words of a full-text query; a model's query
+// rarely has more, and each one costs a lookup.
+const maxSearchTerms = 32
+
+// stopWords are English words too common to say what a passage is about.
+// Matching any word of a query, a passage holding only "the" would otherwise
+// be a hit; Postgres's english configuration drops the same words.
+var stopWords = map[string]bool{
+	"a": true, "about": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true,
+	"by": true, "can": true, "do": true, "does": true, "for": true, "from": true, "has": true, "have": true,
+	"how": true, "i": true, "in": true, "is": true, "it": true, "its": true, "me": true, "my": true,
+	"of": true, "on": true, "or": true, "should": true, "so": true, "that": true, "the": true, "their": true,
+	"there": true, "these": true, "this": true, "to": true, "was": true, "we": true, "were": true,
+	"what": true, "when": true, "where": true, "which": true, "who": true, "why": true, "will": true,
+	"with": true, "you": true, "your": true,
+}
+
+// searchTerms cuts text into lower-case words of letters and digits, each
+// once, in order, leaving out stop words unless there is nothing else: all an
+// engine's query syntax then sees, so that no text is a syntax error.
+func searchTerms(text string) []string {
+	var terms, stops []string
+	seen := map[string]bool{}
+	for w := range strings.FieldsFuncSeq(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		if stopWords[w] {
+			stops = append(stops, w)
+			continue
+		}
+		terms = append(terms, w)
+		if len(terms) == maxSearchTerms {
+			break
+		}
+	}
+	if len(terms) == 0 {
+		terms = stops[:min(len(stops), maxSearchTerms)]
+	}
+	return terms
+}
+
+// inList returns "?, ?, …" for n arguments.
+func inList(n int) string { return "?" + strings.Repeat(", ?", n-1) }
+
+// ranked wraps a query selecting file_id, idx, page, text and s so that it keeps
+// at most perFile rows per file (0: no cap) and limit in all, best first.
+func ranked(match string, perFile, limit int) (string, []any) {
+	if perFile <= 0 {
+		perFile = limit
+	}
+	return `SELECT file_id, idx, page, text, s FROM (
+		SELECT m.file_id, m.idx, m.page, m.text, m.s,
+		       ROW_NUMBER() OVER (PARTITION BY m.file_id ORDER BY m.s DESC, m.idx) AS rn
+		FROM (` + match + `) m
+	) r WHERE rn <= ? ORDER BY s DESC, file_id, idx LIMIT ?`, []any{perFile, limit}
+}
+
+// queryLimit is q's limit, 10 when unset.
+func queryLimit(q file.Query) int {
+	if q.Limit <= 0 {
+		return 10
+	}
+	return q.Limit
+}
+
+// SearchText finds the chunks of q.FileIDs that best match q.Text.
+func (db *DB) SearchText(ctx context.Context, q file.Query) ([]file.Hit, error) {
+	terms := searchTerms(q.Text)
+	if len(terms) == 0 || len(q.FileIDs) == 0 {
+		return []file.Hit{}, nil
+	}
+	match := db.d.TextMatch + ` AND c.file_id IN (` + inList(len(q.FileIDs)) + `)`
+	args := []any{db.d.TextQuery(terms)}
+	for _, id := range q.FileIDs {
+		args = append(args, id)
+	}
+	query, more := ranked(match, q.PerFile, queryLimit(q))
+	hits, err := db.hits(ctx, query, append(args, more...), func(s float64) float64 { return s / (1 + s) })
+	if err != nil {
+		return nil, fmt.Errorf("searching files by text: %w", err)
+	}
+	return hits, nil
+}
+
+// SearchVector finds the chunks of q.FileIDs nearest to vec.
+func (db *DB) SearchVector(ctx context.Context, q file.Query, vec []float32) ([]file.Hit, error) {
+	if len(q.FileIDs) == 0 || len(vec) == 0 {
+		return []file.Hit{}, nil
+	}
+	if db.d.VectorScore == "" {
+		return db.searchVectorInGo(ctx, q, vec)
+	}
+	blob := file.EncodeVector(vec)
+	match := `SELECT c.file_id, c.idx, c.page, c.text, ` + db.d.VectorScore + ` AS s FROM file_chunks c
+		WHERE c.embedding IS NOT NULL AND length(c.embedding) = ? AND c.file_id IN (` + inList(len(q.FileIDs)) + `)`
+	args := []any{blob, len(blob)}
+	for _, id := range q.FileIDs {
+		args = append(args, id)
+	}
+	query, more := ranked(match, q.PerFile, queryLimit(q))
+	hits, err := db.hits(ctx, query, append(args, more...), clip01)
+	if err != nil {
+		return nil, fmt.Errorf("searching files by vector: %w", err)
+	}
+	return hits, nil
+}
+
+func clip01(s float64) float64 { return min(max(s, 0), 1) }
+
+// hits runs a ranked query and maps its scores to 0–1 with norm.
+func (db *DB) hits(ctx context.Context, query string, args []any, norm func(float64) float64) ([]file.Hit, error) {
+	rows, err := db.query(ctx, db.read, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	hits := []file.Hit{}
+	for rows.Next() {
+		var h file.Hit
+		if err := rows.Scan(&h.FileID, &h.Chunk, &h.Page, &h.Text, &h.Score); err != nil {
+			return nil, err
+		}
+		h.Score = norm(h.Score)
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// scored is a chunk's place and its similarity, while vectors are scored in Go.
+type scored struct {
+	fileID string
+	idx    int
+	s      float64
+}
+
+// searchVectorInGo scores the vectors of q's files in Go, for engines that
+// cannot: it reads only ids and vectors, keeps the best, then reads their text.
+func (db *DB) searchVectorInGo(ctx context.Context, q file.Query, vec []float32) ([]file.Hit, error) {
+	limit := queryLimit(q)
+	perFile := q.PerFile
+	if perFile <= 0 {
+		perFile = limit
+	}
+	qn := file.Normalize(vec)
+	want := 4 * len(vec)
+	var best []scored
+	byFile := map[string][]scored{}
+	args := make([]any, 0, len(q.FileIDs)+1)
+	args = append(args, want)
+	for _, id := range q.FileIDs {
+		args = append(args, id)
+	}
+	rows, err := db.query(ctx, db.read, `SELECT file_id, idx, embedding FROM file_chunks
+		WHERE embedding IS NOT NULL AND length(embedding) = ? AND file_id IN (`+inList(len(q.FileIDs))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("searching files by vector: %w", err)
+	}
+	var (
+		id  string
+		idx int
+		raw []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&id, &idx, &raw); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("searching files by vector: %w", err)
+		}
+		s := file.CosineEncoded(qn, raw)
+		// Keep each file's perFile best as they come; the overall best are
+		// picked from those below.
+		fs := byFile[id]
+		if len(fs) < perFile {
+			byFile[id] = insertScored(fs, scored{id, idx, s})
+		} else if s > fs[len(fs)-1].s {
+			fs[len(fs)-1] = scored{id, idx, s}
+			byFile[id] = insertScored(fs[:len(fs)-1], fs[len(fs)-1])
+		}
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("searching files by vector: %w", err)
+	}
+	rows.Close()
+	for _, fs := range byFile {
+		best = append(best, fs...)
+	}
+	slices.SortFunc(best, func(a, b scored) int {
+		if a.s != b.s {
+			if a.s > b.s {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(a.fileID, b.fileID), a.idx-b.idx)
+	})
+	best = best[:min(len(best), limit)]
+	hits := make([]file.Hit, len(best))
+	for i, b := range best {
+		h := &hits[i]
+		h.FileID, h.Chunk, h.Score = b.fileID, b.idx, clip01(b.s)
+		if err := db.queryRow(ctx, db.read, `SELECT page, text FROM file_chunks WHERE file_id = ? AND idx = ?`,
+			b.fileID, b.idx).Scan(&h.Page, &h.Text); err != nil {
+			return nil, fmt.Errorf("reading chunk %d of file %q: %w", b.idx, b.fileID, err)
+		}
+	}
+	return hits, nil
+}
+
+// insertScored inserts x into fs, which is sorted best first.
+func insertScored(fs []scored, x scored) []scored {
+	i, _ := slices.BinarySearchFunc(fs, x, func(a, b scored) int {
+		if a.s > b.s {
+			return -1
+		}
+		return 1
+	})
+	return slices.Insert(fs, i, x)
 }

@@ -24,7 +24,7 @@ type Store interface {
 	auth.Store
 	agent.Store
 	memory.Store
-	file.Store
+	file.Storage
 	run.Store
 	schedule.Store
 	schedule.NodeStore

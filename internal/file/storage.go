@@ -1,0 +1,80 @@
+package file
+
+import (
+	"context"
+	"time"
+)
+
+// Chunk is one stored passage of a file.
+type Chunk struct {
+	// Index is the chunk's place in the file, from 0.
+	Index int
+	// Page is the page the chunk starts on.
+	Page int
+	Text string
+	// Embedding is the chunk's vector; nil without embeddings.
+	Embedding []float32
+}
+
+// Claim is a process's hold on a file it ingests: the file, and the token that
+// the process's later writes must show, so that a process whose lease ran out
+// (and whose file another process took) can no longer change it.
+type Claim struct {
+	File  *File
+	Token string
+}
+
+// Outcome is how an ingestion ended.
+type Outcome struct {
+	// Status is Ready or Failed.
+	Status Status
+	// Error says why it failed; Note what to know about a ready file.
+	Error, Note string
+}
+
+// Storage is what the file service needs from storage: the records of Store
+// plus contents, claims, chunks and search.
+type Storage interface {
+	Store
+	// ListFiles returns the files of owner, newest first.
+	ListFiles(ctx context.Context, owner string) ([]*File, error)
+	// DeleteFile deletes the file with its contents and chunks, or returns
+	// fault.NotFound.
+	DeleteFile(ctx context.Context, id string) error
+
+	// PutFilePart stores part seq (from 0) of the contents of the file id, which
+	// need not exist yet: contents are written as an upload streams in and the
+	// record is created when it is complete.
+	PutFilePart(ctx context.Context, id string, seq int, data []byte) error
+	// DeleteFileParts deletes the contents of the file id.
+	DeleteFileParts(ctx context.Context, id string) error
+	// FileContents returns the contents of the file id, read part by part into
+	// one buffer of sizeHint bytes' capacity.
+	FileContents(ctx context.Context, id string, sizeHint int64) ([]byte, error)
+
+	// ClaimFile takes for ingestion the oldest file that is pending, or that is
+	// processing with a lease that ended before now, in one atomic step: of
+	// several processes claiming at once each file goes to one. The file becomes
+	// processing at 0% with its lease until now+lease and its old chunks
+	// deleted. ok is false when no file is waiting.
+	ClaimFile(ctx context.Context, now time.Time, lease time.Duration) (c *Claim, ok bool, err error)
+	// UpdateFileProgress sets the progress of a claimed file and extends its
+	// lease to leaseUntil. A claim that is no longer held is fault.Conflict.
+	UpdateFileProgress(ctx context.Context, c *Claim, progress int, leaseUntil time.Time) error
+	// AddFileChunks stores chunks of a claimed file. A claim that is no longer
+	// held is fault.Conflict.
+	AddFileChunks(ctx context.Context, c *Claim, chunks []Chunk) error
+	// FinishFile ends the ingestion of a claimed file with its outcome, the
+	// number of chunks stored and progress 100. A claim that is no longer held
+	// is fault.Conflict.
+	FinishFile(ctx context.Context, c *Claim, o Outcome) error
+
+	// SearchText returns the chunks of q.FileIDs that best match q.Text by full
+	// text, best first, at most q.PerFile per file (when above 0) and q.Limit in
+	// all, with scores from 0 to 1. Any text is a valid query.
+	SearchText(ctx context.Context, q Query) ([]Hit, error)
+	// SearchVector returns the chunks of q.FileIDs nearest to vec by cosine
+	// similarity, as SearchText orders and limits them; scores are the
+	// similarity clipped to 0–1. Chunks without a vector are left out.
+	SearchVector(ctx context.Context, q Query, vec []float32) ([]Hit, error)
+}
