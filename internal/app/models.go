@@ -82,6 +82,7 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 		Builtins: map[string]tool.Tool{
 			builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
 			builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+			builtin.WebSearchName:    webSearchTool(e, cfg, log),
 		},
 		Parallel: 4, StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
 	}, nil
