@@ -1,7 +1,8 @@
 // Package builtin holds the tools that Relay provides itself rather than an MCP
-// server: for now the memory tools set_memory and delete_memory. Each one checks
-// the model's arguments strictly and answers a problem the model can fix with a
-// result marked IsError that says what to change.
+// server: the memory tools set_memory and delete_memory, file_search and
+// web_search (with its search providers and its guarded page fetching). Each
+// one checks the model's arguments strictly and answers a problem the model can
+// fix with a result marked IsError that says what to change.
 package builtin
 
 import (
