@@ -111,7 +111,7 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 	if err != nil {
 		return nil, classify(ctx, kind, err)
 	}
-	if progress != nil {
+	if progress != nil && kind != PDF {
 		progress(1)
 	}
 	return doc, nil

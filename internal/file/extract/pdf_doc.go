@@ -353,7 +353,7 @@ func (d *pdfDoc) scan() error {
 		d.xref[num] = xrefEntry{off: k}
 	}
 	if len(d.xref) == 0 {
-		return errors.New("corrupt PDF: no objects found")
+		return errors.New("no objects found")
 	}
 	for i := 0; ; {
 		j := bytes.Index(b[i:], []byte("trailer"))
@@ -413,7 +413,7 @@ func (d *pdfDoc) scan() error {
 		}
 	}
 	if d.trailer == nil {
-		return errors.New("corrupt PDF: no document catalog found")
+		return errors.New("no document catalog found")
 	}
 	return nil
 }
