@@ -71,6 +71,9 @@ type Liveness struct {
 	DeadAfter time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Host and PID name this process (zero: os.Hostname and os.Getpid).
+	Host string
+	PID  int
 	// Alive reports whether a process of this host is running (nil: asks the
 	// operating system). A node of this host whose process is gone is reaped
 	// without waiting for DeadAfter.
@@ -97,8 +100,13 @@ func (l *Liveness) init() {
 		if l.Alive == nil {
 			l.Alive = processAlive
 		}
-		host, _ := os.Hostname()
-		l.self = Node{ID: ident.New("node_"), Host: host, PID: os.Getpid()}
+		if l.Host == "" {
+			l.Host, _ = os.Hostname()
+		}
+		if l.PID == 0 {
+			l.PID = os.Getpid()
+		}
+		l.self = Node{ID: ident.New("node_"), Host: l.Host, PID: l.PID}
 	})
 }
 

@@ -1,0 +1,330 @@
+package schedule_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	. "github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// cluster is two processes, a and b, on one database, each with its node,
+// scheduler and run service; a's model answers only when released, so its
+// runs stay running as long as a test needs.
+type cluster struct {
+	st           *store.DB
+	user         *auth.User
+	clock        *clock
+	liveA, liveB *Liveness
+	a, b         *Service
+	runsA, runsB *run.Service
+}
+
+func setupCluster(t *testing.T, start time.Time) *cluster {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com", DisplayName: "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	if _, err := agents.Create(ctx, u, "digest", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Digest."}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	slow := llmtest.Func(func(*prompt.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"late"}} })
+	fast := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"done"}} })
+	m := mcp.NewManager(nil, mcp.Options{})
+	c := &clock{now: start}
+	cl := &cluster{st: st, user: u, clock: c}
+	// Both processes run on this host, as pids 101 and 102, both alive.
+	alive := func(pid int) bool { return pid == 101 || pid == 102 }
+	mk := func(model *llmtest.Model, pid int) (*Liveness, *run.Service, *Service) {
+		live := &Liveness{Store: st, Now: c.Now, Alive: alive, Log: discardLog(), Host: "host-a", PID: pid}
+		runs := &run.Service{Store: st.OnNode(live.ID()), MCP: m, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+			Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }, Log: discardLog()}
+		s := &Service{Store: st, Agents: agents, Users: st, Runner: runs, Now: c.Now, Log: discardLog(), Live: live}
+		if err := live.Register(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return live, runs, s
+	}
+	cl.liveA, cl.runsA, cl.a = mk(slow, 101)
+	cl.liveB, cl.runsB, cl.b = mk(fast, 102)
+	t.Cleanup(func() {
+		once.Do(func() { close(release) })
+		m.Close()
+	})
+	return cl
+}
+
+// firings returns the schedule's firings, oldest first.
+func (c *cluster) firings(t *testing.T, id string) []*Firing {
+	t.Helper()
+	fs, err := c.st.ListFirings(context.Background(), id, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := 0, len(fs)-1; i < j; i, j = i+1, j-1 {
+		fs[i], fs[j] = fs[j], fs[i]
+	}
+	return fs
+}
+
+// waitFiring waits until the schedule's n-th firing (from 1) satisfies ok.
+func (c *cluster) waitFiring(t *testing.T, id string, n int, ok func(*Firing) bool) *Firing {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fs := c.firings(t, id)
+		if len(fs) >= n && ok(fs[n-1]) {
+			return fs[n-1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("firing %d of %d never got there: %+v", n, len(fs), fs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func running(f *Firing) bool { return f.Status == FiringRunning && f.RunID != "" }
+
+// startOnA creates an every-minute schedule and has a fire it at 10:01; the
+// run hangs. It returns the schedule and the running firing.
+func (c *cluster) startOnA(t *testing.T) (*Schedule, *Firing) {
+	t.Helper()
+	ctx := context.Background()
+	sc, err := c.a.Create(ctx, c.user, Input{AgentID: str("digest"), Name: str("Every minute"), Prompt: str("Go"), Cron: str("* * * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.clock.Set(time.Date(2026, 5, 1, 10, 1, 0, 0, time.UTC))
+	for _, l := range []*Liveness{c.liveA, c.liveB} {
+		if err := c.st.HeartbeatNode(ctx, l.ID(), c.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.a.Tick(ctx, c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := c.waitFiring(t, sc.ID, 1, running)
+	if f.ClaimedBy != c.liveA.ID() {
+		t.Fatalf("firing claimed by %q, want a's node %q", f.ClaimedBy, c.liveA.ID())
+	}
+	if node, err := c.st.RunNode(ctx, f.RunID); err != nil || node != c.liveA.ID() {
+		t.Fatalf("run's node = %q, %v; want a's %q", node, err, c.liveA.ID())
+	}
+	return sc, f
+}
+
+func TestDeadProcessWorkFailedAndNextFiringRuns(t *testing.T) {
+	ctx := context.Background()
+	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+	sc, first := c.startOnA(t)
+
+	// a stops heartbeating at 10:01 (it was killed). b heartbeats on; before
+	// DeadAfter nothing happens.
+	c.clock.Set(time.Date(2026, 5, 1, 10, 1, 15, 0, time.UTC))
+	if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{}) {
+		t.Fatalf("reap before dead_after = %+v, %v; want nothing", r, err)
+	}
+	c.clock.Set(time.Date(2026, 5, 1, 10, 1, 21, 0, time.UTC))
+	r, err := c.liveB.Reap(ctx)
+	if err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+		t.Fatalf("reap after dead_after = %+v, %v; want a's run and firing", r, err)
+	}
+	got, err := c.st.GetRun(ctx, first.RunID)
+	if err != nil || got.Status != run.StatusFailed || got.Error != ReasonDead {
+		t.Errorf("a's run: %+v, %v; want failed with %q", got, err, ReasonDead)
+	}
+	if f, _ := c.st.GetFiring(ctx, first.ID); f.Status != FiringFailed || f.Error != ReasonDead {
+		t.Errorf("a's firing: %+v", f)
+	}
+	if _, err := c.st.GetNode(ctx, c.liveA.ID()); !fault.Is(err, fault.NotFound) {
+		t.Errorf("a's node after the reap: %v; want it gone", err)
+	}
+	if r, err := c.liveA.Reap(ctx); err != nil || r != (Reaped{}) {
+		t.Errorf("a second reap = %+v, %v; want nothing", r, err)
+	}
+
+	// The 10:02 firing runs on b: the dead one does not make it "still running".
+	c.clock.Set(time.Date(2026, 5, 1, 10, 2, 0, 0, time.UTC))
+	if err := c.b.Tick(ctx, c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	next := c.waitFiring(t, sc.ID, 2, func(f *Firing) bool { return f.FinishedAt != nil })
+	if next.Status != FiringSucceeded || next.ClaimedBy != c.liveB.ID() || !next.FireAt.Equal(c.clock.Now()) {
+		t.Errorf("the 10:02 firing: %+v; want succeeded on b", next)
+	}
+}
+
+func TestFiringWaitsForASuspectProcess(t *testing.T) {
+	ctx := context.Background()
+	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+	sc, first := c.startOnA(t)
+
+	// a was killed at 10:01:50; at 10:02 it has missed two heartbeats but is not
+	// dead yet: the 10:02 firing is neither run nor skipped, it stays due.
+	c.clock.Set(time.Date(2026, 5, 1, 10, 1, 50, 0, time.UTC))
+	for _, l := range []*Liveness{c.liveA, c.liveB} {
+		if err := c.st.HeartbeatNode(ctx, l.ID(), c.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.clock.Set(time.Date(2026, 5, 1, 10, 2, 1, 0, time.UTC))
+	if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.b.Tick(ctx, c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if fs := c.firings(t, sc.ID); len(fs) != 1 {
+		t.Fatalf("firings while a is suspect: %+v; want only the first", fs)
+	}
+	// Once a heartbeats again it is no longer suspect (a tick now would skip
+	// the firing as before).
+	if err := c.st.HeartbeatNode(ctx, c.liveA.ID(), c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c.liveB.Suspect(ctx, c.liveA.ID()) {
+		t.Fatal("a heartbeated but is still suspect")
+	}
+	// Then a falls silent for good: at 10:02:22 it has been silent for 21 s and
+	// is dead, and the 10:02 firing runs, late, on b.
+	c.clock.Set(time.Date(2026, 5, 1, 10, 2, 22, 0, time.UTC))
+	if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.liveB.Reap(ctx); err != nil || r.Runs != 1 {
+		t.Fatalf("reap = %+v, %v", r, err)
+	}
+	if err := c.b.Tick(ctx, c.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	next := c.waitFiring(t, sc.ID, 2, func(f *Firing) bool { return f.FinishedAt != nil })
+	if next.Status != FiringSucceeded || next.ClaimedBy != c.liveB.ID() || !next.FireAt.Equal(time.Date(2026, 5, 1, 10, 2, 0, 0, time.UTC)) {
+		t.Errorf("the 10:02 firing: %+v; want it run late on b, not skipped", next)
+	}
+	if f, _ := c.st.GetFiring(ctx, first.ID); f.Status != FiringFailed {
+		t.Errorf("a's firing: %+v", f)
+	}
+}
+
+func TestRestartOnSameHostReapsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+	_, first := c.startOnA(t)
+	// A moment later a process starts on this host: a's pid is gone, so a is
+	// dead without waiting for DeadAfter, and its run fails at once.
+	n, err := c.st.GetNode(ctx, c.liveA.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.PID = 103 // a's process is gone
+	fresh := &Liveness{Store: c.st, Now: c.clock.Now, Host: "host-a", PID: 104, Alive: func(pid int) bool { return pid != 103 }}
+	if !fresh.Dead(n, c.clock.Now()) {
+		t.Fatal("a node of this host whose process is gone is not dead")
+	}
+	// Another host's node is judged by its heartbeat alone.
+	other := *n
+	other.Host = "elsewhere"
+	if fresh.Dead(&other, c.clock.Now()) {
+		t.Error("a fresh node of another host is dead")
+	}
+	// A node of this host with this process's pid is a predecessor's (pid 1 in
+	// a container): dead.
+	same := *n
+	same.PID = 104
+	if !fresh.Dead(&same, c.clock.Now()) {
+		t.Error("a node with this process's pid that is not this process's is alive")
+	}
+	kill := func(pid int) bool { return pid != 101 }
+	restarted := &Liveness{Store: c.st, Now: c.clock.Now, Host: "host-a", PID: 105, Alive: kill}
+	if r, err := restarted.Reap(ctx); err != nil || r.Runs != 1 {
+		t.Fatalf("reap = %+v, %v; want a's run", r, err)
+	}
+	if got, _ := c.st.GetRun(ctx, first.RunID); got.Status != run.StatusFailed {
+		t.Errorf("a's run is %s", got.Status)
+	}
+}
+
+func TestHeartbeatsAndStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+	_, first := c.startOnA(t)
+	c.liveA.Interval = 5 * time.Millisecond
+	// Taken for dead while stalled: it registers again on its next heartbeat.
+	if _, ok, err := c.st.ReapNode(ctx, c.liveA.ID(), c.clock.Now(), "test"); err != nil || !ok {
+		t.Fatalf("ReapNode: %v %v", ok, err)
+	}
+	done := make(chan error)
+	go func() { done <- c.liveA.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := c.st.GetNode(ctx, c.liveA.ID()); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a never registered again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.clock.Set(time.Date(2026, 5, 1, 10, 5, 0, 0, time.UTC))
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		n, err := c.st.GetNode(ctx, c.liveA.ID())
+		if err == nil && n.HeartbeatAt.Equal(c.clock.Now()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's heartbeat never reached %v: %+v", c.clock.Now(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A second run on a, started after it came back, fails when a stops.
+	sc2, err := c.a.Create(ctx, c.user, Input{AgentID: str("digest"), Name: str("Another"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := c.a.RunNow(ctx, c.user, sc2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2 = c.waitFiring(t, sc2.ID, 1, running)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.GetNode(context.Background(), c.liveA.ID()); !fault.Is(err, fault.NotFound) {
+		t.Errorf("a's node after stop: %v", err)
+	}
+	bg := context.Background()
+	if got, _ := c.st.GetRun(bg, f2.RunID); got.Status != run.StatusFailed || got.Error != ReasonStopped {
+		t.Errorf("the run a had at stop: %s %q; want failed with %q", got.Status, got.Error, ReasonStopped)
+	}
+	if got, _ := c.st.GetRun(bg, first.RunID); got.Status != run.StatusFailed || !strings.Contains(got.Error, "test") {
+		t.Errorf("the run failed while a was taken for dead: %s %q", got.Status, got.Error)
+	}
+}
