@@ -8,7 +8,8 @@ import (
 
 // normalizeSpace tidies extracted text: "\r\n" and "\r" become "\n"; runs of
 // spaces within a line become one space (one tab if the run holds a tab, so
-// that table cells stay apart); lines are trimmed; at most one blank line
+// that table cells stay apart); lines are trimmed, except for a tab that
+// starts a line; at most one blank line
 // separates paragraphs; control characters and zero-width no-break spaces
 // (byte order marks) are dropped.
 func normalizeSpace(s string) string {
@@ -44,6 +45,10 @@ func normalizeSpace(s string) string {
 				b.WriteString("\n\n")
 			case newlines == 1:
 				b.WriteByte('\n')
+				if pending == '\t' {
+					// A tab that starts a line is an empty first table cell.
+					b.WriteByte('\t')
+				}
 			case pending != 0:
 				b.WriteRune(pending)
 			}

@@ -47,8 +47,11 @@ func htmlText(src string) string {
 		}
 		space = endsSpace(s)
 	}
+	cells := 0 // cells so far in the current table row
 	block := func() {
-		b.WriteByte('\n')
+		if s := b.String(); s != "" && !strings.HasSuffix(s, "\n") {
+			b.WriteByte('\n')
+		}
 		space = false
 	}
 	for i := 0; i < len(src); {
@@ -122,9 +125,15 @@ func htmlText(src string) string {
 			block()
 		case htmlBlock[name]:
 			block()
+			if name == "tr" {
+				cells = 0
+			}
 		case name == "td" || name == "th":
 			if !closing {
-				b.WriteByte('\t')
+				if cells > 0 {
+					b.WriteByte('\t')
+				}
+				cells++
 				space = false
 			}
 		case name == "img" && !closing:
