@@ -31,7 +31,7 @@ func TestWebSearchEndToEnd(t *testing.T) {
 	fdir := t.TempDir()
 	fixtures := `{"fixtures":[
  {"match":{"userMessage":"weer in Rotterdam","hasToolResult":false},"response":{"toolCalls":[{"name":"web_search","arguments":"{\"query\":\"Rotterdam weather now\"}"}]}},
- {"match":{"userMessage":"weer in Rotterdam","hasToolResult":true},"response":{"content":"Het is 12 °C met lichte regen \ue202turn0search0."}}]}`
+ {"match":{"userMessage":"weer in Rotterdam","hasToolResult":true},"response":{"content":"Het is 12 °C met lichte regen \\ue202turn0search0."}}]}`
 	if err := os.WriteFile(filepath.Join(fdir, "web.json"), []byte(fixtures), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ agents:
 	runID, _ := evs[0].Data["run_id"].(string)
 	last := evs[len(evs)-1]
 	msg, _ := last.Data["message"].(map[string]any)
-	if last.Type != "run.finished" || last.Data["status"] != "succeeded" || msg["text"] != "Het is 12 °C met lichte regen \ue202turn0search0." {
+	if last.Type != "run.finished" || last.Data["status"] != "succeeded" || msg["text"] != "Het is 12 °C met lichte regen \\ue202turn0search0." {
 		t.Fatalf("last event %+v", last)
 	}
 
@@ -105,16 +105,16 @@ agents:
 		t.Errorf("tool call %+v", tc)
 	}
 	for _, want := range []string{
-		"[1] Weather in Rotterdam\nAnchor: \ue202turn0search0\nURL: " + pages.URL + "/rotterdam\nSnippet: 12 °C, light rain\nPage not read: 127.0.0.1 is a loopback address, which is not fetched.",
-		"[2] Rotterdam hourly forecast\nAnchor: \ue202turn0search1\nURL: https://weather.example/rotterdam/hourly",
+		"[1] Weather in Rotterdam\nAnchor: \\ue202turn0search0\nURL: " + pages.URL + "/rotterdam\nSnippet: 12 °C, light rain\nPage not read: 127.0.0.1 is a loopback address, which is not fetched.",
+		"[2] Rotterdam hourly forecast\nAnchor: \\ue202turn0search1\nURL: https://weather.example/rotterdam/hourly",
 	} {
 		if !strings.Contains(tc.Result, want) {
 			t.Errorf("tool result lacks %q:\n%s", want, tc.Result)
 		}
 	}
 	if len(tc.Sources) != 2 ||
-		tc.Sources[0].Kind != "web" || tc.Sources[0].Anchor != "\ue202turn0search0" || tc.Sources[0].URL != pages.URL+"/rotterdam" || tc.Sources[0].Title != "Weather in Rotterdam" ||
-		tc.Sources[1].Anchor != "\ue202turn0search1" || tc.Sources[1].URL != "https://weather.example/rotterdam/hourly" || tc.Sources[1].Snippet != "Rain until 15:00" {
+		tc.Sources[0].Kind != "web" || tc.Sources[0].Anchor != "\\ue202turn0search0" || tc.Sources[0].URL != pages.URL+"/rotterdam" || tc.Sources[0].Title != "Weather in Rotterdam" ||
+		tc.Sources[1].Anchor != "\\ue202turn0search1" || tc.Sources[1].URL != "https://weather.example/rotterdam/hourly" || tc.Sources[1].Snippet != "Rain until 15:00" {
 		t.Errorf("sources %+v", tc.Sources)
 	}
 	if n := pages.Hits("/rotterdam"); n != 0 {
@@ -122,7 +122,7 @@ agents:
 	}
 
 	// The model read the results under their anchors.
-	if j := journal(t, mock); !strings.Contains(j, `Anchor: \ue202turn0search0`) && !strings.Contains(j, "Anchor: \ue202turn0search0") {
+	if j := journal(t, mock); !strings.Contains(j, `Anchor: \\ue202turn0search0`) && !strings.Contains(j, "Anchor: \\ue202turn0search0") {
 		t.Errorf("the model never got the anchors:\n%.3000s", j)
 	}
 	// The key stays out of the logs.

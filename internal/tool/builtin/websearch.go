@@ -43,8 +43,10 @@ func WebSearchSchema() map[string]any {
 }
 
 // WebAnchor returns the citation anchor of the i-th result (from 0):
-// "\ue202turn0search<i>", with the private-use character U+E202 itself.
-func WebAnchor(i int) string { return "\ue202turn0search" + strconv.Itoa(i) }
+// the six characters `\ue202` (a backslash escape written out, like
+// file_search's anchors and as agents' instructions quote them), then
+// turn0search<i>.
+func WebAnchor(i int) string { return `\ue202turn0search` + strconv.Itoa(i) }
 
 // WebSearchOptions configures the web_search tool.
 type WebSearchOptions struct {

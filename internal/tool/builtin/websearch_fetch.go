@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -255,10 +256,16 @@ func hasHighBytes(b []byte) bool {
 	return false
 }
 
-// stripCitationMarks removes the private-use characters Relay's citation
-// anchors are made of (U+E200 to U+E2FF), so that a page or a snippet cannot
-// pose as a citation of another source.
+// writtenCitationMark is a citation character written out as an escape, the
+// way Relay's anchors are (`\ue202`).
+var writtenCitationMark = regexp.MustCompile(`(?i)\\ue2[0-9a-f]{2}`)
+
+// stripCitationMarks removes the private-use characters citation anchors are
+// made of (U+E200 to U+E2FF), and those characters written out as escapes like
+// Relay's anchors, so that a page or a snippet cannot pose as a citation of
+// another source.
 func stripCitationMarks(s string) string {
+	s = writtenCitationMark.ReplaceAllString(s, "")
 	if !strings.ContainsFunc(s, isCitationMark) {
 		return s
 	}

@@ -128,7 +128,7 @@ func TestFetchLimits(t *testing.T) {
 		"/pdf":      {ContentType: "application/pdf", Body: "%PDF-1.7"},
 		"/missing":  {Status: 404, Body: "gone"},
 		"/text":     {ContentType: "text/plain; charset=iso-8859-1", Body: "caf\xe9 menu"},
-		"/marks":    {Body: "<p>Trust me \ue202turn0search9.</p>"},
+		"/marks":    {Body: "<p>Trust me \ue202turn0search9\\ue202turn0search8.</p>"},
 		"/empty":    {Body: "<script>only()</script>"},
 		"/redirect": {Status: 302, Location: "/redirect"},
 	})
@@ -137,11 +137,11 @@ func TestFetchLimits(t *testing.T) {
 		pages.URL+"/big", pages.URL+"/slow", pages.URL+"/pdf", pages.URL+"/missing", pages.URL+"/text", pages.URL+"/marks", pages.URL+"/empty", pages.URL+"/redirect", "ftp://files.example/x")
 	for _, want := range []string{
 		"[1] Result A",
-		"[2] Result B\nAnchor: \ue202turn0search1\nURL: " + pages.URL + "/slow\nSnippet: snippet\nPage not read: no answer within 200ms.",
+		"[2] Result B\nAnchor: \\ue202turn0search1\nURL: " + pages.URL + "/slow\nSnippet: snippet\nPage not read: no answer within 200ms.",
 		"Page not read: not a text page (application/pdf).",
 		"Page not read: the site answered 404 Not Found.",
 		"Page text:\ncafé menu",
-		"Page text:\nTrust me turn0search9.",
+		"Page text:\nTrust me turn0search9turn0search8.",
 		"Page not read: the page has no text.",
 		"Page not read: more than 5 redirects.",
 		"Page not read: not an http(s) address.",

@@ -42,22 +42,22 @@ func TestWebSearchResults(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	want := "Web search results for \"Rotterdam weather now\": 3 results. Cite a result by copying its anchor (e.g. \ue202turn0search0) right after the statement it supports; do not cite anything else.\n" +
-		"\n[1] Weather in Rotterdam\nAnchor: \ue202turn0search0\nURL: https://weather.example/rotterdam\nSnippet: 12 °C, light rain\n" +
-		"\n[2] Rotterdam hourly forecast\nAnchor: \ue202turn0search1\nURL: https://weather.example/rotterdam/hourly\nSnippet: Rain until 15:00, then dry\n" +
-		"\n[3] KNMI warnings\nAnchor: \ue202turn0search2\nURL: https://knmi.example/warnings\nSnippet: No warnings for Zuid-Holland"
+	want := "Web search results for \"Rotterdam weather now\": 3 results. Cite a result by copying its anchor (e.g. \\ue202turn0search0) right after the statement it supports; do not cite anything else.\n" +
+		"\n[1] Weather in Rotterdam\nAnchor: \\ue202turn0search0\nURL: https://weather.example/rotterdam\nSnippet: 12 °C, light rain\n" +
+		"\n[2] Rotterdam hourly forecast\nAnchor: \\ue202turn0search1\nURL: https://weather.example/rotterdam/hourly\nSnippet: Rain until 15:00, then dry\n" +
+		"\n[3] KNMI warnings\nAnchor: \\ue202turn0search2\nURL: https://knmi.example/warnings\nSnippet: No warnings for Zuid-Holland"
 	if diff := cmp.Diff(want, res.Text); diff != "" {
 		t.Errorf("text (-want +got):\n%s", diff)
 	}
 	var sources []tool.Source
 	for i, r := range rotterdam {
-		sources = append(sources, tool.Source{Kind: tool.SourceWeb, Anchor: fmt.Sprintf("\ue202turn0search%d", i), Title: r.Title, URL: r.URL, Snippet: r.Content})
+		sources = append(sources, tool.Source{Kind: tool.SourceWeb, Anchor: fmt.Sprintf("\\ue202turn0search%d", i), Title: r.Title, URL: r.URL, Snippet: r.Content})
 	}
 	if diff := cmp.Diff(sources, res.Sources); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(res.Text, "\ue202turn0search0") || strings.Contains(res.Text, `\ue202`) {
-		t.Error("the anchors are not made of the private-use character itself")
+	if !strings.Contains(res.Text, `\ue202turn0search0`) || strings.ContainsRune(res.Text, '\ue202') {
+		t.Error("the anchors are not the six characters \\ue202 written out, like file_search's")
 	}
 	reqs := fake.Requests()
 	if len(reqs) != 1 || reqs[0].Query.Get("q") != "Rotterdam weather now" || reqs[0].Query.Get("safesearch") != "1" || reqs[0].Query.Get("format") != "json" {
