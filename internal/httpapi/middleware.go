@@ -51,15 +51,16 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// capBodies limits every request body to the configured size; reading past it
-// fails and decode answers 413.
+// capBodies limits every request body to its route's size (bodyLimit);
+// reading past it fails and decode answers 413.
 func (s *Server) capBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > s.opts.MaxBodyBytes {
-			s.writeError(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", s.opts.MaxBodyBytes))
+		limit := s.bodyLimit(r)
+		if r.ContentLength > limit {
+			s.writeError(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", limit))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		h.ServeHTTP(w, r)
 	})
 }

@@ -26,6 +26,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PUT /api/memories/{key}", s.authed(s.putMemory))
 	mux.Handle("DELETE /api/memories/{key}", s.authed(s.deleteMemory))
 
+	// Files: uploads of the calling user, ingested in the background (docs/api.md).
+	mux.Handle("POST /api/files", s.authed(s.uploadFile))
+	mux.Handle("GET /api/files", s.authed(s.listFiles))
+	mux.Handle("GET /api/files/{id}", s.authed(s.getFile))
+	mux.Handle("DELETE /api/files/{id}", s.authed(s.deleteFile))
+
 	// Chat and runs (docs/api.md).
 	mux.Handle("POST /api/chat", s.authed(s.chat))
 	mux.Handle("GET /api/runs/{id}", s.authed(s.getRun))

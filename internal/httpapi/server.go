@@ -10,6 +10,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/run"
@@ -31,6 +32,10 @@ type Options struct {
 	Prompt *run.Preparer
 	// Memory serves /api/memories; nil means memory is disabled.
 	Memory *memory.Service
+	// Files serves /api/files; nil answers 503 there.
+	Files *file.Service
+	// UploadLimit caps an uploaded file in bytes; 0 means 50 MB.
+	UploadLimit int64
 	// Ready reports whether Relay can serve requests (database reachable,
 	// migrations applied); it backs /readyz.
 	Ready  func(ctx context.Context) error

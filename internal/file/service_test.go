@@ -1,0 +1,473 @@
+package file_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/file/extract/extracttest"
+	"github.com/relay-ai/relay/internal/file/filetest"
+	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// bundle is what a test of the service works with.
+type bundle struct {
+	store store.Store
+	path  string
+	svc   *file.Service
+	owner string
+}
+
+// setup opens a SQLite store with one user and a service over it with opts
+// (Store filled in), running until the test ends.
+func setup(t *testing.T, opts file.Options) *bundle {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "relay.db")
+	st, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u := &auth.User{ID: auth.NewUserID(), Email: "ann@example.com", Role: auth.RoleUser}
+	if err := st.CreateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	opts.Store = st
+	b := &bundle{store: st, path: path, owner: u.ID}
+	b.svc = start(t, opts)
+	return b
+}
+
+// start runs a service until the test ends, and checks that Run returns.
+func start(t *testing.T, opts file.Options) *file.Service {
+	t.Helper()
+	svc := file.NewService(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after its context ended")
+		}
+	})
+	return svc
+}
+
+func (b *bundle) upload(t *testing.T, name string, data []byte) *file.File {
+	t.Helper()
+	f, err := b.svc.Upload(t.Context(), b.owner, name, bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatalf("Upload %s: %v", name, err)
+	}
+	return f
+}
+
+// wait polls until the file is ready or failed.
+func (b *bundle) wait(t *testing.T, id string) *file.File {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f, err := b.svc.Get(t.Context(), b.owner, id)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if f.Status == file.Ready || f.Status == file.Failed {
+			return f
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("file %s still %s at %d%%", f.Name, f.Status, f.Progress)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func texts(hs []file.Hit) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Text
+	}
+	return out
+}
+
+func TestIngestPDFAndDOCX(t *testing.T) {
+	b := setup(t, file.Options{})
+	pdf := b.upload(t, "report.pdf", extracttest.PDF(
+		long("Quarterly report. Revenue grew in every region."),
+		long("Safety. The compressor must be inspected every 400 operating hours by a certified technician."),
+		long("Appendix. Contact details of the regional offices."),
+	))
+	docx := b.upload(t, "handbook.docx", extracttest.DOCX(
+		long("Welcome to the company handbook."),
+		long("Holidays. Every employee has 25 days of paid leave a year."),
+	))
+	if pdf.Status != file.Pending || pdf.MIMEType != "application/pdf" || pdf.Size == 0 {
+		t.Errorf("uploaded PDF = %+v, want pending application/pdf with its size", pdf)
+	}
+	for _, f := range []*file.File{pdf, docx} {
+		got := b.wait(t, f.ID)
+		if got.Status != file.Ready || got.Progress != 100 || got.Chunks == 0 || got.Error != "" {
+			t.Errorf("%s ended %+v, want ready at 100%% with chunks", f.Name, got)
+		}
+	}
+	ids := []string{pdf.ID, docx.ID}
+	hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: ids, Text: "how often is the compressor inspected?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].FileName != "report.pdf" || hits[0].Page != 2 || !strings.Contains(hits[0].Text, "400 operating hours") {
+		t.Fatalf("best hit %+v, want report.pdf page 2 with the inspection interval", hits)
+	}
+	hits, err = b.svc.Search(t.Context(), file.Query{FileIDs: ids, Text: "paid leave days"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].FileName != "handbook.docx" || hits[0].Page != 2 {
+		t.Fatalf("best hit %+v, want handbook.docx page 2", hits)
+	}
+}
+
+// The passages of the paraphrase test: the answer words its question
+// differently, and a distractor shares the question's words.
+var (
+	answer     = "The vehicle must be serviced regularly, every twelve months, at an authorised garage; bring the car's logbook."
+	distractor = "Maintenance fees: prices of the car park, parking costs, fees and charges for the garage depend on the plan."
+	refunds    = "Refunds are paid back within 30 days of the request."
+	others     = []string{
+		"Employees book holidays through the staff portal.",
+		"The office is closed on public holidays.",
+	}
+	question = "How often should the car get maintenance?"
+)
+
+// long repeats s to about 1,400 characters: a page or paragraph of that
+// length starts a chunk of its own (chunks are 1,500 characters, the last 100
+// of one repeated at the start of the next).
+func long(s string) string {
+	var b strings.Builder
+	for b.Len()+len(s)+1 <= 1399 {
+		b.WriteString(s + " ")
+	}
+	b.WriteString(strings.Repeat("-", 1399-b.Len()))
+	return b.String()
+}
+
+// paraphraseFile is one text file whose paragraphs each make a chunk.
+func paraphraseFile() []byte {
+	var b strings.Builder
+	// A neutral paragraph between the two, so that neither chunk holds the
+	// other's words in its overlap.
+	for _, p := range append([]string{distractor, refunds, answer}, others...) {
+		b.WriteString(long(p))
+		b.WriteString("\n")
+	}
+	return []byte(b.String())
+}
+
+// TestHybridFindsParaphrase is must-show 2: with full text only, the passage
+// that answers a paraphrased question loses to one that shares its words;
+// with embeddings from the fake server, hybrid search ranks it first.
+func TestHybridFindsParaphrase(t *testing.T) {
+	emb := filetest.StartEmbeddings(t)
+	for _, tt := range []struct {
+		name     string
+		embedder file.Embedder
+		wantTop  string
+	}{
+		{"full text", nil, distractor},
+		{"hybrid", &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: emb.Key, Model: "fake"}, answer},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, file.Options{Embedder: tt.embedder})
+			f := b.wait(t, b.upload(t, "car-guide.txt", paraphraseFile()).ID)
+			if f.Status != file.Ready || f.Chunks != 5 {
+				t.Fatalf("file = %+v, want ready with 5 chunks", f)
+			}
+			hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: question, Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 || !strings.HasPrefix(hits[0].Text, tt.wantTop) {
+				t.Errorf("top hit for %q: %q\nwant %q", question, texts(hits), tt.wantTop)
+			}
+			for i, h := range hits {
+				if h.Score <= 0 || h.Score > 1 || h.FileName != "car-guide.txt" {
+					t.Errorf("hit %d = %+v, want a score in (0, 1] and the file's name", i, h)
+				}
+			}
+		})
+	}
+	if emb.Requests.Load() == 0 {
+		t.Errorf("the embeddings server was never asked")
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	b := setup(t, file.Options{})
+	tests := []struct {
+		name       string
+		data       []byte
+		wantStatus file.Status
+		wantError  string
+		wantNote   string
+	}{
+		{"empty.txt", nil, file.Ready, "", "the file is empty"},
+		{"scan.pdf", extracttest.ImagePDF(2), file.Ready, "", "no text"},
+		{"broken.docx", extracttest.CorruptDOCX(), file.Failed, "zip", ""},
+		{"program.bin", []byte{0x7f, 'E', 'L', 'F', 0, 1, 2, 3, 0xff, 0xfe, 0, 0}, file.Failed, "unsupported type: application/octet-stream", ""},
+	}
+	for _, tt := range tests {
+		f := b.wait(t, b.upload(t, tt.name, tt.data).ID)
+		if f.Status != tt.wantStatus || !strings.Contains(f.Error, tt.wantError) || !strings.Contains(f.Note, tt.wantNote) ||
+			(tt.wantError == "") != (f.Error == "") {
+			t.Errorf("%s ended %s, error %q, note %q; want %s, error with %q, note with %q",
+				tt.name, f.Status, f.Error, f.Note, tt.wantStatus, tt.wantError, tt.wantNote)
+		}
+	}
+}
+
+func TestUploadTooLarge(t *testing.T) {
+	b := setup(t, file.Options{})
+	_, err := b.svc.Upload(t.Context(), b.owner, "big.txt", io.LimitReader(zeros{}, 3<<20+1), 3<<20)
+	if !fault.Is(err, fault.TooLarge) || !strings.Contains(err.Error(), "3 MB") {
+		t.Fatalf("Upload over the limit: %v, want fault.TooLarge naming 3 MB", err)
+	}
+	list, err := b.svc.List(t.Context(), b.owner)
+	if err != nil || len(list) != 0 {
+		t.Errorf("files after a refused upload: %+v, %v; want none", list, err)
+	}
+	if n := countParts(t, b.path); n != 0 {
+		t.Errorf("%d parts of contents left after a refused upload", n)
+	}
+	f, err := b.svc.Upload(t.Context(), b.owner, "exact.txt", io.LimitReader(zeros{}, 3<<20), 3<<20)
+	if err != nil || f.Size != 3<<20 {
+		t.Errorf("Upload of exactly the limit: %+v, %v", f, err)
+	}
+}
+
+// zeros reads as endless spaces (text, so an accepted one is ingested as such).
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+func countParts(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM file_parts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCleanName(t *testing.T) {
+	for in, want := range map[string]string{
+		"report.pdf":                      "report.pdf",
+		"../../etc/passwd":                "passwd",
+		`C:\Users\ann\Desktop\plan.docx`:  "plan.docx",
+		`..\..\secret.txt`:                "secret.txt",
+		"dir/":                            "dir",
+		"  spaced  name.txt  ":            "spaced  name.txt",
+		"bell\a\x00tab\tnew\nline.md":     "belltabnewline.md",
+		"":                                "file",
+		"..":                              "file",
+		"/":                               "file",
+		"\x01\x02":                        "file",
+		"Rapport «2025» 🚀.pdf":            "Rapport «2025» 🚀.pdf",
+		strings.Repeat("é", 200) + ".pdf": strings.Repeat("é", 125) + ".pdf",
+	} {
+		if got := file.CleanName(in); got != want {
+			t.Errorf("CleanName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOwnership(t *testing.T) {
+	b := setup(t, file.Options{})
+	f := b.upload(t, "mine.txt", []byte("private notes"))
+	if _, err := b.svc.Get(t.Context(), "user_other", f.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("Get by another user: %v, want fault.NotFound", err)
+	}
+	if err := b.svc.Delete(t.Context(), "user_other", false, f.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("Delete by another user: %v, want fault.NotFound", err)
+	}
+	if err := b.svc.Delete(t.Context(), "user_admin", true, f.ID); err != nil {
+		t.Errorf("Delete by an admin: %v", err)
+	}
+	if _, err := b.svc.Get(t.Context(), b.owner, f.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("Get after Delete: %v, want fault.NotFound", err)
+	}
+}
+
+// countingEmbedder counts how often each text is embedded.
+type countingEmbedder struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (c *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][]float32, len(texts))
+	for i, tx := range texts {
+		c.seen[tx]++
+		out[i] = filetest.Vector(tx)
+	}
+	return out, nil
+}
+
+// TestSeveralProcessesIngestOnce runs three services on one database: each
+// file is ingested by one of them, once.
+func TestSeveralProcessesIngestOnce(t *testing.T) {
+	emb := &countingEmbedder{seen: map[string]int{}}
+	b := setup(t, file.Options{Embedder: emb, Poll: 20 * time.Millisecond})
+	for range 2 {
+		start(t, file.Options{Store: b.store, Embedder: emb, Poll: 20 * time.Millisecond})
+	}
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, b.upload(t, fmt.Sprintf("f%02d.txt", i), []byte(fmt.Sprintf("document number %d is unique", i))).ID)
+	}
+	for _, id := range ids {
+		if f := b.wait(t, id); f.Status != file.Ready || f.Chunks != 1 {
+			t.Errorf("%s = %+v", f.Name, f)
+		}
+	}
+	emb.mu.Lock()
+	defer emb.mu.Unlock()
+	if len(emb.seen) != 12 {
+		t.Errorf("%d texts embedded, want 12", len(emb.seen))
+	}
+	for tx, n := range emb.seen {
+		if n != 1 {
+			t.Errorf("%q embedded %d times, want once", tx, n)
+		}
+	}
+}
+
+// TestPendingAtStartup: a file uploaded while no process ingests is taken up
+// by the next one that starts.
+func TestPendingAtStartup(t *testing.T) {
+	b := setup(t, file.Options{})
+	idle := file.NewService(file.Options{Store: b.store})
+	f, err := idle.Upload(t.Context(), b.owner, "later.md", strings.NewReader("# Later\n\nIngested by whoever runs."), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.wait(t, f.ID); got.Status != file.Ready || got.MIMEType != "text/markdown" {
+		t.Errorf("file = %+v, want ready markdown", got)
+	}
+}
+
+func TestEmbeddingFailure(t *testing.T) {
+	emb := filetest.StartEmbeddings(t)
+	b := setup(t, file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: "sk-wrong-key-1234", Model: "fake"}})
+	f := b.wait(t, b.upload(t, "a.txt", []byte("some text to embed")).ID)
+	if f.Status != file.Failed || !strings.Contains(f.Error, "401") || strings.Contains(f.Error, "sk-wrong-key-1234") {
+		t.Errorf("file = %+v, want failed with the 401 and without the key", f)
+	}
+}
+
+// ragServer is a fake LibreChat-compatible RAG API.
+type ragServer struct {
+	mu       sync.Mutex
+	embedded map[string]string // file id → contents
+	deleted  []string
+}
+
+func startRAG(t *testing.T) (*ragServer, string) {
+	r := &ragServer{embedded: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /embed", func(w http.ResponseWriter, req *http.Request) {
+		id := req.FormValue("file_id")
+		f, _, err := req.FormFile("file")
+		if err != nil || id == "" {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		data, _ := io.ReadAll(f)
+		r.mu.Lock()
+		r.embedded[id] = string(data)
+		r.mu.Unlock()
+		fmt.Fprintf(w, `{"status": true, "file_id": %q, "filename": "x", "known_type": true}`, id)
+	})
+	mux.HandleFunc("POST /query", func(w http.ResponseWriter, req *http.Request) {
+		var q struct {
+			FileID string `json:"file_id"`
+			Query  string `json:"query"`
+			K      int    `json:"k"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&q); err != nil {
+			http.Error(w, "bad json", http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		text := r.embedded[q.FileID]
+		r.mu.Unlock()
+		fmt.Fprintf(w, `[[{"page_content": %q, "metadata": {"page": 2, "file_id": %q}}, 0.25]]`, text, q.FileID)
+	})
+	mux.HandleFunc("DELETE /documents", func(w http.ResponseWriter, req *http.Request) {
+		var ids []string
+		_ = json.NewDecoder(req.Body).Decode(&ids)
+		r.mu.Lock()
+		r.deleted = append(r.deleted, ids...)
+		r.mu.Unlock()
+		w.Write([]byte(`{}`))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return r, srv.URL
+}
+
+func TestRAGAPI(t *testing.T) {
+	rag, url := startRAG(t)
+	b := setup(t, file.Options{RAG: &file.RAGAPI{URL: url}})
+	f := b.wait(t, b.upload(t, "notes.txt", []byte("the answer is 42")).ID)
+	if f.Status != file.Ready {
+		t.Fatalf("file = %+v, want ready", f)
+	}
+	hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: "what is the answer?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []file.Hit{{FileID: f.ID, FileName: "notes.txt", Page: 3, Text: "the answer is 42", Score: 0.75}}
+	if d := cmp.Diff(want, hits); d != "" {
+		t.Errorf("hits (-want +got):\n%s", d)
+	}
+	if err := b.svc.Delete(t.Context(), b.owner, false, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{f.ID}, rag.deleted); d != "" {
+		t.Errorf("deleted at the RAG API (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,161 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
+)
+
+// uploadEnvelope is what a multipart upload may carry besides the file
+// itself: boundaries, part headers and small fields.
+const uploadEnvelope = 64 << 10
+
+// uploadLimit is the cap of one uploaded file in bytes.
+func (s *Server) uploadLimit() int64 {
+	if s.opts.UploadLimit > 0 {
+		return s.opts.UploadLimit
+	}
+	return file.DefaultMaxSize
+}
+
+// bodyLimit is the cap of a request's body: the upload route's is the file
+// cap and room for the multipart envelope, every other route's MaxBodyBytes.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPost && r.URL.Path == "/api/files" {
+		return s.uploadLimit() + uploadEnvelope
+	}
+	return s.opts.MaxBodyBytes
+}
+
+// files is the file service, or fault.Unavailable when Relay runs without one.
+func (s *Server) files() (*file.Service, error) {
+	if s.opts.Files == nil {
+		return nil, fault.New(fault.Unavailable, "files are not enabled on this server")
+	}
+	return s.opts.Files, nil
+}
+
+// fileList is the body of GET /api/files.
+type fileList struct {
+	Data []*file.File `json:"data"`
+}
+
+// uploadFile streams the multipart field "file" into the file service: the
+// body is never held whole in memory, and a file over the cap is refused
+// (413) with nothing stored.
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
+	svc, err := s.files()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.writeError(w, r, fault.New(fault.Invalid, "send the file as multipart/form-data in the field \"file\""))
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			s.writeError(w, r, fault.New(fault.Invalid, "the request has no field \"file\""))
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, s.uploadErr(err))
+			return
+		}
+		if part.FormName() != "file" {
+			// Other fields (LibreChat sends a few) are read past, not kept.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				s.writeError(w, r, s.uploadErr(err))
+				return
+			}
+			continue
+		}
+		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), part, s.uploadLimit())
+		if fault.Is(err, fault.TooLarge) {
+			err = s.uploadErr(err)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, f)
+		return
+	}
+}
+
+// uploadErr classifies a failure to read an upload: past the cap it is too
+// large (naming the config key that sets the cap), a fault stays as it is, and
+// anything else is a malformed request.
+func (s *Server) uploadErr(err error) error {
+	var (
+		tooBig *http.MaxBytesError
+		fe     *fault.Error
+	)
+	switch {
+	case errors.As(err, &tooBig) || fault.Is(err, fault.TooLarge):
+		return fault.New(fault.TooLarge, "the file is over the %d MB limit (fileConfig.serverFileSizeLimit)", s.uploadLimit()>>20)
+	case errors.As(err, &fe):
+		return err
+	}
+	return fault.Wrap(fault.Invalid, err, "reading the upload: %v", err)
+}
+
+// rawFileName is the filename parameter of a part's Content-Disposition as
+// the client sent it (mime/multipart's FileName would cut it to its base
+// name by this system's rules; file.CleanName does that for every system).
+func rawFileName(disposition string) string {
+	_, params, err := mime.ParseMediaType(disposition)
+	if err != nil {
+		return ""
+	}
+	return params["filename"]
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
+	svc, err := s.files()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fs, err := svc.List(r.Context(), userFrom(r.Context()).ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, fileList{Data: fs})
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
+	svc, err := s.files()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, err := svc.Get(r.Context(), userFrom(r.Context()).ID, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	svc, err := s.files()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u := userFrom(r.Context())
+	if err := svc.Delete(r.Context(), u.ID, u.Role == auth.RoleAdmin, r.PathValue("id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,301 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/file/extract/extracttest"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// filesBundle is a running API with a file service that ingests in the
+// background, on SQLite, and keys for ann, bob and an admin.
+type filesBundle struct {
+	bundle
+	dbPath string
+	client *http.Client
+	stop   func()
+}
+
+// setupFiles starts it all; stop (also run when t ends) shuts it down.
+func setupFiles(t *testing.T) *filesBundle {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "relay.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := file.NewService(file.Options{Store: st, Poll: 50 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(runCtx) }()
+	b := &filesBundle{dbPath: path, client: &http.Client{Transport: &http.Transport{}}}
+	b.auth = auth.NewService(st, nil)
+	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+		Auth: b.auth, Files: svc, MaxBodyBytes: 64 << 10,
+	}))
+	var stopped bool
+	b.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		b.client.CloseIdleConnections()
+		b.srv.Close()
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		st.Close()
+	}
+	t.Cleanup(b.stop)
+	newKey := func(email string, role auth.Role) (string, string) {
+		u, err := b.auth.CreateUser(ctx, auth.NewUser{Email: email, Role: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := b.auth.CreateKey(ctx, u.ID, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret, u.ID
+	}
+	b.adminKey, _ = newKey("root@example.com", auth.RoleAdmin)
+	b.annKey, b.annID = newKey("ann@example.com", auth.RoleUser)
+	b.bobKey, _ = newKey("bob@example.com", auth.RoleUser)
+	return b
+}
+
+// upload posts what r reads as the multipart field "file" named name,
+// streamed (the test never holds the body), and decodes the answer into out.
+// With chunked set the request has no Content-Length; else r must tell its
+// length.
+func (b *filesBundle) upload(t *testing.T, key, name string, r io.Reader, chunked bool, out any) int {
+	t.Helper()
+	// The envelope around the file's bytes, written once to know its size.
+	var env bytes.Buffer
+	mw := multipart.NewWriter(&env)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, name))
+	h.Set("Content-Type", "application/octet-stream")
+	if err := mw.WriteField("endpoint", "agents"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mw.CreatePart(h); err != nil {
+		t.Fatal(err)
+	}
+	prefix := bytes.Clone(env.Bytes())
+	env.Reset()
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	suffix := env.Bytes()
+	req, err := http.NewRequest("POST", b.srv.URL+"/api/files", io.MultiReader(bytes.NewReader(prefix), r, bytes.NewReader(suffix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !chunked {
+		req.ContentLength = int64(len(prefix) + r.(interface{ Len() int }).Len() + len(suffix))
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatalf("POST /api/files: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("POST /api/files answered %d %q: %v", resp.StatusCode, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (b *filesBundle) waitFile(t *testing.T, key, id string) file.File {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var f file.File
+		if code := b.do(t, key, "GET", "/api/files/"+id, nil, &f); code != http.StatusOK {
+			t.Fatalf("GET /api/files/%s: status %d", id, code)
+		}
+		if f.Status == file.Ready || f.Status == file.Failed {
+			return f
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("file %s still %s at %d%%", f.Name, f.Status, f.Progress)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sized is a reader of n bytes of text that reports its length.
+type sized struct {
+	n, read int
+}
+
+func (s *sized) Len() int { return s.n - s.read }
+
+func (s *sized) Read(p []byte) (int, error) {
+	if s.read >= s.n {
+		return 0, io.EOF
+	}
+	k := min(len(p), s.n-s.read)
+	for i := range p[:k] {
+		p[i] = "relay text "[(s.read+i)%11]
+	}
+	s.read += k
+	return k, nil
+}
+
+func fileParts(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM file_parts`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBadFiles is must-show 5, through the HTTP API on SQLite: an empty file,
+// a 60 MB upload, a PDF without a text layer, a corrupt DOCX and a name with
+// path separators. None crashes, and nothing is left running afterwards.
+func TestBadFiles(t *testing.T) {
+	before := runtime.NumGoroutine()
+	b := setupFiles(t)
+
+	tests := []struct {
+		name       string
+		data       string
+		wantName   string
+		wantStatus file.Status
+		wantError  string
+		wantNote   string
+	}{
+		{"empty.txt", "", "empty.txt", file.Ready, "", "the file is empty"},
+		{"scan.pdf", string(extracttest.ImagePDF(3)), "scan.pdf", file.Ready, "", "no text"},
+		{"broken.docx", string(extracttest.CorruptDOCX()), "broken.docx", file.Failed, "zip", ""},
+		{`../../etc/..\..\windows\notes.txt`, "harmless notes", "notes.txt", file.Ready, "", ""},
+		{`..\..\`, "a name of nothing but separators", "file", file.Ready, "", ""},
+	}
+	for _, tt := range tests {
+		var f file.File
+		if code := b.upload(t, b.annKey, tt.name, strings.NewReader(tt.data), false, &f); code != http.StatusCreated {
+			t.Fatalf("upload %q: status %d, want 201", tt.name, code)
+		}
+		if f.Name != tt.wantName || f.Size != int64(len(tt.data)) || f.Owner != b.annID {
+			t.Errorf("upload %q answered %+v, want name %q, size %d, owner ann", tt.name, f, tt.wantName, len(tt.data))
+		}
+		got := b.waitFile(t, b.annKey, f.ID)
+		if got.Status != tt.wantStatus || !strings.Contains(got.Error, tt.wantError) || (tt.wantError == "") != (got.Error == "") ||
+			!strings.Contains(got.Note, tt.wantNote) {
+			t.Errorf("%q ended %s, error %q, note %q; want %s, error with %q, note with %q",
+				tt.name, got.Status, got.Error, got.Note, tt.wantStatus, tt.wantError, tt.wantNote)
+		}
+	}
+
+	// 60 MB against the default 50 MB cap: with a Content-Length it is
+	// refused before the body is read, without one while it streams.
+	for _, chunked := range []bool{false, true} {
+		var e apiError
+		code := b.upload(t, b.annKey, "huge.txt", &sized{n: 60 << 20}, chunked, &e)
+		if code != http.StatusRequestEntityTooLarge || e.Error.Code != "too_large" {
+			t.Errorf("60 MB upload (chunked %v): status %d, error %+v; want 413 too_large", chunked, code, e.Error)
+		}
+		if chunked && !strings.Contains(e.Error.Message, "50 MB") {
+			t.Errorf("60 MB upload: message %q does not name the 50 MB limit", e.Error.Message)
+		}
+	}
+	var list struct {
+		Data []file.File `json:"data"`
+	}
+	b.do(t, b.annKey, "GET", "/api/files", nil, &list)
+	if len(list.Data) != len(tests) {
+		t.Errorf("ann has %d files, want the %d accepted ones", len(list.Data), len(tests))
+	}
+	partsBefore := fileParts(t, b.dbPath)
+	var e apiError
+	if code := b.upload(t, b.annKey, "just-over.txt", &sized{n: 50<<20 + 1}, true, &e); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("50 MB + 1 byte: status %d, want 413", code)
+	}
+	if n := fileParts(t, b.dbPath); n != partsBefore {
+		t.Errorf("a refused upload left %d parts of contents", n-partsBefore)
+	}
+
+	b.stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines left running, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestFilesOwnership(t *testing.T) {
+	b := setupFiles(t)
+	var f file.File
+	if code := b.upload(t, b.annKey, "ann.md", strings.NewReader("# Ann's plans"), false, &f); code != http.StatusCreated {
+		t.Fatalf("upload: status %d", code)
+	}
+	var bobs file.File
+	b.upload(t, b.bobKey, "bob.md", strings.NewReader("# Bob's"), false, &bobs)
+
+	var list struct {
+		Data []file.File `json:"data"`
+	}
+	b.do(t, b.annKey, "GET", "/api/files", nil, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != f.ID {
+		t.Errorf("ann's list = %+v, want only her file", list.Data)
+	}
+	for _, tc := range []struct {
+		key, method string
+		want        int
+	}{
+		{b.bobKey, "GET", http.StatusNotFound},
+		{b.bobKey, "DELETE", http.StatusNotFound},
+		{b.adminKey, "GET", http.StatusNotFound},
+		{b.annKey, "GET", http.StatusOK},
+		{"", "GET", http.StatusUnauthorized},
+		{b.adminKey, "DELETE", http.StatusNoContent},
+		{b.annKey, "GET", http.StatusNotFound},
+		{b.annKey, "DELETE", http.StatusNotFound},
+	} {
+		if code := b.do(t, tc.key, tc.method, "/api/files/"+f.ID, nil, nil); code != tc.want {
+			t.Errorf("%s by %s: status %d, want %d", tc.method, map[string]string{b.bobKey: "bob", b.annKey: "ann", b.adminKey: "admin", "": "nobody"}[tc.key], code, tc.want)
+		}
+	}
+	if code := b.do(t, b.bobKey, "DELETE", "/api/files/"+bobs.ID, nil, nil); code != http.StatusNoContent {
+		t.Errorf("bob deleting his own file: status %d, want 204", code)
+	}
+
+	var e apiError
+	if code := b.do(t, b.annKey, "POST", "/api/files", `{"file": "not multipart"}`, &e); code != http.StatusBadRequest {
+		t.Errorf("a JSON upload: status %d, want 400", code)
+	}
+}
