@@ -29,7 +29,7 @@ type Config struct {
 	RAG RAG `yaml:"rag"`
 	// FileConfig holds the upload limits, as librechat.yaml's fileConfig does.
 	FileConfig FileConfig `yaml:"fileConfig"`
-	Scheduler Scheduler `yaml:"scheduler"`
+	Scheduler  Scheduler  `yaml:"scheduler"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
