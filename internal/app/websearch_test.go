@@ -73,6 +73,10 @@ agents:
 	if last.Type != "run.finished" || last.Data["status"] != "succeeded" || msg["text"] != "Het is 12 °C met lichte regen \\ue202turn0search0." {
 		t.Fatalf("last event %+v", last)
 	}
+	// The answer carries its sources, in the order of the results.
+	if srcs, _ := msg["sources"].([]any); len(srcs) != 2 || srcs[0].(map[string]any)["url"] != pages.URL+"/rotterdam" || srcs[1].(map[string]any)["anchor"] != `\ue202turn0search1` {
+		t.Errorf("answer sources %v", msg["sources"])
+	}
 
 	// The search reached the fake instance as SearXNG's API has it.
 	reqs := searx.Requests()
