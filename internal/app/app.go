@@ -222,5 +222,5 @@ func commands() []*command {
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),
-	}, schedulesCommands()...)
+	}, append(schedulesCommands(), filesCommands()...)...)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/store"
@@ -119,6 +120,7 @@ type services struct {
 	auth   *auth.Service
 	agents *agent.Service
 	memory *memory.Service
+	files  *file.Service
 }
 
 // open builds the services on an opened store and applies the start-up work that
@@ -136,6 +138,7 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 		memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
 			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 	}
+	s.files = fileService(cfg, st, log)
 	defs := make([]*agent.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
 		defs[i] = &agent.Agent{ID: a.ID, Spec: a.Spec}
@@ -253,6 +256,8 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	sched.Live = live
 	bg.Go(func() { _ = sched.Run(bgCtx) })
 	bg.Go(func() { _ = live.Run(bgCtx) })
+	// Every process ingests uploaded files; the database gives each file to one.
+	bg.Go(func() { _ = svc.files.Run(bgCtx) })
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,
@@ -263,6 +268,8 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Agents:       svc.agents,
 		MCP:          mcpm,
 		Memory:       svc.memory,
+		Files:        svc.files,
+		UploadLimit:  cfg.FileConfig.UploadLimit(),
 		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
