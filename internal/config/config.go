@@ -6,7 +6,12 @@
 package config
 
 import (
+	"cmp"
+	"fmt"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/relay-ai/relay/internal/agent"
 )
@@ -122,9 +127,11 @@ type Endpoints struct {
 	// Custom are OpenAI-compatible providers (Ollama, vLLM, OpenRouter, …); each
 	// name becomes a provider agents may use.
 	Custom []CustomEndpoint `yaml:"custom"`
-	Agents AgentsEndpoint   `yaml:"agents"`
+	// AzureOpenAI is the azureOpenAI provider: Azure OpenAI resources in
+	// groups, each listing the models it serves.
+	AzureOpenAI AzureOpenAI    `yaml:"azureOpenAI,omitempty"`
+	Agents      AgentsEndpoint `yaml:"agents"`
 
-	_ any `yaml:"azureOpenAI" relay:"ignored"`
 	_ any `yaml:"assistants" relay:"ignored"`
 	_ any `yaml:"azureAssistants" relay:"ignored"`
 	_ any `yaml:"bedrock" relay:"ignored"`
@@ -181,12 +188,156 @@ type Models struct {
 // IsZero reports whether no model is listed; it keeps an empty `models:` out of dumps.
 func (m Models) IsZero() bool { return len(m.Default) == 0 }
 
-// AgentsEndpoint holds the limits librechat.yaml sets under endpoints.agents.
+// AzureOpenAI is endpoints.azureOpenAI in librechat.yaml's shape. An agent
+// with provider azureOpenAI and model M is served by the one group that lists M.
+type AzureOpenAI struct {
+	Groups []AzureGroup `yaml:"groups,omitempty"`
+
+	_ any `yaml:"plugins" relay:"ignored"`
+	_ any `yaml:"assistants" relay:"ignored"`
+	_ any `yaml:"streamRate" relay:"ignored"`
+	_ any `yaml:"titleConvo" relay:"ignored"`
+	_ any `yaml:"titleModel" relay:"ignored"`
+	_ any `yaml:"titleMethod" relay:"ignored"`
+	_ any `yaml:"titlePrompt" relay:"ignored"`
+	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
+	_ any `yaml:"titleTiming" relay:"ignored"`
+	_ any `yaml:"titleEndpoint" relay:"ignored"`
+	_ any `yaml:"summarize" relay:"ignored"`
+	_ any `yaml:"summaryModel" relay:"ignored"`
+	_ any `yaml:"customOrder" relay:"ignored"`
+}
+
+// IsZero reports whether no group is configured; it keeps an empty
+// azureOpenAI out of dumps.
+func (a AzureOpenAI) IsZero() bool { return len(a.Groups) == 0 }
+
+// AzureGroup is one Azure OpenAI resource (or serverless endpoint) and the
+// models it serves.
+type AzureGroup struct {
+	// Group names the group; unique.
+	Group string `yaml:"group"`
+	// APIKey is sent in the api-key header. Secret: masked in dumps.
+	APIKey string `yaml:"apiKey,omitempty"`
+	// InstanceName is the resource's name: requests go to
+	// https://<instanceName>.openai.azure.com unless BaseURL says otherwise.
+	InstanceName string `yaml:"instanceName,omitempty"`
+	// DeploymentName is the deployment of a model that names none of its own.
+	DeploymentName string `yaml:"deploymentName,omitempty"`
+	// Version is the api-version of a model that names none of its own.
+	Version string `yaml:"version,omitempty"`
+	// BaseURL replaces the resource's address (a proxy or a gateway). It may
+	// hold ${INSTANCE_NAME} and ${DEPLOYMENT_NAME}, filled per model; with
+	// ${DEPLOYMENT_NAME} it addresses the deployment itself. With Serverless it
+	// is the serverless endpoint.
+	BaseURL string `yaml:"baseURL,omitempty"`
+	// AdditionalHeaders are added to every request.
+	AdditionalHeaders map[string]string `yaml:"additionalHeaders,omitempty"`
+	// Serverless marks a serverless inference endpoint at BaseURL, which takes
+	// the model in the request body rather than a deployment in the path.
+	Serverless bool `yaml:"serverless,omitempty"`
+	// AddParams are merged into every request body.
+	AddParams map[string]any `yaml:"addParams,omitempty"`
+	// DropParams are removed from every request body.
+	DropParams []string `yaml:"dropParams,omitempty"`
+	// Models are the models the group serves, by the name agents use.
+	Models map[string]AzureModel `yaml:"models,omitempty"`
+
+	_ any `yaml:"assistants" relay:"ignored"`
+	_ any `yaml:"forcePrompt" relay:"ignored"`
+}
+
+// AzureModel is one entry of an Azure group's models: `true` (the group's
+// deployment and version), `false` (not offered), or a mapping that names its
+// own deploymentName and version.
+type AzureModel struct {
+	DeploymentName string `yaml:"deploymentName,omitempty"`
+	Version        string `yaml:"version,omitempty"`
+	// Off is set by `false`: the model is not offered.
+	Off bool `yaml:"-"`
+
+	_ any `yaml:"assistants" relay:"ignored"`
+}
+
+// decodeScalar reads the `true` and `false` forms of a model entry.
+func (m *AzureModel) decodeScalar(n *yaml.Node) error {
+	switch strings.ToLower(n.Value) {
+	case "true":
+		*m = AzureModel{}
+	case "false":
+		*m = AzureModel{Off: true}
+	default:
+		return fmt.Errorf("expected true, false or a mapping with deploymentName and version, got %s", describeNode(n))
+	}
+	return nil
+}
+
+// MarshalYAML writes the entry as it is written in the file: true, false or
+// the mapping.
+func (m AzureModel) MarshalYAML() (any, error) {
+	switch {
+	case m.Off:
+		return false, nil
+	case m.DeploymentName == "" && m.Version == "":
+		return true, nil
+	}
+	return struct {
+		DeploymentName string `yaml:"deploymentName,omitempty"`
+		Version        string `yaml:"version,omitempty"`
+	}{m.DeploymentName, m.Version}, nil
+}
+
+// AzureDeployment is where an Azure OpenAI model is served, resolved from the
+// group that lists it.
+type AzureDeployment struct {
+	// Group is the group that lists the model.
+	Group *AzureGroup
+	// Deployment is the model's deploymentName, else the group's, else the
+	// model's name. Serverless groups have none.
+	Deployment string
+	// Version is the model's version, else the group's; "" means the client's
+	// default.
+	Version string
+}
+
+// Azure returns where model is served: the group of endpoints.azureOpenAI
+// that lists it (and does not set it to false), with its deployment and API
+// version. ok is false when no group lists it.
+func (e *Endpoints) Azure(model string) (d AzureDeployment, ok bool) {
+	for i := range e.AzureOpenAI.Groups {
+		g := &e.AzureOpenAI.Groups[i]
+		m, listed := g.Models[model]
+		if !listed || m.Off {
+			continue
+		}
+		d = AzureDeployment{Group: g, Deployment: cmp.Or(m.DeploymentName, g.DeploymentName, model), Version: cmp.Or(m.Version, g.Version)}
+		if g.Serverless {
+			d.Deployment = ""
+		}
+		return d, true
+	}
+	return AzureDeployment{}, false
+}
+
+// AzureUnlisted says that no group of endpoints.azureOpenAI lists model, in
+// words for the person who configured the agent.
+func AzureUnlisted(model string) string {
+	return fmt.Sprintf("azureOpenAI: no group lists model %q (list it under a group's models in endpoints.azureOpenAI)", model)
+}
+
+// AgentsEndpoint holds the limits librechat.yaml sets under endpoints.agents,
+// and the run loop's tool limits.
 type AgentsEndpoint struct {
 	// RecursionLimit is the step limit of an agent that sets none.
 	RecursionLimit int `yaml:"recursionLimit"`
 	// MaxRecursionLimit caps every agent's recursion_limit.
 	MaxRecursionLimit int `yaml:"maxRecursionLimit"`
+	// MaxParallelTools bounds the tool calls of one turn that run at once.
+	// Relay-only.
+	MaxParallelTools int `yaml:"maxParallelTools"`
+	// ToolTimeout bounds each tool call; 0 leaves only each MCP server's own
+	// timeout. Relay-only.
+	ToolTimeout Duration `yaml:"toolTimeout"`
 
 	_ any `yaml:"disableBuilder" relay:"ignored"`
 	_ any `yaml:"capabilities" relay:"ignored"`
@@ -422,7 +573,7 @@ func Default() *Config {
 			DeadAfter:         Duration{20 * time.Second},
 		},
 		Endpoints: Endpoints{
-			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100},
+			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100, MaxParallelTools: 4},
 		},
 		Memory: Memory{Personalize: &personalize},
 		WebSearch: WebSearch{

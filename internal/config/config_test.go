@@ -1003,7 +1003,6 @@ endpoints:
 		t.Errorf("custom[1] = %+v", got)
 	}
 	want := []string{
-		"endpoints.azureOpenAI",
 		"endpoints.custom[0].titleConvo",
 		"endpoints.custom[1].titleConvo",
 		"mcpServers.first.oauth",

@@ -43,6 +43,10 @@ type problem struct {
 // defaults other than the zero value.
 type defaulter interface{ setDefaults() }
 
+// scalarDecoder is implemented by structs that are walked key by key when
+// written as a mapping and also have a scalar form (an Azure model's `true`).
+type scalarDecoder interface{ decodeScalar(n *yaml.Node) error }
+
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func newDecoder(file string, getenv func(string) (string, bool)) *decoder {
@@ -86,6 +90,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, raw bool) {
 	if !isUnmarshaler(t) {
 		switch {
 		case t.Kind() == reflect.Struct:
+			if sd, ok := v.Addr().Interface().(scalarDecoder); ok && n.Kind == yaml.ScalarNode && !isNull(n) {
+				if err := sd.decodeScalar(n); err != nil {
+					d.typeProblem(n, path, "%s", err)
+				}
+				return
+			}
 			d.decodeStruct(n, v, path, raw)
 			return
 		case t.Kind() == reflect.Pointer && isWalked(t.Elem()):

@@ -68,6 +68,12 @@ func (c *Config) masked() *Config {
 	for i, e := range c.Endpoints.Custom {
 		m.Endpoints.Custom[i] = CustomEndpoint{Name: e.Name, Endpoint: maskEndpoint(e.Endpoint)}
 	}
+	m.Endpoints.AzureOpenAI.Groups = slices.Clone(c.Endpoints.AzureOpenAI.Groups)
+	for i, g := range c.Endpoints.AzureOpenAI.Groups {
+		ep := maskEndpoint(Endpoint{APIKey: g.APIKey, BaseURL: g.BaseURL, Headers: g.AdditionalHeaders, AddParams: g.AddParams})
+		g.APIKey, g.BaseURL, g.AdditionalHeaders, g.AddParams = ep.APIKey, ep.BaseURL, ep.Headers, ep.AddParams
+		m.Endpoints.AzureOpenAI.Groups[i] = g
+	}
 	if c.MCPServers != nil {
 		m.MCPServers = make(map[string]MCPServer, len(c.MCPServers))
 		for name, s := range c.MCPServers {

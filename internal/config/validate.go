@@ -206,7 +206,14 @@ func (v *validator) endpoints() {
 		}
 		v.baseURL(at+".baseURL", ce.BaseURL)
 	}
+	v.azure()
 	a := e.Agents
+	if a.MaxParallelTools < 1 {
+		v.add("endpoints.agents.maxParallelTools", "must be at least 1")
+	}
+	if a.ToolTimeout.Duration < 0 {
+		v.add("endpoints.agents.toolTimeout", "must not be negative (0 leaves only each MCP server's own timeout)")
+	}
 	if a.RecursionLimit < 1 {
 		v.add("endpoints.agents.recursionLimit", "must be at least 1")
 	}
@@ -215,6 +222,60 @@ func (v *validator) endpoints() {
 	}
 	if a.RecursionLimit >= 1 && a.MaxRecursionLimit >= 1 && a.RecursionLimit > a.MaxRecursionLimit {
 		v.add("endpoints.agents.recursionLimit", "%d is more than maxRecursionLimit (%d)", a.RecursionLimit, a.MaxRecursionLimit)
+	}
+}
+
+// azurePlaceholders are the references an Azure group's baseURL may hold that
+// Relay fills per model rather than from the environment.
+var azurePlaceholders = strings.NewReplacer("${INSTANCE_NAME}", "instance", "${DEPLOYMENT_NAME}", "deployment")
+
+func (v *validator) azure() {
+	groups := v.c.Endpoints.AzureOpenAI.Groups
+	seenGroup := map[string]int{}
+	// listedIn maps a model to the first group that lists it.
+	listedIn := map[string]int{}
+	for i, g := range groups {
+		at := fmt.Sprintf("endpoints.azureOpenAI.groups[%d]", i)
+		name := strings.TrimSpace(g.Group)
+		if name == "" {
+			v.add(at+".group", "required (a name for the group)")
+		} else if j, dup := seenGroup[name]; dup {
+			v.add(at+".group", "%q is already the name of endpoints.azureOpenAI.groups[%d]", g.Group, j)
+		} else {
+			seenGroup[name] = i
+		}
+		switch {
+		case g.Serverless && g.BaseURL == "":
+			v.add(at+".baseURL", "required for a serverless group (the endpoint's URL)")
+		case !g.Serverless && g.InstanceName == "" && g.BaseURL == "":
+			v.add(at, "needs an instanceName (the Azure resource's name) or a baseURL")
+		case !g.Serverless && g.InstanceName == "" && strings.Contains(g.BaseURL, "${INSTANCE_NAME}"):
+			v.add(at+".baseURL", "uses ${INSTANCE_NAME}, but the group has no instanceName")
+		}
+		v.baseURL(at+".baseURL", azurePlaceholders.Replace(g.BaseURL))
+		if len(g.Models) == 0 {
+			v.add(at+".models", "list at least one model (name: true, or name: {deploymentName, version})")
+		}
+		models := make([]string, 0, len(g.Models))
+		for m := range g.Models {
+			models = append(models, m)
+		}
+		slices.Sort(models)
+		for _, m := range models {
+			mp := mapPath(at+".models", m)
+			if strings.TrimSpace(m) == "" {
+				v.add(mp, "a model needs a name")
+				continue
+			}
+			if g.Models[m].Off {
+				continue
+			}
+			if j, dup := listedIn[m]; dup {
+				v.add(mp, "model %q is already listed by endpoints.azureOpenAI.groups[%d] (%s); a model belongs to one group", m, j, groups[j].Group)
+				continue
+			}
+			listedIn[m] = i
+		}
 	}
 }
 
@@ -313,6 +374,11 @@ func (v *validator) agents() {
 			v.add(at+".id", "%q is already the id of agents[%d]", a.ID, j)
 		default:
 			seen[a.ID] = i
+		}
+		if strings.EqualFold(a.Provider, ProviderAzureOpenAI) && a.Model != "" {
+			if _, ok := v.c.Endpoints.Azure(a.Model); !ok {
+				v.add(at+".model", "%s", AzureUnlisted(a.Model))
+			}
 		}
 		err := rules.Validate(&a.Spec)
 		if err == nil {
