@@ -94,6 +94,9 @@ func (d *pdfDoc) pageText(p pdfPage) (string, error) {
 		// is rare enough to ignore).
 		in.run(data, p.resources)
 	}
+	if errors.Is(in.warning, errTooMuchData) || d.budget <= 0 {
+		firstErr = errTooMuchData
+	}
 	text := normalizeSpace(w.b.String())
 	if text == "" && firstErr != nil {
 		return "", firstErr

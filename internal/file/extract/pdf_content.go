@@ -2,8 +2,10 @@ package extract
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // matrix is a PDF transformation [a b c d e f]; points are row vectors.
@@ -46,6 +48,7 @@ const (
 	maxFormDepth = 8
 	maxStates    = 256
 	maxOperands  = 4096
+	formCost     = 4096 // bytes of decoding budget charged for each form drawn
 )
 
 // textWriter collects a page's text, deciding where spaces and line breaks go.
@@ -91,7 +94,9 @@ func (w *textWriter) write(s string) {
 			w.b.WriteByte(' ')
 		}
 		w.newline, w.space = false, false
-		if lig, ok := ligatures[r]; ok {
+		if r < utf8.RuneSelf {
+			w.b.WriteByte(byte(r))
+		} else if lig, ok := ligatures[r]; ok {
 			w.b.WriteString(lig)
 		} else {
 			w.b.WriteRune(r)
@@ -130,6 +135,9 @@ func (in *interp) run(content []byte, res pdfDict) {
 	l := &lexer{b: content}
 	var ops []any
 	for {
+		if in.doc.budget <= 0 {
+			return
+		}
 		v, err := l.object()
 		if err != nil {
 			if err != errEndOfInput && in.warning == nil {
@@ -309,14 +317,16 @@ func (in *interp) show(v any) {
 	}
 	in.forced = false
 	in.glyphs = font.glyphs([]byte(s), in.glyphs)
+	total := 0.0
 	for _, g := range in.glyphs {
 		in.out.write(g.text)
 		adv := g.width*gs.size + gs.charSp
 		if g.space {
 			adv += gs.wordSp
 		}
-		in.tm = translate(adv*gs.hscale, 0).mul(in.tm)
+		total += adv
 	}
+	in.tm = translate(total*gs.hscale, 0).mul(in.tm)
 	in.endX, in.endY = in.tm.mul(gs.ctm).apply(0, gs.rise)
 	in.hasEnd = true
 }
@@ -338,11 +348,14 @@ func (in *interp) form(name pdfName, res pdfDict) {
 	}
 	data, err := in.doc.decode(s, maxStreamBytes)
 	if err != nil {
-		if in.warning == nil {
+		if in.warning == nil || errors.Is(err, errTooMuchData) {
 			in.warning = err
 		}
 		return
 	}
+	// Running a form costs more than its bytes; charging a minimum keeps
+	// forms drawing forms from running millions of times.
+	in.doc.budget -= formCost
 	saved, savedTm, savedTlm := in.gs, in.tm, in.tlm
 	if m := in.doc.arrayOf(s.dict["Matrix"]); len(m) == 6 {
 		var fm matrix

@@ -40,10 +40,21 @@ type pdfDoc struct {
 	stmLRU  []int
 	busy    map[int]bool // objects being parsed, to break reference cycles
 	fonts   map[int]*pdfFont
+	// budget is how many more bytes streams may decode to. Forms drawn
+	// from forms, or one stream used by every page, could otherwise make a
+	// small file decode without end.
+	budget int
 }
 
 // maxObjStreams is how many decoded object streams are kept at once.
 const maxObjStreams = 4
+
+// A document may decode to decodeBudgetFactor times its size in total, and
+// at least minDecodeBudget bytes.
+const (
+	decodeBudgetFactor = 16
+	minDecodeBudget    = 256 << 20
+)
 
 // openPDF reads the structure of a PDF: its cross-reference, following
 // incremental updates, or, when that is broken, a scan of the whole file.
@@ -58,6 +69,7 @@ func openPDF(data []byte) (*pdfDoc, error) {
 		stms:    map[int]*objStream{},
 		busy:    map[int]bool{},
 		fonts:   map[int]*pdfFont{},
+		budget:  max(minDecodeBudget, decodeBudgetFactor*len(data)),
 	}
 	xerr := d.readXrefChain()
 	if xerr == nil {

@@ -15,6 +15,12 @@ import (
 // inflates to gigabytes fails instead of exhausting memory.
 const maxStreamBytes = 128 << 20
 
+// errStreamTooLarge is the error for a stream that decodes to more than the limit.
+var errStreamTooLarge = errors.New("stream is larger than")
+
+// errTooMuchData is the error once a document has decoded more than its budget.
+var errTooMuchData = errors.New("the PDF decodes to too much data")
+
 // errImageFilter marks a stream whose filter only ever holds image data.
 var errImageFilter = errors.New("image filter")
 
@@ -45,15 +51,29 @@ func (d *pdfDoc) decode(s *pdfStream, limit int) ([]byte, error) {
 	default:
 		return nil, errors.New("bad /Filter")
 	}
+	budgeted := d.budget < limit
+	limit = min(limit, d.budget)
 	data := s.raw
 	for i, f := range filters {
 		var err error
 		if data, err = applyFilter(f, parms[i], data, limit); err != nil {
+			if budgeted && errors.Is(err, errStreamTooLarge) {
+				d.budget = 0
+				return nil, errTooMuchData
+			}
 			return nil, err
 		}
 	}
 	if len(data) > limit {
-		return nil, fmt.Errorf("stream is larger than %d MB", limit>>20)
+		if budgeted {
+			d.budget = 0
+			return nil, errTooMuchData
+		}
+		return nil, fmt.Errorf("%w %d MB", errStreamTooLarge, limit>>20)
+	}
+	d.budget -= len(data)
+	if d.budget <= 0 {
+		return nil, errTooMuchData
 	}
 	return data, nil
 }
@@ -95,7 +115,7 @@ func applyFilter(f pdfName, p pdfDict, data []byte, limit int) ([]byte, error) {
 func readLimited(r io.Reader, limit int) ([]byte, error) {
 	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if len(out) > limit {
-		return nil, fmt.Errorf("stream is larger than %d MB", limit>>20)
+		return nil, fmt.Errorf("%w %d MB", errStreamTooLarge, limit>>20)
 	}
 	return out, err
 }
@@ -279,7 +299,7 @@ func runLength(data []byte, limit int) ([]byte, error) {
 			i++
 		}
 		if len(out) > limit {
-			return nil, fmt.Errorf("stream is larger than %d MB", limit>>20)
+			return nil, fmt.Errorf("%w %d MB", errStreamTooLarge, limit>>20)
 		}
 	}
 	return out, nil

@@ -12,12 +12,14 @@ type pdfFont struct {
 	codes     *cmap // a Type0 font's embedded encoding CMap: only its code lengths are used
 	ucs2      bool  // a Type0 font whose predefined CMap makes codes UTF-16
 	simple    [256]string
-	first     int
-	widths    []float64 // simple fonts: from first; glyph units
-	cidWidths map[int]float64
-	missing   float64 // width of codes without one, glyph units
-	base      string
-	scale     float64 // glyph units to text space units
+	// simpleWidths are a simple font's widths by code, worked out once.
+	simpleWidths [256]float64
+	first        int
+	widths       []float64 // simple fonts: from first; glyph units
+	cidWidths    map[int]float64
+	missing      float64 // width of codes without one, glyph units
+	base         string
+	scale        float64 // glyph units to text space units
 }
 
 // glyph is one code of a shown string.
@@ -53,6 +55,7 @@ func (d *pdfDoc) buildFont(fd pdfDict) *pdfFont {
 			if r != 0 {
 				f.simple[c] = string(r)
 			}
+			f.simpleWidths[c] = f.missing
 		}
 		return f
 	}
@@ -151,6 +154,9 @@ func (d *pdfDoc) buildFont(fd pdfDict) *pdfFont {
 	if desc := d.dictOf(fd["FontDescriptor"]); desc != nil {
 		f.missing, _ = d.numberOf(desc["MissingWidth"])
 	}
+	for c := range f.simpleWidths {
+		f.simpleWidths[c] = f.width(c)
+	}
 	return f
 }
 
@@ -223,7 +229,7 @@ func (f *pdfFont) glyphs(s []byte, out []glyph) []glyph {
 			} else {
 				text = f.simple[c]
 			}
-			out = append(out, glyph{text: text, width: f.width(int(c)) * f.scale, space: c == ' '})
+			out = append(out, glyph{text: text, width: f.simpleWidths[c] * f.scale, space: c == ' '})
 		}
 		return out
 	}

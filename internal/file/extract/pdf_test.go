@@ -344,3 +344,26 @@ func TestPDFLarge(t *testing.T) {
 		}
 	}
 }
+
+// Forms that draw forms ten times each, eight deep, over a stream of a
+// megabyte: without a bound on decoding this would decode 100 TB.
+func TestPDFDecodeBudget(t *testing.T) {
+	objs := []obj{
+		{dict: "<< /Type /Catalog /Pages 2 0 R >>"},
+		{dict: "<< /Type /Pages /Kids [3 0 R] /Count 1 >>"},
+		{dict: "<< /Type /Page /Parent 2 0 R /Resources << /XObject << /Fm 5 0 R >> >> /Contents 4 0 R >>"},
+		{dict: "<< >>", stream: []byte("/Fm Do")},
+	}
+	for i := 0; i < 8; i++ {
+		num := 5 + i
+		objs = append(objs, obj{
+			dict:   fmt.Sprintf("<< /Type /XObject /Subtype /Form /Resources << /XObject << /Fm %d 0 R >> >> >>", num+1),
+			stream: []byte(strings.Repeat("/Fm Do ", 10)),
+		})
+	}
+	objs = append(objs, obj{dict: "<< /Type /XObject /Subtype /Form /Filter /FlateDecode >>", stream: zlibBytes(strings.Repeat(" ", 1<<20))})
+	_, err := extract.Text(context.Background(), extract.PDF, handPDF("", objs...), nil)
+	if err == nil || !strings.Contains(err.Error(), "the PDF decodes to too much data") {
+		t.Fatalf("got %v, want the decoding budget's error", err)
+	}
+}
