@@ -9,13 +9,20 @@ import (
 
 // The media types Detect returns and Text reads.
 const (
-	PDF      = "application/pdf"
-	DOCX     = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-	HTML     = "text/html"
+	// PDF is a PDF document.
+	PDF = "application/pdf"
+	// DOCX is a Word document (Office Open XML).
+	DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	// HTML is a web page.
+	HTML = "text/html"
+	// Markdown is Markdown text.
 	Markdown = "text/markdown"
-	Plain    = "text/plain"
-	CSV      = "text/csv"
-	JSON     = "application/json"
+	// Plain is plain text.
+	Plain = "text/plain"
+	// CSV is comma-separated values.
+	CSV = "text/csv"
+	// JSON is a JSON document.
+	JSON = "application/json"
 	// Zip is a zip archive that is not a DOCX; Text does not read it.
 	Zip = "application/zip"
 	// Binary is any other type.

@@ -9,13 +9,14 @@ import (
 // The single-byte encodings of simple fonts, as text for each code. Codes a
 // table leaves undefined map to 0 and produce no text.
 
-// latinUpper is ISO 8859-1 from 0xA0, which WinAnsiEncoding shares.
+// latin1 fills 0xA0–0xFF with ISO 8859-1, which WinAnsiEncoding shares.
 func latin1(t *[256]rune) {
 	for c := 0xA0; c <= 0xFF; c++ {
 		t[c] = rune(c)
 	}
 }
 
+// ascii fills the printable ASCII codes.
 func ascii(t *[256]rune) {
 	for c := 0x20; c <= 0x7E; c++ {
 		t[c] = rune(c)

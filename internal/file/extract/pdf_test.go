@@ -205,7 +205,8 @@ ET`, code("ll"), code("o"), code("rld"), code("nd"))
 }
 
 // Simple fonts: /Differences with glyph names, MacRoman, StandardEncoding's
-// quotes, and the ', " and T* operators for new lines.
+// quotes, a ToUnicode CMap of 1-byte codes (codes it leaves out fall back to
+// the encoding), and the ', " and T* operators for new lines.
 func TestPDFSimpleEncodings(t *testing.T) {
 	content := `BT
 /F1 10 Tf 14 TL 72 700 Td
@@ -215,14 +216,17 @@ T* (Caf\216 cr\217me) Tj
 /F3 10 Tf
 (It'll) '
 2 1 (be ` + "`" + `fine') "
+/F4 10 Tf T* (Aabcz) Tj
 ET`
-	data := handPDF("", onePage("<< /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R >> >>", obj{dict: "<< >>", stream: []byte(content)},
+	data := handPDF("", onePage("<< /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 8 0 R >> >>", obj{dict: "<< >>", stream: []byte(content)},
 		obj{dict: "<< /Type /Font /Subtype /Type1 /BaseFont /Custom /Encoding << /Type /Encoding /BaseEncoding /WinAnsiEncoding /Differences [1 /eacute /uni00DF /f_i 65 /Omega] >> >>"},
 		obj{dict: "<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /MacRomanEncoding >>"},
 		obj{dict: "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"},
+		obj{dict: "<< /Type /Font /Subtype /TrueType /BaseFont /Cyr /FirstChar 65 /Widths [600] /ToUnicode 9 0 R >>"},
+		obj{dict: "<< >>", stream: []byte("1 begincodespacerange <00> <FF> endcodespacerange\n1 beginbfchar <41> <0416> endbfchar\n1 beginbfrange <61> <63> <0431> endbfrange")},
 	)...)
 	got := pdfPages(t, data)
-	want := []string{"éßfi ΩBC\nCafé crème\nIt’ll\nbe ‘fine’"}
+	want := []string{"éßfi ΩBC\nCafé crème\nIt’ll\nbe ‘fine’\nЖбвгz"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pages (-want +got):\n%s", diff)
 	}
