@@ -20,7 +20,8 @@ import (
 type Node struct {
 	ID string `json:"id"`
 	// Host and PID say where the process runs, so that a process starting on
-	// the same host can tell at once that an earlier one is gone.
+	// the same host (and in the same PID namespace) can tell at once that an
+	// earlier one is gone.
 	Host        string    `json:"host"`
 	PID         int       `json:"pid"`
 	StartedAt   time.Time `json:"started_at"`
@@ -71,7 +72,8 @@ type Liveness struct {
 	DeadAfter time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// Host and PID name this process (zero: os.Hostname and os.Getpid).
+	// Host and PID name this process (zero: the host name, with the PID
+	// namespace on Linux, and os.Getpid).
 	Host string
 	PID  int
 	// Alive reports whether a process of this host is running (nil: asks the
@@ -101,7 +103,7 @@ func (l *Liveness) init() {
 			l.Alive = processAlive
 		}
 		if l.Host == "" {
-			l.Host, _ = os.Hostname()
+			l.Host = hostName()
 		}
 		if l.PID == 0 {
 			l.PID = os.Getpid()
