@@ -94,7 +94,7 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 		doc, err = pdfText(ctx, data, progress)
 	case DOCX:
 		doc, err = docxText(ctx, data, progress)
-	case HTML:
+	case HTML, "application/xhtml+xml":
 		doc = single(htmlText(decodeText(data)))
 	case Markdown, Plain, "text/x-markdown":
 		doc = single(plainText(data))

@@ -20,8 +20,12 @@ type bfRange struct {
 	dst    []byte // UTF-16BE of lo; later codes increment its last unit
 }
 
-// maxCMapChars bounds how many codes of ranges are expanded into the map.
-const maxCMapChars = 1 << 16
+// maxCMapChars bounds how many codes of ranges are expanded into the map;
+// maxCMapRanges how many ranges beyond that are kept (each lookup scans them).
+const (
+	maxCMapChars  = 1 << 16
+	maxCMapRanges = 1 << 10
+)
 
 func cmapKey(code uint32, n int) uint64 { return uint64(n)<<32 | uint64(code) }
 
@@ -121,7 +125,7 @@ func parseCMap(data []byte) *cmap {
 								break
 							}
 						}
-					} else {
+					} else if len(m.ranges) < maxCMapRanges {
 						m.ranges = append(m.ranges, bfRange{n: n, lo: a, hi: b, dst: []byte(t)})
 					}
 				}
