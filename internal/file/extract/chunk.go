@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // normalizeSpace tidies extracted text: "\r\n" and "\r" become "\n"; runs of
@@ -72,10 +73,15 @@ func Chunks(pages []Page, size, overlap int) []Chunk {
 		return nil
 	}
 	overlap = max(0, min(overlap, size/2))
-	var text []rune
+	texts := make([]string, len(pages))
+	total := 0
+	for i, p := range pages {
+		texts[i] = normalizeSpace(p.Text)
+		total += utf8.RuneCountInString(texts[i]) + 1
+	}
+	text := make([]rune, 0, total)
 	var starts, numbers []int
-	for _, p := range pages {
-		t := normalizeSpace(p.Text)
+	for i, t := range texts {
 		if t == "" {
 			continue
 		}
@@ -83,8 +89,10 @@ func Chunks(pages []Page, size, overlap int) []Chunk {
 			text = append(text, '\n')
 		}
 		starts = append(starts, len(text))
-		numbers = append(numbers, p.Number)
-		text = append(text, []rune(t)...)
+		numbers = append(numbers, pages[i].Number)
+		for _, r := range t {
+			text = append(text, r)
+		}
 	}
 	pageAt := func(i int) int {
 		k := sort.Search(len(starts), func(j int) bool { return starts[j] > i }) - 1
