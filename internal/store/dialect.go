@@ -35,8 +35,8 @@ type Dialect struct {
 	// each other's inserts. Engines whose write transactions are already serialized
 	// leave it empty.
 	SyncLock string
-	// TextMatch selects file_id, idx, page, text and s, the relevance of a
-	// chunk (0 or more, higher is better), of the chunks that match the one ?
+	// TextMatch selects id, file_id, idx and s, the relevance of a chunk (0 or
+	// more, higher is better), of the chunks c that match the one ?
 	// it holds, which TextQuery fills in. It ends in a WHERE clause that file
 	// search extends with AND.
 	TextMatch string

@@ -429,17 +429,20 @@ func searchTerms(text string) []string {
 // inList returns "?, ?, …" for n arguments.
 func inList(n int) string { return "?" + strings.Repeat(", ?", n-1) }
 
-// ranked wraps a query selecting file_id, idx, page, text and s so that it keeps
-// at most perFile rows per file (0: no cap) and limit in all, best first.
+// ranked wraps a query selecting id, file_id, idx and s of chunks so that it
+// keeps at most perFile rows per file (0: no cap) and limit in all, best
+// first, and only then reads their page and text.
 func ranked(match string, perFile, limit int) (string, []any) {
 	if perFile <= 0 {
 		perFile = limit
 	}
-	return `SELECT file_id, idx, page, text, s FROM (
-		SELECT m.file_id, m.idx, m.page, m.text, m.s,
-		       ROW_NUMBER() OVER (PARTITION BY m.file_id ORDER BY m.s DESC, m.idx) AS rn
-		FROM (` + match + `) m
-	) r WHERE rn <= ? ORDER BY s DESC, file_id, idx LIMIT ?`, []any{perFile, limit}
+	return `SELECT c.file_id, c.idx, c.page, c.text, r.s FROM (
+		SELECT id, file_id, idx, s FROM (
+			SELECT m.id, m.file_id, m.idx, m.s,
+			       ROW_NUMBER() OVER (PARTITION BY m.file_id ORDER BY m.s DESC, m.idx) AS rn
+			FROM (` + match + `) m
+		) w WHERE rn <= ? ORDER BY s DESC, file_id, idx LIMIT ?
+	) r JOIN file_chunks c ON c.id = r.id ORDER BY r.s DESC, r.file_id, r.idx`, []any{perFile, limit}
 }
 
 // queryLimit is q's limit, 10 when unset.
@@ -478,7 +481,7 @@ func (db *DB) SearchVector(ctx context.Context, q file.Query, vec []float32) ([]
 		return db.searchVectorInGo(ctx, q, vec)
 	}
 	blob := file.EncodeVector(vec)
-	match := `SELECT c.file_id, c.idx, c.page, c.text, ` + db.d.VectorScore + ` AS s FROM file_chunks c
+	match := `SELECT c.id, c.file_id, c.idx, ` + db.d.VectorScore + ` AS s FROM file_chunks c
 		WHERE c.embedding IS NOT NULL AND length(c.embedding) = ? AND c.file_id IN (` + inList(len(q.FileIDs)) + `)`
 	args := []any{blob, len(blob)}
 	for _, id := range q.FileIDs {

@@ -4,7 +4,7 @@ import "strings"
 
 // textMatch finds chunks through the GIN index on their tsvector, ranked by
 // cover density.
-const textMatch = `SELECT c.file_id, c.idx, c.page, c.text, ts_rank_cd(c.tsv, q) AS s
+const textMatch = `SELECT c.id, c.file_id, c.idx, ts_rank_cd(c.tsv, q) AS s
 	FROM file_chunks c, to_tsquery('english', ?) AS q
 	WHERE c.tsv @@ q`
 

@@ -10,9 +10,11 @@ import (
 )
 
 // textMatch finds chunks through the FTS5 index. bm25 is negative, lower
-// is better; negated it is a relevance of 0 or more.
-const textMatch = `SELECT c.file_id, c.idx, c.page, c.text, -bm25(file_chunks_fts) AS s
-	FROM file_chunks_fts JOIN file_chunks c ON c.id = file_chunks_fts.rowid
+// is better; negated it is a relevance of 0 or more. CROSS JOIN keeps the
+// index search outside: the other order would run the full-text query once
+// per chunk of the searched files.
+const textMatch = `SELECT c.id, c.file_id, c.idx, -bm25(file_chunks_fts) AS s
+	FROM file_chunks_fts CROSS JOIN file_chunks c ON c.id = file_chunks_fts.rowid
 	WHERE file_chunks_fts MATCH ?`
 
 // textQuery is an FTS5 query matching any of terms. Each term is a quoted

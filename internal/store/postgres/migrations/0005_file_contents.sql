@@ -39,9 +39,9 @@ CREATE TABLE file_chunks (
     file_id   TEXT COLLATE "C" NOT NULL REFERENCES files (id) ON DELETE CASCADE,
     idx       INTEGER NOT NULL CHECK (idx >= 0),
     page      INTEGER NOT NULL,
-    text      TEXT NOT NULL,
     -- float32 little-endian; NULL without embeddings.
     embedding BYTEA,
+    text      TEXT NOT NULL,
     -- English stemming, like SQLite's porter tokenizer, so both engines match
     -- "services" to "serviced".
     tsv       TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,

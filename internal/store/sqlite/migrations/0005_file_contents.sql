@@ -37,9 +37,11 @@ CREATE TABLE file_chunks (
     file_id   TEXT NOT NULL REFERENCES files (id) ON DELETE CASCADE,
     idx       INTEGER NOT NULL CHECK (idx >= 0),
     page      INTEGER NOT NULL,
-    text      TEXT NOT NULL,
-    -- float32 little-endian, as sqlite-vec reads vectors; NULL without embeddings.
+    -- float32 little-endian, as sqlite-vec reads vectors; NULL without
+    -- embeddings. Before the text, so that scoring vectors never reads the
+    -- text's overflow pages.
     embedding BLOB,
+    text      TEXT NOT NULL,
     UNIQUE (file_id, idx)
 ) STRICT;
 
