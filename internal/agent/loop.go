@@ -199,7 +199,8 @@ func runTools(ctx context.Context, calls []prompt.ToolCall, o LoopOptions, step 
 			defer func() { <-sem }()
 			cctx, cancel := ctx, context.CancelFunc(func() {})
 			if o.ToolTimeout > 0 {
-				cctx, cancel = context.WithTimeout(ctx, o.ToolTimeout)
+				// The cause is what the model reads in the failed call's result.
+				cctx, cancel = context.WithTimeoutCause(ctx, o.ToolTimeout, fmt.Errorf("no answer within the tool timeout (%s)", o.ToolTimeout))
 			}
 			began := time.Now()
 			res := o.Tools.Run(cctx, call)

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"log/slog"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -18,9 +21,10 @@ import (
 )
 
 // models resolves an agent's provider to a client built from the config's
-// endpoints, one client per provider, created on first use. A provider's key
-// comes from its apiKey, else from the environment variable LibreChat uses
-// (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_KEY).
+// endpoints, created on first use: one client per provider, and for
+// azureOpenAI one per group and deployment, found by the agent's model. A
+// provider's key comes from its apiKey, else from the environment variable
+// LibreChat uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_KEY).
 func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 	var mu sync.Mutex
 	clients := map[string]llm.Model{}
@@ -31,15 +35,25 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 		v, _ := e.Getenv(envVar)
 		return v
 	}
-	return func(provider, _ string) (llm.Model, mcp.Family, error) {
+	return func(provider, model string) (llm.Model, mcp.Family, error) {
 		p := strings.ToLower(provider)
 		fam := mcp.FamilyOpenAI
 		if p == "anthropic" {
 			fam = mcp.FamilyAnthropic
 		}
+		cacheKey := p
+		var azure *openai.Options
+		if strings.EqualFold(provider, config.ProviderAzureOpenAI) {
+			opts, key, err := azureOptions(cfg, model)
+			if err != nil {
+				return nil, "", err
+			}
+			opts.Logger = log
+			azure, cacheKey = &opts, p+"\x00"+key
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if m, ok := clients[p]; ok {
+		if m, ok := clients[cacheKey]; ok {
 			return m, fam, nil
 		}
 		var m llm.Model
@@ -53,6 +67,8 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 		case "google":
 			ep := cfg.Endpoints.Google
 			m = google.New(google.Options{BaseURL: ep.BaseURL, APIKey: key(ep.APIKey, "GOOGLE_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, Logger: log})
+		case strings.ToLower(config.ProviderAzureOpenAI):
+			m = openai.New(*azure)
 		default:
 			for _, c := range cfg.Endpoints.Custom {
 				if strings.EqualFold(c.Name, provider) {
@@ -66,9 +82,56 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 		if m == nil {
 			return nil, "", fault.New(fault.Invalid, "provider %q is not configured (endpoints: openAI, anthropic, google, or a custom name)", provider)
 		}
-		clients[p] = m
+		clients[cacheKey] = m
 		return m, fam, nil
 	}
+}
+
+// envRef matches a ${VAR} reference left in a value because VAR was not set.
+var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// azureOptions returns the client options for an azureOpenAI model, from the
+// group that lists it, and the key of its client among the others: its
+// group, deployment and API version. Requests go to
+// https://<instanceName>.openai.azure.com, or to the group's baseURL with
+// ${INSTANCE_NAME} and ${DEPLOYMENT_NAME} filled; a baseURL naming the
+// deployment, and a serverless endpoint, take /chat/completions directly.
+func azureOptions(cfg *config.Config, model string) (openai.Options, string, error) {
+	d, ok := cfg.Endpoints.Azure(model)
+	if !ok {
+		return openai.Options{}, "", fault.New(fault.Invalid, "%s", config.AzureUnlisted(model))
+	}
+	g := d.Group
+	for _, f := range []struct{ key, value string }{
+		{"apiKey", g.APIKey}, {"instanceName", g.InstanceName}, {"deployment", d.Deployment}, {"version", d.Version},
+		{"baseURL", strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)},
+	} {
+		// The reference names a variable, and holds no secret.
+		if ref := envRef.FindString(f.value); ref != "" {
+			return openai.Options{}, "", fault.New(fault.Invalid, "azureOpenAI group %q: %s uses %s, which is not set in Relay's environment", g.Group, f.key, ref)
+		}
+	}
+	opts := openai.Options{
+		APIKey: g.APIKey, Headers: g.AdditionalHeaders, AddParams: g.AddParams, DropParams: g.DropParams,
+		Azure: &openai.Azure{Deployment: d.Deployment, APIVersion: d.Version},
+	}
+	switch base := strings.TrimRight(g.BaseURL, "/"); {
+	case g.Serverless:
+		// LibreChat's examples give the whole chat-completions URL.
+		opts.BaseURL = strings.TrimSuffix(base, "/chat/completions")
+		opts.Azure.Direct = true
+	case base == "":
+		opts.BaseURL = "https://" + url.PathEscape(g.InstanceName) + ".openai.azure.com"
+	default:
+		base = strings.ReplaceAll(base, "${INSTANCE_NAME}", url.PathEscape(g.InstanceName))
+		if strings.Contains(base, "${DEPLOYMENT_NAME}") {
+			base = strings.ReplaceAll(base, "${DEPLOYMENT_NAME}", url.PathEscape(d.Deployment))
+			opts.Azure.Direct = true
+			opts.Azure.APIVersion = cmp.Or(d.Version, openai.DefaultAzureAPIVersion)
+		}
+		opts.BaseURL = base
+	}
+	return opts, g.Group + "\x00" + d.Deployment + "\x00" + d.Version, nil
 }
 
 // runService builds the service that runs agents, over the opened services.
@@ -84,6 +147,7 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 			builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
 			builtin.WebSearchName:    webSearchTool(e, cfg, log),
 		},
-		Parallel: 4, StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
+		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
+		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
 	}, nil
 }

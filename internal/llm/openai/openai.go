@@ -88,6 +88,11 @@ type Azure struct {
 	// APIVersion is the api-version parameter; DefaultAzureAPIVersion when
 	// empty.
 	APIVersion string
+	// Direct means that BaseURL already addresses the deployment (a gateway
+	// URL that names it, or a serverless endpoint): requests go to
+	// {BaseURL}/chat/completions, with ?api-version= only when APIVersion is
+	// set.
+	Direct bool
 }
 
 // Client is an OpenAI-compatible chat-completions endpoint. It implements
@@ -180,6 +185,12 @@ func (c *Client) url(model string) string {
 	az := c.opts.Azure
 	if az == nil {
 		return c.base + "/chat/completions"
+	}
+	if az.Direct {
+		if az.APIVersion == "" {
+			return c.base + "/chat/completions"
+		}
+		return c.base + "/chat/completions?api-version=" + url.QueryEscape(az.APIVersion)
 	}
 	dep := az.Deployment
 	if dep == "" {
