@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
@@ -23,6 +26,7 @@ import (
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
 	"github.com/relay-ai/relay/internal/file/filetest"
 	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -37,9 +41,33 @@ type bundle struct {
 // setup opens a SQLite store with one user and a service over it with opts
 // (Store filled in), running until the test ends.
 func setup(t *testing.T, opts file.Options) *bundle {
+	return setupOn(t, "sqlite", opts)
+}
+
+// engines are the engines to run a test on: SQLite, and Postgres when
+// TEST_POSTGRES_URL is set.
+func engines() []string {
+	if os.Getenv("TEST_POSTGRES_URL") != "" {
+		return []string{"sqlite", "postgres"}
+	}
+	return []string{"sqlite"}
+}
+
+// setupOn is setup on the named engine; Postgres gets a schema of its own,
+// dropped when the test ends.
+func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "relay.db")
-	st, err := sqlite.Open(t.Context(), path)
+	var (
+		st   *store.DB
+		err  error
+		path string
+	)
+	if engine == "postgres" {
+		st, err = postgres.Open(t.Context(), pgSchema(t, os.Getenv("TEST_POSTGRES_URL")), postgres.Options{})
+	} else {
+		path = filepath.Join(t.TempDir(), "relay.db")
+		st, err = sqlite.Open(t.Context(), path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +80,36 @@ func setup(t *testing.T, opts file.Options) *bundle {
 	b := &bundle{store: st, path: path, owner: u.ID}
 	b.svc = start(t, opts)
 	return b
+}
+
+// pgSchema creates a schema, dropped when t ends, and returns a URL whose
+// connections use it.
+func pgSchema(t *testing.T, base string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	schema := "file_test_" + strings.ToLower(strings.NewReplacer("-", "_").Replace(file.NewID()[5:]))
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(ctx, base); err == nil {
+			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // start runs a service until the test ends, and checks that Run returns.
@@ -198,25 +256,27 @@ func TestHybridFindsParaphrase(t *testing.T) {
 		{"full text", nil, distractor},
 		{"hybrid", &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: emb.Key, Model: "fake"}, answer},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			b := setup(t, file.Options{Embedder: tt.embedder})
-			f := b.wait(t, b.upload(t, "car-guide.txt", paraphraseFile()).ID)
-			if f.Status != file.Ready || f.Chunks != 5 {
-				t.Fatalf("file = %+v, want ready with 5 chunks", f)
-			}
-			hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: question, Limit: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(hits) == 0 || !strings.HasPrefix(hits[0].Text, tt.wantTop) {
-				t.Errorf("top hit for %q: %q\nwant %q", question, texts(hits), tt.wantTop)
-			}
-			for i, h := range hits {
-				if h.Score <= 0 || h.Score > 1 || h.FileName != "car-guide.txt" {
-					t.Errorf("hit %d = %+v, want a score in (0, 1] and the file's name", i, h)
+		for _, eng := range engines() {
+			t.Run(tt.name+" on "+eng, func(t *testing.T) {
+				b := setupOn(t, eng, file.Options{Embedder: tt.embedder})
+				f := b.wait(t, b.upload(t, "car-guide.txt", paraphraseFile()).ID)
+				if f.Status != file.Ready || f.Chunks != 5 {
+					t.Fatalf("file = %+v, want ready with 5 chunks", f)
 				}
-			}
-		})
+				hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: question, Limit: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(hits) == 0 || !strings.HasPrefix(hits[0].Text, tt.wantTop) {
+					t.Errorf("top hit for %q: %q\nwant %q", question, texts(hits), tt.wantTop)
+				}
+				for i, h := range hits {
+					if h.Score <= 0 || h.Score > 1 || h.FileName != "car-guide.txt" {
+						t.Errorf("hit %d = %+v, want a score in (0, 1] and the file's name", i, h)
+					}
+				}
+			})
+		}
 	}
 	if emb.Requests.Load() == 0 {
 		t.Errorf("the embeddings server was never asked")
@@ -349,8 +409,14 @@ func (c *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32
 // TestSeveralProcessesIngestOnce runs three services on one database: each
 // file is ingested by one of them, once.
 func TestSeveralProcessesIngestOnce(t *testing.T) {
+	for _, eng := range engines() {
+		t.Run(eng, func(t *testing.T) { ingestOnce(t, eng) })
+	}
+}
+
+func ingestOnce(t *testing.T, eng string) {
 	emb := &countingEmbedder{seen: map[string]int{}}
-	b := setup(t, file.Options{Embedder: emb, Poll: 20 * time.Millisecond})
+	b := setupOn(t, eng, file.Options{Embedder: emb, Poll: 20 * time.Millisecond})
 	for range 2 {
 		start(t, file.Options{Store: b.store, Embedder: emb, Poll: 20 * time.Millisecond})
 	}
