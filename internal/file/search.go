@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 )
 
@@ -15,7 +16,8 @@ const rrfK = 60
 // first, at most q.PerFile per file and q.Limit (0: 10) in all. Files that are
 // not ready are skipped. By default the search is full text; with an Embedder
 // it is hybrid, the full-text and vector rankings fused by reciprocal rank;
-// with a RAG API it is the API's.
+// with a RAG API it is the API's. When the query cannot be embedded, hybrid
+// search falls back to full text (and logs why).
 func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.Limit <= 0 {
 		q.Limit = 10
@@ -58,7 +60,12 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 func (s *Service) hybrid(ctx context.Context, q Query) ([]Hit, error) {
 	vecs, err := s.opts.Embedder.Embed(ctx, []string{q.Text})
 	if err != nil {
-		return nil, fmt.Errorf("embedding the query: %w", err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("embedding the query: %w", err)
+		}
+		// Full text still answers while the embeddings endpoint does not.
+		s.log.WarnContext(ctx, "embedding a search query failed; searching by full text only", slog.Any("err", err))
+		return s.opts.Store.SearchText(ctx, q)
 	}
 	pool := q
 	pool.Limit = max(4*q.Limit, 50)

@@ -464,6 +464,19 @@ func TestEmbeddingFailure(t *testing.T) {
 	}
 }
 
+// TestSearchWithoutEmbeddings: a file ingested with embeddings is still found,
+// by full text, when the endpoint refuses the query.
+func TestSearchWithoutEmbeddings(t *testing.T) {
+	emb := filetest.StartEmbeddings(t)
+	b := setup(t, file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: emb.Key, Model: "fake"}})
+	f := b.wait(t, b.upload(t, "a.txt", []byte("the boiler is serviced in October")).ID)
+	broken := file.NewService(file.Options{Store: b.store, Embedder: &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: "wrong", Model: "fake"}})
+	hits, err := broken.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: "boiler"})
+	if err != nil || len(hits) != 1 || hits[0].FileName != "a.txt" {
+		t.Errorf("Search with a refused query embedding: %+v, %v; want the file's chunk by full text", hits, err)
+	}
+}
+
 // ragServer is a fake LibreChat-compatible RAG API.
 type ragServer struct {
 	mu       sync.Mutex
