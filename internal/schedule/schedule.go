@@ -1,6 +1,9 @@
 // Package schedule owns scheduled agents (agents.md "Schedules"): cron and
 // one-off schedules, computing their next firing in their timezone, claiming a
 // due firing exactly once across Relay processes, and the history of firings.
+// It also keeps the liveness of serving processes (nodes that heartbeat), so
+// that the runs and firings of a process that died are failed rather than
+// left running, and do not block their schedules' next firings.
 package schedule
 
 import (
