@@ -15,12 +15,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +30,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
@@ -53,10 +54,20 @@ type relayReady struct {
 type relayReport struct {
 	// Added are the latencies Relay added, sorted, in microseconds.
 	Added []int32 `json:"added_us"`
+	// Parsed are the parts of them until the model client handed the token
+	// on (reading and parsing the upstream's stream), sorted, in microseconds.
+	Parsed []int32 `json:"parsed_us"`
 	// PeakRSS is the process's peak resident set size in KiB (VmHWM).
 	PeakRSS int `json:"peak_rss_kib"`
 	// Chats counts the /api/chat requests served.
 	Chats int `json:"chats"`
+	// The largest Go heap in use, goroutine stacks and goroutines seen (sampled
+	// every 100 ms), to say where the memory goes.
+	HeapInuse uint64 `json:"heap_inuse"`
+	// CPU is the user and system time the process spent serving the chats.
+	CPU        time.Duration `json:"cpu"`
+	StackInuse uint64        `json:"stack_inuse"`
+	Goroutines int           `json:"goroutines"`
 }
 
 // streamChats runs chats concurrent streaming chats through a Relay process of
@@ -87,7 +98,7 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "chat-relay", "-upstream", upstream.URL, "-chats", strconv.Itoa(chats))
+	cmd := exec.Command(exe, "chat-relay", "-upstream", upstream.URL)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -113,6 +124,11 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", chats, tokens, gap)
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	driverCPU := cpuTime()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chats}}
 	var mu sync.Mutex
 	var seen []time.Duration
@@ -133,6 +149,7 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 	wg.Wait()
 	took := time.Since(t0)
 
+	loadCPU := cpuTime() - driverCPU
 	if err := stdin.Close(); err != nil {
 		return err
 	}
@@ -149,9 +166,17 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 		chats, complete, tokens, took.Round(time.Millisecond))
 	fmt.Printf("  added latency per token, upstream write to SSE flush in Relay (%d tokens): p50 %s  p99 %s  max %s  (target p99 < 5 ms)\n",
 		len(added), ms(pct(added, 50)), ms(pct(added, 99)), ms(added[len(added)-1]))
+	parsed := make([]time.Duration, len(rep.Parsed))
+	for i, us := range rep.Parsed {
+		parsed[i] = time.Duration(us) * time.Microsecond
+	}
+	fmt.Printf("  of which until the model client handed the token on: p50 %s  p99 %s\n", ms(pct(parsed, 50)), ms(pct(parsed, 99)))
 	fmt.Printf("  as the clients read it (adds their own scheduling on the same cores): p50 %s  p99 %s\n",
 		ms(pct(seen, 50)), ms(pct(seen, 99)))
-	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB)\n", float64(rep.PeakRSS)/1024)
+	fmt.Printf("  CPU: Relay %s (%.1f µs per token), upstream and clients %s; load average before the run %s\n",
+		rep.CPU.Round(time.Millisecond), float64(rep.CPU.Microseconds())/float64(max(1, len(added))), loadCPU.Round(time.Millisecond), load)
+	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB); at most %.0f MB Go heap in use, %.0f MB of goroutine stacks, %d goroutines\n",
+		float64(rep.PeakRSS)/1024, float64(rep.HeapInuse)/(1<<20), float64(rep.StackInuse)/(1<<20), rep.Goroutines)
 	return nil
 }
 
@@ -219,7 +244,6 @@ func tokenTime(b []byte) (int64, bool) {
 // relayReport.
 func chatRelay() error {
 	upstreamURL := flag.String("upstream", "", "the fake upstream's `URL`")
-	chats := flag.Int("chats", 1000, "chats the measurement sends (for the heap profile)")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "relay-bench-stream-")
 	if err != nil {
@@ -248,7 +272,12 @@ func chatRelay() error {
 	}
 	m := mcp.NewManager(nil, mcp.Options{Logger: log})
 	defer m.Close()
-	client := openai.New(openai.Options{BaseURL: *upstreamURL, APIKey: "sk-bench", Logger: log})
+	var (
+		mu     sync.Mutex
+		added  []int32
+		served int
+	)
+	client := &parseClock{Model: openai.New(openai.Options{BaseURL: *upstreamURL, APIKey: "sk-bench", Logger: log})}
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 		Models: func(string, string) (llm.Model, mcp.Family, error) { return client, mcp.FamilyOpenAI, nil }}
 	api := httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc, MCP: m, Logger: log,
@@ -260,23 +289,12 @@ func chatRelay() error {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
-	var (
-		mu     sync.Mutex
-		added  []int32
-		served int
-		active atomic.Int64
-	)
-	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE")
-	var heapOnce sync.Once
+	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
 	clocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/chat" {
 			api.ServeHTTP(w, r)
 			return
 		}
-		if n := active.Add(1); heapAt != "" && n == int64(*chats) {
-			heapOnce.Do(func() { time.AfterFunc(time.Second, func() { writeHeap(heapAt) }) })
-		}
-		defer active.Add(-1)
 		tc := &tokenClock{ResponseWriter: w}
 		api.ServeHTTP(tc, r)
 		mu.Lock()
@@ -291,15 +309,73 @@ func chatRelay() error {
 	srv := &http.Server{Handler: clocked, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
+	cpu0 := cpuTime()
 	ready, _ := json.Marshal(relayReady{URL: "http://" + ln.Addr().String(), Key: key})
 	fmt.Printf("%s\n", ready)
 
+	var rep relayReport
+	sampled := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-t.C:
+			case <-stopSampling:
+				return
+			}
+			runtime.ReadMemStats(&ms)
+			if heapAt != "" && ms.HeapInuse > rep.HeapInuse*6/5 {
+				writeHeap(heapAt) // near the peak
+			}
+			rep.HeapInuse, rep.StackInuse = max(rep.HeapInuse, ms.HeapInuse), max(rep.StackInuse, ms.StackInuse)
+			rep.Goroutines = max(rep.Goroutines, runtime.NumGoroutine())
+		}
+	}()
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	close(stopSampling)
+	<-sampled
+	if heapAt != "" {
+		writeHeap(heapAt + ".end") // for the allocations over the whole run
+	}
 	_ = srv.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(added)
-	return json.NewEncoder(os.Stdout).Encode(relayReport{Added: added, PeakRSS: peakRSSKiB(), Chats: served})
+	client.mu.Lock()
+	slices.Sort(client.parsed)
+	rep.Parsed = client.parsed
+	client.mu.Unlock()
+	rep.Added, rep.PeakRSS, rep.Chats, rep.CPU = added, peakRSSKiB(), served, cpuTime()-cpu0
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// parseClock notes, for each token, the time from the upstream writing it to
+// the model client handing it on.
+type parseClock struct {
+	llm.Model
+	mu     sync.Mutex
+	parsed []int32
+}
+
+func (c *parseClock) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	var mine []int32
+	defer func() {
+		c.mu.Lock()
+		c.parsed = append(c.parsed, mine...)
+		c.mu.Unlock()
+	}()
+	return c.Model.Stream(ctx, req, func(e llm.Event) {
+		if e.Kind == llm.EventText && strings.HasPrefix(e.Text, "<") {
+			if sent, err := strconv.ParseInt(strings.Trim(e.Text, "<>"), 10, 64); err == nil {
+				mine = append(mine, int32((time.Now().UnixNano()-sent)/1000))
+			}
+		}
+		emit(e)
+	})
 }
 
 // writeHeap writes a heap profile to path.

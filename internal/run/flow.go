@@ -301,10 +301,8 @@ func (f *flow) event(ctx context.Context, id string, e agent.Event, text *string
 		s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": id, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
 	case agent.EventToolFinished:
 		s.emit(ctx, lr, r.ID, EventToolFinished, map[string]any{"agent_id": id, "id": e.Tool.ID, "result": e.Tool.Result, "is_error": e.Tool.IsError, "duration_ms": e.Tool.Duration.Milliseconds()})
-		tc := &ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()}
-		if err := s.Store.AddToolCall(context.WithoutCancel(ctx), tc); err != nil {
-			f.log.Error("saving a tool call", slog.Any("err", err))
-		}
+		// Stored with the run's next batch of events (writer).
+		s.writer().toolCall(&ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
 	case agent.EventUsage:
 		s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": id, "usage": e.Usage})
 	case agent.EventRetry:

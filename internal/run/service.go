@@ -56,16 +56,29 @@ type Service struct {
 
 	mu   sync.Mutex
 	live map[string]*liveRun
+	w    *writer
+}
+
+// writer returns the Service's writer, made on first use.
+func (s *Service) writer() *writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		s.w = newWriter(s)
+	}
+	return s.w
 }
 
 // liveRun is a run in progress in this process: its subscribers, its events
 // not yet written, and its abort.
 type liveRun struct {
+	id      string
 	mu      sync.Mutex
 	seq     int64
 	subs    map[chan Event]struct{}
 	pending []Event // emitted, not yet known to be stored; oldest first
-	flushMu sync.Mutex
+	queued  bool    // the writer knows that pending has events
+	ended   bool    // every event is stored and the subscriptions are closed
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 }
@@ -73,7 +86,7 @@ type liveRun struct {
 // unsubscribe returns the function that ends ch's subscription (once); the
 // subscription also ends when the run does.
 func (lr *liveRun) unsubscribe(ch chan Event) func() {
-	stop := func() {
+	return func() {
 		lr.mu.Lock()
 		if _, ok := lr.subs[ch]; ok {
 			delete(lr.subs, ch)
@@ -81,33 +94,36 @@ func (lr *liveRun) unsubscribe(ch chan Event) func() {
 		}
 		lr.mu.Unlock()
 	}
-	go func() {
-		<-lr.done
-		stop()
-	}()
-	return stop
 }
 
-// flushEvery is how often a run's events are written, in one batch; the rest
-// are written when the run ends. Until then subscribers get them from memory.
-const flushEvery = 200 * time.Millisecond
+// next numbers a new event of the run. lr.mu must be held.
+func (lr *liveRun) next(typ string, data []byte) Event {
+	lr.seq++
+	return Event{RunID: lr.id, Seq: lr.seq, Type: typ, Data: data, CreatedAt: time.Now().UTC()}
+}
 
-// flush writes the pending events. They leave pending only once stored, so a
-// subscriber always finds every event in the store or in pending.
-func (s *Service) flush(ctx context.Context, lr *liveRun, runID string) {
-	lr.flushMu.Lock()
-	defer lr.flushMu.Unlock()
-	lr.mu.Lock()
-	batch := append([]Event(nil), lr.pending...)
-	lr.mu.Unlock()
-	if len(batch) == 0 {
-		return
+// deliver hands e to every subscriber; lr.mu must be held. A subscriber that
+// cannot keep up is dropped (its channel closed) and catches up from the store
+// and pending.
+func (lr *liveRun) deliver(e Event) {
+	for ch := range lr.subs {
+		select {
+		case ch <- e:
+		default:
+			close(ch)
+			delete(lr.subs, ch)
+		}
 	}
-	if err := s.Store.AppendEvents(context.WithoutCancel(ctx), batch); err != nil {
-		s.Log.Error("saving run events", slog.String("run_id", runID), slog.Any("err", err))
-	}
+}
+
+// end closes the subscriptions of a run whose events are all stored.
+func (lr *liveRun) end() {
 	lr.mu.Lock()
-	lr.pending = lr.pending[len(batch):]
+	lr.ended = true
+	for ch := range lr.subs {
+		close(ch)
+		delete(lr.subs, ch)
+	}
 	lr.mu.Unlock()
 }
 
@@ -136,6 +152,10 @@ type delta struct {
 	AgentID string `json:"agent_id"`
 	Text    string `json:"text"`
 }
+
+// subBuffer is how many events a subscriber may be behind before it is
+// dropped, to catch up from the store.
+const subBuffer = 256
 
 // ErrAborted is the cause of a run a user aborted.
 var ErrAborted = errors.New("aborted by the user")
@@ -170,7 +190,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	conv, history, earlier, err := s.conversation(ctx, u, a, req, now)
+	conv, isNew, history, earlier, err := s.conversation(ctx, u, a, req, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -182,14 +202,13 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := s.Store.AddMessage(ctx, userMsg); err != nil {
+	// The run is stored as running from the start: it starts at once.
+	r := &Run{ID: ident.New("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
+		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
+	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
 		return nil, nil, nil, err
 	}
-	r := &Run{ID: ident.New("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID, Status: StatusQueued, CreatedAt: now}
-	if err := s.Store.CreateRun(ctx, r); err != nil {
-		return nil, nil, nil, err
-	}
-	lr := &liveRun{subs: map[chan Event]struct{}{}, done: make(chan struct{})}
+	lr := &liveRun{id: r.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{})}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
@@ -201,7 +220,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	var ch chan Event
 	stop := func() {}
 	if subscribe {
-		ch = make(chan Event, 256)
+		ch = make(chan Event, subBuffer)
 		lr.subs[ch] = struct{}{}
 		stop = lr.unsubscribe(ch)
 	}
@@ -209,12 +228,13 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	return r, ch, stop, nil
 }
 
-// conversation returns the conversation of req (a new one when it names none)
-// and the messages on the branch that ends at req.ParentMessageID.
-func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (*Conversation, []prompt.Message, []string, error) {
+// conversation returns the conversation of req, a new one (not yet stored, and
+// isNew set) when it names none, with UpdatedAt now; and the messages on the
+// branch that ends at req.ParentMessageID, with the ids of their files.
+func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []prompt.Message, files []string, err error) {
 	if req.ConversationID == "" {
 		if req.ParentMessageID != "" {
-			return nil, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
+			return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
 		}
 		title := req.Text
 		if r := []rune(title); len(r) > 60 {
@@ -224,28 +244,26 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 			title = req.Title
 		}
 		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
-		return c, req.History, nil, s.Store.CreateConversation(ctx, c)
+		return c, true, req.History, nil, nil
 	}
-	c, err := s.Store.GetConversation(ctx, req.ConversationID)
+	c, err = s.Store.GetConversation(ctx, req.ConversationID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, false, nil, nil, err
 	}
 	if c.UserID != u.ID {
-		return nil, nil, nil, fault.New(fault.NotFound, "conversation %q not found", req.ConversationID)
+		return nil, false, nil, nil, fault.New(fault.NotFound, "conversation %q not found", req.ConversationID)
 	}
 	msgs, err := s.Store.ListMessages(ctx, c.ID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, false, nil, nil, err
 	}
 	byID := map[string]*Message{}
 	for _, m := range msgs {
 		byID[m.ID] = m
 	}
 	if req.ParentMessageID != "" && byID[req.ParentMessageID] == nil {
-		return nil, nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
+		return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
 	}
-	var branch []prompt.Message
-	var files []string
 	for id := req.ParentMessageID; id != ""; id = byID[id].ParentID {
 		m := byID[id]
 		role := prompt.RoleUser
@@ -259,37 +277,13 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		}
 	}
 	c.UpdatedAt = now
-	return c, branch, files, s.Store.UpdateConversation(ctx, c)
+	return c, false, branch, files, nil
 }
 
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun) {
-	stopFlusher := make(chan struct{})
-	go func() {
-		t := time.NewTicker(flushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				s.flush(ctx, lr, r.ID)
-			case <-stopFlusher:
-				return
-			}
-		}
-	}()
-	defer func() {
-		close(stopFlusher)
-		s.flush(ctx, lr, r.ID)
-		s.mu.Lock()
-		delete(s.live, r.ID)
-		s.mu.Unlock()
-		close(lr.done)
-	}()
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
-	started := time.Now().UTC()
-	r.Status, r.StartedAt = StatusRunning, &started
-	s.save(ctx, r, log)
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
@@ -297,21 +291,16 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		base: append(slices.Clone(history), prompt.Message{Role: prompt.RoleUser, Content: req.Text})}
 	err := f.run(ctx, a)
 
-	// The final state is written whatever happened, without the run's own context.
-	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
+	// The final state is written whatever happened, without the run's own
+	// context: the model requests, the answer, the run and the last events, in
+	// one transaction with whatever else of the run is waiting to be stored.
 	f.mu.Lock()
 	requests, usage := f.requests, f.usage
 	f.mu.Unlock()
-	for i := range requests {
-		if err := s.Store.AddModelRequest(fin, &requests[i]); err != nil {
-			log.Error("saving a model request", slog.Any("err", err))
-		}
-	}
 	r.Usage = usage
 	answer.Text, answer.Parts = f.answer(a.HideSequentialOutputs)
 	answer.Sources = Sources(answer.Parts)
-	finished := time.Now().UTC()
+	finished := time.Now().UTC().Truncate(time.Microsecond) // as stored
 	r.FinishedAt = &finished
 	switch {
 	case err == nil:
@@ -323,16 +312,20 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
 	}
 	answer.CreatedAt = finished
-	if err := s.Store.AddMessage(fin, answer); err != nil {
-		log.Error("saving the answer", slog.Any("err", err))
-	} else {
-		r.ResponseMessageID = answer.ID
-	}
-	s.save(fin, r, log)
+	r.ResponseMessageID = answer.ID
+	end := &ending{lr: lr, run: r, answer: answer, requests: requests}
+	lr.mu.Lock()
 	if r.Status == StatusFailed {
-		s.emit(fin, lr, r.ID, EventError, map[string]any{"message": r.Error})
+		end.events = append(end.events, lr.next(EventError, encode(map[string]any{"message": r.Error})))
 	}
-	s.emit(fin, lr, r.ID, EventRunFinished, map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})
+	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
+	lr.mu.Unlock()
+	s.writer().finish(end)
+	lr.end()
+	s.mu.Lock()
+	delete(s.live, r.ID)
+	s.mu.Unlock()
+	close(lr.done)
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }
 
@@ -353,34 +346,31 @@ func readable(err error) string {
 	return "the run failed: " + err.Error()
 }
 
-func (s *Service) save(ctx context.Context, r *Run, log *slog.Logger) {
-	if err := s.Store.UpdateRun(ctx, r); err != nil {
-		log.Error("saving the run", slog.Any("err", err))
+// emit hands an event to the run's subscribers and queues it to be stored.
+func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) {
+	raw := encode(data)
+	lr.mu.Lock()
+	e := lr.next(typ, raw)
+	lr.pending = append(lr.pending, e)
+	queue := !lr.queued
+	lr.queued = true
+	lr.deliver(e)
+	lr.mu.Unlock()
+	if queue {
+		s.writer().queue(lr)
 	}
 }
 
-// emit stores an event and hands it to the run's subscribers.
-func (s *Service) emit(ctx context.Context, lr *liveRun, runID, typ string, data any) {
+// encode is an event's data as JSON, texts as the model wrote them (no HTML
+// escaping).
+func encode(data any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // texts stay as the model wrote them
-	raw := []byte(`{}`)
-	if err := enc.Encode(data); err == nil {
-		raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(data); err != nil {
+		return []byte(`{}`)
 	}
-	lr.mu.Lock()
-	lr.seq++
-	e := Event{RunID: runID, Seq: lr.seq, Type: typ, Data: raw, CreatedAt: time.Now().UTC()}
-	lr.pending = append(lr.pending, e)
-	for ch := range lr.subs {
-		select {
-		case ch <- e:
-		default: // a subscriber that cannot keep up catches up from the store
-			close(ch)
-			delete(lr.subs, ch)
-		}
-	}
-	lr.mu.Unlock()
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Subscribe returns the run's events after seq `after` that are stored, and a
@@ -402,10 +392,11 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 		evs, err := s.Store.ListEvents(ctx, runID, after)
 		return evs, nil, func() {}, err
 	}
-	ch := make(chan Event, 256)
+	ch := make(chan Event, subBuffer)
 	lr.mu.Lock()
 	evs, err := s.Store.ListEvents(ctx, runID, after)
-	if err == nil {
+	ended := lr.ended
+	if err == nil && !ended {
 		last := after
 		if len(evs) > 0 {
 			last = evs[len(evs)-1].Seq
@@ -421,15 +412,8 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	select {
-	case <-lr.done:
-		// The run ended between the two looks: the store has everything.
-		lr.mu.Lock()
-		delete(lr.subs, ch)
-		lr.mu.Unlock()
-		evs, err = s.Store.ListEvents(ctx, runID, after)
-		return evs, nil, func() {}, err
-	default:
+	if ended { // the run ended between the two looks: the store had everything
+		return evs, nil, func() {}, nil
 	}
 	return evs, ch, lr.unsubscribe(ch), nil
 }

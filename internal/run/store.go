@@ -132,6 +132,28 @@ type RunFilter struct {
 	Since time.Time
 }
 
+// RunStart is what begins a run, stored together by Store.StartRun.
+type RunStart struct {
+	// Conversation is created when NewConversation is set; otherwise its
+	// agent, title and UpdatedAt are saved.
+	Conversation    *Conversation
+	NewConversation bool
+	// Message is the user's message that the run answers.
+	Message *Message
+	Run     *Run
+}
+
+// Batch is what the runs of a process produced since the last batch, stored
+// together by Store.WriteBatch in this order: events, tool calls, model
+// requests, new messages, then updated runs.
+type Batch struct {
+	Events    []Event
+	ToolCalls []*ToolCall
+	Requests  []*ModelRequest
+	Messages  []*Message
+	Runs      []*Run
+}
+
 // Store is what runs and conversations need from storage. Missing rows are
 // fault.NotFound; lists are oldest first.
 type Store interface {
@@ -156,6 +178,13 @@ type Store interface {
 	// FailStaleRuns marks runs still queued or running that started before
 	// cutoff as failed with reason, and returns how many it marked.
 	FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error)
+
+	// StartRun stores what begins a run in one transaction: its conversation
+	// (created when s.NewConversation, else updated), the user's message and
+	// the run.
+	StartRun(ctx context.Context, s *RunStart) error
+	// WriteBatch stores b in one transaction: all of it or, on error, none.
+	WriteBatch(ctx context.Context, b *Batch) error
 
 	// AppendEvents stores events, which carry their Seq already.
 	AppendEvents(ctx context.Context, events []Event) error

@@ -29,6 +29,10 @@ func scanConversation(r rowScanner) (*run.Conversation, error) {
 // UpdatedAt is CreatedAt; both are written back to c in stored form. A taken id
 // is fault.Conflict; a missing user fault.NotFound.
 func (db *DB) CreateConversation(ctx context.Context, c *run.Conversation) error {
+	return db.createConversation(ctx, db.write, c)
+}
+
+func (db *DB) createConversation(ctx context.Context, q querier, c *run.Conversation) error {
 	if c.ID == "" {
 		return fault.New(fault.Invalid, "conversation id is required")
 	}
@@ -37,7 +41,7 @@ func (db *DB) CreateConversation(ctx context.Context, c *run.Conversation) error
 	if !c.UpdatedAt.IsZero() {
 		updated = utc(c.UpdatedAt)
 	}
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO conversations (`+conversationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.AgentID, c.Title, db.timeArg(created), db.timeArg(updated))
 	switch {
@@ -101,8 +105,12 @@ func (db *DB) ListConversations(ctx context.Context, userID string, limit int) (
 // UpdateConversation stores c's title, agent and UpdatedAt (the current time when
 // zero, written back to c). The user and CreatedAt never change.
 func (db *DB) UpdateConversation(ctx context.Context, c *run.Conversation) error {
+	return db.updateConversation(ctx, db.write, c)
+}
+
+func (db *DB) updateConversation(ctx context.Context, q querier, c *run.Conversation) error {
 	updated := db.stamp(c.UpdatedAt)
-	res, err := db.exec(ctx, db.write,
+	res, err := db.exec(ctx, q,
 		`UPDATE conversations SET agent_id = ?, title = ?, updated_at = ? WHERE id = ?`,
 		c.AgentID, c.Title, db.timeArg(updated), c.ID)
 	if err != nil {
@@ -159,6 +167,11 @@ func scanMessage(r rowScanner) (*run.Message, error) {
 // missing one is fault.NotFound, one elsewhere fault.Invalid. A missing
 // conversation is fault.NotFound; a taken id fault.Conflict.
 func (db *DB) AddMessage(ctx context.Context, m *run.Message) error {
+	return db.inTx(ctx, func(tx *sql.Tx) error { return db.addMessage(ctx, tx, m) })
+}
+
+// addMessage is AddMessage in the transaction tx.
+func (db *DB) addMessage(ctx context.Context, tx *sql.Tx, m *run.Message) error {
 	switch {
 	case m.ID == "":
 		return fault.New(fault.Invalid, "message id is required")
@@ -174,35 +187,30 @@ func (db *DB) AddMessage(ctx context.Context, m *run.Message) error {
 		parts = string(b)
 	}
 	created := db.stamp(m.CreatedAt)
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		if m.ParentID != "" {
-			var conv string
-			err := db.queryRow(ctx, tx, `SELECT conversation_id FROM messages WHERE id = ?`, m.ParentID).Scan(&conv)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return fault.New(fault.NotFound, "parent of message %q: message %q not found", m.ID, m.ParentID)
-			case err != nil:
-				return fmt.Errorf("adding message %q: reading its parent: %w", m.ID, err)
-			case conv != m.ConversationID:
-				return fault.New(fault.Invalid, "parent of message %q: message %q is not in conversation %q", m.ID, m.ParentID, m.ConversationID)
-			}
-		}
-		_, err := db.exec(ctx, tx,
-			`INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.ConversationID, nullString(m.ParentID), string(m.Role), nullString(m.AgentID),
-			m.Text, parts, nullString(m.RunID), db.timeArg(created))
+	if m.ParentID != "" {
+		var conv string
+		err := db.queryRow(ctx, tx, `SELECT conversation_id FROM messages WHERE id = ?`, m.ParentID).Scan(&conv)
 		switch {
-		case err == nil:
-			return nil
-		case db.d.IsUniqueViolation(err):
-			return fault.Wrap(fault.Conflict, err, "message %q already exists", m.ID)
-		case db.d.IsForeignKeyViolation(err):
-			return fault.Wrap(fault.NotFound, err, "conversation of message %q: conversation %q not found", m.ID, m.ConversationID)
+		case errors.Is(err, sql.ErrNoRows):
+			return fault.New(fault.NotFound, "parent of message %q: message %q not found", m.ID, m.ParentID)
+		case err != nil:
+			return fmt.Errorf("adding message %q: reading its parent: %w", m.ID, err)
+		case conv != m.ConversationID:
+			return fault.New(fault.Invalid, "parent of message %q: message %q is not in conversation %q", m.ID, m.ParentID, m.ConversationID)
 		}
+	}
+	_, err := db.exec(ctx, tx,
+		`INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.ConversationID, nullString(m.ParentID), string(m.Role), nullString(m.AgentID),
+		m.Text, parts, nullString(m.RunID), db.timeArg(created))
+	switch {
+	case err == nil:
+	case db.d.IsUniqueViolation(err):
+		return fault.Wrap(fault.Conflict, err, "message %q already exists", m.ID)
+	case db.d.IsForeignKeyViolation(err):
+		return fault.Wrap(fault.NotFound, err, "conversation of message %q: conversation %q not found", m.ID, m.ConversationID)
+	default:
 		return fmt.Errorf("adding message %q: %w", m.ID, err)
-	})
-	if err != nil {
-		return err
 	}
 	m.CreatedAt = created
 	return nil

@@ -50,6 +50,10 @@ func storedPtr(t *time.Time) *time.Time {
 // the DB's node (OnNode), if any, as the process that runs it. A missing user
 // or conversation is fault.NotFound; a taken id fault.Conflict.
 func (db *DB) CreateRun(ctx context.Context, r *run.Run) error {
+	return db.createRun(ctx, db.write, r)
+}
+
+func (db *DB) createRun(ctx context.Context, q querier, r *run.Run) error {
 	if r.ID == "" {
 		return fault.New(fault.Invalid, "run id is required")
 	}
@@ -61,7 +65,7 @@ func (db *DB) CreateRun(ctx context.Context, r *run.Run) error {
 		return err
 	}
 	created, started, finished := db.stamp(r.CreatedAt), storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO runs (`+runColumns+`, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.UserID, r.AgentID, r.ConversationID, r.UserMessageID, nullString(r.ResponseMessageID),
 		string(status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
@@ -94,11 +98,15 @@ func (db *DB) runParentMissing(ctx context.Context, r *run.Run, cause error) err
 // FinishedAt, and writes the times back in stored form. Its user, agent,
 // conversation, user message and CreatedAt never change.
 func (db *DB) UpdateRun(ctx context.Context, r *run.Run) error {
+	return db.updateRun(ctx, db.write, r)
+}
+
+func (db *DB) updateRun(ctx context.Context, q querier, r *run.Run) error {
 	if err := checkStatus(r.ID, r.Status); err != nil {
 		return err
 	}
 	started, finished := storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
-	res, err := db.exec(ctx, db.write,
+	res, err := db.exec(ctx, q,
 		`UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
 			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ?`,
 		string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
@@ -192,6 +200,14 @@ func (db *DB) AppendEvents(ctx context.Context, events []run.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
+	if err := checkEvents(events); err != nil {
+		return err
+	}
+	return db.inTx(ctx, func(tx *sql.Tx) error { return db.appendEvents(ctx, tx, events) })
+}
+
+// checkEvents refuses events that AppendEvents may not store.
+func checkEvents(events []run.Event) error {
 	for _, e := range events {
 		switch {
 		case e.RunID == "":
@@ -204,42 +220,102 @@ func (db *DB) AppendEvents(ctx context.Context, events []run.Event) error {
 			return fault.New(fault.Invalid, "event %d of run %q: data is not JSON", e.Seq, e.RunID)
 		}
 	}
-	created := make([]time.Time, len(events))
-	for i, e := range events {
-		created[i] = db.stamp(e.CreatedAt)
+	return nil
+}
+
+// appendEvents inserts checked events in tx, with one prepared statement, and
+// writes their stored times back.
+func (db *DB) appendEvents(ctx context.Context, tx *sql.Tx, events []run.Event) error {
+	if len(events) == 0 {
+		return nil
 	}
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx,
-			db.d.bind(`INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`))
-		if err != nil {
-			return fmt.Errorf("storing events: %w", err)
+	stmt, err := tx.PrepareContext(ctx,
+		db.d.bind(`INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`))
+	if err != nil {
+		return fmt.Errorf("storing events: %w", err)
+	}
+	defer stmt.Close()
+	for i := range events {
+		e := &events[i]
+		var data any
+		if e.Data != nil {
+			data = string(e.Data)
 		}
-		defer stmt.Close()
-		for i, e := range events {
-			var data any
-			if e.Data != nil {
-				data = string(e.Data)
+		created := db.stamp(e.CreatedAt)
+		_, err := stmt.ExecContext(ctx, e.RunID, e.Seq, e.Type, data, db.timeArg(created))
+		switch {
+		case err == nil:
+		case db.d.IsUniqueViolation(err):
+			return fault.Wrap(fault.Conflict, err, "run %q already has event %d", e.RunID, e.Seq)
+		case db.d.IsForeignKeyViolation(err):
+			return fault.Wrap(fault.NotFound, err, "event %d: run %q not found", e.Seq, e.RunID)
+		default:
+			return fmt.Errorf("storing event %d of run %q: %w", e.Seq, e.RunID, err)
+		}
+		e.CreatedAt = created
+	}
+	return nil
+}
+
+// StartRun stores, in one transaction, the conversation of s (created when
+// s.NewConversation, otherwise its agent, title and UpdatedAt saved), the
+// user's message and the run, as CreateConversation or UpdateConversation,
+// AddMessage and CreateRun do, with their faults. On error nothing is stored.
+func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
+	if s.Conversation == nil || s.Message == nil || s.Run == nil {
+		return fault.New(fault.Invalid, "starting a run needs its conversation, message and run")
+	}
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.NewConversation {
+			err = db.createConversation(ctx, tx, s.Conversation)
+		} else {
+			err = db.updateConversation(ctx, tx, s.Conversation)
+		}
+		if err != nil {
+			return err
+		}
+		if err := db.addMessage(ctx, tx, s.Message); err != nil {
+			return err
+		}
+		return db.createRun(ctx, tx, s.Run)
+	})
+}
+
+// WriteBatch stores b in one transaction, all of it or, on error, none: its
+// events, tool calls, model requests, messages and run updates, in that order,
+// each as AppendEvents, AddToolCall, AddModelRequest, AddMessage and UpdateRun
+// would, with their faults and the stored times written back.
+func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
+	if err := checkEvents(b.Events); err != nil {
+		return err
+	}
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		if err := db.appendEvents(ctx, tx, b.Events); err != nil {
+			return err
+		}
+		for _, c := range b.ToolCalls {
+			if err := db.addToolCall(ctx, tx, c); err != nil {
+				return err
 			}
-			_, err := stmt.ExecContext(ctx, e.RunID, e.Seq, e.Type, data, db.timeArg(created[i]))
-			switch {
-			case err == nil:
-			case db.d.IsUniqueViolation(err):
-				return fault.Wrap(fault.Conflict, err, "run %q already has event %d", e.RunID, e.Seq)
-			case db.d.IsForeignKeyViolation(err):
-				return fault.Wrap(fault.NotFound, err, "event %d: run %q not found", e.Seq, e.RunID)
-			default:
-				return fmt.Errorf("storing event %d of run %q: %w", e.Seq, e.RunID, err)
+		}
+		for _, r := range b.Requests {
+			if err := db.addModelRequest(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		for _, m := range b.Messages {
+			if err := db.addMessage(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		for _, r := range b.Runs {
+			if err := db.updateRun(ctx, tx, r); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for i := range events {
-		events[i].CreatedAt = created[i]
-	}
-	return nil
 }
 
 // ListEvents returns a run's events with Seq > after, in Seq order; none for an
@@ -277,6 +353,10 @@ func (db *DB) ListEvents(ctx context.Context, runID string, after int64) ([]run.
 // fault.Conflict, a missing run fault.NotFound. A zero SentAt is the current
 // time; the stored one is written back to r.
 func (db *DB) AddModelRequest(ctx context.Context, r *run.ModelRequest) error {
+	return db.addModelRequest(ctx, db.write, r)
+}
+
+func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelRequest) error {
 	switch {
 	case r.RunID == "":
 		return fault.New(fault.Invalid, "model request %d: run id is required", r.Seq)
@@ -286,7 +366,7 @@ func (db *DB) AddModelRequest(ctx context.Context, r *run.ModelRequest) error {
 		return fault.New(fault.Invalid, "model request %d of run %q: body is not JSON", r.Seq, r.RunID)
 	}
 	sent := db.stamp(r.SentAt)
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO model_requests (run_id, seq, agent_id, body, sent_at) VALUES (?, ?, ?, ?, ?)`,
 		r.RunID, r.Seq, r.AgentID, string(r.Body), db.timeArg(sent))
 	switch {
@@ -336,6 +416,10 @@ const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error
 // when zero) are written back to c. An id the run has already is
 // fault.Conflict; a missing run fault.NotFound.
 func (db *DB) AddToolCall(ctx context.Context, c *run.ToolCall) error {
+	return db.addToolCall(ctx, db.write, c)
+}
+
+func (db *DB) addToolCall(ctx context.Context, q querier, c *run.ToolCall) error {
 	switch {
 	case c.RunID == "":
 		return fault.New(fault.Invalid, "tool call %q: run id is required", c.ID)
@@ -352,7 +436,7 @@ func (db *DB) AddToolCall(ctx context.Context, c *run.ToolCall) error {
 		}
 		sources = string(b)
 	}
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created), sources)
 	switch {

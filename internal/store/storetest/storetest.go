@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", memoryTests},
 		{"Files", fileTests},
 		{"Runs", runTests},
+		{"RunBatches", runBatchTests},
 		{"Schedules", scheduleTests},
 		{"Nodes", nodeTests},
 		{"Concurrency", concurrencyTests},

@@ -1,0 +1,210 @@
+package run
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// flushEvery is how long a run's events may wait in memory before they are
+// stored. Until then subscribers get them from memory; a run's last events are
+// stored as soon as it ends.
+const flushEvery = 100 * time.Millisecond
+
+// writer stores what the live runs of a Service produce: their events and tool
+// calls as they come, and each run's final records when it ends. One goroutine
+// writes everything that is waiting, of every run, in one transaction, at most
+// flushEvery after it arrived and at once when a run ends. A thousand runs
+// streaming at once then cost a few transactions a second instead of a
+// transaction per run per flush, which matters most to SQLite's single writer.
+//
+// The goroutine runs only while there is something to write.
+type writer struct {
+	s *Service
+
+	mu      sync.Mutex
+	running bool
+	runs    []*liveRun  // runs with events in pending, each once (liveRun.queued)
+	tools   []*ToolCall // tool calls not yet stored
+	ends    []*ending   // runs that ended, waiting for their last batch
+	kick    chan struct{}
+}
+
+// ending is what a run stores when it ends: its model requests, its answer,
+// its final state and its last events, which reach subscribers once stored.
+type ending struct {
+	lr       *liveRun
+	run      *Run
+	answer   *Message
+	requests []ModelRequest
+	events   []Event
+	stored   chan struct{} // closed once written (or failed and logged)
+}
+
+func newWriter(s *Service) *writer {
+	return &writer{s: s, kick: make(chan struct{}, 1)}
+}
+
+// queue notes that lr has events in pending.
+func (w *writer) queue(lr *liveRun) {
+	w.mu.Lock()
+	w.runs = append(w.runs, lr)
+	w.startLocked()
+	w.mu.Unlock()
+}
+
+// toolCall queues a tool call to be stored with the next batch.
+func (w *writer) toolCall(c *ToolCall) {
+	w.mu.Lock()
+	w.tools = append(w.tools, c)
+	w.startLocked()
+	w.mu.Unlock()
+}
+
+// finish stores a run's end, with every event and tool call of the run still
+// waiting, and returns once they are written.
+func (w *writer) finish(e *ending) {
+	e.stored = make(chan struct{})
+	w.mu.Lock()
+	w.ends = append(w.ends, e)
+	w.startLocked()
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	<-e.stored
+}
+
+func (w *writer) startLocked() {
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
+}
+
+// loop writes batches until there is nothing left to write.
+func (w *writer) loop() {
+	var tick *time.Timer
+	for {
+		w.mu.Lock()
+		idle := len(w.runs) == 0 && len(w.tools) == 0 && len(w.ends) == 0
+		urgent := len(w.ends) > 0
+		if idle {
+			w.running = false
+		}
+		w.mu.Unlock()
+		if idle {
+			if tick != nil {
+				tick.Stop()
+			}
+			return
+		}
+		if !urgent {
+			if tick == nil {
+				tick = time.NewTimer(flushEvery)
+			} else {
+				tick.Reset(flushEvery)
+			}
+			select {
+			case <-tick.C:
+			case <-w.kick:
+			}
+		}
+		w.write()
+	}
+}
+
+// write stores everything waiting in one batch, then takes the stored events
+// out of their runs' pending lists and hands the ended runs' last events to
+// their subscribers.
+func (w *writer) write() {
+	w.mu.Lock()
+	runs, tools, ends := w.runs, w.tools, w.ends
+	w.runs, w.tools, w.ends = nil, nil, nil
+	w.mu.Unlock()
+	select { // a kick for what this batch holds is spent
+	case <-w.kick:
+	default:
+	}
+
+	var b Batch
+	counts := make([]int, len(runs))
+	for i, lr := range runs {
+		lr.mu.Lock()
+		lr.queued = false // events emitted from now on queue the run again
+		counts[i] = len(lr.pending)
+		b.Events = append(b.Events, lr.pending...)
+		lr.mu.Unlock()
+	}
+	b.ToolCalls = tools
+	for _, e := range ends {
+		for i := range e.requests {
+			b.Requests = append(b.Requests, &e.requests[i])
+		}
+		b.Messages = append(b.Messages, e.answer)
+		b.Runs = append(b.Runs, e.run)
+		b.Events = append(b.Events, e.events...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.s.Store.WriteBatch(ctx, &b); err != nil {
+		// Something in the batch is refused (a run deleted meanwhile, …): store
+		// each run's part on its own, so that one run's trouble is not every run's.
+		w.s.Log.Warn("storing a batch of run records failed; storing them one by one", slog.Any("err", err))
+		w.writeEach(ctx, runs, counts, tools, ends)
+	}
+
+	for i, lr := range runs {
+		lr.mu.Lock()
+		n := copy(lr.pending, lr.pending[counts[i]:])
+		clear(lr.pending[n:])
+		lr.pending = lr.pending[:n]
+		lr.mu.Unlock()
+	}
+	for _, e := range ends {
+		e.lr.mu.Lock()
+		for _, ev := range e.events {
+			e.lr.deliver(ev)
+		}
+		e.lr.mu.Unlock()
+		close(e.stored)
+	}
+}
+
+// writeEach stores a failed batch's records one run at a time, logging what
+// cannot be stored.
+func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, tools []*ToolCall, ends []*ending) {
+	for i, lr := range runs {
+		lr.mu.Lock()
+		events := append([]Event(nil), lr.pending[:counts[i]]...)
+		lr.mu.Unlock()
+		if err := w.s.Store.AppendEvents(ctx, events); err != nil {
+			w.s.Log.Error("saving run events", slog.String("run_id", lr.id), slog.Any("err", err))
+		}
+	}
+	for _, c := range tools {
+		if err := w.s.Store.AddToolCall(ctx, c); err != nil {
+			w.s.Log.Error("saving a tool call", slog.String("run_id", c.RunID), slog.Any("err", err))
+		}
+	}
+	for _, e := range ends {
+		log := w.s.Log.With(slog.String("run_id", e.run.ID))
+		for i := range e.requests {
+			if err := w.s.Store.AddModelRequest(ctx, &e.requests[i]); err != nil {
+				log.Error("saving a model request", slog.Any("err", err))
+			}
+		}
+		if err := w.s.Store.AddMessage(ctx, e.answer); err != nil {
+			log.Error("saving the answer", slog.Any("err", err))
+			e.run.ResponseMessageID = ""
+		}
+		if err := w.s.Store.UpdateRun(ctx, e.run); err != nil {
+			log.Error("saving the run", slog.Any("err", err))
+		}
+		if err := w.s.Store.AppendEvents(ctx, e.events); err != nil {
+			log.Error("saving run events", slog.Any("err", err))
+		}
+	}
+}

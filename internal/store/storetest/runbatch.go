@@ -1,0 +1,117 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
+)
+
+// runBatchTests cover the two writes a run makes in one transaction each:
+// StartRun, and WriteBatch with everything the runs of a process produced.
+var runBatchTests = []test{
+	{"StartRunNewConversation", func(t *testing.T, s store.Store) {
+		u := createUser(t, s, "start@example.com")
+		c := newConversation(u.ID, 1)
+		m := newMessage(c.ID, "", run.RoleUser, "Hello", 2)
+		started := at(2)
+		r := newRun(u.ID, c.ID, m.ID, 2)
+		r.Status, r.StartedAt = run.StatusRunning, &started
+		must(t, s.StartRun(t.Context(), &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}), "StartRun")
+		got, err := s.GetConversation(t.Context(), c.ID)
+		must(t, err, "GetConversation")
+		if d := cmp.Diff(c, got); d != "" {
+			t.Errorf("the conversation (-want +got):\n%s", d)
+		}
+		msgs, err := s.ListMessages(t.Context(), c.ID)
+		must(t, err, "ListMessages")
+		if len(msgs) != 1 || msgs[0].ID != m.ID || msgs[0].CreatedAt != stored(at(2)) {
+			t.Errorf("messages %+v", msgs)
+		}
+		if gr := getRun(t, s, r.ID); gr.Status != run.StatusRunning || gr.StartedAt == nil || !gr.StartedAt.Equal(stored(started)) {
+			t.Errorf("the run %+v", gr)
+		}
+	}},
+	{"StartRunExistingConversation", func(t *testing.T, s store.Store) {
+		ch := newChat(t, s, "start@example.com")
+		ch.conv.Title, ch.conv.UpdatedAt = "Renamed", at(30)
+		m := newMessage(ch.conv.ID, ch.msg.ID, run.RoleUser, "Again", 30)
+		r := newRun(ch.user.ID, ch.conv.ID, m.ID, 30)
+		must(t, s.StartRun(t.Context(), &run.RunStart{Conversation: ch.conv, Message: m, Run: r}), "StartRun")
+		got, err := s.GetConversation(t.Context(), ch.conv.ID)
+		must(t, err, "GetConversation")
+		if got.Title != "Renamed" || got.UpdatedAt != stored(at(30)) {
+			t.Errorf("the conversation %+v", got)
+		}
+		getRun(t, s, r.ID)
+	}},
+	{"StartRunAllOrNothing", func(t *testing.T, s store.Store) {
+		u := createUser(t, s, "start@example.com")
+		c := newConversation(u.ID, 1)
+		m := newMessage(c.ID, "msg_missing", run.RoleUser, "Hello", 2)
+		r := newRun(u.ID, c.ID, m.ID, 2)
+		err := s.StartRun(t.Context(), &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r})
+		wantKind(t, err, fault.NotFound, "StartRun with a missing parent message")
+		_, err = s.GetConversation(t.Context(), c.ID)
+		wantKind(t, err, fault.NotFound, "GetConversation after a failed StartRun")
+		_, err = s.GetRun(t.Context(), r.ID)
+		wantKind(t, err, fault.NotFound, "GetRun after a failed StartRun")
+	}},
+	{"WriteBatch", func(t *testing.T, s store.Store) {
+		a, b := newChat(t, s, "a@example.com"), newChat(t, s, "b@example.com")
+		answer := newMessage(a.conv.ID, a.msg.ID, run.RoleAssistant, "Done", 9)
+		answer.RunID = a.run.ID
+		finished := at(9)
+		a.run.Status, a.run.FinishedAt, a.run.ResponseMessageID = run.StatusSucceeded, &finished, answer.ID
+		a.run.Usage.TotalTokens = 42
+		batch := &run.Batch{
+			Events:    []run.Event{event(a.run.ID, 1, `{"text":"x"}`), event(b.run.ID, 1, `{}`), event(a.run.ID, 2, "")},
+			ToolCalls: []*run.ToolCall{toolCall(b.run.ID, "call_1", 4)},
+			Requests:  []*run.ModelRequest{{RunID: a.run.ID, Seq: 1, AgentID: "agent_helper", Body: json.RawMessage(exactBody), SentAt: at(5)}},
+			Messages:  []*run.Message{answer},
+			Runs:      []*run.Run{a.run},
+		}
+		must(t, s.WriteBatch(t.Context(), batch), "WriteBatch")
+		if got := seqs(listEvents(t, s, a.run.ID, 0)); !cmp.Equal(got, []int64{1, 2}) {
+			t.Errorf("events of a: %v", got)
+		}
+		if got := listEvents(t, s, b.run.ID, 0); len(got) != 1 || got[0].CreatedAt != stored(batch.Events[1].CreatedAt) {
+			t.Errorf("events of b: %+v", got)
+		}
+		if got := listToolCalls(t, s, b.run.ID); len(got) != 1 || got[0].ID != "call_1" || got[0].Duration != 1500*time.Millisecond {
+			t.Errorf("tool calls of b: %+v", got)
+		}
+		if got := listModelRequests(t, s, a.run.ID); len(got) != 1 || string(got[0].Body) != exactBody {
+			t.Errorf("model requests of a: %+v", got)
+		}
+		if got := getRun(t, s, a.run.ID); got.Status != run.StatusSucceeded || got.ResponseMessageID != answer.ID || got.Usage.TotalTokens != 42 {
+			t.Errorf("run a: %+v", got)
+		}
+		must(t, s.WriteBatch(t.Context(), &run.Batch{}), "WriteBatch of nothing")
+	}},
+	{"WriteBatchAllOrNothing", func(t *testing.T, s store.Store) {
+		a := newChat(t, s, "a@example.com")
+		for _, tc := range []struct {
+			name  string
+			batch *run.Batch
+			kind  fault.Kind
+		}{
+			{"an event of a missing run", &run.Batch{Events: []run.Event{event(a.run.ID, 1, ""), event("run_missing", 1, "")}}, fault.NotFound},
+			{"an event that is not JSON", &run.Batch{Events: []run.Event{event(a.run.ID, 1, ""), event(a.run.ID, 2, "{")}}, fault.Invalid},
+			{"a tool call of a missing run", &run.Batch{Events: []run.Event{event(a.run.ID, 1, "")},
+				ToolCalls: []*run.ToolCall{toolCall("run_missing", "call_1", 4)}}, fault.NotFound},
+			{"an update of a missing run", &run.Batch{Events: []run.Event{event(a.run.ID, 1, "")},
+				Runs: []*run.Run{newRun(a.user.ID, a.conv.ID, a.msg.ID, 3)}}, fault.NotFound},
+		} {
+			wantKind(t, s.WriteBatch(t.Context(), tc.batch), tc.kind, "WriteBatch with "+tc.name)
+			if got := listEvents(t, s, a.run.ID, 0); len(got) != 0 {
+				t.Errorf("after WriteBatch with %s, %d events stored, want none", tc.name, len(got))
+			}
+		}
+	}},
+}
