@@ -152,17 +152,37 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string,
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	armed := false // the write deadline is set for the burst being written
 	_ = s.follow(r, runID, after, sub, func(e run.Event) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data)
+		if !armed {
+			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			armed = true
+		}
+		buf = appendEvent(buf[:0], e)
+		_, err := w.Write(buf)
 		return err
-	}, rc.Flush, func() error {
+	}, func() error {
+		armed = false
+		return rc.Flush()
+	}, func() error {
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
 			return err
 		}
 		return rc.Flush()
 	})
+}
+
+// appendEvent appends e as an SSE event: its id, its type and its data.
+func appendEvent(b []byte, e run.Event) []byte {
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, e.Type...)
+	b = append(b, "\ndata: "...)
+	b = append(b, e.Data...)
+	return append(b, "\n\n"...)
 }
 
 func (s *Server) abortRun(w http.ResponseWriter, r *http.Request) {

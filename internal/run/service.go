@@ -364,6 +364,9 @@ func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) 
 // encode is an event's data as JSON, texts as the model wrote them (no HTML
 // escaping).
 func encode(data any) []byte {
+	if d, ok := data.(delta); ok { // the event streamed most, encoded by hand
+		return d.appendJSON(make([]byte, 0, len(d.AgentID)+len(d.Text)+32))
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
