@@ -26,6 +26,7 @@ func TestSchedulesFireOnceAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes over three minutes; skipped with -short")
 	}
+	t.Parallel() // mostly waiting for minute boundaries, as the kill -9 test does
 	bin := filepath.Join(t.TempDir(), "relay")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
 		t.Fatalf("building relay: %v\n%s", err, out)

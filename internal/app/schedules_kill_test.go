@@ -165,6 +165,7 @@ func TestKilledProcessRunFailsAndNextFiringRunsElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about a minute and a half; skipped with -short")
 	}
+	t.Parallel() // mostly waiting for a minute boundary, as the three-process test does
 	bin := buildRelay(t)
 	mock := llmtest.StartAimock(t, slowFixtures)
 	db := schemaURL(t, pg)
