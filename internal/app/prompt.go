@@ -33,6 +33,8 @@ func preparer(cfg *config.Config, svc *services, m *mcp.Manager) (*run.Preparer,
 		Files:          svc.promptFiles,
 		AttachedFiles:  svc.attachedFiles,
 		Memory:         svc.promptMemory,
+		Search:         svc.files.Search,
+		InjectContext:  cfg.RAG.InjectContext,
 		Location:       loc,
 		AnswerLanguage: cfg.WebSearch.AnswerLanguage,
 	}, nil

@@ -1,10 +1,8 @@
 package extract
 
 import (
-	"sort"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // normalizeSpace tidies extracted text: "\r\n" and "\r" become "\n"; runs of
@@ -62,43 +60,29 @@ func normalizeSpace(s string) string {
 
 // Chunks cuts pages into chunks of at most size characters (runes), each
 // starting up to overlap characters before the previous one ended (overlap
-// is capped at half the size). Text is first tidied as by normalizeSpace;
-// pages are joined by a line break, so a chunk may span pages, and each chunk
-// records the page it starts on. A chunk ends at the last white space in the
-// second half of its window when there is one, else it is cut mid-word; the
-// overlap starts at a word boundary when one is within it. The result
-// depends only on the input.
+// is capped at half the size). Text is first tidied as by normalizeSpace. A
+// chunk never spans pages, so the page it records is the page all of its text
+// is on, and a citation of it names the right page; a page shorter than size
+// is one chunk. A chunk ends at the last white space in the second half of its
+// window when there is one, else it is cut mid-word; the overlap starts at a
+// word boundary when one is within it. Index counts chunks across the pages.
+// The result depends only on the input.
 func Chunks(pages []Page, size, overlap int) []Chunk {
 	if size <= 0 {
 		return nil
 	}
 	overlap = max(0, min(overlap, size/2))
-	texts := make([]string, len(pages))
-	total := 0
-	for i, p := range pages {
-		texts[i] = normalizeSpace(p.Text)
-		total += utf8.RuneCountInString(texts[i]) + 1
-	}
-	text := make([]rune, 0, total)
-	var starts, numbers []int
-	for i, t := range texts {
-		if t == "" {
-			continue
-		}
-		if len(text) > 0 {
-			text = append(text, '\n')
-		}
-		starts = append(starts, len(text))
-		numbers = append(numbers, pages[i].Number)
-		for _, r := range t {
-			text = append(text, r)
-		}
-	}
-	pageAt := func(i int) int {
-		k := sort.Search(len(starts), func(j int) bool { return starts[j] > i }) - 1
-		return numbers[max(k, 0)]
-	}
 	var out []Chunk
+	var text []rune
+	for _, p := range pages {
+		text = append(text[:0], []rune(normalizeSpace(p.Text))...)
+		out = chunkPage(out, text, p.Number, size, overlap)
+	}
+	return out
+}
+
+// chunkPage appends the chunks of one page's text to out.
+func chunkPage(out []Chunk, text []rune, page, size, overlap int) []Chunk {
 	start := 0
 	for {
 		for start < len(text) && unicode.IsSpace(text[start]) {
@@ -121,7 +105,7 @@ func Chunks(pages []Page, size, overlap int) []Chunk {
 		}
 		out = append(out, Chunk{
 			Index: len(out),
-			Page:  pageAt(start),
+			Page:  page,
 			Text:  strings.TrimRightFunc(string(text[start:cut]), unicode.IsSpace),
 		})
 		if cut >= len(text) {

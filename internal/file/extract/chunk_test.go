@@ -36,8 +36,8 @@ func TestChunks(t *testing.T) {
 			[]extract.Chunk{{0, 1, "ééééé ààààà"}, {1, 1, "üüüüü"}}},
 		{"line breaks kept, spaces collapsed", []extract.Page{p(1, "Title\r\n\r\n\r\n  first   line\n\tsecond")}, 100, 10,
 			[]extract.Chunk{{0, 1, "Title\n\nfirst line\n\tsecond"}}},
-		{"chunks span pages and start on the right one", []extract.Page{p(1, "alpha beta"), p(2, ""), p(3, "gamma delta"), p(4, "epsilon")}, 16, 6,
-			[]extract.Chunk{{0, 1, "alpha beta\ngamma"}, {1, 3, "gamma delta"}, {2, 3, "delta\nepsilon"}}},
+		{"chunks stay within their page", []extract.Page{p(1, "alpha beta"), p(2, ""), p(3, "gamma delta zeta eta"), p(4, "epsilon")}, 16, 6,
+			[]extract.Chunk{{0, 1, "alpha beta"}, {1, 3, "gamma delta zeta"}, {2, 3, "zeta eta"}, {3, 4, "epsilon"}}},
 		{"overlap larger than half the size is capped", []extract.Page{p(1, "aa bb cc dd ee ff")}, 6, 50,
 			[]extract.Chunk{{0, 1, "aa bb"}, {1, 1, "bb cc"}, {2, 1, "cc dd"}, {3, 1, "dd ee"}, {4, 1, "ee ff"}}},
 	} {
@@ -51,7 +51,7 @@ func TestChunks(t *testing.T) {
 }
 
 // Properties at Relay's settings over a long multi-page text: every chunk
-// fits, consecutive chunks overlap, nothing is lost, and the result is the
+// fits and stays within its page, consecutive chunks of a page overlap, nothing is lost, and the result is the
 // same every time.
 func TestChunksRelaySettings(t *testing.T) {
 	var pages []extract.Page
@@ -87,8 +87,12 @@ func TestChunksRelaySettings(t *testing.T) {
 		if c.Page < lastPage {
 			t.Errorf("chunk %d goes back to page %d", i, c.Page)
 		}
+		if strings.Contains(c.Text, fmt.Sprintf("page%d ", c.Page+1)) {
+			t.Errorf("chunk %d of page %d runs into the next page", i, c.Page)
+		}
+		newPage := c.Page != lastPage
 		lastPage = c.Page
-		if i > 0 {
+		if i > 0 && !newPage {
 			prev := chunks[i-1].Text
 			head := c.Text[:strings.IndexAny(c.Text, " \n")]
 			if !strings.Contains(prev[len(prev)-110:], head) {
