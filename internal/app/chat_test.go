@@ -3,9 +3,9 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,17 +17,9 @@ import (
 // get-sum__mcp__everything for "2+3" and answers from the result.
 func aimock(t *testing.T) string {
 	t.Helper()
-	bin := mcptest.Peer(t, "PEER_AIMOCK")
-	dir := t.TempDir()
-	fixtures := `{"fixtures":[
+	return llmtest.StartAimock(t, `{"fixtures":[
  {"match":{"userMessage":"2+3","hasToolResult":false},"response":{"toolCalls":[{"name":"get-sum__mcp__everything","arguments":"{\"a\":2,\"b\":3}"}]}},
- {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":"The sum is 5."}}]}`
-	if err := os.WriteFile(filepath.Join(dir, "sum.json"), []byte(fixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := mcptest.FreePort(t)
-	mcptest.StartProcess(t, port, nil, bin, "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--fixtures", dir)
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+ {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":"The sum is 5."}}]}`)
 }
 
 func journal(t *testing.T, base string) string {

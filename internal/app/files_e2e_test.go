@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
-	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
 // upload posts data as the multipart field "file" named name and returns the
@@ -77,19 +76,11 @@ func (s *server) ready(t *testing.T, id string) map[string]any {
 // file name and page; and `relay prompt --file` prints the RAG block with the
 // retrieved chunk for an agent without file_search.
 func TestFileSearchEndToEnd(t *testing.T) {
-	bin := mcptest.Peer(t, "PEER_AIMOCK")
-	fdir := t.TempDir()
-	fixtures := `{"fixtures":[
+	mock := llmtest.StartAimock(t, `{"fixtures":[
  {"match":{"userMessage":"relief valves","hasToolResult":false},"response":{"toolCalls":[{"name":"file_search","arguments":"{\"query\":\"pressure relief valves inspected\"}"}]}},
  {"match":{"userMessage":"relief valves","hasToolResult":true},"response":{"content":"Every 18 months \\ue202turn0file0."}},
  {"match":{"userMessage":"diesel generators","hasToolResult":false},"response":{"toolCalls":[{"name":"file_search","arguments":"{\"query\":\"diesel generators tested\"}"}]}},
- {"match":{"userMessage":"diesel generators","hasToolResult":true},"response":{"content":"Monthly, under full load \\ue202turn0file0."}}]}`
-	if err := os.WriteFile(filepath.Join(fdir, "files.json"), []byte(fixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := mcptest.FreePort(t)
-	mcptest.StartProcess(t, port, nil, bin, "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--fixtures", fdir)
-	mock := fmt.Sprintf("http://127.0.0.1:%d", port)
+ {"match":{"userMessage":"diesel generators","hasToolResult":true},"response":{"content":"Monthly, under full load \\ue202turn0file0."}}]}`)
 
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:

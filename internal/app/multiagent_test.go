@@ -3,7 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,9 +36,7 @@ func (e journalEntry) lastUser() string {
 // TestMultiAgentEndToEnd is issue 6's must-shows 1–3 with aimock and server-everything.
 func TestMultiAgentEndToEnd(t *testing.T) {
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
-	bin := mcptest.Peer(t, "PEER_AIMOCK")
-	fdir := t.TempDir()
-	fixtures := `{"fixtures":[
+	mock := llmtest.StartAimock(t, `{"fixtures":[
  {"match":{"userMessage":"route me"},"response":{"toolCalls":[{"name":"lc_transfer_to_specialist","arguments":"{\"context\":\"please check the sum of 2 and 3\"}"}]}},
  {"match":{"userMessage":"please check the sum","hasToolResult":false},"response":{"toolCalls":[{"name":"get-sum__mcp__everything","arguments":"{\"a\":2,\"b\":3}"}]}},
  {"match":{"userMessage":"please check the sum","hasToolResult":true},"response":{"content":"The specialist says 5."}},
@@ -46,13 +44,7 @@ func TestMultiAgentEndToEnd(t *testing.T) {
  {"match":{"userMessage":"DRAFT-TEXT"},"response":{"content":"REFINED-TEXT"}},
  {"match":{"userMessage":"REFINED-TEXT"},"response":{"content":"SUMMARY-TEXT"}},
  {"match":{"userMessage":"in parallel"},"response":{"content":"one view"},"latency":100},
- {"match":{"userMessage":"both views"},"response":{"content":"merged"}}]}`
-	if err := os.WriteFile(filepath.Join(fdir, "f.json"), []byte(fixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := mcptest.FreePort(t)
-	mcptest.StartProcess(t, port, nil, bin, "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--fixtures", fdir)
-	mock := fmt.Sprintf("http://127.0.0.1:%d", port)
+ {"match":{"userMessage":"both views"},"response":{"content":"merged"}}]}`)
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
   data_dir: %s

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,17 +28,9 @@ func TestWebSearchEndToEnd(t *testing.T) {
 		}},
 	})
 
-	bin := mcptest.Peer(t, "PEER_AIMOCK")
-	fdir := t.TempDir()
-	fixtures := `{"fixtures":[
+	mock := llmtest.StartAimock(t, `{"fixtures":[
  {"match":{"userMessage":"weer in Rotterdam","hasToolResult":false},"response":{"toolCalls":[{"name":"web_search","arguments":"{\"query\":\"Rotterdam weather now\"}"}]}},
- {"match":{"userMessage":"weer in Rotterdam","hasToolResult":true},"response":{"content":"Het is 12 °C met lichte regen \\ue202turn0search0."}}]}`
-	if err := os.WriteFile(filepath.Join(fdir, "web.json"), []byte(fixtures), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := mcptest.FreePort(t)
-	mcptest.StartProcess(t, port, nil, bin, "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--fixtures", fdir)
-	mock := fmt.Sprintf("http://127.0.0.1:%d", port)
+ {"match":{"userMessage":"weer in Rotterdam","hasToolResult":true},"response":{"content":"Het is 12 °C met lichte regen \\ue202turn0search0."}}]}`)
 
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
