@@ -3,13 +3,13 @@ package app
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 )
 
 // upload posts data as the multipart field "file" named name and returns the

@@ -3,11 +3,11 @@ package app
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 

@@ -2,12 +2,12 @@ package app
 
 import (
 	"fmt"
-	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/tool/builtin/websearchtest"
 )
