@@ -1,11 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
@@ -285,13 +288,15 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 // WriteBatch stores b in one transaction, all of it or, on error, none: its
 // events, tool calls, model requests, messages and run updates, in that order,
 // each as AppendEvents, AddToolCall, AddModelRequest, AddMessage and UpdateRun
-// would, with their faults and the stored times written back.
+// would, with their faults and the stored times written back. The events are
+// kept a row per run (appendEventBatches): their Seqs must be new for their
+// runs, which is checked within the batch only.
 func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 	if err := checkEvents(b.Events); err != nil {
 		return err
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
-		if err := db.appendEvents(ctx, tx, b.Events); err != nil {
+		if err := db.appendEventBatches(ctx, tx, b.Events); err != nil {
 			return err
 		}
 		for _, c := range b.ToolCalls {
@@ -319,23 +324,41 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 }
 
 // ListEvents returns a run's events with Seq > after, in Seq order; none for an
-// unknown run. Data comes back byte for byte as it was stored.
+// unknown run. Data comes back byte for byte as it was stored. The events are
+// those of AppendEvents (a row each) and of WriteBatch (a row per run and
+// batch), read in one statement.
 func (db *DB) ListEvents(ctx context.Context, runID string, after int64) ([]run.Event, error) {
 	rows, err := db.query(ctx, db.read,
-		`SELECT run_id, seq, type, data, created_at FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq`,
-		runID, after)
+		`SELECT seq, type, data, created_at, NULL FROM run_events WHERE run_id = ? AND seq > ?
+		 UNION ALL
+		 SELECT first_seq, '', NULL, NULL, events FROM run_event_batches WHERE run_id = ? AND last_seq > ?`,
+		runID, after, runID, after)
 	if err != nil {
 		return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
 	}
 	defer rows.Close()
 	events := []run.Event{}
+	batched := false
 	for rows.Next() {
 		var (
-			e    run.Event
-			data []byte
+			e       run.Event
+			data    []byte
+			created *time.Time
+			batch   []byte
 		)
-		if err := rows.Scan(&e.RunID, &e.Seq, &e.Type, &data, timeDest{&e.CreatedAt}); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Type, &data, nullTimeDest{&created}, &batch); err != nil {
 			return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
+		}
+		if batch != nil {
+			if events, err = appendBatched(events, runID, batch, after); err != nil {
+				return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
+			}
+			batched = true
+			continue
+		}
+		e.RunID = runID
+		if created != nil {
+			e.CreatedAt = *created
 		}
 		if data != nil {
 			e.Data = json.RawMessage(data)
@@ -345,7 +368,129 @@ func (db *DB) ListEvents(ctx context.Context, runID string, after int64) ([]run.
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing events of run %q: %w", runID, err)
 	}
+	slices.SortFunc(events, func(a, b run.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	if batched { // a batch starts at or before after
+		i, _ := slices.BinarySearchFunc(events, after+1, func(e run.Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+		events = events[i:]
+	}
 	return events, nil
+}
+
+// batchedEvent is one event in a row of run_event_batches: its data as it
+// was stored, and its time in microseconds since the Unix epoch.
+type batchedEvent struct {
+	Seq  int64           `json:"seq"`
+	Type string          `json:"type"`
+	At   int64           `json:"at"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// appendBatched appends the events of a run_event_batches row to events.
+func appendBatched(events []run.Event, runID string, batch []byte, after int64) ([]run.Event, error) {
+	var in []batchedEvent
+	if err := json.Unmarshal(batch, &in); err != nil {
+		return events, fmt.Errorf("reading a batch of events: %w", err)
+	}
+	for _, b := range in {
+		if b.Seq <= after {
+			continue
+		}
+		e := run.Event{RunID: runID, Seq: b.Seq, Type: b.Type, CreatedAt: time.UnixMicro(b.At).UTC()}
+		if len(b.Data) > 0 {
+			e.Data = b.Data
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+// appendEventBatches stores checked events in tx as rows of
+// run_event_batches, one per run, each holding the run's events in Seq order,
+// and writes their stored times back. A Seq twice for one run is
+// fault.Conflict, as is a batch starting at a Seq a batch of the run started
+// at; the Seqs are not checked against the run's other stored events.
+func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	// Each run's events, in the order the runs first appear.
+	byRun := map[string][]int{}
+	var order []string
+	for i, e := range events {
+		if _, ok := byRun[e.RunID]; !ok {
+			order = append(order, e.RunID)
+		}
+		byRun[e.RunID] = append(byRun[e.RunID], i)
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`))
+	if err != nil {
+		return fmt.Errorf("storing events: %w", err)
+	}
+	defer stmt.Close()
+	var buf []byte
+	for _, id := range order {
+		idx := byRun[id]
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(events[a].Seq, events[b].Seq) })
+		buf = append(buf[:0], '[')
+		for n, i := range idx {
+			e := &events[i]
+			if n > 0 {
+				if prev := events[idx[n-1]].Seq; prev == e.Seq {
+					return fault.New(fault.Conflict, "run %q already has event %d", id, e.Seq)
+				}
+				buf = append(buf, ',')
+			}
+			e.CreatedAt = db.stamp(e.CreatedAt)
+			buf = appendBatchedEvent(buf, e)
+		}
+		buf = append(buf, ']')
+		first, last := events[idx[0]].Seq, events[idx[len(idx)-1]].Seq
+		_, err := stmt.ExecContext(ctx, id, first, last, string(buf))
+		switch {
+		case err == nil:
+		case db.d.IsUniqueViolation(err):
+			return fault.Wrap(fault.Conflict, err, "run %q already has event %d", id, first)
+		case db.d.IsForeignKeyViolation(err):
+			return fault.Wrap(fault.NotFound, err, "event %d: run %q not found", first, id)
+		default:
+			return fmt.Errorf("storing events %d to %d of run %q: %w", first, last, id, err)
+		}
+	}
+	return nil
+}
+
+// appendBatchedEvent appends e as a batchedEvent's JSON.
+func appendBatchedEvent(b []byte, e *run.Event) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"type":`...)
+	if plainType(e.Type) {
+		b = append(b, '"')
+		b = append(b, e.Type...)
+		b = append(b, '"')
+	} else {
+		t, _ := json.Marshal(e.Type)
+		b = append(b, t...)
+	}
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, e.CreatedAt.UnixMicro(), 10)
+	if e.Data != nil {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// plainType reports whether an event type needs no escaping in JSON.
+func plainType(t string) bool {
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // AddModelRequest stores one request body a run sent, kept byte for byte. The

@@ -94,6 +94,51 @@ var runBatchTests = []test{
 		}
 		must(t, s.WriteBatch(t.Context(), &run.Batch{}), "WriteBatch of nothing")
 	}},
+	{"WriteBatchEventsWithAppendedOnes", func(t *testing.T, s store.Store) {
+		a := newChat(t, s, "a@example.com")
+		id := a.run.ID
+		// Data byte for byte, whatever its spacing, escapes and key order.
+		odd := `{"z": 1,  "a":"\u00e9 «ü» <b>&</b>", "n":[1.50, 1E2]}`
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{
+			event(id, 1, `{}`), event(id, 2, odd), {RunID: id, Seq: 3, Type: "odd \"type\" «é»", CreatedAt: at(3)}}}), "WriteBatch")
+		appendEvents(t, s, event(id, 4, `{"one":"at a time"}`))
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{event(id, 6, `{}`), event(id, 5, `[]`)}}), "WriteBatch out of order")
+		all := listEvents(t, s, id, 0)
+		if got := seqs(all); !cmp.Equal(got, []int64{1, 2, 3, 4, 5, 6}) {
+			t.Fatalf("ListEvents: seqs %v", got)
+		}
+		if string(all[1].Data) != odd || all[2].Data != nil || all[2].Type != "odd \"type\" «é»" || string(all[4].Data) != `[]` {
+			t.Errorf("ListEvents: %+v", all)
+		}
+		for _, e := range all {
+			if e.RunID != id || e.CreatedAt != stored(at(int(e.Seq%60))) {
+				t.Errorf("event %d: run %q, time %v", e.Seq, e.RunID, e.CreatedAt)
+			}
+			wantUTC(t, "ListEvents", e.CreatedAt)
+		}
+		// From the middle of a batch.
+		if got := seqs(listEvents(t, s, id, 1)); !cmp.Equal(got, []int64{2, 3, 4, 5, 6}) {
+			t.Errorf("ListEvents after 1: %v", got)
+		}
+		if got := seqs(listEvents(t, s, id, 5)); !cmp.Equal(got, []int64{6}) {
+			t.Errorf("ListEvents after 5: %v", got)
+		}
+		if got := listEvents(t, s, id, 6); len(got) != 0 {
+			t.Errorf("ListEvents after 6: %v", seqs(got))
+		}
+		err := s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{event(id, 7, ""), event(id, 7, "")}})
+		wantKind(t, err, fault.Conflict, "WriteBatch with a seq twice")
+		err = s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{event(id, 5, "")}})
+		wantKind(t, err, fault.Conflict, "WriteBatch starting where a batch of the run started")
+		if got := seqs(listEvents(t, s, id, 0)); !cmp.Equal(got, []int64{1, 2, 3, 4, 5, 6}) {
+			t.Errorf("after refused batches: seqs %v", got)
+		}
+		// A deleted conversation takes the batches with it.
+		must(t, s.DeleteConversation(t.Context(), a.conv.ID), "DeleteConversation")
+		if got := listEvents(t, s, id, 0); len(got) != 0 {
+			t.Errorf("after DeleteConversation: %v", seqs(got))
+		}
+	}},
 	{"WriteBatchAllOrNothing", func(t *testing.T, s store.Store) {
 		a := newChat(t, s, "a@example.com")
 		for _, tc := range []struct {
