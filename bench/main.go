@@ -4,6 +4,7 @@
 //	go run ./bench mcp [-calls 500]                            # MCP calls per transport (needs the peers)
 //	go run ./bench chat [-chats 1000]                          # run overhead per turn; concurrent streaming chats
 //	go run ./bench schedules [-schedules 10000]                # scheduler latency and idle CPU
+//	go run ./bench files [-chunks 100000] [-dims 384]          # ingestion MB/s and RSS; search p50/p99
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -34,6 +35,22 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "files-ingest" { // one ingestion of `bench files`
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchFilesIngest(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench files-ingest:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "files" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchFiles(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench files:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "schedules" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchSchedules(); err != nil {
