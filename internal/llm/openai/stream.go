@@ -17,14 +17,18 @@ import (
 // chunk is one data event of a chat-completions stream, or (with message
 // instead of delta) a whole non-streamed answer.
 type chunk struct {
-	Choices []struct {
-		Index        int     `json:"index"`
-		Delta        *delta  `json:"delta"`
-		Message      *delta  `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *llm.Usage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []choice        `json:"choices"`
+	Usage   *llm.Usage      `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// choice is one choice of a chunk: a piece of it (Delta) or, in a whole
+// answer, all of it (Message).
+type choice struct {
+	Index        int     `json:"index"`
+	Delta        *delta  `json:"delta"`
+	Message      *delta  `json:"message"`
+	FinishReason *string `json:"finish_reason"`
 }
 
 type delta struct {
@@ -256,7 +260,7 @@ func readStream(s *sse.Stream, a *assembler) error {
 			return nil
 		}
 		var c chunk
-		if err := json.Unmarshal(d, &c); err != nil {
+		if err := decodeChunk(d, &c); err != nil {
 			return fmt.Errorf("%w: %v", errBadChunk, err)
 		}
 		if e := a.add(&c); e != nil {

@@ -1,0 +1,340 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeChunk reads one data event of a stream into c, as json.Unmarshal
+// does. The chunks of a streamed answer are small and nearly all alike: a
+// piece of text in choices[0].delta.content. Those are read here by hand,
+// without reflection; anything else (tool calls, usage, errors, content parts,
+// escapes in keys, keys that differ from Relay's only in case, malformed
+// JSON, …) goes to json.Unmarshal, so that what is decoded never differs.
+func decodeChunk(data []byte, c *chunk) error {
+	if fastChunk(data, c) {
+		return nil
+	}
+	*c = chunk{}
+	return json.Unmarshal(data, c)
+}
+
+// fastChunk decodes the common chunk into c and reports whether it could.
+func fastChunk(data []byte, c *chunk) bool {
+	s := scan{b: data}
+	seenChoices := false
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "choices":
+			if seenChoices {
+				return false
+			}
+			seenChoices = true
+			return s.choices(c)
+		case "usage":
+			c.Usage = nil
+			return s.null()
+		case "error":
+			c.Error = json.RawMessage("null") // as json.Unmarshal leaves it
+			return s.null()
+		}
+		return !knownKey(key) && s.skip()
+	})
+	if !ok {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// chunkKeys are the keys a chunk's decoding looks at; json.Unmarshal matches
+// keys without regard to case, so a key equal to one of them but for case
+// is left to it.
+var chunkKeys = []string{"choices", "usage", "error", "index", "delta", "message", "finish_reason", "content", "tool_calls",
+	"prompt_tokens", "completion_tokens", "total_tokens"}
+
+func knownKey(key []byte) bool {
+	for _, k := range chunkKeys {
+		if len(key) == len(k) && bytes.EqualFold(key, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// choices reads the choices array.
+func (s *scan) choices(c *chunk) bool {
+	if s.null() {
+		c.Choices = nil
+		return true
+	}
+	if !s.lit('[') {
+		return false
+	}
+	s.ws()
+	c.Choices = make([]choice, 0, 1)
+	if s.lit(']') {
+		return true
+	}
+	for {
+		c.Choices = append(c.Choices, choice{})
+		ch := &c.Choices[len(c.Choices)-1]
+		seenDelta := false
+		ok := s.object(func(key []byte) bool {
+			switch string(key) {
+			case "index":
+				n, ok := s.integer()
+				ch.Index = n
+				return ok
+			case "delta":
+				if seenDelta { // a second one is merged into the first: json's business
+					return false
+				}
+				seenDelta = true
+				if s.null() {
+					return true
+				}
+				ch.Delta = &delta{}
+				return s.delta(ch.Delta)
+			case "finish_reason":
+				if s.null() {
+					ch.FinishReason = nil
+					return true
+				}
+				v, ok := s.str()
+				ch.FinishReason = &v
+				return ok
+			}
+			return !knownKey(key) && s.skip()
+		})
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.lit(']') {
+			return true
+		}
+		if !s.lit(',') {
+			return false
+		}
+	}
+}
+
+// delta reads a delta holding text only (content a string or null).
+func (s *scan) delta(d *delta) bool {
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "content":
+			if s.null() {
+				return true
+			}
+			v, ok := s.str()
+			d.Content = content(v)
+			return ok
+		case "tool_calls":
+			return s.null()
+		}
+		return !knownKey(key) && s.skip()
+	})
+}
+
+// scan reads JSON from b at i.
+type scan struct {
+	b []byte
+	i int
+}
+
+func (s *scan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// lit consumes c if it comes next (after white space).
+func (s *scan) lit(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// null consumes a null if one comes next.
+func (s *scan) null() bool {
+	s.ws()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// object reads an object, calling field for each key with the scanner at
+// its value; field must consume the value. Keys with escapes are refused.
+func (s *scan) object(field func(key []byte) bool) bool {
+	if !s.lit('{') {
+		return false
+	}
+	s.ws()
+	if s.lit('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.plainString()
+		if !ok || !s.lit(':') || !field(key) {
+			return false
+		}
+		s.ws()
+		if s.lit('}') {
+			return true
+		}
+		if !s.lit(',') {
+			return false
+		}
+	}
+}
+
+// plainString reads a string without escapes, as a key is, and returns its
+// bytes in b.
+func (s *scan) plainString() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			v := s.b[s.i+1 : j]
+			s.i = j + 1
+			return v, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str reads a string value. One with escapes or bytes that are not UTF-8 is
+// decoded by encoding/json, which knows every rule.
+func (s *scan) str() (string, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start, plain := s.i, true
+	for j := s.i + 1; j < len(s.b); j++ {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			s.i = j + 1
+			raw := s.b[start:s.i]
+			if plain && utf8.Valid(raw) {
+				return string(raw[1 : len(raw)-1]), true
+			}
+			var v string
+			if json.Unmarshal(raw, &v) != nil {
+				return "", false
+			}
+			return v, true
+		case c == '\\':
+			plain = false
+			j++ // the escaped byte cannot end the string
+		case c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// integer reads a number that is a whole number without exponent or fraction.
+func (s *scan) integer() (int, bool) {
+	s.ws()
+	j, neg := s.i, false
+	if j < len(s.b) && s.b[j] == '-' {
+		neg = true
+		j++
+	}
+	start, n := j, 0
+	for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
+		if j-start >= 9 { // keep far from overflow; json.Unmarshal decides
+			return 0, false
+		}
+		n = n*10 + int(s.b[j]-'0')
+		j++
+	}
+	if j == start || j-start > 1 && s.b[start] == '0' {
+		return 0, false
+	}
+	if j < len(s.b) {
+		switch s.b[j] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	s.i = j
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// skip consumes any one JSON value, checking its shape; strings and numbers
+// are checked by json.Valid.
+func (s *scan) skip() bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(func([]byte) bool { return s.skip() })
+	case c == '[':
+		s.i++
+		s.ws()
+		if s.lit(']') {
+			return true
+		}
+		for {
+			if !s.skip() {
+				return false
+			}
+			s.ws()
+			if s.lit(']') {
+				return true
+			}
+			if !s.lit(',') {
+				return false
+			}
+		}
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == 't' || c == 'f' || c == 'n':
+		for _, w := range []string{"true", "false", "null"} {
+			if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+				s.i += len(w)
+				return true
+			}
+		}
+		return false
+	case c == '-' || c >= '0' && c <= '9':
+		j := s.i + 1
+		for j < len(s.b) && strings.IndexByte("0123456789+-.eE", s.b[j]) >= 0 {
+			j++
+		}
+		if !json.Valid(s.b[s.i:j]) {
+			return false
+		}
+		s.i = j
+		return true
+	}
+	return false
+}

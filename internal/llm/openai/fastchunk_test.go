@@ -1,0 +1,95 @@
+package openai
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// chunkSamples are data events as providers send them, and some that no
+// provider should, for the decoder to agree with encoding/json on.
+var chunkSamples = []struct {
+	data string
+	fast bool // decoded without encoding/json
+}{
+	{`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}]}`, true},
+	{`{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}],"usage":null}`, true},
+	{`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"content":null},"finish_reason":"length"}]}`, true},
+	{`{"model":"llama3","created_at":"2024-01-01T00:00:00Z","choices":[{"index":0,"delta":{"content":"日本語のテキスト ✓ 😀"}}]}`, true},
+	{` { "choices" : [ { "index" : 0 , "delta" : { "content" : "spaced" } } ] } ` + "\n", true},
+	{`{"choices":[{"index":0,"delta":{"content":"<1700000000000000000>"}}],"x":[1,-2.5e3,true,false,null,{"a":[]}],"error":null}`, true},
+	{`{"choices":[]}`, true},
+	{`{"choices":null}`, true},
+	{`{"choices":[{"index":1,"delta":{"content":"second"}},{"index":0,"delta":{"content":"first"}}]}`, true},
+	{`{"choices":[{"index":0,"delta":null,"finish_reason":null}]}`, true},
+	{`{}`, true},
+	// Left to encoding/json.
+	{`{"choices":[{"index":0,"delta":{"content":"tab\tand \"quotes\" and \u00e9 \ud83d\ude00"}}]}`, true},
+	{"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff byte\"}}]}", true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"sum","arguments":"{\"a\":"}}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"parts"}]}}]}`, false},
+	{`{"choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`, false},
+	{`{"error":{"message":"overloaded","code":529}}`, false},
+	{`{"Choices":[{"index":0,"delta":{"Content":"case"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"role":"x"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[{"index":0,"delta":{"content":"b"}}]}`, false},
+	{`{"ch\u006fices":[{"index":0,"delta":{"content":"escaped key"}}]}`, false},
+	{`{"choices":[{"index":1.0,"delta":{"content":"x"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"x"}}]} trailing`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"x"}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"unterminated}}]}`, false},
+	{`{"choices":[{"index":01,"delta":{"content":"x"}}]}`, false},
+	{`[1,2]`, false},
+	{`nul`, false},
+}
+
+func decodeBoth(t *testing.T, data []byte) {
+	t.Helper()
+	var want chunk
+	wantErr := json.Unmarshal(data, &want)
+	var got chunk
+	gotErr := decodeChunk(data, &got)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("%s: decodeChunk error %v, json.Unmarshal error %v", data, gotErr, wantErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n decodeChunk  %#v\n json.Unmarshal %#v", data, got, want)
+	}
+}
+
+func TestDecodeChunkIsJSONUnmarshal(t *testing.T) {
+	for _, s := range chunkSamples {
+		decodeBoth(t, []byte(s.data))
+		var c chunk
+		if fast := fastChunk([]byte(s.data), &c); fast != s.fast {
+			t.Errorf("%s: decoded by hand %v, want %v", s.data, fast, s.fast)
+		}
+	}
+}
+
+func FuzzDecodeChunk(f *testing.F) {
+	for _, s := range chunkSamples {
+		f.Add([]byte(s.data))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { decodeBoth(t, data) })
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`)
+	b.Run("by hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c chunk
+			_ = decodeChunk(data, &c)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c chunk
+			_ = json.Unmarshal(data, &c)
+		}
+	})
+}
