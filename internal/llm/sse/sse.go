@@ -39,6 +39,11 @@ type Event struct {
 // whole generated image, base64, on one data line.
 const maxLine = 64 << 20
 
+// firstBuffer is the line buffer a Reader starts with; it grows, up to
+// maxLine, only for a stream whose lines need it: a thousand streams at once
+// then hold 4 MB of line buffers instead of 64 MB.
+const firstBuffer = 4 << 10
+
 // Reader reads events from a text/event-stream.
 type Reader struct {
 	sc   *bufio.Scanner
@@ -51,7 +56,7 @@ type Reader struct {
 // NewReader returns a Reader of the events in r.
 func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	sc.Buffer(make([]byte, 0, firstBuffer), maxLine)
 	return &Reader{sc: sc}
 }
 
