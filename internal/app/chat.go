@@ -98,8 +98,10 @@ func chatCommand() *command {
 					for _, ev := range events {
 						show(ev)
 					}
-					for ev := range ch {
-						show(ev)
+					if ch != nil { // nil: the run had already ended, and events hold all of it
+						for ev := range ch {
+							show(ev)
+						}
 					}
 					if final.Status == "" { // the channel closed early: read the rest from the store
 						d, err := runs.Get(ctx, u, r.ID)
