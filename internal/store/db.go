@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -16,6 +18,99 @@ type DB struct {
 	d           Dialect
 	now         func() time.Time
 	node        string // the process new runs name (OnNode); "" for none
+	stmts       *stmtCache // shared with the DBs of OnNode
+}
+
+// stmtCache keeps the statements sent to a pool prepared, for engines that
+// ask for it (Dialect.CacheStatements): SQLite parses every statement it is
+// given, which costs more than running most of Relay's.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[stmtKey]*sql.Stmt
+	// wanted are statements first sent in a transaction: preparing them on
+	// the pool needs a connection of their own, which with a single writer
+	// connection only exists once the transaction is over (prepareWanted).
+	wanted []string
+}
+
+type stmtKey struct {
+	pool  *sql.DB
+	query string
+}
+
+// maxCachedStmts bounds the cache: queries built with a varying number of
+// placeholders are prepared each time once it is full.
+const maxCachedStmts = 256
+
+// stmt returns the prepared form of query for q when q is one of the pools or
+// a transaction on the write pool, or nil to send the query as it is.
+func (db *DB) stmt(ctx context.Context, q querier, query string) *sql.Stmt {
+	if !db.d.CacheStatements {
+		return nil
+	}
+	pool, tx := db.write, (*sql.Tx)(nil)
+	switch q := q.(type) {
+	case *sql.DB:
+		pool = q
+	case *sql.Tx:
+		tx = q // inTx begins every transaction on the write pool
+	default:
+		return nil
+	}
+	k := stmtKey{pool, query}
+	db.stmts.mu.Lock()
+	st := db.stmts.m[k]
+	if st == nil && tx != nil {
+		if len(db.stmts.m)+len(db.stmts.wanted) < maxCachedStmts && !slices.Contains(db.stmts.wanted, query) {
+			db.stmts.wanted = append(db.stmts.wanted, query)
+		}
+		db.stmts.mu.Unlock()
+		return nil
+	}
+	db.stmts.mu.Unlock()
+	if st == nil {
+		var err error
+		if st, err = pool.PrepareContext(ctx, query); err != nil {
+			return nil // the query itself will say what is wrong
+		}
+		db.stmts.mu.Lock()
+		switch old := db.stmts.m[k]; {
+		case old != nil: // prepared meanwhile by another caller
+			st.Close()
+			st = old
+		case len(db.stmts.m) < maxCachedStmts:
+			if db.stmts.m == nil {
+				db.stmts.m = map[stmtKey]*sql.Stmt{}
+			}
+			db.stmts.m[k] = st
+		default:
+			db.stmts.mu.Unlock()
+			st.Close()
+			return nil
+		}
+		db.stmts.mu.Unlock()
+	}
+	if tx != nil {
+		return tx.StmtContext(ctx, st)
+	}
+	return st
+}
+
+// prepareWanted prepares, on the write pool, the statements that
+// transactions asked for; the caller holds no connection.
+func (db *DB) prepareWanted(ctx context.Context) {
+	if !db.d.CacheStatements {
+		return
+	}
+	db.stmts.mu.Lock()
+	wanted := db.stmts.wanted
+	db.stmts.wanted = nil
+	db.stmts.mu.Unlock()
+	for _, q := range wanted {
+		if st := db.stmt(ctx, db.write, q); st == nil {
+			return // full, or the connection is gone: they are sent as they are
+		}
+	}
 }
 
 var _ Store = (*DB)(nil)
@@ -23,7 +118,7 @@ var _ Store = (*DB)(nil)
 // New returns a DB over the read and write pools, which may be the same pool. The
 // DB owns them from then on: Close closes them.
 func New(read, write *sql.DB, d Dialect) *DB {
-	return &DB{read: read, write: write, d: d, now: time.Now}
+	return &DB{read: read, write: write, d: d, now: time.Now, stmts: &stmtCache{}}
 }
 
 // Engine names the engine: "sqlite" or "postgres".
@@ -48,6 +143,12 @@ func (db *DB) Close() error {
 	if db == nil {
 		return nil
 	}
+	db.stmts.mu.Lock()
+	for k, st := range db.stmts.m {
+		st.Close()
+		delete(db.stmts.m, k)
+	}
+	db.stmts.mu.Unlock()
 	err := db.write.Close()
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())
@@ -63,15 +164,27 @@ type querier interface {
 }
 
 func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
-	return q.ExecContext(ctx, db.d.bind(query), args...)
+	query = db.d.bind(query)
+	if st := db.stmt(ctx, q, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return q.ExecContext(ctx, query, args...)
 }
 
 func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
-	return q.QueryContext(ctx, db.d.bind(query), args...)
+	query = db.d.bind(query)
+	if st := db.stmt(ctx, q, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return q.QueryContext(ctx, query, args...)
 }
 
 func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
-	return q.QueryRowContext(ctx, db.d.bind(query), args...)
+	query = db.d.bind(query)
+	if st := db.stmt(ctx, q, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return q.QueryRowContext(ctx, query, args...)
 }
 
 // inTx runs fn in a transaction on the write pool, committing if fn returns nil.
@@ -80,6 +193,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	defer db.prepareWanted(context.WithoutCancel(ctx))
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err

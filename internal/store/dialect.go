@@ -14,6 +14,10 @@ type Dialect struct {
 	Engine string
 	// NumberedParams rewrites ? placeholders as $1, $2, … before a query is sent.
 	NumberedParams bool
+	// CacheStatements keeps every statement prepared, per connection, for
+	// engines that parse each statement anew (SQLite); Postgres' driver caches
+	// them itself.
+	CacheStatements bool
 	// TextTimes stores timestamps as fixed-width RFC 3339 text in UTC with
 	// microseconds, for engines without a timestamp type. That text sorts in time
 	// order, so ORDER BY and keyset comparisons work on it unchanged.

@@ -213,8 +213,9 @@ func (e *openError) Unwrap() error { return e.err }
 
 func dialect() store.Dialect {
 	return store.Dialect{
-		Engine:    "sqlite",
-		TextTimes: true,
+		Engine:          "sqlite",
+		TextTimes:       true,
+		CacheStatements: true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER NOT NULL PRIMARY KEY,
 			name       TEXT NOT NULL,
