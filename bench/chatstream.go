@@ -64,6 +64,9 @@ type relayReport struct {
 	// The largest Go heap in use, goroutine stacks and goroutines seen (sampled
 	// every 100 ms), to say where the memory goes.
 	HeapInuse uint64 `json:"heap_inuse"`
+	// BySecond is, for each second of the measurement with tokens, how many
+	// were sent in it and their added latency's p50 and p99 in microseconds.
+	BySecond [][3]int32 `json:"by_second"`
 	// CPU is the user and system time the process spent serving the chats.
 	CPU        time.Duration `json:"cpu"`
 	StackInuse uint64        `json:"stack_inuse"`
@@ -171,6 +174,11 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 		parsed[i] = time.Duration(us) * time.Microsecond
 	}
 	fmt.Printf("  of which until the model client handed the token on: p50 %s  p99 %s\n", ms(pct(parsed, 50)), ms(pct(parsed, 99)))
+	var secs []string
+	for _, s := range rep.BySecond {
+		secs = append(secs, fmt.Sprintf("%d: %.1f/%.1f", s[0], float64(s[1])/1000, float64(s[2])/1000))
+	}
+	fmt.Printf("  second by second (tokens: p50/p99 ms): %s\n", strings.Join(secs, ", "))
 	fmt.Printf("  as the clients read it (adds their own scheduling on the same cores): p50 %s  p99 %s\n",
 		ms(pct(seen, 50)), ms(pct(seen, 99)))
 	fmt.Printf("  CPU: Relay %s (%.1f µs per token), upstream and clients %s; load average before the run %s\n",
@@ -256,7 +264,9 @@ func chatRelay() error {
 		return err
 	}
 	defer st.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	_ = level.UnmarshalText([]byte(os.Getenv("RELAY_BENCH_LOG_LEVEL")))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	authSvc := auth.NewService(st, nil)
 	u, err := authSvc.CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
 	if err != nil {
@@ -289,6 +299,8 @@ func chatRelay() error {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
+	var bySecond [60][]int32 // added latencies by the second the token was sent in
+	cpu0At := time.Now()
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
 	clocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/chat" {
@@ -299,6 +311,12 @@ func chatRelay() error {
 		api.ServeHTTP(tc, r)
 		mu.Lock()
 		added = append(added, tc.added...)
+		for i, at := range tc.sent {
+			sec := int(time.Duration(at - cpu0At.UnixNano()).Seconds())
+			if sec >= 0 && sec < len(bySecond) {
+				bySecond[sec] = append(bySecond[sec], tc.added[i])
+			}
+		}
 		served++
 		mu.Unlock()
 	})
@@ -349,6 +367,13 @@ func chatRelay() error {
 	slices.Sort(client.parsed)
 	rep.Parsed = client.parsed
 	client.mu.Unlock()
+	for _, l := range bySecond {
+		if len(l) == 0 {
+			continue
+		}
+		slices.Sort(l)
+		rep.BySecond = append(rep.BySecond, [3]int32{int32(len(l)), l[len(l)/2], l[(len(l)*99+99)/100-1]})
+	}
 	rep.Added, rep.PeakRSS, rep.Chats, rep.CPU = added, peakRSSKiB(), served, cpuTime()-cpu0
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
@@ -394,6 +419,7 @@ type tokenClock struct {
 	http.ResponseWriter
 	buf   []byte // written since the last flush
 	added []int32
+	sent  []int64 // when each token was sent, for the latency over time
 }
 
 func (w *tokenClock) Write(p []byte) (int, error) {
@@ -413,6 +439,7 @@ func (w *tokenClock) FlushError() error {
 		}
 		if sent, ok := tokenTime(ev); ok {
 			w.added = append(w.added, int32((now-sent)/1000))
+			w.sent = append(w.sent, sent)
 		}
 	}
 	w.buf = w.buf[:0]

@@ -149,7 +149,11 @@ func (w *writer) write() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.s.Store.WriteBatch(ctx, &b); err != nil {
+	began := time.Now()
+	err := w.s.Store.WriteBatch(ctx, &b)
+	w.s.Log.Debug("stored run records", slog.Int("runs", len(runs)), slog.Int("events", len(b.Events)),
+		slog.Int("ended", len(ends)), slog.Duration("took", time.Since(began)))
+	if err != nil {
 		// Something in the batch is refused (a run deleted meanwhile, …): store
 		// each run's part on its own, so that one run's trouble is not every run's.
 		w.s.Log.Warn("storing a batch of run records failed; storing them one by one", slog.Any("err", err))
