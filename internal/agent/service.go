@@ -49,6 +49,9 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 	if err := fs.Err("invalid agent"); err != nil {
 		return nil, err
 	}
+	if err := s.checkFiles(ctx, u, nil, &spec); err != nil {
+		return nil, err
+	}
 	a := &Agent{ID: id, Spec: spec, Author: u.ID}
 	if err := s.store.CreateAgent(ctx, a); err != nil {
 		return nil, err
@@ -111,6 +114,9 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 			return nil, err
 		}
 		if err := s.rules.Validate(&spec); err != nil {
+			return nil, err
+		}
+		if err := s.checkFiles(ctx, u, &a.Spec, &spec); err != nil {
 			return nil, err
 		}
 		if sameSpec(a.Spec, spec) {
@@ -201,4 +207,40 @@ func sameSpec(a, b Spec) bool {
 // resolution; agents u may not use are reported as not found.
 func (s *Service) Lookup(ctx context.Context, u *auth.User) func(id string) (*Agent, error) {
 	return func(id string) (*Agent, error) { return s.Get(ctx, u, id) }
+}
+
+// fileIDs returns the ids of a spec's file_search files.
+func fileIDs(s *Spec) []string {
+	if s == nil || s.ToolResources == nil || s.ToolResources.FileSearch == nil {
+		return nil
+	}
+	return s.ToolResources.FileSearch.FileIDs
+}
+
+// checkFiles refuses file ids in spec that u may not read, other than those
+// the agent had before (old).
+func (s *Service) checkFiles(ctx context.Context, u *auth.User, old, spec *Spec) error {
+	if s.rules.Files == nil {
+		return nil
+	}
+	var added []string
+	for _, id := range fileIDs(spec) {
+		if !slices.Contains(fileIDs(old), id) && !slices.Contains(added, id) {
+			added = append(added, id)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	bad, err := s.rules.Files(ctx, u, added)
+	if err != nil {
+		return fmt.Errorf("checking the agent's files: %w", err)
+	}
+	var fs fault.Fields
+	for i, id := range fileIDs(spec) {
+		if slices.Contains(bad, id) {
+			fs.Add(fmt.Sprintf("tool_resources.file_search.file_ids[%d]", i), "no file %q of yours", id)
+		}
+	}
+	return fs.Err("invalid agent")
 }

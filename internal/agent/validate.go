@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 )
 
@@ -24,6 +26,11 @@ type Rules struct {
 	Providers []string
 	// MaxRecursionLimit caps recursion_limit; 0 means no cap.
 	MaxRecursionLimit int
+	// Files, when set, returns which of the file ids a user may not give an
+	// agent's file_search (files that do not exist or are not theirs), so that
+	// an agent cannot be made to read someone else's files. Ids an agent
+	// already has stay allowed when another user edits it.
+	Files func(ctx context.Context, u *auth.User, ids []string) ([]string, error)
 }
 
 // Validate checks a Spec and returns a fault.Invalid error naming every bad field.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -27,6 +28,29 @@ func fileService(cfg *config.Config, st store.Store, log *slog.Logger) *file.Ser
 		opts.Embedder = &file.OpenAIEmbedder{BaseURL: e.BaseURL, APIKey: e.APIKey, Model: e.Model, Dimensions: e.Dimensions}
 	}
 	return file.NewService(opts)
+}
+
+// unreadableFiles returns the check that keeps agents to their author's files:
+// of the given ids, those that name no file or another user's file (any file
+// is readable by an admin, and admins may name files still to be uploaded).
+func unreadableFiles(st store.Store) func(context.Context, *auth.User, []string) ([]string, error) {
+	return func(ctx context.Context, u *auth.User, ids []string) ([]string, error) {
+		if u.IsAdmin() {
+			return nil, nil
+		}
+		fs, err := st.GetFiles(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		var bad []string
+		for _, id := range ids {
+			i := slices.IndexFunc(fs, func(f *file.File) bool { return f.ID == id })
+			if i < 0 || fs[i].Owner != u.ID {
+				bad = append(bad, id)
+			}
+		}
+		return bad, nil
+	}
 }
 
 // withFiles opens the store and runs f with the file service, as the user

@@ -134,7 +134,7 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 		log:    log,
 		store:  st,
 		auth:   auth.NewService(st, nil),
-		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit}),
+		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit, Files: unreadableFiles(st)}),
 		memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
 			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 	}
