@@ -122,6 +122,28 @@ agents:
 		t.Fatalf("creating the agent: %d", code)
 	}
 
+	// Another user can neither read the files nor give them to an agent of theirs.
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfgPath, "--email", "bob@example.com"); code != 0 {
+		t.Fatalf("users add: %s", stderr)
+	}
+	code, bobKey, _ := runCLI(t, nil, "", "keys", "create", "--config", cfgPath, "--user", "bob@example.com", "--name", "t")
+	bobKey = strings.TrimSpace(bobKey)
+	if code != 0 {
+		t.Fatalf("keys create: %d", code)
+	}
+	if code := s.call(t, bobKey, "GET", "/api/files/"+pdfID, "", nil); code != 404 {
+		t.Errorf("Bob reading Ann's file: %d, want 404", code)
+	}
+	var refused struct {
+		Error struct {
+			Fields []struct{ Field, Message string }
+		}
+	}
+	steal := fmt.Sprintf(`{"name":"Thief","provider":"mock","model":"gpt-4o","tools":["file_search"],"tool_resources":{"file_search":{"file_ids":[%q]}}}`, pdfID)
+	if code := s.call(t, bobKey, "POST", "/api/agents", steal, &refused); code != 400 || len(refused.Error.Fields) != 1 || refused.Error.Fields[0].Field != "tool_resources.file_search.file_ids[0]" {
+		t.Errorf("Bob giving Ann's file to his agent: %d %+v, want 400 naming the file id", code, refused)
+	}
+
 	type toolCall struct {
 		Name    string `json:"name"`
 		Result  string `json:"result"`
