@@ -478,6 +478,14 @@ type Scheduler struct {
 	// others take it for dead. It must exceed two heartbeats and any clock skew
 	// between the hosts.
 	DeadAfter Duration `yaml:"dead_after"`
+	// MaxPerUser is how many schedules one user may have.
+	MaxPerUser int `yaml:"max_per_user"`
+	// MinInterval is the shortest time allowed between two firings of one
+	// cron schedule.
+	MinInterval Duration `yaml:"min_interval"`
+	// Grace is how late a missed firing may still run (at start-up, after
+	// downtime); firings missed by more are recorded as skipped.
+	Grace Duration `yaml:"grace"`
 }
 
 // Memory configures the memory tool that keeps facts about a user.
@@ -571,6 +579,9 @@ func Default() *Config {
 			RunTimeout:        Duration{30 * time.Minute},
 			HeartbeatInterval: Duration{5 * time.Second},
 			DeadAfter:         Duration{20 * time.Second},
+			MaxPerUser:        50,
+			MinInterval:       Duration{time.Minute},
+			Grace:             Duration{time.Hour},
 		},
 		Endpoints: Endpoints{
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100, MaxParallelTools: 4},

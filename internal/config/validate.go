@@ -409,10 +409,13 @@ func (v *validator) memory() {
 
 func (v *validator) scheduler() {
 	s := v.c.Scheduler
+	if s.MaxPerUser <= 0 {
+		v.add("scheduler.max_per_user", "must be greater than 0")
+	}
 	for _, d := range []struct {
 		key string
 		v   Duration
-	}{{"run_timeout", s.RunTimeout}, {"heartbeat_interval", s.HeartbeatInterval}, {"dead_after", s.DeadAfter}} {
+	}{{"run_timeout", s.RunTimeout}, {"heartbeat_interval", s.HeartbeatInterval}, {"dead_after", s.DeadAfter}, {"min_interval", s.MinInterval}, {"grace", s.Grace}} {
 		if d.v.Duration <= 0 {
 			v.add("scheduler."+d.key, "must be greater than 0")
 		}
