@@ -377,9 +377,10 @@ func encode(data any) []byte {
 }
 
 // Subscribe returns the run's events after seq `after` that are stored, and a
-// channel of those still to come (closed when the run ends, or when the
-// subscriber falls behind: it then subscribes again from its last seq).
-// Callers must call stop when done.
+// channel of those still to come: nil when the run has already ended, else
+// closed when it ends or when the subscriber falls behind (it then subscribes
+// again from its last seq). A run that another Relay process is running is
+// followed through the database. Callers must call stop when done.
 func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, after int64) ([]Event, <-chan Event, func(), error) {
 	r, err := s.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -391,9 +392,17 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
-	if lr == nil { // finished (or running in another process): what is stored is all there is
+	if lr == nil { // finished, or running in another process
 		evs, err := s.Store.ListEvents(ctx, runID, after)
-		return evs, nil, func() {}, err
+		if err != nil || finished(r.Status) || (len(evs) > 0 && evs[len(evs)-1].Type == EventRunFinished) {
+			return evs, nil, func() {}, err
+		}
+		from := after
+		if len(evs) > 0 {
+			from = evs[len(evs)-1].Seq
+		}
+		ch, stop := s.follow(ctx, runID, from)
+		return evs, ch, stop, nil
 	}
 	ch := make(chan Event, subBuffer)
 	lr.mu.Lock()

@@ -1,0 +1,73 @@
+package run_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/run"
+)
+
+// A run that one process runs can be followed live from another process on the
+// same database: the second service has no live state of the run, so it
+// streams what the first stores until run.finished.
+func TestFollowARunOfAnotherProcess(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three ", "four ", "five"}, Delay: 150 * time.Millisecond})
+	b := setup(t, model)
+	other := &run.Service{Store: b.svc.Store, Prep: b.svc.Prep, Models: b.svc.Models, MCP: b.svc.MCP, Log: discard()}
+
+	ctx := context.Background()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the run is under way, some events are stored
+	evs, ch, stop, err := other.Subscribe(ctx, b.user, r.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if ch == nil {
+		t.Fatal("a running run of another process gave no channel to follow")
+	}
+	timeout := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				done = true
+				break
+			}
+			evs = append(evs, e)
+		case <-timeout:
+			t.Fatalf("still following after 20 s; got %d events", len(evs))
+		}
+	}
+	var types []string
+	var text strings.Builder
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: events were lost or repeated", i, e.Seq)
+		}
+		types = append(types, e.Type)
+		if e.Type == run.EventMessageDelta {
+			text.WriteString(string(e.Data))
+		}
+	}
+	if types[0] != run.EventRunStarted || types[len(types)-1] != run.EventRunFinished {
+		t.Errorf("events %v", types)
+	}
+	for _, w := range []string{"one ", "five"} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("deltas %s lack %q", text.String(), w)
+		}
+	}
+	// Once finished, the other process gives everything at once and no channel.
+	all, ch, stop2, err := other.Subscribe(ctx, b.user, r.ID, 0)
+	stop2()
+	if err != nil || ch != nil || len(all) != len(evs) {
+		t.Errorf("after the run: %d events, channel %v, %v; want %d and none", len(all), ch, err, len(evs))
+	}
+}
