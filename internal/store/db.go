@@ -17,9 +17,14 @@ type DB struct {
 	read, write *sql.DB
 	d           Dialect
 	now         func() time.Time
-	node        string // the process new runs name (OnNode); "" for none
+	node        string     // the process new runs name (OnNode); "" for none
 	stmts       *stmtCache // shared with the DBs of OnNode
+	onClose     []func() error
 }
+
+// OnClose has Close call f first, for what an engine runs beside the pools
+// (SQLite's checkpointer).
+func (db *DB) OnClose(f func() error) { db.onClose = append(db.onClose, f) }
 
 // stmtCache keeps the statements sent to a pool prepared, for engines that
 // ask for it (Dialect.CacheStatements): SQLite parses every statement it is
@@ -143,13 +148,18 @@ func (db *DB) Close() error {
 	if db == nil {
 		return nil
 	}
+	var errs []error
+	for _, f := range db.onClose {
+		errs = append(errs, f())
+	}
+	db.onClose = nil
 	db.stmts.mu.Lock()
 	for k, st := range db.stmts.m {
 		st.Close()
 		delete(db.stmts.m, k)
 	}
 	db.stmts.mu.Unlock()
-	err := db.write.Close()
+	err := errors.Join(append(errs, db.write.Close())...)
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())
 	}

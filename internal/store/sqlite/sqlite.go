@@ -91,6 +91,12 @@ func Open(ctx context.Context, path string) (*store.DB, error) {
 		db.Close()
 		return nil, describe(path, err)
 	}
+	cp, err := startCheckpointer(path)
+	if err != nil {
+		db.Close()
+		return nil, &openError{path, err.Error(), err}
+	}
+	db.OnClose(cp.Close)
 	return db, nil
 }
 
@@ -109,6 +115,8 @@ func dsn(path string, readOnly bool) string {
 	// With WAL, NORMAL cannot corrupt the file and saves an fsync per commit; a
 	// power cut may lose only the last commits.
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// The checkpointer keeps the log short; commits checkpoint only past this.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpoint))
 	if readOnly {
 		// The read pool must never write, so a query sent to it by mistake fails
 		// loudly instead of racing the writer for the lock.
