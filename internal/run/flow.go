@@ -89,6 +89,10 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 		var wg sync.WaitGroup
 		for i, id := range group {
 			msgs := f.inputFor(id)
+			if len(group) == 1 { // no goroutine (and stack) for the usual single agent
+				errs[i] = f.runAgent(ctx, id, msgs)
+				continue
+			}
 			wg.Go(func() { errs[i] = f.runAgent(ctx, id, msgs) })
 		}
 		wg.Wait()
