@@ -299,6 +299,7 @@ func chatRelay() error {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
+	var handlers sync.WaitGroup // chats still being answered
 	var bySecond [60][]int32 // added latencies by the second the token was sent in
 	cpu0At := time.Now()
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
@@ -307,6 +308,8 @@ func chatRelay() error {
 			api.ServeHTTP(w, r)
 			return
 		}
+		handlers.Add(1)
+		defer handlers.Done()
 		tc := &tokenClock{ResponseWriter: w}
 		api.ServeHTTP(tc, r)
 		mu.Lock()
@@ -354,6 +357,14 @@ func chatRelay() error {
 		}
 	}()
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	// A client may have read its last event before its handler returned.
+	answered := make(chan struct{})
+	go func() { handlers.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintln(os.Stderr, "bench chat-relay: chats still being answered after 10 s; reporting without them")
+	}
 	close(stopSampling)
 	<-sampled
 	if heapAt != "" {
