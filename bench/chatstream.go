@@ -300,7 +300,7 @@ func chatRelay() error {
 		}
 	}
 	var handlers sync.WaitGroup // chats still being answered
-	var bySecond [60][]int32 // added latencies by the second the token was sent in
+	var bySecond [60][]int32    // added latencies by the second the token was sent in
 	cpu0At := time.Now()
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
 	clocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
