@@ -285,10 +285,16 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		log.Info("shutting down", slog.String("cause", fmt.Sprint(context.Cause(ctx))))
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout.Duration)
 		err = srv.Shutdown(sctx)
-		cancel()
 		if err != nil {
 			err = fmt.Errorf("in-flight requests did not finish within server.shutdown_timeout (%s): %w", cfg.Server.ShutdownTimeout.Duration, err)
 		}
+		// Runs still going (scheduled ones, or chats whose clients left) get
+		// what is left of the shutdown timeout to finish; the rest are stopped
+		// with their partial answers saved, before MCP and the database close.
+		if n := runs.Drain(sctx); n > 0 {
+			log.Warn("stopped runs still in progress at shutdown", slog.Int("runs", n))
+		}
+		cancel()
 	}
 	stopBackground()
 	if cerr := svc.store.Close(); cerr != nil && err == nil {

@@ -307,6 +307,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		r.Status = StatusSucceeded
 	case errors.Is(context.Cause(ctx), ErrAborted):
 		r.Status, r.Error = StatusCancelled, ErrAborted.Error()
+	case errors.Is(context.Cause(ctx), ErrShutdown):
+		r.Status, r.Error = StatusFailed, ErrShutdown.Error()
+		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
 	default:
 		r.Status, r.Error = StatusFailed, readable(err)
 		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
