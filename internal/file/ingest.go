@@ -32,6 +32,11 @@ func failWith(format string, args ...any) error {
 func (s *Service) ingest(ctx context.Context, c *Claim) {
 	log := s.log.With(slog.String("file_id", c.File.ID))
 	start := time.Now()
+	if s.vectors != nil {
+		// The old chunks are gone; so is any use of their vectors.
+		defer s.vectors.drop(c.File.ID)
+		s.vectors.drop(c.File.ID)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := s.track(ctx, cancel, c)

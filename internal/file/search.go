@@ -3,9 +3,11 @@ package file
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 )
 
 // rrfK is the constant of reciprocal rank fusion: a hit at rank r of a list
@@ -27,12 +29,24 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	names := make(map[string]string, len(files))
-	q.FileIDs = q.FileIDs[:0:0]
+	ready := make([]*File, 0, len(files))
 	for _, f := range files {
+		names[f.ID] = f.Name
 		if f.Status == Ready {
-			names[f.ID] = f.Name
-			q.FileIDs = append(q.FileIDs, f.ID)
+			ready = append(ready, f)
 		}
+	}
+	if s.vectors != nil {
+		// Files another process deleted need no room in memory any more.
+		for _, id := range q.FileIDs {
+			if _, ok := names[id]; !ok {
+				s.vectors.drop(id)
+			}
+		}
+	}
+	q.FileIDs = make([]string, len(ready))
+	for i, f := range ready {
+		q.FileIDs[i] = f.ID
 	}
 	if len(q.FileIDs) == 0 {
 		return []Hit{}, nil
@@ -42,7 +56,7 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 	case s.opts.RAG != nil:
 		hits, err = s.opts.RAG.Query(ctx, q)
 	case s.opts.Embedder != nil:
-		hits, err = s.hybrid(ctx, q)
+		hits, err = s.hybrid(ctx, q, ready)
 	default:
 		hits, err = s.opts.Store.SearchText(ctx, q)
 	}
@@ -56,32 +70,48 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 }
 
 // hybrid fuses the full-text and vector rankings of a wider pool than asked
-// for, then caps the fused list per file and in all.
-func (s *Service) hybrid(ctx context.Context, q Query) ([]Hit, error) {
-	vecs, err := s.opts.Embedder.Embed(ctx, []string{q.Text})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("embedding the query: %w", err)
-		}
-		// Full text still answers while the embeddings endpoint does not.
-		s.log.WarnContext(ctx, "embedding a search query failed; searching by full text only", slog.Any("err", err))
-		return s.opts.Store.SearchText(ctx, q)
-	}
+// for, then caps the fused list per file and in all. The full-text search
+// runs while the query is embedded and its vector compared.
+func (s *Service) hybrid(ctx context.Context, q Query, files []*File) ([]Hit, error) {
 	pool := q
 	pool.Limit = max(4*q.Limit, 50)
 	pool.PerFile = 0
 	if q.PerFile > 0 {
 		pool.PerFile = max(4*q.PerFile, 10)
 	}
-	text, err := s.opts.Store.SearchText(ctx, pool)
-	if err != nil {
-		return nil, err
+	var (
+		text    []Hit
+		textErr error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { text, textErr = s.opts.Store.SearchText(ctx, pool) })
+	vector, err := s.vectorPool(ctx, q, pool, files)
+	wg.Wait()
+	if textErr != nil {
+		return nil, textErr
 	}
-	vector, err := s.opts.Store.SearchVector(ctx, pool, vecs[0])
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil || !errors.Is(err, errEmbedQuery) {
+			return nil, err
+		}
+		// Full text still answers while the embeddings endpoint does not.
+		s.log.WarnContext(ctx, "embedding a search query failed; searching by full text only", slog.Any("err", err))
+		return capHits(text, q.Limit, q.PerFile), nil
 	}
 	return Fuse(q.Limit, q.PerFile, text, vector), nil
+}
+
+// errEmbedQuery marks a failure to embed the query, after which hybrid search
+// answers by full text alone.
+var errEmbedQuery = errors.New("embedding the query")
+
+// vectorPool embeds q.Text and returns the pool's vector ranking.
+func (s *Service) vectorPool(ctx context.Context, q, pool Query, files []*File) ([]Hit, error) {
+	vecs, err := s.opts.Embedder.Embed(ctx, []string{q.Text})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errEmbedQuery, err)
+	}
+	return s.searchVectors(ctx, pool, files, vecs[0])
 }
 
 // Fuse merges rankings by reciprocal rank: each hit scores the sum of

@@ -56,6 +56,10 @@ type Options struct {
 	RAG *RAGAPI
 	// EmbedBatch is how many chunks one request to the Embedder carries (0: 64).
 	EmbedBatch int
+	// VectorCacheMB is how much memory, in MB, the vectors of searched files
+	// may take (0: DefaultVectorCacheMB; below 0: none, and the store scores
+	// vectors at each search). Only hybrid search uses it.
+	VectorCacheMB int
 	Workers    int
 	Lease      time.Duration
 	Poll       time.Duration
@@ -71,6 +75,9 @@ type Service struct {
 	// wake nudges Run when this process uploads a file, so that it need not
 	// wait for the next poll.
 	wake chan struct{}
+	// vectors holds searched files' vectors in memory; nil without an
+	// Embedder or with the cache turned off.
+	vectors *vectorCache
 }
 
 // NewService returns a Service with opts.
@@ -94,7 +101,14 @@ func NewService(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: log, wake: make(chan struct{}, 1)}
+	s := &Service{opts: opts, log: log, wake: make(chan struct{}, 1)}
+	if opts.VectorCacheMB == 0 {
+		opts.VectorCacheMB = DefaultVectorCacheMB
+	}
+	if opts.Embedder != nil && opts.RAG == nil && opts.VectorCacheMB > 0 {
+		s.vectors = newVectorCache(int64(opts.VectorCacheMB) << 20)
+	}
+	return s
 }
 
 // CleanName returns the name a file is stored under: the base name of name (a
@@ -244,6 +258,9 @@ func (s *Service) Delete(ctx context.Context, userID string, admin bool, id stri
 	}
 	if err := s.opts.Store.DeleteFile(ctx, id); err != nil {
 		return err
+	}
+	if s.vectors != nil {
+		s.vectors.drop(id)
 	}
 	if s.opts.RAG != nil {
 		if err := s.opts.RAG.Delete(ctx, []string{id}); err != nil {

@@ -16,6 +16,19 @@ type Chunk struct {
 	Embedding []float32
 }
 
+// StoredChunk is a chunk as search reads it back.
+type StoredChunk struct {
+	// ID is the chunk's row id, unique in the database.
+	ID     int64
+	FileID string
+	Index  int
+	Page   int
+	Text   string
+	// Embedding is the stored vector, float32 little-endian (EncodeVector);
+	// nil without one.
+	Embedding []byte
+}
+
 // Claim is a process's hold on a file it ingests: the file, and the token that
 // the process's later writes must show, so that a process whose lease ran out
 // (and whose file another process took) can no longer change it.
@@ -77,4 +90,12 @@ type Storage interface {
 	// similarity, as SearchText orders and limits them; scores are the
 	// similarity clipped to 0–1. Chunks without a vector are left out.
 	SearchVector(ctx context.Context, q Query, vec []float32) ([]Hit, error)
+	// FileVectors calls fn with the row id, index and stored vector of each
+	// chunk of f whose vector has dims dimensions, in index order, provided f is
+	// still ready as of f.UpdatedAt, and with nothing otherwise: a file ingested
+	// again meanwhile, by any process, never gives a mix of two ingestions.
+	FileVectors(ctx context.Context, f *File, dims int, fn func(id int64, idx int, vec []byte)) error
+	// ReadChunks returns the chunks with the given row ids, in no particular
+	// order, leaving out ids no longer stored.
+	ReadChunks(ctx context.Context, ids []int64) ([]StoredChunk, error)
 }

@@ -606,3 +606,68 @@ func insertScored(fs []scored, x scored) []scored {
 	})
 	return slices.Insert(fs, i, x)
 }
+
+// FileVectors calls fn with the row id, index and vector of each chunk of f
+// whose vector has dims dimensions, in index order, provided f is still ready
+// as of f.UpdatedAt. It is one statement, so that a file ingested again
+// meanwhile (by any process) gives no chunks rather than a mix of two
+// ingestions.
+func (db *DB) FileVectors(ctx context.Context, f *file.File, dims int, fn func(id int64, idx int, vec []byte)) error {
+	rows, err := db.query(ctx, db.read, `SELECT c.id, c.idx, c.embedding FROM files f JOIN file_chunks c ON c.file_id = f.id
+		WHERE f.id = ? AND f.status = 'ready' AND f.updated_at = ? AND c.embedding IS NOT NULL AND length(c.embedding) = ?
+		ORDER BY c.idx`, f.ID, db.timeArg(f.UpdatedAt), 4*dims)
+	if err != nil {
+		return fmt.Errorf("reading the vectors of file %q: %w", f.ID, err)
+	}
+	defer rows.Close()
+	var (
+		id  int64
+		idx int
+		raw []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&id, &idx, &raw); err != nil {
+			return fmt.Errorf("reading the vectors of file %q: %w", f.ID, err)
+		}
+		fn(id, idx, raw)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading the vectors of file %q: %w", f.ID, err)
+	}
+	return nil
+}
+
+// readChunksBatch is how many chunks one query of ReadChunks asks for.
+const readChunksBatch = 500
+
+// ReadChunks returns the chunks with the given row ids, in no particular
+// order, leaving out ids no longer stored.
+func (db *DB) ReadChunks(ctx context.Context, ids []int64) ([]file.StoredChunk, error) {
+	out := make([]file.StoredChunk, 0, len(ids))
+	for start := 0; start < len(ids); start += readChunksBatch {
+		batch := ids[start:min(start+readChunksBatch, len(ids))]
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		rows, err := db.query(ctx, db.read, `SELECT id, file_id, idx, page, text, embedding FROM file_chunks
+			WHERE id IN (`+inList(len(batch))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("reading chunks: %w", err)
+		}
+		for rows.Next() {
+			var c file.StoredChunk
+			if err := rows.Scan(&c.ID, &c.FileID, &c.Index, &c.Page, &c.Text, &c.Embedding); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("reading chunks: %w", err)
+			}
+			out = append(out, c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading chunks: %w", err)
+		}
+	}
+	return out, nil
+}
