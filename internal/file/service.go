@@ -60,10 +60,10 @@ type Options struct {
 	// may take (0: DefaultVectorCacheMB; below 0: none, and the store scores
 	// vectors at each search). Only hybrid search uses it.
 	VectorCacheMB int
-	Workers    int
-	Lease      time.Duration
-	Poll       time.Duration
-	Logger     *slog.Logger
+	Workers       int
+	Lease         time.Duration
+	Poll          time.Duration
+	Logger        *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
