@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,8 +163,29 @@ const staleRunAge = 30 * time.Minute
 // serve runs the server until ctx is done. It listens first, so that /healthz
 // answers and a port in use fails at once, then opens the database (Postgres may
 // still be starting) and only then reports ready.
+// TuneMemory applies server.memory_limit_mb and server.gc_percent to the Go
+// runtime. GOMEMLIMIT and GOGC in the environment (getenv) win over the
+// config, as the runtime's own settings.
+func TuneMemory(s config.Server, getenv func(string) (string, bool), log *slog.Logger) {
+	if _, set := getenv("GOMEMLIMIT"); s.MemoryLimitMB > 0 && !set {
+		debug.SetMemoryLimit(s.MemoryLimitMB << 20)
+	}
+	if _, set := getenv("GOGC"); s.GCPercent != 0 && !set {
+		debug.SetGCPercent(s.GCPercent)
+	}
+	log.Debug("memory", slog.Int64("limit_bytes", debug.SetMemoryLimit(-1)), slog.Int("gc_percent", gcPercent()))
+}
+
+// gcPercent reads the garbage collector's target without changing it.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
 func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	log := e.logger(cfg)
+	TuneMemory(cfg.Server, e.Getenv, log)
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
 	}

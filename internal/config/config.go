@@ -93,6 +93,16 @@ type Server struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json.
 	LogFormat string `yaml:"log_format"`
+	// MemoryLimitMB is a soft limit, in MiB, on the memory the process's Go
+	// runtime uses (heap, goroutine stacks and its own); 0 means none. With a
+	// limit the garbage collector can run seldom (GCPercent) while memory is
+	// far below it, and as often as it must near it: many concurrent streams
+	// then cost less CPU per token without using more memory than the limit.
+	MemoryLimitMB int64 `yaml:"memory_limit_mb"`
+	// GCPercent is the garbage collector's target (GOGC): how much the heap
+	// may grow over what is live before a collection. -1 means collect only
+	// at MemoryLimitMB.
+	GCPercent int `yaml:"gc_percent"`
 }
 
 // Database names the store. See Config.DB for the forms URL takes.
@@ -573,6 +583,8 @@ func Default() *Config {
 			ShutdownTimeout: Duration{30 * time.Second},
 			LogLevel:        "info",
 			LogFormat:       "text",
+			MemoryLimitMB:   256,
+			GCPercent:       400,
 		},
 		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
 		Scheduler: Scheduler{

@@ -88,6 +88,8 @@ func TestDefaultsWithoutFile(t *testing.T) {
 		{"shutdown_timeout", c.Server.ShutdownTimeout.Duration, 30 * time.Second},
 		{"log_level", c.Server.LogLevel, "info"},
 		{"log_format", c.Server.LogFormat, "text"},
+		{"memory_limit_mb", c.Server.MemoryLimitMB, int64(256)},
+		{"gc_percent", c.Server.GCPercent, 400},
 		{"connect_timeout", c.Database.ConnectTimeout.Duration, 30 * time.Second},
 		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 50},
 		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
@@ -348,7 +350,7 @@ func TestUnknownKeys(t *testing.T) {
 		want []string
 	}{
 		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
-			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format)`,
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
 			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, rag, fileConfig, scheduler)`,
@@ -550,6 +552,8 @@ func TestValidation(t *testing.T) {
   shutdown_timeout: 0s
   log_level: verbose
   log_format: xml
+  memory_limit_mb: -1
+  gc_percent: 0
 `, []string{
 			`relay.yaml:2:9: server.addr: "localhost" is not a host:port address (e.g. 127.0.0.1:3080 or :3080)`,
 			`relay.yaml:3:13: server.data_dir: required`,
@@ -558,6 +562,11 @@ func TestValidation(t *testing.T) {
 			`relay.yaml:6:21: server.shutdown_timeout: must be greater than 0`,
 			`relay.yaml:7:14: server.log_level: must be one of debug, info, warn, error, got "verbose"`,
 			`relay.yaml:8:15: server.log_format: must be text or json, got "xml"`,
+			`relay.yaml:9:20: server.memory_limit_mb: must be 0 (no limit) or more`,
+			`relay.yaml:10:15: server.gc_percent: must be greater than 0, or -1 to collect only at server.memory_limit_mb`,
+		}},
+		{"collecting only at a limit that is not there", "server:\n  memory_limit_mb: 0\n  gc_percent: -1\n", []string{
+			`relay.yaml:3:15: server.gc_percent: -1 needs server.memory_limit_mb, or memory would grow without bound`,
 		}},
 		{"database", "database:\n  url: mysql://root:hunter2@db/relay\n  connect_timeout: 0\n", []string{
 			`relay.yaml:2:8: database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`,

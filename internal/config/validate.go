@@ -125,6 +125,15 @@ func (v *validator) server() {
 	if !slices.Contains(logFormats, s.LogFormat) {
 		v.add("server.log_format", "must be text or json, got %q", s.LogFormat)
 	}
+	if s.MemoryLimitMB < 0 {
+		v.add("server.memory_limit_mb", "must be 0 (no limit) or more")
+	}
+	if s.GCPercent < -1 || s.GCPercent == 0 {
+		v.add("server.gc_percent", "must be greater than 0, or -1 to collect only at server.memory_limit_mb")
+	}
+	if s.GCPercent == -1 && s.MemoryLimitMB == 0 {
+		v.add("server.gc_percent", "-1 needs server.memory_limit_mb, or memory would grow without bound")
+	}
 }
 
 func (v *validator) database() {
