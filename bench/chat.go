@@ -40,6 +40,7 @@ func benchChat() error {
 	chats := flag.Int("chats", 1000, "concurrent streaming chats")
 	tokens := flag.Int("tokens", 200, "tokens per streamed answer")
 	gap := flag.Duration("gap", 10*time.Millisecond, "time between streamed tokens")
+	sweepFlag := flag.Bool("sweep", false, "measure the streaming chats at 100, 300, 600 and 1,000 concurrent chats and print a table")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "relay-bench-chat-")
 	if err != nil {
@@ -102,10 +103,14 @@ func benchChat() error {
 	if err := benchGraph(ctx, st, u, agents, m, log, *runs); err != nil {
 		return err
 	}
+	if *sweepFlag {
+		return sweep(*tokens, *gap)
+	}
 	if *chats <= 0 {
 		return nil
 	}
-	return streamChats(*chats, *tokens, *gap)
+	_, err = streamChats(*chats, *tokens, *gap)
+	return err
 }
 
 // benchGraph measures what each extra agent adds to a run: a 3-agent chain and

@@ -22,10 +22,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/app"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/openai"
@@ -73,9 +76,44 @@ type relayReport struct {
 	Goroutines int           `json:"goroutines"`
 }
 
+// streamRow is one line of the sweep table.
+type streamRow struct {
+	chats, complete int
+	p50, p99        time.Duration
+	relayPerToken   time.Duration // Relay's CPU per token
+	loadPerToken    time.Duration // the upstream's and the clients' CPU per token
+	rssMB           float64
+}
+
+// sweepChats is the concurrency of each row of `bench chat -sweep`.
+var sweepChats = []int{100, 300, 600, 1000}
+
+// sweep measures the streaming chats at each concurrency of sweepChats, each
+// against a Relay process of its own, and prints a table of them, so that the
+// point where added latency starts to climb is visible.
+func sweep(tokens int, gap time.Duration) error {
+	var rows []streamRow
+	for _, n := range sweepChats {
+		row, err := streamChats(n, tokens, gap)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	fmt.Printf("\nstreaming chats, %d tokens %s apart, by concurrency (Relay in its own process):\n", tokens, gap)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chats\tcomplete\tadded p50\tadded p99\tRelay CPU/token\tload CPU/token\tpeak RSS\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.1f µs\t%.1f µs\t%.0f MB\t\n", r.chats, r.complete, ms(r.p50), ms(r.p99),
+			float64(r.relayPerToken)/float64(time.Microsecond), float64(r.loadPerToken)/float64(time.Microsecond), r.rssMB)
+	}
+	return tw.Flush()
+}
+
 // streamChats runs chats concurrent streaming chats through a Relay process of
 // its own against a fake upstream in this process.
-func streamChats(chats, tokens int, gap time.Duration) error {
+func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
+	var row streamRow
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -96,34 +134,33 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 		_ = rc.Flush()
 	}))
 	defer upstream.Close()
-
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return row, err
 	}
 	cmd := exec.Command(exe, "chat-relay", "-upstream", upstream.URL)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return row, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return row, err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the Relay process: %w", err)
+		return row, fmt.Errorf("starting the Relay process: %w", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	out := bufio.NewReader(stdout)
 	line, err := out.ReadBytes('\n')
 	if err != nil {
-		return fmt.Errorf("the Relay process did not start: %w", err)
+		return row, fmt.Errorf("the Relay process did not start: %w", err)
 	}
 	var ready relayReady
 	if err := json.Unmarshal(line, &ready); err != nil {
-		return fmt.Errorf("the Relay process said %q: %w", line, err)
+		return row, fmt.Errorf("the Relay process said %q: %w", line, err)
 	}
 
 	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", chats, tokens, gap)
@@ -154,11 +191,11 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 
 	loadCPU := cpuTime() - driverCPU
 	if err := stdin.Close(); err != nil {
-		return err
+		return row, err
 	}
 	var rep relayReport
 	if err := json.NewDecoder(out).Decode(&rep); err != nil {
-		return fmt.Errorf("reading the Relay process's report: %w", err)
+		return row, fmt.Errorf("reading the Relay process's report: %w", err)
 	}
 	added := make([]time.Duration, len(rep.Added))
 	for i, us := range rep.Added {
@@ -185,7 +222,10 @@ func streamChats(chats, tokens int, gap time.Duration) error {
 		rep.CPU.Round(time.Millisecond), float64(rep.CPU.Microseconds())/float64(max(1, len(added))), loadCPU.Round(time.Millisecond), load)
 	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB); at most %.0f MB Go heap in use, %.0f MB of goroutine stacks, %d goroutines\n",
 		float64(rep.PeakRSS)/1024, float64(rep.HeapInuse)/(1<<20), float64(rep.StackInuse)/(1<<20), rep.Goroutines)
-	return nil
+	row = streamRow{chats: chats, complete: complete, p50: pct(added, 50), p99: pct(added, 99),
+		relayPerToken: rep.CPU / time.Duration(max(1, len(added))), loadPerToken: loadCPU / time.Duration(max(1, len(added))),
+		rssMB: float64(rep.PeakRSS) / 1024}
+	return row, nil
 }
 
 // readChat sends one chat and reads its stream, returning how many tokens
@@ -267,6 +307,7 @@ func chatRelay() error {
 	level := slog.LevelWarn
 	_ = level.UnmarshalText([]byte(os.Getenv("RELAY_BENCH_LOG_LEVEL")))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	app.TuneMemory(config.Default().Server, os.LookupEnv, log) // as `relay serve` with the default config
 	authSvc := auth.NewService(st, nil)
 	u, err := authSvc.CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
 	if err != nil {
