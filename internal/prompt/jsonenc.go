@@ -33,6 +33,10 @@ const (
 	highs = 0x8080808080808080
 )
 
+// AppendJSONString appends s as a JSON string exactly as encoding/json writes
+// it with HTML escaping off, for callers that write JSON by hand on a hot path.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // control characters, U+2028 and U+2029 are escaped; <, > and & are not.
 func appendString(dst []byte, s string) []byte {
