@@ -39,14 +39,6 @@ type Dialect struct {
 	// each other's inserts. Engines whose write transactions are already serialized
 	// leave it empty.
 	SyncLock string
-	// TextMatch selects id, file_id, idx and s, the relevance of a chunk (0 or
-	// more, higher is better), of the chunks c that match the one ?
-	// it holds, which TextQuery fills in. It ends in a WHERE clause that file
-	// search extends with AND.
-	TextMatch string
-	// TextQuery turns search terms (lower-case letters and digits only) into
-	// the argument of TextMatch that matches a chunk holding any of them.
-	TextQuery func(terms []string) string
 	// VectorScore is the expression of the cosine similarity of the stored
 	// vector c.embedding and the one ? it holds (float32 little-endian), or ""
 	// when the engine cannot compute it and Relay scores the vectors itself.

@@ -222,8 +222,6 @@ func dialect() store.Dialect {
 		IsForeignKeyViolation: func(err error) bool { return code(err) == "23503" },
 		LockMigrations:        lockMigrations,
 		SyncLock:              fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
-		TextMatch:             textMatch,
-		TextQuery:             textQuery,
 		// No VectorScore: vectors are scored in Go (see docs/config.md, rag).
 	}
 }

@@ -236,8 +236,6 @@ func dialect() store.Dialect {
 		IsForeignKeyViolation: func(err error) bool { return code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
 		// No migration lock: migrations run on the single writer connection, whose
 		// transactions begin IMMEDIATE, so other processes wait for each one.
-		TextMatch:   textMatch,
-		TextQuery:   textQuery,
 		VectorScore: vectorScore,
 	}
 }
