@@ -20,7 +20,10 @@ import (
 // fileService builds the file service of the config over the store: full text
 // by default, hybrid with rag.embeddings, or the RAG API of rag.api_url.
 func fileService(cfg *config.Config, st store.Store, log *slog.Logger) *file.Service {
-	opts := file.Options{Store: st, Logger: log.With(slog.String("part", "files"))}
+	opts := file.Options{Store: st, Logger: log.With(slog.String("part", "files")), VectorCacheMB: cfg.RAG.VectorCacheMB}
+	if opts.VectorCacheMB == 0 {
+		opts.VectorCacheMB = -1 // rag.vectorCacheMB: 0 turns the cache off
+	}
 	switch e := cfg.RAG.Embeddings; {
 	case cfg.RAG.APIURL != "":
 		opts.RAG = &file.RAGAPI{URL: cfg.RAG.APIURL}

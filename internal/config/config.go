@@ -606,7 +606,7 @@ func Default() *Config {
 			FetchMaxBytes: 1 << 20,
 			FetchTimeout:  Duration{10 * time.Second},
 		},
-		RAG:        RAG{InjectContext: InjectAuto},
+		RAG:        RAG{InjectContext: InjectAuto, VectorCacheMB: DefaultVectorCacheMB},
 		FileConfig: FileConfig{ServerFileSizeLimit: 50},
 	}
 }
@@ -630,6 +630,10 @@ func (c *Config) Location() (*time.Location, error) {
 	return time.LoadLocation(c.Server.Timezone)
 }
 
+// DefaultVectorCacheMB is rag.vectorCacheMB when none is set: the vectors of
+// about 170,000 chunks of 384 dimensions.
+const DefaultVectorCacheMB = 64
+
 // The values of rag.injectContext.
 const (
 	InjectAuto   = "auto"
@@ -650,6 +654,10 @@ type RAG struct {
 	// Embeddings, when its baseURL and model are set, embeds every chunk and
 	// makes search hybrid (vectors and full text).
 	Embeddings Embeddings `yaml:"embeddings"`
+	// VectorCacheMB is how much memory, in MB, hybrid search may hold the
+	// vectors of searched files in, least recently used dropped first; 0
+	// reads them from the database at each search. Relay-only.
+	VectorCacheMB int `yaml:"vectorCacheMB"`
 }
 
 // Embeddings is an OpenAI-compatible /embeddings endpoint.

@@ -33,7 +33,7 @@ fileConfig:
     agents:
       fileSizeLimit: 5
 `, nil)
-	want := RAG{InjectContext: InjectNever, Embeddings: Embeddings{
+	want := RAG{InjectContext: InjectNever, VectorCacheMB: DefaultVectorCacheMB, Embeddings: Embeddings{
 		BaseURL: "http://embed.local/v1", APIKey: "sk-embed-secret-0042", Model: "nomic-embed-text", Dimensions: 256,
 	}}
 	if d := cmp.Diff(want, c.RAG); d != "" {
@@ -69,6 +69,7 @@ func TestRAGProblems(t *testing.T) {
   embeddings:
     baseURL: http://embed.local/v1
     dimensions: -1
+  vectorCacheMB: -5
 fileConfig:
   serverFileSizeLimit: 0
 `, []string{
@@ -76,7 +77,8 @@ fileConfig:
 			`relay.yaml:3:12: rag.api_url: must be an http:// or https:// URL with a host, got "rag.local"`,
 			`relay.yaml:5:5: rag.embeddings: baseURL and model go together: set both to embed chunks, or neither`,
 			`relay.yaml:6:17: rag.embeddings.dimensions: must not be negative`,
-			`relay.yaml:8:24: fileConfig.serverFileSizeLimit: must be a number of MB greater than 0`,
+			`relay.yaml:7:18: rag.vectorCacheMB: must not be negative (0 turns the cache off)`,
+			`relay.yaml:9:24: fileConfig.serverFileSizeLimit: must be a number of MB greater than 0`,
 		}},
 		{"API and embeddings", `rag:
   api_url: http://rag:8000

@@ -490,6 +490,9 @@ func (v *validator) rag() {
 	if e.Dimensions < 0 {
 		v.add("rag.embeddings.dimensions", "must not be negative")
 	}
+	if r.VectorCacheMB < 0 {
+		v.add("rag.vectorCacheMB", "must not be negative (0 turns the cache off)")
+	}
 	if r.APIURL != "" && e.Enabled() {
 		v.add("rag.embeddings", "not used with rag.api_url, which embeds files itself; remove one")
 	}

@@ -34,6 +34,8 @@ import (
 type bundle struct {
 	store store.Store
 	path  string
+	// pgURL is the Postgres database with the test's schema ("" on SQLite).
+	pgURL string
 	svc   *file.Service
 	owner string
 }
@@ -62,8 +64,10 @@ func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 		err  error
 		path string
 	)
+	var pgURL string
 	if engine == "postgres" {
-		st, err = postgres.Open(t.Context(), pgSchema(t, os.Getenv("TEST_POSTGRES_URL")), postgres.Options{})
+		pgURL = pgSchema(t, os.Getenv("TEST_POSTGRES_URL"))
+		st, err = postgres.Open(t.Context(), pgURL, postgres.Options{})
 	} else {
 		path = filepath.Join(t.TempDir(), "relay.db")
 		st, err = sqlite.Open(t.Context(), path)
@@ -77,7 +81,7 @@ func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 		t.Fatal(err)
 	}
 	opts.Store = st
-	b := &bundle{store: st, path: path, owner: u.ID}
+	b := &bundle{store: st, path: path, pgURL: pgURL, owner: u.ID}
 	b.svc = start(t, opts)
 	return b
 }
