@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
@@ -39,6 +41,7 @@ func benchFiles() error {
 	dims := flag.Int("dims", 384, "vector dimensions for hybrid search")
 	queries := flag.Int("queries", 200, "searches per measurement")
 	pgURL := flag.String("postgres", os.Getenv("TEST_POSTGRES_URL"), "Postgres `URL` (default $TEST_POSTGRES_URL; empty: SQLite only)")
+	ingest := flag.Bool("ingest", true, "measure ingestion (false: search latency only)")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "relay-bench-files-")
@@ -51,17 +54,19 @@ func benchFiles() error {
 	if *pgURL != "" {
 		engines = append(engines, "postgres")
 	}
-	open := func(eng, name string) (*store.DB, func(), error) {
+	// open returns a new store, a function that drops it, and for Postgres
+	// the URL of its schema.
+	open := func(eng, name string) (*store.DB, func(), string, error) {
 		if eng == "sqlite" {
 			st, err := sqlite.Open(ctx, filepath.Join(dir, name+".db"))
-			return st, func() {}, err
+			return st, func() {}, "", err
 		}
 		u, drop, err := freshSchema(*pgURL)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		st, err := postgres.Open(ctx, u, postgres.Options{})
-		return st, drop, err
+		return st, drop, u, err
 	}
 
 	// Each ingestion runs in a process of its own, so that its peak RSS is
@@ -70,55 +75,57 @@ func benchFiles() error {
 	if err != nil {
 		return err
 	}
-	plainPath, pdfPath := filepath.Join(dir, "big.txt"), filepath.Join(dir, "big.pdf")
-	if err := os.WriteFile(plainPath, plainText(*textMB<<20), 0o600); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "writing a %d MB PDF…\n", *pdfMB)
-	if err := os.WriteFile(pdfPath, extracttest.LargePDF(*pdfMB<<20), 0o600); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ingestion\tengine\tfile MB\ttext MB\tseconds\ttext MB/s\tpeak RSS MB\t")
-	for _, eng := range engines {
-		for _, c := range []struct {
-			name, path string
-			embed      bool
-		}{
-			{"plain text, full text", plainPath, false},
-			{"plain text, embeddings", plainPath, true},
-			{"PDF, full text", pdfPath, false},
-		} {
-			fmt.Fprintf(os.Stderr, "%s: ingesting %s…\n", eng, c.name)
-			args := []string{"files-ingest", "-engine", eng, "-path", c.path, "-dims", strconv.Itoa(*dims), "-dir", dir, "-postgres", *pgURL}
-			if c.embed {
-				args = append(args, "-embed")
-			}
-			cmd := exec.Command(self, args...)
-			cmd.Stderr = os.Stderr
-			out, err := cmd.Output()
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", eng, c.name, err)
-			}
-			var r ingestResult
-			if err := json.Unmarshal(out, &r); err != nil {
-				return fmt.Errorf("%s, %s: %q: %w", eng, c.name, out, err)
-			}
-			fi, err := os.Stat(c.path)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t\n", c.name, eng, mb(int(fi.Size())), mb(r.TextBytes),
-				r.Seconds, mb(r.TextBytes)/r.Seconds, mb(int(r.PeakRSS)))
+	if *ingest {
+		plainPath, pdfPath := filepath.Join(dir, "big.txt"), filepath.Join(dir, "big.pdf")
+		if err := os.WriteFile(plainPath, plainText(*textMB<<20), 0o600); err != nil {
+			return err
 		}
+		fmt.Fprintf(os.Stderr, "writing a %d MB PDF…\n", *pdfMB)
+		if err := os.WriteFile(pdfPath, extracttest.LargePDF(*pdfMB<<20), 0o600); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "ingestion\tengine\tfile MB\ttext MB\tseconds\ttext MB/s\tpeak RSS MB\t")
+		for _, eng := range engines {
+			for _, c := range []struct {
+				name, path string
+				embed      bool
+			}{
+				{"plain text, full text", plainPath, false},
+				{"plain text, embeddings", plainPath, true},
+				{"PDF, full text", pdfPath, false},
+			} {
+				fmt.Fprintf(os.Stderr, "%s: ingesting %s…\n", eng, c.name)
+				args := []string{"files-ingest", "-engine", eng, "-path", c.path, "-dims", strconv.Itoa(*dims), "-dir", dir, "-postgres", *pgURL}
+				if c.embed {
+					args = append(args, "-embed")
+				}
+				cmd := exec.Command(self, args...)
+				cmd.Stderr = os.Stderr
+				out, err := cmd.Output()
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", eng, c.name, err)
+				}
+				var r ingestResult
+				if err := json.Unmarshal(out, &r); err != nil {
+					return fmt.Errorf("%s, %s: %q: %w", eng, c.name, out, err)
+				}
+				fi, err := os.Stat(c.path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t\n", c.name, eng, mb(int(fi.Size())), mb(r.TextBytes),
+					r.Seconds, mb(r.TextBytes)/r.Seconds, mb(int(r.PeakRSS)))
+			}
+		}
+		tw.Flush()
+		fmt.Println()
 	}
-	tw.Flush()
-	fmt.Println()
 
-	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "search (%d chunks, %d dims)\tengine\tfiles searched\tp50 ms\tp99 ms\t\n", *chunks, *dims)
 	for _, eng := range engines {
-		st, drop, err := open(eng, "search")
+		st, drop, schemaURL, err := open(eng, "search")
 		if err != nil {
 			return err
 		}
@@ -128,6 +135,15 @@ func benchFiles() error {
 			st.Close()
 			drop()
 			return err
+		}
+		if eng == "postgres" {
+			// The lexeme statistics that full-text search plans with, as
+			// autovacuum would gather them within a minute of the inserts.
+			if err := analyze(ctx, schemaURL); err != nil {
+				st.Close()
+				drop()
+				return err
+			}
 		}
 		emb := &randomEmbedder{dims: *dims}
 		for _, mode := range []string{"full text", "hybrid"} {
@@ -392,4 +408,15 @@ func searchLatency(ctx context.Context, svc *file.Service, ids []string, queries
 	}
 	slices.Sort(took)
 	return pct(took, 50), pct(took, 99), nil
+}
+
+// analyze runs ANALYZE on the chunks of the Postgres schema at url.
+func analyze(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `ANALYZE file_chunks`)
+	return err
 }
