@@ -85,7 +85,7 @@ func TestAzureLibreChatShape(t *testing.T) {
 		group           string
 		deployment, ver string
 	}{
-		{"gpt-4o", "westus", "gpt-4o-prod", "2024-10-21"},               // the model's own deployment and version
+		{"gpt-4o", "westus", "gpt-4o-prod", "2024-10-21"},                 // the model's own deployment and version
 		{"gpt-3.5-turbo", "westus", "gpt-35-turbo", "2024-03-01-preview"}, // the group's version
 		{"o1", "westus", "o1", "2024-03-01-preview"},                      // no deployment anywhere: the model's name
 		{"mistral-large", "mistral", "", ""},                              // serverless: no deployment
