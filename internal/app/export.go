@@ -61,17 +61,12 @@ func exportRagasCommand() *command {
 					}
 					opts.Since = t
 				}
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				opts.Retrieval = retrieval(cfg)
-				log := e.logger(cfg)
-				svc, err := open(ctx, cfg, log)
+				cfg, svc, log, err := openFromConfig(ctx, e)
 				if err != nil {
 					return err
 				}
 				defer svc.store.Close()
+				opts.Retrieval = retrieval(cfg)
 				runs, err := runService(e, cfg, svc, mcp.NewManager(nil, mcp.Options{}), log)
 				if err != nil {
 					return err

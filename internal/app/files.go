@@ -59,12 +59,7 @@ func unreadableFiles(st store.Store) func(context.Context, *auth.User, []string)
 // withFiles opens the store and runs f with the file service, as the user
 // named by ref (default: the bootstrap admin).
 func withFiles(ctx context.Context, e *env, ref string, f func(*config.Config, *file.Service, *auth.User) error) error {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return err
-	}
-	log := e.logger(cfg)
-	svc, err := open(ctx, cfg, log)
+	cfg, svc, _, err := openFromConfig(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,7 @@ func promptCommand() *command {
 					}
 					req.Attached = append(req.Attached, prompt.File{ID: "attached:" + name, Filename: name, Type: mime})
 				}
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				log := e.logger(cfg)
-				svc, err := open(ctx, cfg, log)
+				cfg, svc, log, err := openFromConfig(ctx, e)
 				if err != nil {
 					return err
 				}

@@ -34,12 +34,7 @@ func liveness(cfg *config.Config, svc *services, log *slog.Logger) *schedule.Liv
 // the MCP manager and the run service — and runs f as the user named by ref
 // (default: the bootstrap admin).
 func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Service, *auth.User) error) error {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return err
-	}
-	log := e.logger(cfg)
-	svc, err := open(ctx, cfg, log)
+	cfg, svc, log, err := openFromConfig(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,21 @@ type services struct {
 	files  *file.Service
 }
 
+// openFromConfig loads the config and opens the services on it, for the
+// commands that work on the database directly; callers close svc.store.
+func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *slog.Logger, error) {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log := e.logger(cfg)
+	svc, err := open(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, svc, log, nil
+}
+
 // open builds the services on an opened store and applies the start-up work that
 // every command shares: the config's agents are synced.
 func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services, error) {
