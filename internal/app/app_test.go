@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a server goroutine and a test to share.
@@ -450,32 +449,5 @@ func mustRead(t *testing.T, p string) string {
 	return string(b)
 }
 
-// schemaURL creates a fresh schema in the test Postgres and returns a URL that uses it.
-func schemaURL(t *testing.T, base string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("app_test_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// schemaURL returns a URL of a fresh schema in the test Postgres, dropped when t ends.
+func schemaURL(t *testing.T, base string) string { return pgtest.Schema(t, base, "app_test") }

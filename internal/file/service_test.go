@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
@@ -27,6 +25,7 @@ import (
 	"github.com/relay-ai/relay/internal/file/filetest"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
+	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -86,35 +85,8 @@ func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 	return b
 }
 
-// pgSchema creates a schema, dropped when t ends, and returns a URL whose
-// connections use it.
-func pgSchema(t *testing.T, base string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := "file_test_" + strings.ToLower(strings.NewReplacer("-", "_").Replace(file.NewID()[5:]))
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// pgSchema returns a URL of a fresh Postgres schema, dropped when t ends.
+func pgSchema(t *testing.T, base string) string { return pgtest.Schema(t, base, "file_test") }
 
 // start runs a service until the test ends, and checks that Run returns.
 func start(t *testing.T, opts file.Options) *file.Service {

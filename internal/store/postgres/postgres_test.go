@@ -22,6 +22,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
+	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
 	"github.com/relay-ai/relay/internal/store/storetest"
 )
 
@@ -35,37 +36,9 @@ func serverURL(t *testing.T) string {
 	return u
 }
 
-// freshSchema creates an empty schema, dropped when t ends, and returns a URL
-// whose connections use it.
-func freshSchema(t *testing.T) string {
-	t.Helper()
-	base := serverURL(t)
-	cfg, err := pgx.ParseConfig(base)
-	if err != nil {
-		t.Fatalf("TEST_POSTGRES_URL: %v", err)
-	}
-	admin := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { admin.Close() })
-	name := "relay_test_" + strings.ToLower(strings.NewReplacer("-", "_").Replace(agent.NewID()[6:]))
-	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+name); err != nil {
-		t.Fatalf("creating schema %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, `DROP SCHEMA `+name+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return base + " search_path=" + name
-	}
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// freshSchema returns a URL of an empty schema in the test Postgres, dropped
+// when t ends.
+func freshSchema(t *testing.T) string { return pgtest.Schema(t, serverURL(t), "relay_test") }
 
 func open(t *testing.T, url string) *store.DB {
 	t.Helper()
