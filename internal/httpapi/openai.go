@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,27 +27,43 @@ type completionRequest struct {
 	Stream bool `json:"stream"`
 }
 
-// messageText reads a message's content: a string, or an array of parts whose
-// text parts are joined.
-func messageText(raw json.RawMessage) (string, error) {
+// messageContent reads a message's content: a string, or an array of parts
+// whose text parts are joined and whose image_url parts, as data: URLs, are
+// the message's images.
+func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", err
+		return "", nil, errors.New("must be a string or an array of parts")
 	}
 	var b strings.Builder
+	var images []run.Image
 	for _, p := range parts {
-		if p.Type == "text" {
+		switch p.Type {
+		case "text":
 			b.WriteString(p.Text)
+		case "image_url":
+			if p.ImageURL == nil {
+				return "", nil, errors.New("an image_url part needs image_url.url")
+			}
+			rest, ok := strings.CutPrefix(p.ImageURL.URL, "data:")
+			mime, data, isBase64 := strings.Cut(rest, ";base64,")
+			if !ok || !isBase64 {
+				return "", nil, errors.New("image_url.url must be a data: URL (data:image/png;base64,…); Relay does not fetch images")
+			}
+			images = append(images, run.Image{MIMEType: mime, Data: data})
 		}
 	}
-	return b.String(), nil
+	return b.String(), images, nil
 }
 
 // completions answers POST /v1/chat/completions by running the agent named by
@@ -64,17 +81,25 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	var history []prompt.Message
 	text := ""
+	var images []run.Image
 	for i, m := range req.Messages {
-		t, err := messageText(m.Content)
+		t, imgs, err := messageContent(m.Content)
 		if err != nil {
-			s.writeOpenAIError(w, r, fault.New(fault.Invalid, "messages[%d].content must be a string or an array of parts", i))
+			s.writeOpenAIError(w, r, fault.New(fault.Invalid, "messages[%d].content: %v", i, err))
 			return
 		}
 		switch {
 		case i == len(req.Messages)-1 && m.Role == "user":
-			text = t
+			text, images = t, imgs
 		case m.Role == "user":
-			history = append(history, prompt.Message{Role: prompt.RoleUser, Content: t})
+			um := prompt.Message{Role: prompt.RoleUser, Content: t}
+			for j, img := range imgs {
+				if j == 0 {
+					um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartText, Text: t})
+				}
+				um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: img.MIMEType, Data: img.Data})
+			}
+			history = append(history, um)
 		case m.Role == "assistant":
 			history = append(history, prompt.Message{Role: prompt.RoleAssistant, Content: t})
 		}
@@ -85,7 +110,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userFrom(r.Context())
-	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, History: history})
+	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, Images: images, History: history})
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return

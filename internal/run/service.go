@@ -134,6 +134,8 @@ type ChatRequest struct {
 	ConversationID  string `json:"conversation_id,omitempty"`
 	ParentMessageID string `json:"parent_message_id,omitempty"`
 	Timezone        string `json:"timezone,omitempty"`
+	// Images are pictures sent with the message, for models that see images.
+	Images []Image `json:"images,omitempty"`
 	// Files are ids of the user's files to attach to the conversation with this
 	// message; files attached earlier on the branch stay attached.
 	Files []string `json:"files,omitempty"`
@@ -186,6 +188,9 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		return nil, nil, nil, err
 	}
 	now := time.Now().UTC()
+	if err := checkImages(req.Images); err != nil {
+		return nil, nil, nil, err
+	}
 	added, err := s.attach(ctx, u, req.Files)
 	if err != nil {
 		return nil, nil, nil, err
@@ -198,6 +203,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	for _, f := range added {
 		userMsg.Parts = append(userMsg.Parts, Part{Type: PartFile, FileID: f.ID, Text: f.Filename})
 	}
+	userMsg.Parts = append(userMsg.Parts, imageParts(req.Images)...)
 	attached, err := s.attachedBefore(ctx, earlier, added)
 	if err != nil {
 		return nil, nil, nil, err
@@ -270,7 +276,11 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		if m.Role == RoleAssistant {
 			role = prompt.RoleAssistant
 		}
-		branch = append([]prompt.Message{{Role: role, Content: m.Text}}, branch...)
+		pm := prompt.Message{Role: role, Content: m.Text}
+		if role == prompt.RoleUser {
+			pm = userMessage(m.Text, m.Parts)
+		}
+		branch = append([]prompt.Message{pm}, branch...)
 		files = append(fileIDs(m.Parts), files...)
 		if byID[m.ParentID] == nil {
 			break
@@ -288,7 +298,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
-		base: append(slices.Clone(history), prompt.Message{Role: prompt.RoleUser, Content: req.Text})}
+		base: append(slices.Clone(history), userMessage(req.Text, imageParts(req.Images)))}
 	err := f.run(ctx, a)
 
 	// The final state is written whatever happened, without the run's own

@@ -39,6 +39,8 @@ const (
 	PartError    PartType = "error"
 	// PartFile is a file attached to a user's message; Text is its name.
 	PartFile PartType = "file"
+	// PartImage is an image sent with a user's message.
+	PartImage PartType = "image"
 )
 
 // Part is one piece of a message's content, saying which agent produced it.
@@ -48,6 +50,9 @@ type Part struct {
 	Text    string            `json:"text,omitempty"`
 	Tool    *agent.ToolRecord `json:"tool,omitempty"`
 	FileID  string            `json:"file_id,omitempty"`
+	// MIMEType and Data (base64) are an image part's picture.
+	MIMEType string `json:"mime_type,omitempty"`
+	Data     string `json:"data,omitempty"`
 }
 
 // Message is one stored message. Messages form a tree through ParentID: editing

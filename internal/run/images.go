@@ -1,0 +1,62 @@
+package run
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/prompt"
+)
+
+// Image is a picture sent with a user's message, for models that see images.
+type Image struct {
+	// MIMEType is image/png, image/jpeg, image/gif or image/webp.
+	MIMEType string `json:"mime_type"`
+	// Data is the image, base64 in the standard encoding.
+	Data string `json:"data"`
+}
+
+// imageTypes are the image types every provider Relay speaks to accepts.
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// checkImages refuses images of other types or whose data is not base64.
+func checkImages(images []Image) error {
+	var fs fault.Fields
+	for i, img := range images {
+		if !slices.Contains(imageTypes, img.MIMEType) {
+			fs.Add(fmt.Sprintf("images[%d].mime_type", i), "must be one of image/png, image/jpeg, image/gif, image/webp")
+		}
+		if img.Data == "" {
+			fs.Add(fmt.Sprintf("images[%d].data", i), "required")
+		} else if _, err := base64.StdEncoding.DecodeString(img.Data); err != nil {
+			fs.Add(fmt.Sprintf("images[%d].data", i), "must be base64 (standard encoding)")
+		}
+	}
+	return fs.Err("invalid chat request")
+}
+
+// imageParts are the stored parts of a user message's images.
+func imageParts(images []Image) []Part {
+	var out []Part
+	for _, img := range images {
+		out = append(out, Part{Type: PartImage, MIMEType: img.MIMEType, Data: img.Data})
+	}
+	return out
+}
+
+// userMessage is a user's message as the model gets it: its text, and its
+// images when it has any.
+func userMessage(text string, parts []Part) prompt.Message {
+	m := prompt.Message{Role: prompt.RoleUser, Content: text}
+	for _, p := range parts {
+		if p.Type != PartImage {
+			continue
+		}
+		if len(m.Parts) == 0 {
+			m.Parts = append(m.Parts, prompt.Part{Type: prompt.PartText, Text: text})
+		}
+		m.Parts = append(m.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: p.MIMEType, Data: p.Data})
+	}
+	return m
+}
