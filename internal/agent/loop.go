@@ -54,6 +54,7 @@ const (
 	EventToolFinished EventKind = "tool_finished" // a tool call returned
 	EventUsage        EventKind = "usage"         // a model turn's token usage
 	EventRetry        EventKind = "retry"         // the provider is being asked again
+	EventImage        EventKind = "image"         // the model produced an image
 )
 
 // Event is one thing that happened in the loop.
@@ -63,6 +64,7 @@ type Event struct {
 	Tool  *ToolRecord
 	Usage llm.Usage
 	Retry *llm.Error
+	Image *llm.Image
 }
 
 // LoopOptions are what one agent's loop runs with.
@@ -131,6 +133,8 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 				emit(Event{Kind: EventText, Text: e.Text})
 			case llm.EventRetry:
 				emit(Event{Kind: EventRetry, Retry: e.Retry})
+			case llm.EventImage:
+				emit(Event{Kind: EventImage, Image: e.Image})
 			}
 		})
 		if turn != nil {

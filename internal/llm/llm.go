@@ -36,7 +36,16 @@ const (
 	EventUsage EventKind = "usage"
 	// EventRetry says that the request is being sent again after a failure.
 	EventRetry EventKind = "retry"
+	// EventImage carries an image the model produced, whole.
+	EventImage EventKind = "image"
 )
+
+// Image is an image a model produced.
+type Image struct {
+	MIMEType string `json:"mime_type"`
+	// Data is the image, base64 in the standard encoding.
+	Data string `json:"data"`
+}
 
 // Event is one streamed event.
 type Event struct {
@@ -46,6 +55,8 @@ type Event struct {
 	Usage    Usage
 	// Retry says why and after how long the request is retried (EventRetry).
 	Retry *Error
+	// Image is the image of an EventImage.
+	Image *Image
 }
 
 // ToolCallDelta is a piece of a streamed tool call.

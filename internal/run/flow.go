@@ -24,6 +24,9 @@ import (
 // EventWarning says something about the run's graph was dropped or skipped.
 const EventWarning = "run.warning"
 
+// EventMessageImage carries an image a model produced.
+const EventMessageImage = "message.image"
+
 // flow runs one message through the graph of agents its primary reaches
 // (agents.md "Edges"): the start group, the direct edges in their groups, and
 // handoffs as they are called, all on one step budget.
@@ -45,6 +48,7 @@ type flow struct {
 	runMsgs  []prompt.Message // what the agents added, in order
 	lastText map[string]string
 	texts    []Part // each agent's answer, in the order they finished
+	images   []Part // images the models produced, in order
 	tools    []Part
 	requests []ModelRequest
 	usage    llm.Usage
@@ -311,6 +315,11 @@ func (f *flow) event(ctx context.Context, id string, e agent.Event, text *string
 		s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": id, "usage": e.Usage})
 	case agent.EventRetry:
 		f.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
+	case agent.EventImage:
+		f.mu.Lock()
+		f.images = append(f.images, Part{Type: PartImage, AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
+		f.mu.Unlock()
+		s.emit(ctx, lr, r.ID, EventMessageImage, map[string]any{"agent_id": id, "mime_type": e.Image.MIMEType, "data": e.Image.Data})
 	}
 }
 
@@ -350,5 +359,5 @@ func (f *flow) answer(hide bool) (string, []Part) {
 	for _, t := range texts {
 		all = append(all, t.Text)
 	}
-	return strings.Join(all, "\n\n"), append(parts, texts...)
+	return strings.Join(all, "\n\n"), append(append(parts, texts...), f.images...)
 }

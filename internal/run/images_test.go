@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -64,4 +65,29 @@ func errorsAs(err error, target **fault.Error) bool {
 		*target = fe
 	}
 	return ok
+}
+
+// An image the model produces is streamed as message.image and saved as an
+// image part of the answer, naming its agent.
+func TestImagesFromTheModel(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"Here it is."}, Images: []llm.Image{{MIMEType: "image/png", Data: pixel}}})
+	b := setup(t, model)
+	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Draw a dot"})
+	var got []string
+	for _, e := range d.Events {
+		if e.Type == run.EventMessageImage {
+			got = append(got, string(e.Data))
+		}
+	}
+	if want := `{"agent_id":"calc","data":"` + pixel + `","mime_type":"image/png"}`; len(got) != 1 || got[0] != want {
+		t.Errorf("message.image events %v, want %s", got, want)
+	}
+	th, err := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []run.Part{{Type: run.PartText, AgentID: "calc", Text: "Here it is."}, {Type: run.PartImage, AgentID: "calc", MIMEType: "image/png", Data: pixel}}
+	if diff := cmp.Diff(want, th.Messages[1].Parts); diff != "" {
+		t.Errorf("answer parts (-want +got):\n%s", diff)
+	}
 }

@@ -314,12 +314,20 @@ func TestImageOut(t *testing.T) {
 	b := setup(t, Options{}, stream(
 		`{"candidates":[{"content":{"parts":[{"text":"Here:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}}],"role":"model"},"finishReason":"STOP","index":0}]}`,
 	))
-	turn, err := b.client.Stream(t.Context(), simple(), nil)
+	var images []llm.Image
+	turn, err := b.client.Stream(t.Context(), simple(), func(e llm.Event) {
+		if e.Kind == llm.EventImage {
+			images = append(images, *e.Image)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn.Text != "Here:[image: image/png]" {
+	if turn.Text != "Here:" {
 		t.Errorf("text = %q", turn.Text)
+	}
+	if len(images) != 1 || images[0] != (llm.Image{MIMEType: "image/png", Data: "iVBORw0KGgo="}) {
+		t.Errorf("images = %+v, want the PNG as an image event", images)
 	}
 }
 

@@ -44,6 +44,7 @@ type responsePart struct {
 	} `json:"functionCall"`
 	InlineData *struct {
 		MIMEType string `json:"mimeType"`
+		Data     string `json:"data"`
 	} `json:"inlineData"`
 	ThoughtSignature string `json:"thoughtSignature"`
 }
@@ -76,9 +77,8 @@ func (r *reader) End() error {
 }
 
 // chunk handles one chunk. Thoughts are not part of the answer and are
-// skipped. Gemini has no event for an image in an answer that Relay could
-// pass on yet, so an image the model made is shown as an "[image: <mime>]"
-// note in the text.
+// skipped; an image the model made (inlineData) is passed on whole as an
+// EventImage.
 func (r *reader) chunk(data []byte, model string) *llm.Error {
 	var ch chunk
 	if err := json.Unmarshal(data, &ch); err != nil {
@@ -110,7 +110,7 @@ func (r *reader) chunk(data []byte, model string) *llm.Error {
 		case p.FunctionCall != nil:
 			r.call(p)
 		case p.InlineData != nil:
-			r.addText("[image: " + p.InlineData.MIMEType + "]")
+			r.Send(llm.Event{Kind: llm.EventImage, Image: &llm.Image{MIMEType: p.InlineData.MIMEType, Data: p.InlineData.Data}})
 		case p.Text != "":
 			r.addText(p.Text)
 		}

@@ -20,6 +20,8 @@ import (
 type Turn struct {
 	// Text is the answer's text, each piece streamed as one EventText.
 	Text []string
+	// Images are streamed as EventImage events after the text.
+	Images []llm.Image
 	// ToolCalls are the calls the model makes, each streamed as one
 	// EventToolCallDelta with its id, name and whole arguments. A call's Type
 	// is "function" when empty.
@@ -142,6 +144,9 @@ func (m *Model) Stream(ctx context.Context, req *prompt.Request, emit func(llm.E
 		}
 		text = append(text, piece...)
 		send(llm.Event{Kind: llm.EventText, Text: piece})
+	}
+	for i := range script.Images {
+		send(llm.Event{Kind: llm.EventImage, Image: &script.Images[i]})
 	}
 	for i, c := range script.ToolCalls {
 		if err := pause(); err != nil {
