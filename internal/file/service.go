@@ -273,10 +273,13 @@ func (s *Service) Delete(ctx context.Context, userID string, admin bool, id stri
 // Run ingests files until ctx ends: pending ones, including those uploaded
 // before it started, and those another process left processing past their
 // lease. At most Options.Workers files are ingested at once. It returns nil
-// when ctx ends, after the ingestions in flight have stopped.
+// when ctx ends, after the ingestions in flight have stopped. It also sweeps
+// away, at start and every hour, the stored parts of uploads that a crash cut
+// off (older than UploadSweepAge, with no file record).
 func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { s.sweep(ctx) })
 	slots := make(chan struct{}, s.opts.Workers)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -319,5 +322,27 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}
 		timer.Reset(s.opts.Poll)
+	}
+}
+
+// UploadSweepAge is how old the parts of an upload with no file record must
+// be before they are swept: no upload takes that long.
+const UploadSweepAge = 6 * time.Hour
+
+// sweep deletes the parts of cut-off uploads now and every hour until ctx ends.
+func (s *Service) sweep(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := s.opts.Store.SweepFileParts(ctx, s.opts.Now().Add(-UploadSweepAge)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping the parts of unfinished uploads", slog.Any("err", err))
+		} else if n > 0 {
+			s.log.Info("swept the parts of unfinished uploads", slog.Int("parts", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

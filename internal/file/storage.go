@@ -61,6 +61,9 @@ type Storage interface {
 	PutFilePart(ctx context.Context, id string, seq int, data []byte) error
 	// DeleteFileParts deletes the contents of the file id.
 	DeleteFileParts(ctx context.Context, id string) error
+	// SweepFileParts deletes the parts of uploads that never became a file
+	// (cut off by a crash), stored before cutoff, and returns how many.
+	SweepFileParts(ctx context.Context, cutoff time.Time) (int, error)
 	// FileContents returns the contents of the file id, read part by part into
 	// one buffer of sizeHint bytes' capacity.
 	FileContents(ctx context.Context, id string, sizeHint int64) ([]byte, error)

@@ -191,7 +191,7 @@ func (db *DB) PutFilePart(ctx context.Context, id string, seq int, data []byte) 
 	if data == nil {
 		data = []byte{}
 	}
-	_, err := db.exec(ctx, db.write, `INSERT INTO file_parts (file_id, seq, data) VALUES (?, ?, ?)`, id, seq, data)
+	_, err := db.exec(ctx, db.write, `INSERT INTO file_parts (file_id, seq, data, stored_at) VALUES (?, ?, ?, ?)`, id, seq, data, db.timeArg(db.clock()))
 	switch {
 	case err == nil:
 		return nil
@@ -207,6 +207,23 @@ func (db *DB) DeleteFileParts(ctx context.Context, id string) error {
 		return fmt.Errorf("deleting the contents of file %q: %w", id, err)
 	}
 	return nil
+}
+
+// SweepFileParts deletes the parts of uploads that never became a file (cut
+// off by a crash): parts with no file record stored before cutoff, or before
+// stored_at was kept. It returns how many parts it deleted.
+func (db *DB) SweepFileParts(ctx context.Context, cutoff time.Time) (int, error) {
+	res, err := db.exec(ctx, db.write, `DELETE FROM file_parts
+		WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.id = file_parts.file_id)
+		  AND (stored_at IS NULL OR stored_at < ?)`, db.timeArg(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("sweeping the parts of unfinished uploads: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sweeping the parts of unfinished uploads: %w", err)
+	}
+	return int(n), nil
 }
 
 // FileContents returns the contents of the file id. Parts are read one query

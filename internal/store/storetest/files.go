@@ -273,6 +273,34 @@ var fileContentTests = []test{
 			t.Errorf("DeleteFileParts left %q", got)
 		}
 	}},
+	{"SweepCutOffUploads", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		u := createUser(t, s, "sweep@example.com")
+		kept := createFile(t, s, u.ID, "kept.txt")
+		must(t, s.PutFilePart(ctx, kept.ID, 0, []byte("a finished upload")), "PutFilePart")
+		orphan := file.NewID()
+		for seq := range 2 {
+			must(t, s.PutFilePart(ctx, orphan, seq, []byte("an upload cut off")), "PutFilePart")
+		}
+		// Parts younger than the cutoff may belong to an upload in progress.
+		if _, err := s.SweepFileParts(ctx, time.Now().Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.FileContents(ctx, orphan, 0); len(got) == 0 {
+			t.Fatal("SweepFileParts removed the parts of an upload that may still be in progress")
+		}
+		n, err := s.SweepFileParts(ctx, time.Now().Add(time.Hour))
+		must(t, err, "SweepFileParts")
+		if n < 2 {
+			t.Errorf("SweepFileParts deleted %d parts, want the orphan's 2", n)
+		}
+		if got, _ := s.FileContents(ctx, orphan, 0); len(got) != 0 {
+			t.Errorf("the cut-off upload's parts are still there: %q", got)
+		}
+		if got, _ := s.FileContents(ctx, kept.ID, 0); string(got) != "a finished upload" {
+			t.Errorf("SweepFileParts touched a file's contents: %q", got)
+		}
+	}},
 	{"ClaimEachOnce", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "files@example.com")
