@@ -13,6 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store"
 )
 
 // scheduleService builds the scheduler over the opened services.
@@ -49,6 +50,20 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 	if err != nil {
 		return err
 	}
+	// Like a server, the command registers as a node while it runs agents, so
+	// that a run it leaves behind (killed mid-run) is failed by the others
+	// within scheduler.dead_after; on a normal exit its node goes away.
+	live := liveness(cfg, svc, log)
+	if err := live.Register(ctx); err != nil {
+		return err
+	}
+	if db, ok := svc.store.(*store.DB); ok {
+		runs.Store = db.OnNode(live.ID())
+	}
+	lctx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { _ = live.Run(lctx); close(done) }()
+	defer func() { stopLive(); <-done }()
 	return f(svc, runs, u)
 }
 
