@@ -3,9 +3,12 @@ package run
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
 )
@@ -76,4 +79,28 @@ func Sources(parts []Part) []tool.Source {
 		}
 	}
 	return out
+}
+
+// search is the Preparer's search for the RAG context, remembering each
+// answer for the rest of the run: the agents of a run share one message and
+// its attachments, so they need not search again.
+func (f *flow) search(ctx context.Context, q file.Query) ([]file.Hit, error) {
+	key := strings.Join(q.FileIDs, "\x00") + "\x01" + q.Text + "\x01" + strconv.Itoa(q.Limit) + "\x01" + strconv.Itoa(q.PerFile)
+	f.mu.Lock()
+	hits, ok := f.searched[key]
+	f.mu.Unlock()
+	if ok {
+		return hits, nil
+	}
+	hits, err := f.s.Prep.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.searched == nil {
+		f.searched = map[string][]file.Hit{}
+	}
+	f.searched[key] = hits
+	f.mu.Unlock()
+	return hits, nil
 }

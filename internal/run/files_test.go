@@ -187,3 +187,30 @@ func TestAttachingAnotherUsersFile(t *testing.T) {
 		t.Error("another user's file was searched")
 	}
 }
+
+// The agents of one run share the RAG retrieval: a direct chain of two
+// agents without file_search over the same attached file searches once.
+func TestRAGRetrievalOncePerRun(t *testing.T) {
+	fb := setupFiles(t, llmtest.Turn{Text: []string{"First."}}, llmtest.Turn{Text: []string{"Second."}})
+	agents := fb.svc.Prep.Agents.(*agent.Service)
+	if _, err := agents.Create(context.Background(), fb.user, "chain", agent.Spec{Name: "Chain", Provider: "openAI", Model: "gpt-4o",
+		Edges: []agent.Edge{{From: agent.IDs{List: []string{"chain"}}, To: agent.IDs{List: []string{"plain"}}, EdgeType: agent.EdgeDirect}}}); err != nil {
+		t.Fatal(err)
+	}
+	d := fb.chat(t, run.ChatRequest{AgentID: "chain", Text: "When was the last inspection?", Files: []string{"file_notes"}})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	reqs := fb.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want one per agent", len(reqs))
+	}
+	for i, r := range reqs {
+		if !strings.Contains(r.Messages[0].Content, "The last inspection was in March.") {
+			t.Errorf("agent %d's system prompt lacks the retrieved passage:\n%s", i+1, r.Messages[0].Content)
+		}
+	}
+	if len(fb.queries) != 1 {
+		t.Errorf("%d searches for one run's RAG context, want 1: %+v", len(fb.queries), fb.queries)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/graph"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -47,8 +48,9 @@ type flow struct {
 	budget   int
 	runMsgs  []prompt.Message // what the agents added, in order
 	lastText map[string]string
-	texts    []Part // each agent's answer, in the order they finished
-	images   []Part // images the models produced, in order
+	texts    []Part                // each agent's answer, in the order they finished
+	images   []Part                // images the models produced, in order
+	searched map[string][]file.Hit // RAG retrievals of this run, by query
 	tools    []Part
 	requests []ModelRequest
 	usage    llm.Usage
@@ -197,7 +199,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	if steps <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search})
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,10 @@ type Request struct {
 	UserName string
 	// History is the conversation before Text (oldest first); empty for a new one.
 	History []prompt.Message
+	// Search, when set, is used for the RAG retrieval instead of the
+	// Preparer's: a run passes one that remembers its answers, so that the
+	// agents of one run do not search the same files for the same text again.
+	Search func(ctx context.Context, q file.Query) ([]file.Hit, error)
 }
 
 // Prepared is a built request and what could not go into it.
@@ -163,7 +167,11 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 			out.FileIDs = append(out.FileIDs, f.ID)
 		}
 	}
-	if in.RAG, err = p.retrieve(ctx, in); err != nil {
+	search := p.Search
+	if req.Search != nil && search != nil {
+		search = req.Search
+	}
+	if in.RAG, err = p.retrieve(ctx, in, search); err != nil {
 		return nil, err
 	}
 	if p.Memory != nil {
@@ -285,8 +293,8 @@ func isNamedOnly(f prompt.File) bool { return strings.HasPrefix(f.ID, "attached:
 // retrieve runs the RAG retrieval of spec/prompt.md §4 when rag.injectContext
 // says so: the user's latest message as the query over the conversation's
 // attached files, at most four passages per file, best first.
-func (p *Preparer) retrieve(ctx context.Context, in prompt.Input) (*prompt.RAG, error) {
-	if p.Search == nil || len(in.Attached) == 0 {
+func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, search func(context.Context, file.Query) ([]file.Hit, error)) (*prompt.RAG, error) {
+	if search == nil || len(in.Attached) == 0 {
 		return nil, nil
 	}
 	switch p.InjectContext {
@@ -315,7 +323,7 @@ func (p *Preparer) retrieve(ctx context.Context, in prompt.Input) (*prompt.RAG, 
 	var hits []file.Hit
 	if query != "" && len(ids) > 0 {
 		var err error
-		hits, err = p.Search(ctx, file.Query{FileIDs: ids, Text: query, PerFile: 4, Limit: 4 * len(ids)})
+		hits, err = search(ctx, file.Query{FileIDs: ids, Text: query, PerFile: 4, Limit: 4 * len(ids)})
 		if err != nil {
 			return nil, fmt.Errorf("retrieving context from the attached files: %w", err)
 		}
