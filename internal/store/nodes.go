@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
@@ -140,6 +142,9 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 		} else if !ok {
 			return errReaped
 		}
+		if err := db.answerDeadRuns(ctx, tx, id, reason); err != nil {
+			return err
+		}
 		res, err = db.exec(ctx, tx,
 			`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE node_id = ? AND status IN (?, ?)`,
 			string(run.StatusFailed), reason, now, id, string(run.StatusQueued), string(run.StatusRunning))
@@ -174,3 +179,44 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 
 // errReaped ends a ReapNode transaction that found nothing to reap.
 var errReaped = errors.New("node reaped already or alive")
+
+// answerDeadRuns gives each unfinished run of the dead node an answer in its
+// conversation that says why it stopped (an error part), so that the
+// conversation does not end on an unanswered message.
+func (db *DB) answerDeadRuns(ctx context.Context, tx *sql.Tx, node, reason string) error {
+	rows, err := db.query(ctx, tx,
+		`SELECT id, agent_id, conversation_id, user_message_id FROM runs WHERE node_id = ? AND status IN (?, ?) AND response_message_id IS NULL`,
+		node, string(run.StatusQueued), string(run.StatusRunning))
+	if err != nil {
+		return fmt.Errorf("answering the runs of node %q: %w", node, err)
+	}
+	type dead struct{ run, agent, conv, parent string }
+	var runs []dead
+	for rows.Next() {
+		var d dead
+		if err := rows.Scan(&d.run, &d.agent, &d.conv, &d.parent); err != nil {
+			rows.Close()
+			return fmt.Errorf("answering the runs of node %q: %w", node, err)
+		}
+		runs = append(runs, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("answering the runs of node %q: %w", node, err)
+	}
+	for _, d := range runs {
+		parts, err := json.Marshal([]run.Part{{Type: run.PartError, AgentID: d.agent, Text: reason}})
+		if err != nil {
+			return err
+		}
+		msg := ident.New("msg_")
+		if _, err := db.exec(ctx, tx, `INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, "", string(parts), d.run, db.timeArg(db.clock())); err != nil {
+			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
+		}
+		if _, err := db.exec(ctx, tx, `UPDATE runs SET response_message_id = ? WHERE id = ?`, msg, d.run); err != nil {
+			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
+		}
+	}
+	return nil
+}

@@ -145,6 +145,14 @@ var nodeTests = []test{
 			if tc.want == run.StatusFailed && (got.Error != schedule.ReasonDead || got.FinishedAt == nil) {
 				t.Errorf("failed run: error %q, finished %v; want %q and a finish time", got.Error, got.FinishedAt, schedule.ReasonDead)
 			}
+			if tc.want == run.StatusFailed {
+				// The conversation gets an answer that says why the run stopped.
+				m, err := s.GetMessage(t.Context(), got.ResponseMessageID)
+				if err != nil || m.Role != run.RoleAssistant || m.ParentID != msg.ID || m.RunID != got.ID || len(m.Parts) != 1 ||
+					m.Parts[0].Type != run.PartError || m.Parts[0].Text != schedule.ReasonDead {
+					t.Errorf("the failed run's answer %q: %+v, %v; want an assistant message with the reason as an error part", got.ResponseMessageID, m, err)
+				}
+			}
 		}
 		if got := getFiring(t, s, deadFiring.ID); got.Status != schedule.FiringFailed || got.Error != schedule.ReasonDead || got.FinishedAt == nil {
 			t.Errorf("the dead node's running firing: %+v", got)
