@@ -2,13 +2,11 @@ package schedule_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
@@ -18,7 +16,6 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
-	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
 // cluster is two processes, a and b, on one database, each with its node,
@@ -36,19 +33,7 @@ type cluster struct {
 func setupCluster(t *testing.T, start time.Time) *cluster {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com", DisplayName: "Ann"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := agent.NewService(st, agent.Rules{})
-	if _, err := agents.Create(ctx, u, "digest", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Digest."}); err != nil {
-		t.Fatal(err)
-	}
+	st, u, agents := storeWithDigest(t, "Digest.")
 	release := make(chan struct{})
 	var once sync.Once
 	slow := llmtest.Func(func(*prompt.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"late"}} })

@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -36,7 +37,9 @@ type fixture struct {
 	clock *clock
 }
 
-func setup(t *testing.T, start time.Time) *fixture {
+// storeWithDigest is a SQLite store on t.TempDir() with the user Ann and her
+// agent "digest" with the given instructions.
+func storeWithDigest(t *testing.T, instructions string) (*store.DB, *auth.User, *agent.Service) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
@@ -49,9 +52,15 @@ func setup(t *testing.T, start time.Time) *fixture {
 		t.Fatal(err)
 	}
 	agents := agent.NewService(st, agent.Rules{})
-	if _, err := agents.Create(ctx, u, "digest", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Today is {{current_date}}."}); err != nil {
+	if _, err := agents.Create(ctx, u, "digest", agent.Spec{Provider: "openAI", Model: "m", Instructions: instructions}); err != nil {
 		t.Fatal(err)
 	}
+	return st, u, agents
+}
+
+func setup(t *testing.T, start time.Time) *fixture {
+	t.Helper()
+	st, u, agents := storeWithDigest(t, "Today is {{current_date}}.")
 	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"Nothing new."}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
