@@ -3,10 +3,7 @@ package sqlite_test
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/storetest"
 )
@@ -19,16 +16,5 @@ func TestClaimAcrossProcesses(t *testing.T) {
 	for i := range stores {
 		stores[i] = open(t, path)
 	}
-	ctx := t.Context()
-	u := &auth.User{ID: auth.NewUserID(), Email: "procs@example.com", DisplayName: "Procs", Role: auth.RoleUser}
-	if err := stores[0].CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	next := time.Date(2025, 3, 4, 5, 0, 0, 0, time.UTC)
-	sc := &schedule.Schedule{ID: "sched_procs", UserID: u.ID, AgentID: "a", Name: "n", Prompt: "p",
-		Type: schedule.Recurring, Cron: "* * * * *", Timezone: "UTC", Enabled: true, NextRunAt: &next}
-	if err := stores[0].CreateSchedule(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	storetest.ClaimRace(t, stores, sc.ID, 8, 10)
+	storetest.ClaimRace(t, stores, storetest.DueSchedule(t, stores[0]), 8, 10)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -751,6 +752,25 @@ var scheduleTests = []test{
 			t.Errorf("FailStaleFirings again marked %d firings, want 0", n)
 		}
 	}},
+}
+
+// DueSchedule creates, in s, a user and an enabled every-minute schedule of
+// theirs that is due to fire and has no firings, as ClaimRace needs, and
+// returns the schedule's id.
+func DueSchedule(t *testing.T, s store.Store) string {
+	t.Helper()
+	ctx := t.Context()
+	u := &auth.User{ID: auth.NewUserID(), Email: "procs@example.com", DisplayName: "Procs", Role: auth.RoleUser}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	next := time.Date(2025, 3, 4, 5, 0, 0, 0, time.UTC)
+	sc := &schedule.Schedule{ID: "sched_procs", UserID: u.ID, AgentID: "a", Name: "n", Prompt: "p",
+		Type: schedule.Recurring, Cron: "* * * * *", Timezone: "UTC", Enabled: true, NextRunAt: &next}
+	if err := s.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc.ID
 }
 
 // ClaimRace checks that claiming a due firing happens exactly once. The stores
