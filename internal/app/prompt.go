@@ -80,7 +80,7 @@ func promptCommand() *command {
 					if name == "" {
 						return usageErr("--attach: %q has no file name", a)
 					}
-					req.Attached = append(req.Attached, prompt.File{ID: "attached:" + name, Filename: name, Type: mime})
+					req.Attached = append(req.Attached, prompt.File{Filename: name, Type: mime})
 				}
 				cfg, svc, log, err := openFromConfig(ctx, e)
 				if err != nil {

@@ -45,7 +45,7 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 				Field: "attachments[" + strconv.Itoa(i) + "]", Message: `must be a file id or {"name", "mime_type"}`}}})
 			return
 		}
-		rr.Attached = append(rr.Attached, prompt.File{ID: "attached:" + f.Name, Filename: f.Name, Type: f.MIMEType})
+		rr.Attached = append(rr.Attached, prompt.File{Filename: f.Name, Type: f.MIMEType})
 	}
 	if len(ids) > 0 {
 		files, err := s.opts.Prompt.AttachedFiles(r.Context(), userFrom(r.Context()), ids)

@@ -286,9 +286,9 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 	return mcp.ServerConfig{}, false
 }
 
-// isNamedOnly reports whether f is a file named for a preview (relay prompt
-// --attach) rather than an uploaded one, so it has nothing to search.
-func isNamedOnly(f prompt.File) bool { return strings.HasPrefix(f.ID, "attached:") }
+// isNamedOnly reports whether f is a file only named for a preview (relay
+// prompt --attach), with no id: there is nothing to search in it.
+func isNamedOnly(f prompt.File) bool { return f.ID == "" }
 
 // retrieve runs the RAG retrieval of spec/prompt.md §4 when rag.injectContext
 // says so: the user's latest message as the query over the conversation's
