@@ -109,7 +109,11 @@ func benchChat() error {
 	if *chats <= 0 {
 		return nil
 	}
-	_, err = streamChats(*chats, *tokens, *gap)
+	if _, err = streamChats(*chats, *tokens, *gap, false); err != nil {
+		return err
+	}
+	// The same load through the bare pass-through, to read Relay's numbers against.
+	_, err = streamChats(*chats, *tokens, *gap, true)
 	return err
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/openai"
+	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -92,27 +93,38 @@ var sweepChats = []int{100, 300, 600, 1000}
 // against a Relay process of its own, and prints a table of them, so that the
 // point where added latency starts to climb is visible.
 func sweep(tokens int, gap time.Duration) error {
-	var rows []streamRow
+	var rows, bare []streamRow
 	for _, n := range sweepChats {
-		row, err := streamChats(n, tokens, gap)
+		row, err := streamChats(n, tokens, gap, false)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, row)
+		if row, err = streamChats(n, tokens, gap, true); err != nil {
+			return err
+		}
+		bare = append(bare, row)
 	}
-	fmt.Printf("\nstreaming chats, %d tokens %s apart, by concurrency (Relay in its own process):\n", tokens, gap)
+	fmt.Printf("\nstreaming chats, %d tokens %s apart, by concurrency (each server in its own process):\n", tokens, gap)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "chats\tcomplete\tadded p50\tadded p99\tRelay CPU/token\tload CPU/token\tpeak RSS\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.1f µs\t%.1f µs\t%.0f MB\t\n", r.chats, r.complete, ms(r.p50), ms(r.p99),
-			float64(r.relayPerToken)/float64(time.Microsecond), float64(r.loadPerToken)/float64(time.Microsecond), r.rssMB)
+	fmt.Fprintln(tw, "chats\tcomplete\tadded p50\tadded p99\tRelay CPU/token\tload CPU/token\tpeak RSS\tbare p50\tbare p99\tbare CPU/token\t")
+	for i, r := range rows {
+		b := bare[i]
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.1f µs\t%.1f µs\t%.0f MB\t%s\t%s\t%.1f µs\t\n", r.chats, r.complete, ms(r.p50), ms(r.p99),
+			µs(r.relayPerToken), µs(r.loadPerToken), r.rssMB, ms(b.p50), ms(b.p99), µs(b.relayPerToken))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Println("(bare: the pass-through that streams each token on and does nothing else, under the same load)")
+	return nil
 }
+
+func µs(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // streamChats runs chats concurrent streaming chats through a Relay process of
 // its own against a fake upstream in this process.
-func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
+func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, error) {
 	var row streamRow
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -138,7 +150,12 @@ func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
 	if err != nil {
 		return row, err
 	}
-	cmd := exec.Command(exe, "chat-relay", "-upstream", upstream.URL)
+	args := []string{"chat-relay", "-upstream", upstream.URL}
+	what := "Relay"
+	if bare {
+		args, what = append(args, "-bare"), "bare pass-through"
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -163,7 +180,7 @@ func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
 		return row, fmt.Errorf("the Relay process said %q: %w", line, err)
 	}
 
-	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats, %d tokens %s apart…\n", chats, tokens, gap)
+	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats through the %s, %d tokens %s apart…\n", chats, what, tokens, gap)
 	load := "unknown"
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -202,15 +219,20 @@ func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
 		added[i] = time.Duration(us) * time.Microsecond
 	}
 	slices.Sort(seen)
-	fmt.Printf("%d concurrent streaming chats (Relay in its own process): %d complete with all %d tokens in %s\n",
-		chats, complete, tokens, took.Round(time.Millisecond))
-	fmt.Printf("  added latency per token, upstream write to SSE flush in Relay (%d tokens): p50 %s  p99 %s  max %s  (target p99 < 5 ms)\n",
-		len(added), ms(pct(added, 50)), ms(pct(added, 99)), ms(added[len(added)-1]))
+	fmt.Printf("%d concurrent streaming chats (%s in its own process): %d complete with all %d tokens in %s\n",
+		chats, what, complete, tokens, took.Round(time.Millisecond))
+	if len(added) == 0 {
+		return row, fmt.Errorf("no token went through the %s", what)
+	}
+	fmt.Printf("  added latency per token, upstream write to SSE flush in the %s (%d tokens): p50 %s  p99 %s  max %s  (target p99 < 5 ms)\n",
+		what, len(added), ms(pct(added, 50)), ms(pct(added, 99)), ms(added[len(added)-1]))
 	parsed := make([]time.Duration, len(rep.Parsed))
 	for i, us := range rep.Parsed {
 		parsed[i] = time.Duration(us) * time.Microsecond
 	}
-	fmt.Printf("  of which until the model client handed the token on: p50 %s  p99 %s\n", ms(pct(parsed, 50)), ms(pct(parsed, 99)))
+	if len(parsed) > 0 {
+		fmt.Printf("  of which until the model client handed the token on: p50 %s  p99 %s\n", ms(pct(parsed, 50)), ms(pct(parsed, 99)))
+	}
 	var secs []string
 	for _, s := range rep.BySecond {
 		secs = append(secs, fmt.Sprintf("%d: %.1f/%.1f", s[0], float64(s[1])/1000, float64(s[2])/1000))
@@ -218,9 +240,9 @@ func streamChats(chats, tokens int, gap time.Duration) (streamRow, error) {
 	fmt.Printf("  second by second (tokens: p50/p99 ms): %s\n", strings.Join(secs, ", "))
 	fmt.Printf("  as the clients read it (adds their own scheduling on the same cores): p50 %s  p99 %s\n",
 		ms(pct(seen, 50)), ms(pct(seen, 99)))
-	fmt.Printf("  CPU: Relay %s (%.1f µs per token), upstream and clients %s; load average before the run %s\n",
-		rep.CPU.Round(time.Millisecond), float64(rep.CPU.Microseconds())/float64(max(1, len(added))), loadCPU.Round(time.Millisecond), load)
-	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB); at most %.0f MB Go heap in use, %.0f MB of goroutine stacks, %d goroutines\n",
+	fmt.Printf("  CPU: %s %s (%.1f µs per token), upstream and clients %s; load average before the run %s\n",
+		what, rep.CPU.Round(time.Millisecond), float64(rep.CPU.Microseconds())/float64(max(1, len(added))), loadCPU.Round(time.Millisecond), load)
+	fmt.Printf("  peak RSS of the %s process %.0f MB (target < 300 MB); at most %.0f MB Go heap in use, %.0f MB of goroutine stacks, %d goroutines\n", what,
 		float64(rep.PeakRSS)/1024, float64(rep.HeapInuse)/(1<<20), float64(rep.StackInuse)/(1<<20), rep.Goroutines)
 	row = streamRow{chats: chats, complete: complete, p50: pct(added, 50), p99: pct(added, 99),
 		relayPerToken: rep.CPU / time.Duration(max(1, len(added))), loadPerToken: loadCPU / time.Duration(max(1, len(added))),
@@ -292,6 +314,7 @@ func tokenTime(b []byte) (int64, bool) {
 // relayReport.
 func chatRelay() error {
 	upstreamURL := flag.String("upstream", "", "the fake upstream's `URL`")
+	bare := flag.Bool("bare", false, "serve the bare pass-through instead of Relay")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "relay-bench-stream-")
 	if err != nil {
@@ -344,6 +367,10 @@ func chatRelay() error {
 	var bySecond [60][]int32    // added latencies by the second the token was sent in
 	cpu0At := time.Now()
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
+	var serveChat http.Handler = api
+	if *bare {
+		serveChat = passThrough(*upstreamURL)
+	}
 	clocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/chat" {
 			api.ServeHTTP(w, r)
@@ -352,7 +379,7 @@ func chatRelay() error {
 		handlers.Add(1)
 		defer handlers.Done()
 		tc := &tokenClock{ResponseWriter: w}
-		api.ServeHTTP(tc, r)
+		serveChat.ServeHTTP(tc, r)
 		mu.Lock()
 		added = append(added, tc.added...)
 		for i, at := range tc.sent {
@@ -428,6 +455,56 @@ func chatRelay() error {
 	}
 	rep.Added, rep.PeakRSS, rep.Chats, rep.CPU = added, peakRSSKiB(), served, cpuTime()-cpu0
 	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// passThrough is the control of the streaming measurement: the least an HTTP
+// server can do to stream a model's answer to a client, written with the same
+// standard library and HTTP client as Relay. For each chat it sends one request
+// to the upstream and forwards each streamed text as a message.delta event,
+// flushed at once; it keeps no conversation, stores nothing and runs no agent.
+// What it adds to a token's latency on a machine is what any Go server would add
+// there, so Relay's numbers are read against it.
+func passThrough(upstream string) http.Handler {
+	hc := sse.NewHTTPClient(0)
+	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"stream please"}]}`)
+	content := []byte(`"content":"`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", upstream+"/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		br := bufio.NewReaderSize(resp.Body, 4<<10)
+		var out []byte
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			i := bytes.Index(line, content)
+			if i < 0 {
+				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+					_, _ = io.WriteString(w, "event: run.finished\ndata: {}\n\n")
+					_ = rc.Flush()
+				}
+				continue
+			}
+			text := line[i+len(content):]
+			text = text[:max(0, bytes.IndexByte(text, '"'))]
+			out = append(out[:0], "event: message.delta\ndata: {\"agent_id\":\"bench\",\"text\":\""...)
+			out = append(append(out, text...), "\"}\n\n"...)
+			if _, err := w.Write(out); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+	})
 }
 
 // parseClock notes, for each token, the time from the upstream writing it to
