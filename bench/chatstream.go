@@ -357,7 +357,12 @@ func chatRelay() error {
 	api := httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc, MCP: m, Logger: log,
 		Ready: func(ctx context.Context) error { return nil }})
 
+	suffix := "" // the profiles of the bare pass-through are written beside Relay's
+	if *bare {
+		suffix = ".bare"
+	}
 	if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
+		f += suffix
 		if out, err := os.Create(f); err == nil {
 			_ = pprof.StartCPUProfile(out)
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
@@ -367,6 +372,9 @@ func chatRelay() error {
 	var bySecond [60][]int32    // added latencies by the second the token was sent in
 	cpu0At := time.Now()
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
+	if heapAt != "" {
+		heapAt += suffix
+	}
 	var serveChat http.Handler = api
 	if *bare {
 		serveChat = passThrough(*upstreamURL)
