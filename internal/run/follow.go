@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -68,4 +70,38 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 		}
 	}()
 	return ch, cancel
+}
+
+// Streamed rebuilds from a run's events the text its agents streamed: a text
+// part for each stretch of one agent's message.delta events, and those texts
+// joined as a saved answer's are. It is the answer of a run whose process died
+// before saving one, so that what its user had read is kept.
+func Streamed(events []Event) (string, []Part) {
+	type stretch struct {
+		agent string
+		text  strings.Builder
+	}
+	var all []*stretch
+	for _, e := range events {
+		if e.Type != EventMessageDelta {
+			continue
+		}
+		var d delta
+		if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
+			continue
+		}
+		if n := len(all); n == 0 || all[n-1].agent != d.AgentID {
+			all = append(all, &stretch{agent: d.AgentID})
+		}
+		all[len(all)-1].text.WriteString(d.Text)
+	}
+	var (
+		texts []string
+		parts []Part
+	)
+	for _, s := range all {
+		texts = append(texts, s.text.String())
+		parts = append(parts, Part{Type: PartText, AgentID: s.agent, Text: s.text.String()})
+	}
+	return strings.Join(texts, "\n\n"), parts
 }

@@ -71,3 +71,37 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 		t.Errorf("after the run: %d events, channel %v, %v; want %d and none", len(all), ch, err, len(evs))
 	}
 }
+
+// A dead run's answer is rebuilt from its events: one text part per stretch of
+// one agent's deltas, other events ignored, texts joined as a saved answer's.
+func TestStreamedRebuildsTheText(t *testing.T) {
+	ev := func(typ, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
+	text, parts := run.Streamed([]run.Event{
+		ev(run.EventRunStarted, `{"run_id":"run_1"}`),
+		ev(run.EventMessageDelta, `{"agent_id":"router","text":"Asking "}`),
+		ev(run.EventMessageDelta, `{"agent_id":"router","text":"the expert."}`),
+		ev(run.EventToolStarted, `{"id":"c1","name":"transfer","arguments":"{}"}`),
+		ev(run.EventMessageDelta, `{"agent_id":"expert","text":"It is \"42\"\n"}`),
+		ev(run.EventMessageDelta, `{"agent_id":"expert","text":""}`),
+		ev(run.EventMessageDelta, `not json`),
+		ev(run.EventMessageDelta, `{"agent_id":"expert","text":"— sure."}`),
+	})
+	if want := "Asking the expert.\n\nIt is \"42\"\n— sure."; text != want {
+		t.Errorf("text %q, want %q", text, want)
+	}
+	want := []run.Part{
+		{Type: run.PartText, AgentID: "router", Text: "Asking the expert."},
+		{Type: run.PartText, AgentID: "expert", Text: "It is \"42\"\n— sure."},
+	}
+	if len(parts) != len(want) {
+		t.Fatalf("parts %+v, want %+v", parts, want)
+	}
+	for i := range want {
+		if parts[i] != want[i] {
+			t.Errorf("part %d: %+v, want %+v", i, parts[i], want[i])
+		}
+	}
+	if text, parts := run.Streamed(nil); text != "" || parts != nil {
+		t.Errorf("no events gave %q, %+v", text, parts)
+	}
+}

@@ -181,8 +181,9 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 var errReaped = errors.New("node reaped already or alive")
 
 // answerDeadRuns gives each unfinished run of the dead node an answer in its
-// conversation that says why it stopped (an error part), so that the
-// conversation does not end on an unanswered message.
+// conversation: the text it had streamed, as far as it was stored, and why it
+// stopped (an error part), so that the conversation does not end on an
+// unanswered message and what the user had read is not lost.
 func (db *DB) answerDeadRuns(ctx context.Context, tx *sql.Tx, node, reason string) error {
 	rows, err := db.query(ctx, tx,
 		`SELECT id, agent_id, conversation_id, user_message_id FROM runs WHERE node_id = ? AND status IN (?, ?) AND response_message_id IS NULL`,
@@ -205,13 +206,20 @@ func (db *DB) answerDeadRuns(ctx context.Context, tx *sql.Tx, node, reason strin
 		return fmt.Errorf("answering the runs of node %q: %w", node, err)
 	}
 	for _, d := range runs {
-		parts, err := json.Marshal([]run.Part{{Type: run.PartError, AgentID: d.agent, Text: reason}})
+		// What the run had streamed is kept: its stored events hold the text
+		// its user may already have read.
+		events, err := db.listEvents(ctx, tx, d.run, 0)
+		if err != nil {
+			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
+		}
+		text, streamed := run.Streamed(events)
+		parts, err := json.Marshal(append(streamed, run.Part{Type: run.PartError, AgentID: d.agent, Text: reason}))
 		if err != nil {
 			return err
 		}
 		msg := ident.New("msg_")
 		if _, err := db.exec(ctx, tx, `INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, "", string(parts), d.run, db.timeArg(db.clock())); err != nil {
+			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, text, string(parts), d.run, db.timeArg(db.clock())); err != nil {
 			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
 		}
 		if _, err := db.exec(ctx, tx, `UPDATE runs SET response_message_id = ? WHERE id = ?`, msg, d.run); err != nil {

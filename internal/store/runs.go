@@ -328,7 +328,12 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 // those of AppendEvents (a row each) and of WriteBatch (a row per run and
 // batch), read in one statement.
 func (db *DB) ListEvents(ctx context.Context, runID string, after int64) ([]run.Event, error) {
-	rows, err := db.query(ctx, db.read,
+	return db.listEvents(ctx, db.read, runID, after)
+}
+
+// listEvents is ListEvents through q, so that a transaction can read them.
+func (db *DB) listEvents(ctx context.Context, q querier, runID string, after int64) ([]run.Event, error) {
+	rows, err := db.query(ctx, q,
 		`SELECT seq, type, data, created_at, NULL FROM run_events WHERE run_id = ? AND seq > ?
 		 UNION ALL
 		 SELECT first_seq, '', NULL, NULL, events FROM run_event_batches WHERE run_id = ? AND last_seq > ?`,

@@ -109,6 +109,13 @@ var nodeTests = []test{
 		}
 		running, queued, done := mk(onDead, run.StatusRunning), mk(onDead, run.StatusQueued), mk(onDead, run.StatusSucceeded)
 		other, unowned := mk(onAlive, run.StatusRunning), mk(s, run.StatusRunning)
+		// The running run had streamed some text, stored both ways events are.
+		delta := func(seq int64, text string) run.Event {
+			e := event(running.ID, seq, `{"agent_id":"agent_helper","text":"`+text+`"}`)
+			return e
+		}
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{delta(1, "Half "), delta(2, "an ")}}), "WriteBatch")
+		must(t, s.AppendEvents(t.Context(), []run.Event{delta(3, "answer")}), "AppendEvents")
 
 		sc := createSchedule(t, s, newSchedule(u.ID, 1))
 		fire := func(by string, minute int, status schedule.FiringStatus) *schedule.Firing {
@@ -146,11 +153,20 @@ var nodeTests = []test{
 				t.Errorf("failed run: error %q, finished %v; want %q and a finish time", got.Error, got.FinishedAt, schedule.ReasonDead)
 			}
 			if tc.want == run.StatusFailed {
-				// The conversation gets an answer that says why the run stopped.
+				// The conversation gets an answer that says why the run stopped,
+				// after what the run had streamed.
 				m, err := s.GetMessage(t.Context(), got.ResponseMessageID)
-				if err != nil || m.Role != run.RoleAssistant || m.ParentID != msg.ID || m.RunID != got.ID || len(m.Parts) != 1 ||
-					m.Parts[0].Type != run.PartError || m.Parts[0].Text != schedule.ReasonDead {
-					t.Errorf("the failed run's answer %q: %+v, %v; want an assistant message with the reason as an error part", got.ResponseMessageID, m, err)
+				if err != nil || m.Role != run.RoleAssistant || m.ParentID != msg.ID || m.RunID != got.ID || len(m.Parts) == 0 ||
+					m.Parts[len(m.Parts)-1].Type != run.PartError || m.Parts[len(m.Parts)-1].Text != schedule.ReasonDead {
+					t.Fatalf("the failed run's answer %q: %+v, %v; want an assistant message with the reason as an error part", got.ResponseMessageID, m, err)
+				}
+				wantText, wantParts := "", 1
+				if tc.r == running {
+					wantText, wantParts = "Half an answer", 2
+				}
+				if m.Text != wantText || len(m.Parts) != wantParts || wantParts == 2 &&
+					(m.Parts[0] != run.Part{Type: run.PartText, AgentID: "agent_helper", Text: wantText}) {
+					t.Errorf("run %s's answer: text %q, parts %+v; want %q before the error", got.ID, m.Text, m.Parts, wantText)
 				}
 			}
 		}
