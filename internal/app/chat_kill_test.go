@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,11 @@ agents:
 	if err := raw.QueryRow(`SELECT node_id FROM runs WHERE id = ?`, runID).Scan(&node); err != nil || !node.Valid {
 		t.Fatalf("the chat's run names no node (%v): a killed command's runs could not be told apart", err)
 	}
+	// Some of the answer is streamed and stored before the kill.
+	waitFor(t, 20*time.Second, "a piece of the answer stored", func() bool {
+		var n int
+		return raw.QueryRow(`SELECT COUNT(*) FROM run_event_batches WHERE run_id = ? AND events LIKE '%message.delta%'`, runID).Scan(&n) == nil && n > 0
+	})
 	if err := chat.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -70,5 +76,14 @@ agents:
 	}
 	if status != "failed" || reason != schedule.ReasonDead {
 		t.Errorf("the killed chat's run when relay serve is ready: %s %q; want failed with %q", status, reason, schedule.ReasonDead)
+	}
+	// Its answer keeps what had been streamed, then says why it stopped.
+	var text, parts string
+	if err := raw.QueryRow(`SELECT m.text, m.parts FROM messages m JOIN runs r ON r.response_message_id = m.id WHERE r.id = ?`, runID).Scan(&text, &parts); err != nil {
+		t.Fatalf("the killed chat's answer: %v", err)
+	}
+	const full = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+	if text == "" || !strings.HasPrefix(full, text) || !strings.Contains(parts, `"type":"error"`) || !strings.Contains(parts, schedule.ReasonDead) {
+		t.Errorf("the killed chat's answer: text %q, parts %s; want the start of %q and the error", text, parts, full)
 	}
 }
