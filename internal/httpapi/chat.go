@@ -71,6 +71,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 // first is the subscription to start from, when the caller has one.
 func (s *Server) follow(r *http.Request, runID string, after int64, first *subscription, each func(run.Event) error, flush, idle func() error) error {
 	u := userFrom(r.Context())
+	finished := false // run.finished has been handed over
+	hand := each
+	each = func(e run.Event) error {
+		finished = finished || e.Type == run.EventRunFinished
+		return hand(e)
+	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
@@ -130,6 +136,10 @@ func (s *Server) follow(r *http.Request, runID string, after int64, first *subsc
 				}
 				if !ok {
 					break live
+				}
+				if finished {
+					stop()
+					return nil // run.finished is a run's last event: nothing to look for
 				}
 			case <-tick.C:
 				if err := idle(); err != nil {

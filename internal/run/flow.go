@@ -81,7 +81,12 @@ func (f *flow) steps(a *agent.Agent) int {
 
 // run executes the graph of primary and returns the first error.
 func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
-	g, err := graph.Resolve(primary.ID, func(id string) (*agent.Agent, error) { return f.s.Prep.Agents.Get(ctx, f.u, id) })
+	g, err := graph.Resolve(primary.ID, func(id string) (*agent.Agent, error) {
+		if id == primary.ID { // loaded when the run started
+			return primary, nil
+		}
+		return f.s.Prep.Agents.Get(ctx, f.u, id)
+	})
 	if err != nil {
 		return err
 	}
@@ -199,7 +204,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	if steps <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search})
 	if err != nil {
 		return err
 	}

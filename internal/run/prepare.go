@@ -60,7 +60,10 @@ type Preparer struct {
 // Request is what a message is: its text, the files attached to the
 // conversation, and when and where it is sent.
 type Request struct {
-	AgentID  string
+	AgentID string
+	// Agent is the agent AgentID names when the caller has it already (a run
+	// loads its agents once); nil means Prepare loads it.
+	Agent    *agent.Agent
 	Text     string
 	Attached []prompt.File
 	// Timezone is the user's IANA time zone; empty means the configured one.
@@ -119,9 +122,11 @@ func MCPUser(u *auth.User) *mcp.User {
 // Prepare builds the request for a conversation (History, then req.Text), exactly
 // as a run would send it.
 func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Prepared, error) {
-	a, err := p.Agents.Get(ctx, u, req.AgentID)
-	if err != nil {
-		return nil, err
+	a, err := req.Agent, error(nil)
+	if a == nil || a.ID != req.AgentID {
+		if a, err = p.Agents.Get(ctx, u, req.AgentID); err != nil {
+			return nil, err
+		}
 	}
 	loc := p.Location
 	if req.Timezone != "" {
