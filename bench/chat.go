@@ -41,7 +41,11 @@ func benchChat() error {
 	tokens := flag.Int("tokens", 200, "tokens per streamed answer")
 	gap := flag.Duration("gap", 10*time.Millisecond, "time between streamed tokens")
 	sweepFlag := flag.Bool("sweep", false, "measure the streaming chats at 100, 300, 600 and 1,000 concurrent chats and print a table")
+	floor := flag.Bool("floor", false, "measure only the same streams through a byte-copying TCP relay: what the machine allows any server")
 	flag.Parse()
+	if *floor {
+		return floorChats(*chats, *tokens, *gap)
+	}
 	dir, err := os.MkdirTemp("", "relay-bench-chat-")
 	if err != nil {
 		return err

@@ -2,7 +2,7 @@
 //
 //	go run ./bench [-runs 20] [-agents 1000] [-postgres URL]   # start-up and the agents API
 //	go run ./bench mcp [-calls 500]                            # MCP calls per transport (needs the peers)
-//	go run ./bench chat [-chats 1000]                          # run overhead per turn; concurrent streaming chats
+//	go run ./bench chat [-chats 1000] [-sweep] [-floor]        # run overhead per turn; concurrent streaming chats
 //	go run ./bench schedules [-schedules 10000]                # scheduler latency and idle CPU
 //	go run ./bench files [-chunks 100000] [-dims 384]          # ingestion MB/s and RSS; search p50/p99
 //
@@ -55,6 +55,14 @@ func main() {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchSchedules(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench schedules:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "chat-floor-relay" { // the byte-copying relay of `bench chat -floor`
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := chatFloorRelay(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench chat-floor-relay:", err)
 			os.Exit(1)
 		}
 		return
