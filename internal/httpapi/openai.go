@@ -155,6 +155,17 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 				// name says which agent wrote the text (several may in one run).
 				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text, "name": d.AgentID}, nil, nil)
 			}
+		case run.EventMessageImage:
+			if !req.Stream {
+				return nil // the saved answer lists it
+			}
+			var im struct {
+				AgentID  string `json:"agent_id"`
+				MIMEType string `json:"mime_type"`
+				Data     string `json:"data"`
+			}
+			_ = json.Unmarshal(e.Data, &im)
+			return writeChunk(w, id, created, req.Model, map[string]any{"images": []any{imageURL(im.MIMEType, im.Data)}, "name": im.AgentID}, nil, nil)
 		case run.EventRunFinished:
 			finished = &runFinished{}
 			_ = json.Unmarshal(e.Data, finished)
@@ -200,11 +211,32 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		_ = rc.Flush()
 		return
 	}
+	msg := map[string]any{"role": "assistant", "content": finished.Message.Text, "name": finished.author()}
+	if images := finished.images(); len(images) > 0 {
+		msg["images"] = images
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": finished.Message.Text, "name": finished.author()}, "finish_reason": reason}},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": reason}},
 		"usage":   usage,
 	})
+}
+
+// imageURL is an image as an OpenAI-style image_url part with a data: URL, the
+// shape in which OpenAI-compatible servers return images a model made.
+func imageURL(mimeType, data string) map[string]any {
+	return map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:" + mimeType + ";base64," + data}}
+}
+
+// images are the answer's images as image_url parts, in order.
+func (f *runFinished) images() []any {
+	var out []any
+	for _, p := range f.Message.Parts {
+		if p.Type == string(run.PartImage) {
+			out = append(out, imageURL(p.MIMEType, p.Data))
+		}
+	}
+	return out
 }
 
 // runFinished is the data of a run.finished event.
@@ -215,8 +247,10 @@ type runFinished struct {
 	Message struct {
 		Text  string `json:"text"`
 		Parts []struct {
-			Type    string `json:"type"`
-			AgentID string `json:"agent_id"`
+			Type     string `json:"type"`
+			AgentID  string `json:"agent_id"`
+			MIMEType string `json:"mime_type"`
+			Data     string `json:"data"`
 		} `json:"parts"`
 	} `json:"message"`
 }
