@@ -282,8 +282,10 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		svc.store.Close()
 		return err
 	}
+	ingest := svc.files
 	if db, ok := svc.store.(*store.DB); ok {
 		runs.Store = db.OnNode(live.ID())
+		ingest = svc.files.Using(db.OnNode(live.ID()))
 	}
 	if _, err := live.Reap(ctx); err != nil {
 		log.Warn("failing the work of stopped processes", slog.Any("err", err))
@@ -294,7 +296,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	bg.Go(func() { _ = sched.Run(bgCtx) })
 	bg.Go(func() { _ = live.Run(bgCtx) })
 	// Every process ingests uploaded files; the database gives each file to one.
-	bg.Go(func() { _ = svc.files.Run(bgCtx) })
+	bg.Go(func() { _ = ingest.Run(bgCtx) })
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,

@@ -111,6 +111,15 @@ func NewService(opts Options) *Service {
 	return s
 }
 
+// Using returns a Service like s — the same options, memory and wake-ups —
+// that stores through st: a process ingests through the view of the store
+// that names it, so that when it dies its files are given back at once.
+func (s *Service) Using(st Storage) *Service {
+	c := *s
+	c.opts.Store = st
+	return &c
+}
+
 // CleanName returns the name a file is stored under: the base name of name (a
 // client may send a whole path, with / or \), without control characters and
 // surrounding spaces, at most 255 bytes, and never empty, "." or "..".

@@ -32,6 +32,8 @@ type Node struct {
 type Reaped struct {
 	Runs    int `json:"runs"`
 	Firings int `json:"firings"`
+	// Files counts the files it was ingesting, given back to be ingested again.
+	Files int `json:"files"`
 }
 
 // NodeStore is what process liveness needs from storage. Missing rows are
@@ -173,6 +175,9 @@ func (l *Liveness) stop(ctx context.Context) {
 	case r.Runs+r.Firings > 0:
 		l.Log.Warn("runs still in progress at stop marked failed", slog.Int("runs", r.Runs), slog.Int("firings", r.Firings))
 	}
+	if r.Files > 0 {
+		l.Log.Info("files being ingested at stop left for the next process", slog.Int("files", r.Files))
+	}
 }
 
 // Dead reports whether n is dead, seen at now: its heartbeat is older than
@@ -233,9 +238,10 @@ func (l *Liveness) Reap(ctx context.Context) (Reaped, error) {
 		}
 		total.Runs += r.Runs
 		total.Firings += r.Firings
-		l.Log.Warn("a Relay process stopped heartbeating: its runs and firings marked failed",
+		total.Files += r.Files
+		l.Log.Warn("a Relay process stopped heartbeating: its runs and firings marked failed, its files to ingest again",
 			slog.String("node_id", n.ID), slog.String("host", n.Host), slog.Int("pid", n.PID),
-			slog.Time("last_heartbeat", n.HeartbeatAt), slog.Int("runs", r.Runs), slog.Int("firings", r.Firings))
+			slog.Time("last_heartbeat", n.HeartbeatAt), slog.Int("runs", r.Runs), slog.Int("firings", r.Firings), slog.Int("files", r.Files))
 	}
 	return total, errors.Join(errs...)
 }

@@ -249,7 +249,8 @@ func notClaimed(c *file.Claim) error {
 }
 
 // ClaimFile takes the oldest pending file, or one left processing past its
-// lease. On Postgres the UPDATE's compare on status and lease makes of two
+// lease, for the DB's node (OnNode), if any: ReapNode gives the files of a dead
+// node back. On Postgres the UPDATE's compare on status and lease makes of two
 // processes that picked the same file one the winner (the other's UPDATE, after
 // waiting on the row lock, matches nothing and it tries the next file); on
 // SQLite write transactions run one at a time.
@@ -271,9 +272,9 @@ func (db *DB) ClaimFile(ctx context.Context, now time.Time, lease time.Duration)
 		err = db.inTx(ctx, func(tx *sql.Tx) error {
 			res, err := db.exec(ctx, tx,
 				`UPDATE files SET status = 'processing', progress = 0, error = '', note = '', chunk_count = 0,
-				 claim = ?, lease_until = ?, updated_at = ?
+				 claim = ?, claimed_by = ?, lease_until = ?, updated_at = ?
 				 WHERE id = ? AND (status = 'pending' OR (status = 'processing' AND lease_until < ?))`,
-				token, db.timeArg(now.Add(lease)), db.timeArg(now), id, db.timeArg(now))
+				token, nullString(db.node), db.timeArg(now.Add(lease)), db.timeArg(now), id, db.timeArg(now))
 			if err != nil {
 				return err
 			}
@@ -384,7 +385,7 @@ func (db *DB) FinishFile(ctx context.Context, c *file.Claim, o file.Outcome) err
 		}
 		_, err := db.exec(ctx, tx,
 			`UPDATE files SET status = ?, progress = 100, error = ?, note = ?, chunk_count = ?, claim = '',
-			 lease_until = NULL, updated_at = ? WHERE id = ?`,
+			 claimed_by = NULL, lease_until = NULL, updated_at = ? WHERE id = ?`,
 			string(o.Status), o.Error, o.Note, n, db.timeArg(now), c.File.ID)
 		if err != nil {
 			return fmt.Errorf("finishing file %q: %w", c.File.ID, err)

@@ -124,7 +124,7 @@ func (db *DB) ListNodes(ctx context.Context) ([]*schedule.Node, error) {
 // ReapNode deletes the node if its HeartbeatAt is at or before seen and, in the
 // same transaction, marks failed, with reason as their error and the current
 // time as FinishedAt, its runs and the firings it claimed that are still queued
-// or running. The delete comes first and is the claim: of processes reaping one
+// or running, and puts the files it was ingesting back to pending. The delete comes first and is the claim: of processes reaping one
 // node at once, on Postgres the others wait on its row and then find it gone,
 // and on SQLite write transactions run one at a time, so exactly one gets true.
 // A node gone already, or whose heartbeat moved past seen, gives false and
@@ -166,6 +166,17 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 			return fmt.Errorf("failing the firings of node %q: %w", id, err)
 		}
 		r.Firings = int(n)
+		// Files it was ingesting go back to pending, for another process now.
+		res, err = db.exec(ctx, tx,
+			`UPDATE files SET status = 'pending', progress = 0, claim = '', claimed_by = NULL, lease_until = NULL, updated_at = ?
+			 WHERE claimed_by = ? AND status = 'processing'`, now, id)
+		if err != nil {
+			return fmt.Errorf("releasing the files of node %q: %w", id, err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("releasing the files of node %q: %w", id, err)
+		}
+		r.Files = int(n)
 		return nil
 	})
 	switch {

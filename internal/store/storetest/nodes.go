@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -127,6 +128,18 @@ var nodeTests = []test{
 		deadFiring, deadDone := fire(dead.ID, 20, schedule.FiringRunning), fire(dead.ID, 21, schedule.FiringSkipped)
 		aliveFiring := fire(alive.ID, 22, schedule.FiringRunning)
 
+		// Each node is ingesting a file.
+		claim := func(st store.Store, name string) *file.Claim {
+			createFile(t, s, u.ID, name)
+			c, ok, err := st.ClaimFile(t.Context(), time.Now(), time.Hour)
+			must(t, err, "ClaimFile")
+			if !ok || c.File.Name != name {
+				t.Fatalf("ClaimFile = %+v, %v; want %s", c, ok, name)
+			}
+			return c
+		}
+		deadFile, aliveFile := claim(onDead, "dead.pdf"), claim(onAlive, "alive.pdf")
+
 		// A heartbeat after what the reaper saw keeps the node.
 		must(t, s.HeartbeatNode(t.Context(), dead.ID, at(2)), "HeartbeatNode")
 		if r, ok := reap(t, s, dead.ID, at(1)); ok || r != (schedule.Reaped{}) {
@@ -137,8 +150,20 @@ var nodeTests = []test{
 		}
 
 		r, ok := reap(t, s, dead.ID, at(2))
-		if !ok || r != (schedule.Reaped{Runs: 2, Firings: 1}) {
-			t.Errorf("ReapNode = %+v, %v; want 2 runs and 1 firing", r, ok)
+		if !ok || r != (schedule.Reaped{Runs: 2, Firings: 1, Files: 1}) {
+			t.Errorf("ReapNode = %+v, %v; want 2 runs, 1 firing and 1 file", r, ok)
+		}
+		// The dead node's file is pending again, at once (its lease has an hour
+		// to go), and its old claim is void; the live node's is untouched.
+		if f, err := s.GetFile(t.Context(), deadFile.File.ID); err != nil || f.Status != file.Pending {
+			t.Errorf("the dead node's file: %+v, %v; want pending", f, err)
+		}
+		wantKind(t, s.UpdateFileProgress(t.Context(), deadFile, 50, time.Now().Add(time.Hour)), fault.Conflict, "progress on a reaped claim")
+		if f, err := s.GetFile(t.Context(), aliveFile.File.ID); err != nil || f.Status != file.Processing {
+			t.Errorf("the live node's file: %+v, %v; want processing", f, err)
+		}
+		if c, ok, err := s.ClaimFile(t.Context(), time.Now(), time.Hour); err != nil || !ok || c.File.ID != deadFile.File.ID {
+			t.Errorf("claiming after the reap = %+v, %v, %v; want the dead node's file", c, ok, err)
 		}
 		for _, tc := range []struct {
 			r    *run.Run
