@@ -99,7 +99,8 @@ type field struct {
 // set and the keys in drop removed. Keys already in base keep their place and
 // bytes, a value replaced by add included; new keys are appended, the stream
 // parameters first, then add's in the order of their keys. add wins over
-// everything else, and drop applies last, to the stream parameters too.
+// everything else, and drop applies last, to the stream parameters too;
+// stream_options goes whenever "stream" is no longer true.
 func mergeParams(base []byte, add map[string]any, drop []string) ([]byte, error) {
 	fields, err := objectFields(base)
 	if err != nil {
@@ -129,6 +130,11 @@ func mergeParams(base []byte, add map[string]any, drop []string) ([]byte, error)
 		}
 	}
 	fields = slices.DeleteFunc(fields, func(f field) bool { return slices.Contains(drop, f.key) })
+	// stream_options is refused without "stream": true, so it goes with a
+	// stream that was dropped or turned off.
+	if i := indexOf(fields, "stream"); i < 0 || string(bytes.TrimSpace(fields[i].value)) != "true" {
+		fields = slices.DeleteFunc(fields, func(f field) bool { return f.key == "stream_options" })
+	}
 
 	out := make([]byte, 0, len(base)+64)
 	out = append(out, '{')

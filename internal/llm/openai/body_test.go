@@ -41,7 +41,13 @@ func TestMergeParams(t *testing.T) {
 			base: `{"model":"m","top_p":1}`,
 			add:  map[string]any{"top_p": 0.5, "seed": 1},
 			drop: []string{"top_p", "seed", "stream"},
-			want: `{"model":"m","stream_options":{"include_usage":true}}`,
+			want: `{"model":"m"}`, // stream_options is refused without a stream
+		},
+		{
+			name: "stream turned off",
+			base: `{"model":"m"}`,
+			add:  map[string]any{"stream": false},
+			want: `{"model":"m","stream":false}`,
 		},
 		{
 			name: "empty object",
