@@ -174,6 +174,44 @@ func TestStreamedToolCalls(t *testing.T) {
 	}
 }
 
+func TestParallelToolCallsSharingAnIndex(t *testing.T) {
+	// Ollama and LiteLLM's ollama_chat give every call of a parallel batch
+	// index 0, each with its own id; a piece without an id continues the
+	// latest call of its index.
+	c := serve(t, openai.Options{}, func(w http.ResponseWriter, r *http.Request) {
+		sse := llmtest.NewSSE(w)
+		sse.Data(`{"choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"id":"call_a","index":0,"type":"function","function":{"name":"add","arguments":"{\"a\":3,\"b\":12}"}}]},"finish_reason":null}]}`)
+		sse.Data(`{"choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"id":"call_b","index":0,"type":"function","function":{"name":"multiply","arguments":"{\"a\":11,"}}]},"finish_reason":null}]}`)
+		sse.Data(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"b\":49}"}}]},"finish_reason":null}]}`)
+		sse.Data(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"tool_calls"}]}`)
+		sse.Done()
+	})
+	var rec llmtest.Recorder
+	turn, err := c.Stream(t.Context(), hello(), rec.Emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []prompt.ToolCall{
+		{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "add", Arguments: `{"a":3,"b":12}`}},
+		{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "multiply", Arguments: `{"a":11,"b":49}`}},
+	}
+	if diff := cmp.Diff(want, turn.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
+	}
+	wantDeltas := []llm.ToolCallDelta{
+		{Index: 0, ID: "call_a", Name: "add", ArgumentsDelta: `{"a":3,"b":12}`},
+		{Index: 1, ID: "call_b", Name: "multiply", ArgumentsDelta: `{"a":11,`},
+		{Index: 1, ArgumentsDelta: `"b":49}`},
+	}
+	var gotDeltas []llm.ToolCallDelta
+	for _, ev := range rec.Kinds(llm.EventToolCallDelta) {
+		gotDeltas = append(gotDeltas, ev.ToolCall)
+	}
+	if diff := cmp.Diff(wantDeltas, gotDeltas); diff != "" {
+		t.Errorf("tool call deltas (-want +got):\n%s", diff)
+	}
+}
+
 func TestToolCallsWithoutIndex(t *testing.T) {
 	// Some servers send each call whole, without an index, and a call without
 	// arguments.

@@ -133,13 +133,17 @@ func (a *assembler) add(c *chunk) *apiErrorChunk {
 }
 
 // addToolCall takes in a piece of a tool call. Pieces are matched to calls by
-// their index; a provider that sends no index starts a new call with each new
-// id and continues the last call otherwise.
+// their index, and within an index by their id: Ollama and LiteLLM's
+// ollama_chat send every call of a parallel batch with index 0, each whole and
+// with its own id, so a piece whose id differs from its index's call starts a
+// new call, and the index then means that call. A piece without an id
+// continues the latest call of its index. A provider that sends no index
+// starts a new call with each new id and continues the last call otherwise.
 func (a *assembler) addToolCall(d *toolCallDelta) {
 	pos := -1
 	switch {
 	case d.Index != nil:
-		if p, ok := a.index[*d.Index]; ok {
+		if p, ok := a.index[*d.Index]; ok && (d.ID == "" || a.calls[p].ID == "" || d.ID == a.calls[p].ID) {
 			pos = p
 		}
 	case len(a.calls) > 0 && (d.ID == "" || d.ID == a.calls[len(a.calls)-1].ID):
