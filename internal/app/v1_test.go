@@ -2,16 +2,21 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
@@ -115,5 +120,59 @@ console.log(JSON.stringify({ plain: res.choices[0].message.content, plainFinish:
 	}
 	if strings.Contains(got, `"usage":null`) || strings.Contains(got, `"plainUsage":0`) {
 		t.Errorf("usage missing: %s", got)
+	}
+}
+
+// A run that fails is answered once: openai-go (which retries a 5xx by itself)
+// is told not to retry, so the agent does not run again; and a history from the
+// SDK with an assistant message that only called tools (no content) is taken.
+func TestOpenAIGoFailedRunNotRetried(t *testing.T) {
+	var calls atomic.Int64
+	up := llmtest.Server(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
+	})
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+endpoints:
+  custom:
+    - name: broken
+      baseURL: %s/v1
+      apiKey: sk-wrong
+agents:
+  - {id: helper, provider: broken, model: gpt-4o}
+`, filepath.Join(dir, "data"), up.URL))
+	s := startServer(t, cfgPath, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	client := openai.NewClient(option.WithBaseURL(s.base+"/v1"), option.WithAPIKey(testKey))
+	history := []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("What is 2+3?"),
+		{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: "call_1", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "sum", Arguments: `{"a":2,"b":3}`}},
+		}}}},
+		openai.ToolMessage("5", "call_1"),
+		openai.AssistantMessage("It is 5."),
+		openai.UserMessage("And 3+4?"),
+	}
+	_, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "helper", Messages: history})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadGateway || !strings.Contains(apiErr.Message, "API key") {
+		t.Fatalf("the failed run: %v; want a 502 naming the provider's refusal", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the model was called %d times; want once (no retry of the whole run)", n)
+	}
+	var convs struct{ Data []any }
+	if code := s.call(t, testKey, "GET", "/api/conversations", "", &convs); code != 200 || len(convs.Data) != 1 {
+		t.Errorf("conversations: %d, %d; want the one run's", code, len(convs.Data))
+	}
+	// A bad key under /v1 is refused in OpenAI's shape, which the SDK reads.
+	bad := openai.NewClient(option.WithBaseURL(s.base+"/v1"), option.WithAPIKey("rk-"+strings.Repeat("x", 40)), option.WithMaxRetries(0))
+	_, err = bad.Models.List(t.Context())
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized || apiErr.Type != "authentication_error" || apiErr.Message == "" {
+		t.Errorf("a bad key: %v; want a 401 authentication_error in OpenAI's shape", err)
 	}
 }

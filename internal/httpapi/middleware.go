@@ -26,7 +26,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 		secret, ok := bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="relay"`)
-			s.writeError(w, r, fault.New(fault.Unauthorized, "missing API key: send Authorization: Bearer <key>"))
+			s.refuse(w, r, fault.New(fault.Unauthorized, "missing API key: send Authorization: Bearer <key>"))
 			return
 		}
 		u, err := s.opts.Auth.Authenticate(r.Context(), secret)
@@ -34,7 +34,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 			if fault.Is(err, fault.Unauthorized) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="relay", error="invalid_token"`)
 			}
-			s.writeError(w, r, err)
+			s.refuse(w, r, err)
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
@@ -57,7 +57,7 @@ func (s *Server) capBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := s.bodyLimit(r)
 		if r.ContentLength > limit {
-			s.writeError(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", limit))
+			s.refuse(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", limit))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)

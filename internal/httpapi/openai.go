@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,9 @@ type completionRequest struct {
 // whose text parts are joined and whose image_url parts, as data: URLs, are
 // the message's images.
 func messageContent(raw json.RawMessage) (string, []run.Image, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return "", nil, nil // an assistant message with tool_calls may have none
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil, nil
@@ -105,8 +109,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		// system and developer messages are the agent's own business: its instructions rule.
 	}
-	if text == "" {
+	if last := req.Messages[len(req.Messages)-1]; last.Role != "user" {
 		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "the last message must be the user's"))
+		return
+	}
+	if strings.TrimSpace(text) == "" {
+		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "the last user message needs text (images go with a question)"))
 		return
 	}
 	u := userFrom(r.Context())
@@ -127,14 +135,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// With hide_sequential_outputs only the final agent's text is the answer, so
-	// a stream holds each agent's text back until the next agent starts talking
-	// (dropping it) or the run ends (sending it).
+	// a stream sends no text until the run ends, then the saved answer's text:
+	// the same as the answer without streaming, whichever agents spoke last.
 	hide := false
 	if a, err := s.opts.Agents.Get(r.Context(), u, req.Model); err == nil {
 		hide = a.HideSequentialOutputs
 	}
-	var held strings.Builder
-	heldAgent := ""
 	err = s.follow(r, rn.ID, 0, &subscription{ch: ch, stop: stop}, func(e run.Event) error {
 		switch e.Type {
 		case run.EventMessageDelta:
@@ -145,12 +151,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal(e.Data, &d)
 			switch {
 			case !req.Stream:
-			case hide:
-				if d.AgentID != heldAgent {
-					held.Reset()
-					heldAgent = d.AgentID
-				}
-				held.WriteString(d.Text)
+			case hide: // the saved answer's text is sent at the end
 			default:
 				// name says which agent wrote the text (several may in one run).
 				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text, "name": d.AgentID}, nil, nil)
@@ -169,8 +170,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		case run.EventRunFinished:
 			finished = &runFinished{}
 			_ = json.Unmarshal(e.Data, finished)
-			if req.Stream && hide && held.Len() > 0 {
-				return writeChunk(w, id, created, req.Model, map[string]any{"content": held.String(), "name": heldAgent}, nil, nil)
+			if req.Stream && hide && finished.Message.Text != "" {
+				return writeChunk(w, id, created, req.Model, map[string]any{"content": finished.Message.Text, "name": finished.author()}, nil, nil)
 			}
 		}
 		return nil
@@ -200,7 +201,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			_ = rc.Flush()
 			return
 		}
-		s.writeOpenAIError(w, r, fault.New(fault.Unavailable, "%s", finished.Error))
+		// The run happened (its tools ran, its conversation is saved): a
+		// client must not send it again on its own, as OpenAI's SDKs do with
+		// a 5xx unless told not to.
+		w.Header().Set("X-Should-Retry", "false")
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "code": "run_failed"}})
 		return
 	}
 	reason := llm.FinishStop

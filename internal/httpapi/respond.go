@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/relay-ai/relay/internal/fault"
 )
@@ -54,6 +55,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
 	writeJSON(w, status(d.Code), errorBody{Error: d})
+}
+
+// refuse writes err in the shape its route's clients read: OpenAI's under
+// /v1/, Relay's elsewhere.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.writeOpenAIError(w, r, err)
+		return
+	}
+	s.writeError(w, r, err)
 }
 
 // writeJSON writes v with the given status.
