@@ -153,7 +153,7 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 			}
 			return out, err
 		}
-		req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls})
+		req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking})
 		if len(turn.ToolCalls) == 0 {
 			return out, nil
 		}

@@ -7,6 +7,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -97,6 +98,10 @@ type Turn struct {
 	Sent []byte
 	// Retries counts the tries after the first.
 	Retries int
+	// Thinking is the reasoning the provider must be sent back with the
+	// turn's assistant message, in its own JSON (Anthropic's thinking
+	// blocks); the loop keeps it on that message as prompt.Message.Thinking.
+	Thinking json.RawMessage
 }
 
 // ErrorKind classifies a provider failure.

@@ -33,6 +33,11 @@ type Message struct {
 	// IsError marks a tool message whose call failed. OpenAI's format has no
 	// place for it (the text says so); Anthropic's and Gemini's do.
 	IsError bool `json:"-"`
+	// Thinking is, on an assistant message, the reasoning the model wrote
+	// before it, as the provider's own JSON, for a provider that must be sent
+	// it back unchanged (Anthropic's signed thinking blocks). Only the client
+	// that wrote it reads it; the OpenAI shape has no place for it.
+	Thinking json.RawMessage `json:"-"`
 }
 
 // The types of a content [Part].

@@ -11,6 +11,11 @@
 //   - user, assistant and tool messages become alternating user/assistant
 //     messages of content blocks; consecutive messages of one role are merged,
 //     as the API wants turns to alternate;
+//   - the thinking and redacted_thinking blocks of an answer (extended
+//     thinking, turned on with AddParams "thinking") are kept on the turn,
+//     llm.Turn.Thinking, and go back unchanged, signatures and all, at the
+//     start of the assistant message they came with, as Anthropic requires
+//     within a tool loop;
 //   - an assistant's tool calls become tool_use blocks whose input is the
 //     parsed JSON arguments; a tool message becomes a tool_result block, in a
 //     user message, holding its text and images, with is_error for a failure;
@@ -158,6 +163,6 @@ func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.
 	}
 	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
 	return c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
-		return &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, model: req.Model, key: c.ep.Key}
+		return &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, thoughts: map[int]*thinkingBlock{}, model: req.Model, key: c.ep.Key}
 	})
 }

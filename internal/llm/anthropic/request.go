@@ -31,8 +31,8 @@ type message struct {
 	Content []block `json:"content"`
 }
 
-// block is a content block of the Messages API: text, image, tool_use or
-// tool_result.
+// block is a content block of the Messages API: text, image, tool_use,
+// tool_result, thinking or redacted_thinking.
 type block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -43,6 +43,11 @@ type block struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   []block         `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Thinking is a thinking block's text, written even when empty.
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	// Data is a redacted_thinking block's encrypted thinking.
+	Data string `json:"data,omitempty"`
 }
 
 type imageSource struct {
@@ -171,7 +176,10 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 		switch m.Role {
 		case prompt.RoleSystem:
 		case prompt.RoleAssistant:
-			blocks := content(m)
+			// Thinking leads the assistant message it came before, as
+			// Anthropic requires of the turn that used tools.
+			blocks := c.thinking(m)
+			blocks = append(blocks, content(m)...)
 			for _, tc := range m.ToolCalls {
 				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: wire.Arguments(tc, c.ep.Log)})
 			}
@@ -183,6 +191,20 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 		}
 	}
 	return out
+}
+
+// thinking is the thinking blocks an assistant message keeps from the turn
+// that wrote it (see reader.thinkingJSON), or none.
+func (c *Client) thinking(m *prompt.Message) []block {
+	if len(m.Thinking) == 0 {
+		return nil
+	}
+	var blocks []block
+	if err := json.Unmarshal(m.Thinking, &blocks); err != nil {
+		c.ep.Log.Warn("thinking of an assistant message not sent: not Anthropic's content blocks", "error", err)
+		return nil
+	}
+	return blocks
 }
 
 // content is a message's text and images as blocks.

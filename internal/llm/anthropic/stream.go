@@ -10,6 +10,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
+	"github.com/relay-ai/relay/internal/llm/wire"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -21,7 +22,11 @@ type reader struct {
 	text       strings.Builder
 	blocks     map[int]*openBlock
 	// calls are the tool calls in the order they started.
-	calls      []*openBlock
+	calls []*openBlock
+	// thinking are the thinking and redacted_thinking blocks in the order
+	// they started, by their index in the answer too.
+	thinking   []*thinkingBlock
+	thoughts   map[int]*thinkingBlock
 	stopReason string
 	usage      usage
 }
@@ -30,8 +35,22 @@ type reader struct {
 type openBlock struct {
 	index    int // among the turn's tool calls
 	id, name string
-	args     strings.Builder
-	done     bool
+	// input is the input given whole in content_block_start, used when no
+	// input_json_delta follows.
+	input json.RawMessage
+	args  strings.Builder
+	done  bool
+}
+
+// thinkingBlock is a thinking or redacted_thinking block being streamed.
+// Anthropic checks the signature against the thinking, so both are kept as
+// they came.
+type thinkingBlock struct {
+	typ       string
+	thinking  strings.Builder
+	signature strings.Builder
+	data      string
+	done      bool
 }
 
 type usage struct {
@@ -49,15 +68,21 @@ type streamEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
 	} `json:"content_block"`
 	Delta struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *usage    `json:"usage"`
@@ -65,8 +90,10 @@ type streamEvent struct {
 }
 
 // Event handles one server-sent event and reports whether the answer is
-// complete. Unknown events and blocks (ping, thinking, citations, …) are
-// skipped, as Anthropic's versioning policy asks of clients.
+// complete. Unknown events and blocks (ping, citations, …) are skipped, as
+// Anthropic's versioning policy asks of clients. Thinking is not part of the
+// answer and is not passed on; it is kept for the turn (Turn.Thinking), as
+// Anthropic wants it sent back with the tool calls it led to.
 func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
@@ -83,10 +110,16 @@ func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
 		case "text":
 			r.addText(e.ContentBlock.Text)
 		case "tool_use":
-			b := &openBlock{index: len(r.calls), id: e.ContentBlock.ID, name: e.ContentBlock.Name}
+			b := &openBlock{index: len(r.calls), id: e.ContentBlock.ID, name: e.ContentBlock.Name, input: e.ContentBlock.Input}
 			r.blocks[e.Index] = b
 			r.calls = append(r.calls, b)
 			r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ID: b.id, Name: b.name}})
+		case "thinking", "redacted_thinking":
+			b := &thinkingBlock{typ: e.ContentBlock.Type, data: e.ContentBlock.Data}
+			b.thinking.WriteString(e.ContentBlock.Thinking)
+			b.signature.WriteString(e.ContentBlock.Signature)
+			r.thoughts[e.Index] = b
+			r.thinking = append(r.thinking, b)
 		}
 	case "content_block_delta":
 		switch e.Delta.Type {
@@ -97,14 +130,28 @@ func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
 				b.args.WriteString(e.Delta.PartialJSON)
 				r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: e.Delta.PartialJSON}})
 			}
+		case "thinking_delta":
+			if b := r.thoughts[e.Index]; b != nil {
+				b.thinking.WriteString(e.Delta.Thinking)
+			}
+		case "signature_delta":
+			if b := r.thoughts[e.Index]; b != nil {
+				b.signature.WriteString(e.Delta.Signature)
+			}
 		}
 	case "content_block_stop":
 		if b := r.blocks[e.Index]; b != nil {
 			if b.args.Len() == 0 {
-				// A call without arguments streams none; its arguments are {}.
-				b.args.WriteString("{}")
-				r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: "{}"}})
+				// Anthropic streams the input in deltas, none for a call
+				// without arguments; some compatible servers give it whole
+				// in content_block_start instead.
+				args := startInput(b.input)
+				b.args.WriteString(args)
+				r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{Index: b.index, ArgumentsDelta: args}})
 			}
+			b.done = true
+		}
+		if b := r.thoughts[e.Index]; b != nil {
 			b.done = true
 		}
 	case "message_delta":
@@ -128,6 +175,16 @@ func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
 	return false, nil
 }
 
+// startInput is the arguments of a call whose input came whole in
+// content_block_start: that input, or {} when there was none.
+func startInput(in json.RawMessage) string {
+	s := strings.TrimSpace(string(in))
+	if s == "" || s == "null" {
+		return "{}"
+	}
+	return s
+}
+
 func (r *reader) addText(s string) {
 	if s == "" {
 		return
@@ -136,8 +193,8 @@ func (r *reader) addText(s string) {
 	r.Send(llm.Event{Kind: llm.EventText, Text: s})
 }
 
-// Partial fills the turn with what arrived: the text, the tool calls that
-// were complete, the usage.
+// Partial fills the turn with what arrived: the text, the tool calls and
+// thinking blocks that were complete, the usage.
 func (r *reader) Partial() {
 	r.turn.Text = r.text.String()
 	r.turn.ToolCalls = nil
@@ -148,9 +205,37 @@ func (r *reader) Partial() {
 			})
 		}
 	}
+	r.turn.Thinking = r.thinkingJSON()
 	u := r.usage
 	in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 	r.turn.Usage = llm.Usage{PromptTokens: in, CompletionTokens: u.OutputTokens, TotalTokens: in + u.OutputTokens}
+}
+
+// thinkingJSON is the complete thinking blocks as the content blocks they
+// are sent back as, a JSON array; nil when there are none.
+func (r *reader) thinkingJSON() json.RawMessage {
+	var blocks []block
+	for _, t := range r.thinking {
+		if !t.done {
+			continue
+		}
+		b := block{Type: t.typ}
+		if t.typ == "redacted_thinking" {
+			b.Data = t.data
+		} else {
+			text := t.thinking.String()
+			b.Thinking, b.Signature = &text, t.signature.String()
+		}
+		blocks = append(blocks, b)
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	out, err := wire.Marshal(blocks)
+	if err != nil {
+		return nil // strings and a pointer to one always marshal
+	}
+	return out
 }
 
 // finish completes the turn and emits its usage.

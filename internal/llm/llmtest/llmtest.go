@@ -203,6 +203,7 @@ func CloneRequest(r *prompt.Request) *prompt.Request {
 		m := &c.Messages[i]
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 		m.Parts = slices.Clone(m.Parts)
+		m.Thinking = slices.Clone(m.Thinking)
 	}
 	c.Tools = slices.Clone(r.Tools)
 	for i := range c.Tools {
