@@ -335,8 +335,15 @@ func (f *flow) record(id string, out *agent.Outcome, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if text != "" {
-		f.lastText[id] = text
 		f.texts = append(f.texts, Part{Type: PartText, AgentID: id, Text: text})
+	}
+	// What output_passthrough hands on: the agent's last assistant message,
+	// not all it said on the way (text before its tool calls).
+	switch {
+	case out != nil && out.Text != "":
+		f.lastText[id] = out.Text
+	case text != "":
+		f.lastText[id] = text
 	}
 	if out == nil {
 		return

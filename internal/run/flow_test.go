@@ -250,3 +250,26 @@ func TestDroppedEdgeAndHiddenOutputs(t *testing.T) {
 		t.Errorf("saved answer %q with %d tool calls; want only the last agent's text and every tool call", ans.Text, tools)
 	}
 }
+
+// With output_passthrough the next agent's prompt is the previous agent's last
+// assistant message verbatim: not the text it wrote before calling a tool.
+func TestPassthroughHandsOnTheLastAssistantMessage(t *testing.T) {
+	b, model := team(t, map[string]agent.Spec{
+		"a": {AgentIDs: []string{"b"}, ChainType: agent.ChainOutputPassthrough}, "b": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "a" {
+			if len(req.Messages) == 2 { // its first turn: some text, then a tool call
+				return llmtest.Turn{Text: []string{"Let me check. "}, ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+			}
+			return llmtest.Turn{Text: []string{"A's draft"}}
+		}
+		return llmtest.Turn{Text: []string{"B's refinement"}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Write it"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	if got := lastUser(requestsOf(model, "b")[0]); got != "A's draft" {
+		t.Errorf("b was handed %q, want a's last assistant message %q", got, "A's draft")
+	}
+}

@@ -191,6 +191,11 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err := checkImages(req.Images); err != nil {
 		return nil, nil, nil, err
 	}
+	if req.Timezone != "" { // refused before anything is stored, not by the run
+		if _, err := time.LoadLocation(req.Timezone); err != nil {
+			return nil, nil, nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
+		}
+	}
 	added, err := s.attach(ctx, u, req.Files)
 	if err != nil {
 		return nil, nil, nil, err

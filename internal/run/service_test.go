@@ -14,6 +14,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
@@ -215,3 +216,19 @@ func TestRagasExport(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A time zone that does not exist is refused before anything is stored,
+// rather than failing the run it would start.
+func TestUnknownTimezoneRefusedUpFront(t *testing.T) {
+	b := setup(t, llmtest.New(llmtest.Turn{Text: []string{"Sunday."}}))
+	_, err := b.svc.Start(context.Background(), b.user, run.ChatRequest{AgentID: "calc", Text: "What day is it?", Timezone: "Mars/Olympus"})
+	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "Mars/Olympus") {
+		t.Errorf("Start with an unknown time zone: %v; want invalid, naming it", err)
+	}
+	if cs, _ := b.svc.Conversations(context.Background(), b.user, 10); len(cs) != 0 {
+		t.Errorf("the refused message left %d conversations", len(cs))
+	}
+	if d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "And here?", Timezone: "Europe/Amsterdam"}); d.Status != run.StatusSucceeded {
+		t.Errorf("a known time zone: %+v", d.Run)
+	}
+}

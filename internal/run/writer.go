@@ -157,7 +157,10 @@ func (w *writer) write() {
 		// Something in the batch is refused (a run deleted meanwhile, …): store
 		// each run's part on its own, so that one run's trouble is not every run's.
 		w.s.Log.Warn("storing a batch of run records failed; storing them one by one", slog.Any("err", err))
-		w.writeEach(ctx, runs, counts, tools, ends)
+		// With a deadline of their own: the batch may have failed by running out of its.
+		ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
+		w.writeEach(ectx, runs, counts, tools, ends)
+		ecancel()
 	}
 
 	for i, lr := range runs {

@@ -1,0 +1,144 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// team is the API over agents made from specs, all answered by answer, which
+// is told which agent is asking (from its instructions, "I am <id>.").
+type team struct {
+	srv *httptest.Server
+	key string
+}
+
+func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *team {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	as := auth.NewService(st, nil)
+	u, err := as.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := as.CreateKey(ctx, u.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	for id, spec := range specs {
+		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", "I am "+id+"."
+		if _, err := agents.Create(ctx, u, id, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+		return answer(strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), "."), req)
+	})
+	m := mcp.NewManager(nil, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	svc := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Auth: as, Agents: agents, Runs: svc, MaxBodyBytes: 1 << 20}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { svc.Drain(context.Background()) })
+	return &team{srv: srv, key: key}
+}
+
+// post sends body to path and returns the status and the whole answer.
+func (tm *team) post(t *testing.T, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", tm.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tm.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// With hide_sequential_outputs and a last group of agents running side by
+// side, a streamed /v1 answer is the same text as the answer without
+// streaming: the saved one.
+func TestV1HiddenOutputsStreamTheSavedAnswer(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{
+		"a": {HideSequentialOutputs: true, Edges: []agent.Edge{{From: agent.One("a"), To: agent.IDs{List: []string{"b", "c"}}, EdgeType: agent.EdgeDirect}}},
+		"b": {}, "c": {},
+	}, func(who string, _ *prompt.Request) llmtest.Turn {
+		switch who {
+		case "a":
+			return llmtest.Turn{Text: []string{"draft"}}
+		case "b":
+			return llmtest.Turn{Text: []string{"B1 ", "B2 ", "B3 ", "B4"}, Delay: 40 * time.Millisecond}
+		}
+		return llmtest.Turn{Text: []string{"C1 ", "C2"}, Delay: 50 * time.Millisecond}
+	})
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"go"}]}`)
+	var full struct {
+		Choices []struct{ Message struct{ Content string } } `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(out), &full); err != nil || code != 200 || len(full.Choices) != 1 || full.Choices[0].Message.Content == "" {
+		t.Fatalf("answer: %d %s", code, out)
+	}
+	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","stream":true,"messages":[{"role":"user","content":"go"}]}`)
+	var streamed strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %s: %v", d, err)
+		}
+		if len(c.Choices) > 0 {
+			streamed.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if code != 200 || streamed.String() != full.Choices[0].Message.Content {
+		t.Errorf("streamed %q (%d); want the answer's %q", streamed.String(), code, full.Choices[0].Message.Content)
+	}
+	if strings.Contains(streamed.String(), "draft") {
+		t.Errorf("the hidden agent's text was streamed: %q", streamed.String())
+	}
+}
+
+// A last user message with only an image is refused for what it lacks, and
+// the last message not being the user's for that.
+func TestV1LastMessageErrors(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	image := `{"model":"a","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`
+	if code, out := tm.post(t, "/v1/chat/completions", image); code != 400 || !strings.Contains(out, "needs text") {
+		t.Errorf("an image-only question: %d %s", code, out)
+	}
+	last := `{"model":"a","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`
+	if code, out := tm.post(t, "/v1/chat/completions", last); code != 400 || !strings.Contains(out, "the last message must be the user's") {
+		t.Errorf("an assistant message last: %d %s", code, out)
+	}
+}
