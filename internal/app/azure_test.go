@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
@@ -410,5 +411,33 @@ func TestMaxParallelTools(t *testing.T) {
 	defer mu.Unlock()
 	if most != 2 {
 		t.Errorf("%d gate calls ran at once, want maxParallelTools (2)", most)
+	}
+}
+
+// A custom endpoint's key is never sent as written when it cannot be a key: a
+// ${VAR} whose variable is not set is named, and user_provided (a key each
+// LibreChat user enters) is explained; a key that is set works.
+func TestCustomEndpointKeysThatCannotBeSent(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Load(writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+endpoints:
+  custom:
+    - {name: unset, baseURL: "http://127.0.0.1:1/v1", apiKey: "${NOT_SET_KEY}"}
+    - {name: perUser, baseURL: "http://127.0.0.1:1/v1", apiKey: user_provided}
+    - {name: fine, baseURL: "http://127.0.0.1:1/v1", apiKey: "${SET_KEY}"}
+`, filepath.Join(dir, "data"))), testEnv(map[string]string{"SET_KEY": "sk-secret-value"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, slog.New(slog.DiscardHandler))
+	if _, _, err := ms("unset", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), `apiKey uses ${NOT_SET_KEY}, which is not set`) {
+		t.Errorf("unset variable: %v", err)
+	}
+	if _, _, err := ms("perUser", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "user_provided") {
+		t.Errorf("user_provided: %v", err)
+	}
+	if _, _, err := ms("fine", "m"); err != nil {
+		t.Errorf("a key that is set: %v", err)
 	}
 }

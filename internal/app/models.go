@@ -29,7 +29,7 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 	var mu sync.Mutex
 	clients := map[string]llm.Model{}
 	key := func(configured, envVar string) string {
-		if configured != "" && !strings.HasPrefix(configured, "${") {
+		if configured != "" && !strings.HasPrefix(configured, "${") && configured != userProvided {
 			return configured
 		}
 		v, _ := e.Getenv(envVar)
@@ -75,6 +75,9 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 					if c.BaseURL == "" {
 						return nil, "", fault.New(fault.Invalid, "endpoints.custom %q has no baseURL", c.Name)
 					}
+					if err := customKeyUsable(c.Name, c.APIKey, c.BaseURL); err != nil {
+						return nil, "", err
+					}
 					m = openai.New(openai.Options{BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: c.Headers, AddParams: c.AddParams, DropParams: c.DropParams, Logger: log})
 				}
 			}
@@ -85,6 +88,26 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 		clients[cacheKey] = m
 		return m, fam, nil
 	}
+}
+
+// userProvided is LibreChat's apiKey for an endpoint whose users each enter
+// their own key.
+const userProvided = "user_provided"
+
+// customKeyUsable refuses a custom endpoint whose key or address would be sent
+// as written: a ${VAR} left because VAR is not set, or user_provided, which
+// Relay, having no per-user keys, cannot fill. The error names the variable,
+// never a value.
+func customKeyUsable(name, apiKey, baseURL string) error {
+	if apiKey == userProvided {
+		return fault.New(fault.Invalid, "endpoints.custom %q: apiKey is user_provided (each LibreChat user enters a key); Relay has no per-user keys: set the key in the config or in the variable it names", name)
+	}
+	for _, f := range []struct{ key, value string }{{"apiKey", apiKey}, {"baseURL", baseURL}} {
+		if ref := envRef.FindString(f.value); ref != "" {
+			return fault.New(fault.Invalid, "endpoints.custom %q: %s uses %s, which is not set in Relay's environment", name, f.key, ref)
+		}
+	}
+	return nil
 }
 
 // envRef matches a ${VAR} reference left in a value because VAR was not set.
