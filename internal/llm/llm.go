@@ -117,6 +117,7 @@ const (
 	ErrBadRequest    ErrorKind = "bad_request"     // any other 4xx
 	ErrNetwork       ErrorKind = "network"         // connection refused, reset, timed out
 	ErrStreamCut     ErrorKind = "stream_cut"      // the stream ended before the turn did
+	ErrFiltered      ErrorKind = "filtered"        // the provider blocked the prompt or withheld the answer
 )
 
 // Error is a provider failure with a message a user can read. It never holds the

@@ -155,14 +155,25 @@ func core(key string) bool {
 
 // Stream sends req to Anthropic and streams the answer; see llm.Model. The
 // returned Turn is never nil when the request could be written: on failure it
-// holds what arrived before (possibly nothing) and the body sent.
+// holds what arrived before (possibly nothing) and the body sent. A refusal
+// (stop_reason "refusal") with no text and no tool calls is an *llm.Error of
+// kind ErrFiltered, not retried; a refusal after some text leaves that text
+// as the answer.
 func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("writing the Anthropic request: %w", err)
 	}
 	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
-	return c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
-		return &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, thoughts: map[int]*thinkingBlock{}, model: req.Model, key: c.ep.Key}
+	var last *reader
+	turn, err := c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		last = &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, thoughts: map[int]*thinkingBlock{}, model: req.Model, key: c.ep.Key}
+		return last
 	})
+	if err == nil {
+		if le := last.declined(); le != nil {
+			return turn, le
+		}
+	}
+	return turn, err
 }

@@ -247,6 +247,15 @@ func (r *reader) finish() {
 	}
 }
 
+// declined is the error for a complete answer that is a refusal with
+// nothing in it: no text and no tool calls.
+func (r *reader) declined() *llm.Error {
+	if r.stopReason != "refusal" || r.turn.Text != "" || len(r.turn.ToolCalls) > 0 {
+		return nil
+	}
+	return &llm.Error{Kind: llm.ErrFiltered, Message: providerName + " declined to answer (stop_reason: refusal)"}
+}
+
 // End says that the stream ended before message_stop.
 func (r *reader) End() error {
 	return errors.New("the stream ended before message_stop")

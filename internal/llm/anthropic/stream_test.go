@@ -3,6 +3,8 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -196,4 +198,50 @@ func TestStartBlockInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRefusal(t *testing.T) {
+	refusal := func(text string) http.HandlerFunc {
+		events := []string{event("message_start", messageStart)}
+		if text != "" {
+			events = append(events,
+				event("content_block_start", textStart),
+				event("content_block_delta", textDelta(0, text)),
+				event("content_block_stop", blockStop0),
+			)
+		}
+		return stream(append(events,
+			event("message_delta", messageDelta("refusal", 3)),
+			event("message_stop", messageStop),
+		)...)
+	}
+	t.Run("nothing said", func(t *testing.T) {
+		// Claude's classifiers stopped the answer before anything of it: an
+		// error the user can read, not an empty answer, and not retried.
+		b := setup(t, Options{}, refusal(""))
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		var le *llm.Error
+		if !errors.As(err, &le) || le.Kind != llm.ErrFiltered || le.Retryable() {
+			t.Fatalf("error = %#v, want an ErrFiltered llm.Error", err)
+		}
+		if want := "model provider: Anthropic declined to answer (stop_reason: refusal)"; err.Error() != want {
+			t.Errorf("error = %q, want %q", err, want)
+		}
+		if b.fake.Tries() != 1 {
+			t.Errorf("%d tries, want 1", b.fake.Tries())
+		}
+		if turn == nil || turn.FinishReason != llm.FinishFiltered || turn.Usage.CompletionTokens != 3 || turn.Sent == nil {
+			t.Errorf("turn = %+v, want the filtered turn with its usage and body", turn)
+		}
+	})
+	t.Run("after some text", func(t *testing.T) {
+		b := setup(t, Options{}, refusal("I can help with part"))
+		turn, err := b.client.Stream(t.Context(), simple(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Text != "I can help with part" || turn.FinishReason != llm.FinishFiltered {
+			t.Errorf("turn = %+v, want the text to stand", turn)
+		}
+	})
 }

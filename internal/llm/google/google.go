@@ -176,16 +176,27 @@ func (c *Client) url(model string) string {
 
 // Stream sends req to Gemini and streams the answer; see llm.Model. The
 // returned Turn is never nil when the request could be written: on failure it
-// holds what arrived before (possibly nothing) and the body sent.
+// holds what arrived before (possibly nothing) and the body sent. A blocked
+// prompt (promptFeedback.blockReason), or an answer stopped by a safety
+// filter with no text and no function calls, is an *llm.Error of kind
+// ErrFiltered, not retried; a filtered answer with some text keeps it.
 func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("writing the Gemini request: %w", err)
 	}
 	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
-	return c.ep.Stream(ctx, c.url(req.Model), req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
-		return &reader{Output: out, c: c, turn: turn, model: req.Model}
+	var last *reader
+	turn, err := c.ep.Stream(ctx, c.url(req.Model), req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		last = &reader{Output: out, c: c, turn: turn, model: req.Model}
+		return last
 	})
+	if err == nil {
+		if le := last.blocked(); le != nil {
+			return turn, le
+		}
+	}
+	return turn, err
 }
 
 // signatures remembers the thoughtSignature of function calls by call id,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -298,16 +299,67 @@ func TestFinishReasons(t *testing.T) {
 			}
 		})
 	}
-	t.Run("blocked prompt", func(t *testing.T) {
-		b := setup(t, Options{}, stream(`{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`))
-		turn, err := b.client.Stream(t.Context(), simple(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if turn.FinishReason != llm.FinishFiltered || turn.Text != "" {
-			t.Errorf("turn = %+v, want an empty filtered turn", turn)
-		}
-	})
+}
+
+func TestBlockedAnswers(t *testing.T) {
+	// A blocked prompt or a filtered answer with nothing in it is an error
+	// the user can read, not an empty answer; one with text keeps it.
+	tests := []struct {
+		name    string
+		chunks  []string
+		wantErr string // empty: the turn succeeds
+		text    string
+	}{
+		{
+			name:    "blocked prompt",
+			chunks:  []string{`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`},
+			wantErr: "model provider: Gemini blocked the prompt: PROHIBITED_CONTENT",
+		},
+		{
+			name:    "blocked prompt with a message",
+			chunks:  []string{`{"promptFeedback":{"blockReason":"SAFETY","blockReasonMessage":"The prompt was blocked due to safety.","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}}`},
+			wantErr: "model provider: Gemini blocked the prompt: SAFETY (The prompt was blocked due to safety.)",
+		},
+		{
+			name:    "answer stopped before any text",
+			chunks:  []string{`{"candidates":[{"content":{"role":"model"},"finishReason":"RECITATION","index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`},
+			wantErr: "model provider: Gemini stopped the answer: RECITATION",
+		},
+		{
+			name:   "answer stopped after some text",
+			chunks: []string{textChunk("Part of it", ""), `{"candidates":[{"content":{"role":"model"},"finishReason":"SAFETY","index":0}]}`},
+			text:   "Part of it",
+		},
+		{
+			name:   "empty answer that was not filtered",
+			chunks: []string{`{"candidates":[{"content":{"role":"model"},"finishReason":"STOP","index":0}]}`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, Options{}, stream(tt.chunks...))
+			turn, err := b.client.Stream(t.Context(), simple(), nil)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if turn.Text != tt.text {
+					t.Errorf("text = %q, want %q", turn.Text, tt.text)
+				}
+				return
+			}
+			var le *llm.Error
+			if !errors.As(err, &le) || le.Kind != llm.ErrFiltered || le.Retryable() || err.Error() != tt.wantErr {
+				t.Fatalf("error = %v, want %q of kind %s", err, tt.wantErr, llm.ErrFiltered)
+			}
+			if b.fake.Tries() != 1 {
+				t.Errorf("%d tries, want 1", b.fake.Tries())
+			}
+			if turn == nil || turn.Text != "" || turn.FinishReason != llm.FinishFiltered || turn.Sent == nil {
+				t.Errorf("turn = %+v, want the empty filtered turn with its body", turn)
+			}
+		})
+	}
 }
 
 func TestImageOut(t *testing.T) {

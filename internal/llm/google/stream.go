@@ -20,10 +20,12 @@ type chunk struct {
 		Content struct {
 			Parts []responsePart `json:"parts"`
 		} `json:"content"`
-		FinishReason string `json:"finishReason"`
+		FinishReason  string `json:"finishReason"`
+		FinishMessage string `json:"finishMessage"`
 	} `json:"candidates"`
 	PromptFeedback *struct {
-		BlockReason string `json:"blockReason"`
+		BlockReason        string `json:"blockReason"`
+		BlockReasonMessage string `json:"blockReasonMessage"`
 	} `json:"promptFeedback"`
 	UsageMetadata *struct {
 		PromptTokenCount     int `json:"promptTokenCount"`
@@ -58,7 +60,13 @@ type reader struct {
 	text         strings.Builder
 	calls        []prompt.ToolCall
 	finishReason string
-	usage        llm.Usage
+	// finishMessage is Gemini's words on why the answer stopped, if any.
+	finishMessage string
+	// blockReason and blockMessage say why Gemini blocked the prompt.
+	blockReason, blockMessage string
+	// images counts the images the model made.
+	images int
+	usage  llm.Usage
 }
 
 // Event handles one server-sent event, a chunk of the answer. The answer is
@@ -100,6 +108,7 @@ func (r *reader) chunk(data []byte, model string) *llm.Error {
 	if len(ch.Candidates) == 0 {
 		if f := ch.PromptFeedback; f != nil && f.BlockReason != "" {
 			r.finishReason = "SAFETY"
+			r.blockReason, r.blockMessage = f.BlockReason, f.BlockReasonMessage
 		}
 		return nil
 	}
@@ -110,6 +119,7 @@ func (r *reader) chunk(data []byte, model string) *llm.Error {
 		case p.FunctionCall != nil:
 			r.call(p)
 		case p.InlineData != nil:
+			r.images++
 			r.Send(llm.Event{Kind: llm.EventImage, Image: &llm.Image{MIMEType: p.InlineData.MIMEType, Data: p.InlineData.Data}})
 		case p.Text != "":
 			r.addText(p.Text)
@@ -117,6 +127,9 @@ func (r *reader) chunk(data []byte, model string) *llm.Error {
 	}
 	if cand.FinishReason != "" {
 		r.finishReason = cand.FinishReason
+	}
+	if cand.FinishMessage != "" {
+		r.finishMessage = cand.FinishMessage
 	}
 	return nil
 }
@@ -161,6 +174,31 @@ func (r *reader) finish() {
 	if r.turn.Usage != (llm.Usage{}) {
 		r.Send(llm.Event{Kind: llm.EventUsage, Usage: r.turn.Usage})
 	}
+}
+
+// blocked is the error for a complete answer with nothing in it (no text,
+// no function calls, no image) because Gemini blocked the prompt or a filter
+// stopped the answer.
+func (r *reader) blocked() *llm.Error {
+	if r.turn.Text != "" || len(r.turn.ToolCalls) > 0 || r.images > 0 {
+		return nil
+	}
+	var msg string
+	switch {
+	case r.blockReason != "":
+		msg = "Gemini blocked the prompt: " + r.blockReason
+		if r.blockMessage != "" {
+			msg += " (" + r.blockMessage + ")"
+		}
+	case r.turn.FinishReason == llm.FinishFiltered:
+		msg = "Gemini stopped the answer: " + r.finishReason
+		if r.finishMessage != "" {
+			msg += " (" + r.finishMessage + ")"
+		}
+	default:
+		return nil
+	}
+	return &llm.Error{Kind: llm.ErrFiltered, Message: msg}
 }
 
 // finishReason maps Gemini's finishReason onto Relay's finish reasons. A turn

@@ -53,7 +53,7 @@ func fastChunk(data []byte, c *chunk) bool {
 // keys without regard to case, so a key equal to one of them but for case
 // is left to it.
 var chunkKeys = []string{"choices", "usage", "error", "index", "delta", "message", "finish_reason", "content", "tool_calls",
-	"prompt_tokens", "completion_tokens", "total_tokens"}
+	"prompt_tokens", "completion_tokens", "total_tokens", "refusal", "content_filter_results"}
 
 func knownKey(key []byte) bool {
 	for _, k := range chunkKeys {
@@ -106,6 +106,15 @@ func (s *scan) choices(c *chunk) bool {
 				v, ok := s.str()
 				ch.FinishReason = &v
 				return ok
+			case "content_filter_results":
+				// Azure sends these with every chunk.
+				s.ws()
+				start := s.i
+				if !s.skip() {
+					return false
+				}
+				ch.ContentFilterResults = bytes.Clone(s.b[start:s.i])
+				return true
 			}
 			return !knownKey(key) && s.skip()
 		})
@@ -133,7 +142,7 @@ func (s *scan) delta(d *delta) bool {
 			v, ok := s.str()
 			d.Content = content(v)
 			return ok
-		case "tool_calls":
+		case "tool_calls", "refusal":
 			return s.null()
 		}
 		return !knownKey(key) && s.skip()

@@ -210,7 +210,9 @@ func (c *Client) url(model string) string {
 // the body is made, even on failure, so that what was sent can be recorded;
 // after a failure it holds the text that arrived, and no tool calls. A
 // cancelled ctx returns context.Cause(ctx); a provider's failure is an
-// *llm.Error.
+// *llm.Error, and so is an answer that the provider filtered or the model
+// refused with nothing in it (ErrFiltered, not retried; the Turn holds its
+// usage).
 func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
@@ -282,6 +284,9 @@ func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.T
 	}
 	a.turn(turn, true)
 	a.finishEvents()
+	if le := a.withheld(turn); le != nil {
+		return le
+	}
 	return nil
 }
 

@@ -238,6 +238,89 @@ func TestToolCallsWithoutIndex(t *testing.T) {
 	}
 }
 
+func TestWithheldAnswers(t *testing.T) {
+	// An answer the provider filtered, or that the model refused, with
+	// nothing in it is an error the user can read, not an empty answer, and is
+	// not retried; a filtered answer with text keeps it.
+	azureFilter := `"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"jailbreak":{"filtered":false,"detected":false},"custom_blocklists":[],"violence":{"filtered":true,"severity":"medium"},"self_harm":{"filtered":true,"severity":"high"}}`
+	tests := []struct {
+		name     string
+		chunks   []string
+		json     string // a non-streamed answer, in place of chunks
+		wantErr  string // empty: the turn succeeds
+		wantText string
+	}{
+		{
+			name:    "OpenAI content filter",
+			chunks:  []string{`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, `{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}`},
+			wantErr: "model provider: the provider filtered the answer (content_filter)",
+		},
+		{
+			name: "Azure content filter names the categories",
+			chunks: []string{
+				`{"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`,
+				`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"content_filter_results":{}}]}`,
+				`{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter",` + azureFilter + `}]}`,
+			},
+			wantErr: "model provider: the provider filtered the answer (content_filter: self_harm, violence)",
+		},
+		{
+			name:    "Azure content filter, not streamed",
+			json:    `{"choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":"content_filter",` + azureFilter + `}]}`,
+			wantErr: "model provider: the provider filtered the answer (content_filter: self_harm, violence)",
+		},
+		{
+			name:    "refusal",
+			chunks:  []string{`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":"I'm sorry, "},"finish_reason":null}]}`, `{"choices":[{"index":0,"delta":{"refusal":"I cannot help with that."},"finish_reason":null}]}`, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`},
+			wantErr: "model provider: the model refused to answer: I'm sorry, I cannot help with that.",
+		},
+		{
+			name:     "filtered after some text",
+			chunks:   []string{`{"choices":[{"index":0,"delta":{"content":"The first part"},"finish_reason":null}]}`, `{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter",` + azureFilter + `}]}`},
+			wantText: "The first part",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tries atomic.Int32
+			c := serve(t, openai.Options{}, func(w http.ResponseWriter, r *http.Request) {
+				tries.Add(1)
+				if tt.json != "" {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, tt.json)
+					return
+				}
+				sse := llmtest.NewSSE(w)
+				for _, c := range tt.chunks {
+					sse.Data(json.RawMessage(c))
+				}
+				sse.Usage(llm.Usage{PromptTokens: 9, TotalTokens: 9})
+				sse.Done()
+			})
+			turn, err := c.Stream(t.Context(), hello(), nil)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if turn.Text != tt.wantText || turn.FinishReason != llm.FinishFiltered {
+					t.Errorf("turn = %+v, want the text %q to stand", turn, tt.wantText)
+				}
+				return
+			}
+			le, ok := errors.AsType[*llm.Error](err)
+			if !ok || le.Kind != llm.ErrFiltered || le.Retryable() || err.Error() != tt.wantErr {
+				t.Fatalf("error = %v, want %q of kind %s", err, tt.wantErr, llm.ErrFiltered)
+			}
+			if tries.Load() != 1 {
+				t.Errorf("%d tries, want 1", tries.Load())
+			}
+			if turn == nil || turn.Text != "" || len(turn.ToolCalls) != 0 || turn.Sent == nil {
+				t.Errorf("turn = %+v, want the empty turn with its body", turn)
+			}
+		})
+	}
+}
+
 func TestNonStreamedAnswer(t *testing.T) {
 	c := serve(t, openai.Options{}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

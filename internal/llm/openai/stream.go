@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,11 +30,17 @@ type choice struct {
 	Delta        *delta  `json:"delta"`
 	Message      *delta  `json:"message"`
 	FinishReason *string `json:"finish_reason"`
+	// ContentFilterResults is Azure's verdict per category, read when the
+	// answer ends with content_filter.
+	ContentFilterResults json.RawMessage `json:"content_filter_results"`
 }
 
 type delta struct {
 	Content   content         `json:"content"`
 	ToolCalls []toolCallDelta `json:"tool_calls"`
+	// Refusal is the model's reason for not answering, which OpenAI sends
+	// in place of the content.
+	Refusal string `json:"refusal"`
 }
 
 // content is a message's text: a string, null, or an array of content parts
@@ -90,6 +97,10 @@ type assembler struct {
 	finish string
 	usage  *llm.Usage
 	done   bool // the stream said [DONE]
+	// refusal is the model's refusal to answer, when it gave one.
+	refusal strings.Builder
+	// filtered are the categories for which the answer was filtered.
+	filtered []string
 }
 
 func (a *assembler) send(ev llm.Event) {
@@ -124,9 +135,13 @@ func (a *assembler) add(c *chunk) *apiErrorChunk {
 			for i := range d.ToolCalls {
 				a.addToolCall(&d.ToolCalls[i])
 			}
+			a.refusal.WriteString(d.Refusal)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			a.finish = *ch.FinishReason
+			if a.finish == llm.FinishFiltered {
+				a.filtered = filteredCategories(ch.ContentFilterResults)
+			}
 		}
 	}
 	return nil
@@ -209,6 +224,47 @@ func (a *assembler) turn(t *llm.Turn, complete bool) {
 	if a.usage != nil {
 		t.Usage = *a.usage
 	}
+}
+
+// filteredCategories are the categories that Azure's content_filter_results
+// say were filtered ({"violence":{"filtered":true,"severity":"medium"}, …}),
+// sorted. Entries of other shapes are passed over.
+func filteredCategories(raw json.RawMessage) []string {
+	var results map[string]json.RawMessage
+	if json.Unmarshal(raw, &results) != nil {
+		return nil
+	}
+	var out []string
+	for name, r := range results {
+		var v struct {
+			Filtered bool `json:"filtered"`
+		}
+		if json.Unmarshal(r, &v) == nil && v.Filtered {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// withheld is the error for a complete answer with nothing in it because the
+// provider filtered it or the model refused: no text and no tool calls. An
+// answer that has something stands, filtered or not.
+func (a *assembler) withheld(t *llm.Turn) *llm.Error {
+	if t.Text != "" || len(t.ToolCalls) > 0 {
+		return nil
+	}
+	if r := strings.TrimSpace(a.refusal.String()); r != "" {
+		return &llm.Error{Kind: llm.ErrFiltered, Message: "the model refused to answer: " + r}
+	}
+	if t.FinishReason != llm.FinishFiltered {
+		return nil
+	}
+	why := llm.FinishFiltered
+	if len(a.filtered) > 0 {
+		why += ": " + strings.Join(a.filtered, ", ")
+	}
+	return &llm.Error{Kind: llm.ErrFiltered, Message: "the provider filtered the answer (" + why + ")"}
 }
 
 // finishEvents sends the events that only a complete answer has.
