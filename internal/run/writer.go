@@ -3,14 +3,27 @@ package run
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/relay-ai/relay/internal/fault"
 )
 
 // flushEvery is how long a run's events may wait in memory before they are
 // stored. Until then subscribers get them from memory; a run's last events are
 // stored as soon as it ends.
 const flushEvery = 100 * time.Millisecond
+
+// retryFor is how long the writer keeps trying to store records that the
+// database refused for a reason that may pass (unreachable, busy, failing
+// over) before it gives them up, logged; retryEvery is the pause between tries.
+// Records refused for good (their run was deleted meanwhile) are given up at
+// once.
+const (
+	retryFor   = 5 * time.Minute
+	retryEvery = time.Second
+)
 
 // writer stores what the live runs of a Service produce: their events and tool
 // calls as they come, and each run's final records when it ends. One goroutine
@@ -29,6 +42,10 @@ type writer struct {
 	tools   []*ToolCall // tool calls not yet stored
 	ends    []*ending   // runs that ended, waiting for their last batch
 	kick    chan struct{}
+
+	// Only the writer's goroutine uses these.
+	failingSince time.Time // when the database began refusing what is kept for retry; zero when it is not
+	backoff      bool      // the last write kept records to retry: wait before the next
 }
 
 // ending is what a run stores when it ends: its model requests, its answer,
@@ -101,11 +118,15 @@ func (w *writer) loop() {
 			}
 			return
 		}
-		if !urgent {
+		if !urgent || w.backoff {
+			wait := flushEvery
+			if w.backoff {
+				wait = retryEvery
+			}
 			if tick == nil {
-				tick = time.NewTimer(flushEvery)
+				tick = time.NewTimer(wait)
 			} else {
-				tick.Reset(flushEvery)
+				tick.Reset(wait)
 			}
 			select {
 			case <-tick.C:
@@ -153,24 +174,51 @@ func (w *writer) write() {
 	err := w.s.Store.WriteBatch(ctx, &b)
 	w.s.Log.Debug("stored run records", slog.Int("runs", len(runs)), slog.Int("events", len(b.Events)),
 		slog.Int("ended", len(ends)), slog.Duration("took", time.Since(began)))
+	var again kept
 	if err != nil {
-		// Something in the batch is refused (a run deleted meanwhile, …): store
-		// each run's part on its own, so that one run's trouble is not every run's.
+		// Something in the batch is refused (a run deleted meanwhile, the
+		// database unreachable, …): store each run's part on its own, so that
+		// one run's trouble is not every run's.
 		w.s.Log.Warn("storing a batch of run records failed; storing them one by one", slog.Any("err", err))
+		if w.failingSince.IsZero() {
+			w.failingSince = time.Now()
+		}
 		// With a deadline of their own: the batch may have failed by running out of its.
 		ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
-		w.writeEach(ectx, runs, counts, tools, ends)
+		again = w.writeEach(ectx, runs, counts, tools, ends)
 		ecancel()
+	}
+	if again.none() {
+		w.failingSince, w.backoff = time.Time{}, false
+	} else {
+		w.backoff = true
 	}
 
 	for i, lr := range runs {
 		lr.mu.Lock()
+		if again.runs[i] { // kept, with what came since, for the next try
+			if !lr.queued {
+				lr.queued = true
+				w.mu.Lock()
+				w.runs = append(w.runs, lr)
+				w.mu.Unlock()
+			}
+			lr.mu.Unlock()
+			continue
+		}
 		n := copy(lr.pending, lr.pending[counts[i]:])
 		clear(lr.pending[n:])
 		lr.pending = lr.pending[:n]
 		lr.mu.Unlock()
 	}
+	w.mu.Lock()
+	w.tools = append(again.tools, w.tools...)
+	w.ends = append(again.ends, w.ends...)
+	w.mu.Unlock()
 	for _, e := range ends {
+		if slices.Contains(again.ends, e) {
+			continue // its run waits in finish until it is stored
+		}
 		e.lr.mu.Lock()
 		for _, ev := range e.events {
 			e.lr.deliver(ev)
@@ -180,24 +228,66 @@ func (w *writer) write() {
 	}
 }
 
-// writeEach stores a failed batch's records one run at a time, logging what
-// cannot be stored.
-func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, tools []*ToolCall, ends []*ending) {
+// kept is what writeEach could not store yet and will try again: the runs
+// (by their index in the batch) whose events, the tool calls and the endings.
+type kept struct {
+	runs  map[int]bool
+	tools []*ToolCall
+	ends  []*ending
+}
+
+func (k kept) none() bool { return len(k.runs) == 0 && len(k.tools) == 0 && len(k.ends) == 0 }
+
+// retry reports whether records refused with err are kept to be stored later:
+// when the refusal may pass (the store did not classify it as about the
+// records themselves) and the database has not been refusing for retryFor.
+func (w *writer) retry(err error) bool {
+	return fault.KindOf(err) == fault.Internal && time.Since(w.failingSince) < retryFor
+}
+
+// writeEach stores a failed batch's records one run at a time, each part in a
+// transaction of its own (so that a part is stored whole or not at all, and
+// can be tried again), and returns the parts kept to be tried again; what is
+// refused for good is logged and given up.
+func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, tools []*ToolCall, ends []*ending) kept {
+	k := kept{runs: map[int]bool{}}
 	for i, lr := range runs {
 		lr.mu.Lock()
 		events := append([]Event(nil), lr.pending[:counts[i]]...)
 		lr.mu.Unlock()
-		if err := w.s.Store.AppendEvents(ctx, events); err != nil {
+		if err := w.s.Store.WriteBatch(ctx, &Batch{Events: events}); err != nil {
+			if w.retry(err) {
+				k.runs[i] = true
+				continue
+			}
 			w.s.Log.Error("saving run events", slog.String("run_id", lr.id), slog.Any("err", err))
 		}
 	}
 	for _, c := range tools {
-		if err := w.s.Store.AddToolCall(ctx, c); err != nil {
+		if err := w.s.Store.WriteBatch(ctx, &Batch{ToolCalls: []*ToolCall{c}}); err != nil {
+			if w.retry(err) {
+				k.tools = append(k.tools, c)
+				continue
+			}
 			w.s.Log.Error("saving a tool call", slog.String("run_id", c.RunID), slog.Any("err", err))
 		}
 	}
 	for _, e := range ends {
+		b := &Batch{Messages: []*Message{e.answer}, Runs: []*Run{e.run}, Events: e.events}
+		for i := range e.requests {
+			b.Requests = append(b.Requests, &e.requests[i])
+		}
+		err := w.s.Store.WriteBatch(ctx, b)
+		if err == nil {
+			continue
+		}
+		if w.retry(err) {
+			k.ends = append(k.ends, e)
+			continue
+		}
+		// Refused for good: store what can be, each on its own.
 		log := w.s.Log.With(slog.String("run_id", e.run.ID))
+		log.Error("saving the end of a run", slog.Any("err", err))
 		for i := range e.requests {
 			if err := w.s.Store.AddModelRequest(ctx, &e.requests[i]); err != nil {
 				log.Error("saving a model request", slog.Any("err", err))
@@ -214,4 +304,9 @@ func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, t
 			log.Error("saving run events", slog.Any("err", err))
 		}
 	}
+	if !k.none() {
+		w.s.Log.Warn("the database refuses run records; trying again", slog.Int("runs", len(k.runs)),
+			slog.Int("tool_calls", len(k.tools)), slog.Int("ended", len(k.ends)), slog.Duration("for", time.Since(w.failingSince).Round(time.Second)))
+	}
+	return k
 }

@@ -3,11 +3,13 @@ package run_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +158,97 @@ func seqsOf(evs []run.Event) []int64 {
 		out[i] = e.Seq
 	}
 	return out
+}
+
+// flakyStore refuses WriteBatch, as an unreachable database would, while down
+// is set.
+type flakyStore struct {
+	run.Store
+	down    atomic.Bool
+	refused atomic.Int64
+}
+
+func (s *flakyStore) WriteBatch(ctx context.Context, b *run.Batch) error {
+	if s.down.Load() {
+		s.refused.Add(1)
+		return errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
+	}
+	return s.Store.WriteBatch(ctx, b)
+}
+
+// While the database refuses writes for a while, a run's records are kept and
+// stored once it is back: nothing is lost, the run ends succeeded with its
+// answer, and its subscriber gets run.finished only once it is stored.
+func TestRecordsKeptWhileTheDatabaseIsDown(t *testing.T) {
+	b := setup(t, llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three"}, Delay: 10 * time.Millisecond}))
+	flaky := &flakyStore{Store: b.svc.Store}
+	b.svc.Store = flaky
+	var logged lockedBuffer
+	b.svc.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	ctx := context.Background()
+	flaky.down.Store(true)
+	r, evs, ch, stop, err := startAndSubscribe(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// The run's end waits to be stored: it does not finish while the database is down.
+	waitUntil(t, func() bool { return flaky.refused.Load() >= 4 })
+	select {
+	case <-waitDone(b, r.ID):
+		t.Fatal("the run finished while its records could not be stored")
+	case <-time.After(300 * time.Millisecond):
+	}
+	flaky.down.Store(false)
+	if err := b.svc.Wait(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	for e := range ch {
+		evs = append(evs, e)
+	}
+	if last := evs[len(evs)-1]; last.Type != run.EventRunFinished {
+		t.Errorf("the subscriber's last event is %s", last.Type)
+	}
+	d, err := b.svc.Get(ctx, b.user, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run.started, three message.delta, usage?, run.finished: every one stored once, in order.
+	if d.Status != run.StatusSucceeded || d.ResponseMessageID == "" || len(d.Events) < 5 || d.Events[len(d.Events)-1].Type != run.EventRunFinished {
+		t.Errorf("after the outage: %s, answer %q, %d events", d.Status, d.ResponseMessageID, len(d.Events))
+	}
+	for i, e := range d.Events {
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	if !strings.Contains(logged.String(), "trying again") {
+		t.Errorf("the outage was not logged:\n%s", logged.String())
+	}
+}
+
+func startAndSubscribe(ctx context.Context, b *bundle) (*run.Run, []run.Event, <-chan run.Event, func(), error) {
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	evs, ch, stop, err := b.svc.Subscribe(ctx, b.user, r.ID, 0)
+	return r, evs, ch, stop, err
+}
+
+func waitDone(b *bundle, id string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { _ = b.svc.Wait(context.Background(), id); close(done) }()
+	return done
+}
+
+func waitUntil(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
