@@ -4,27 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
-	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/httpapi"
-	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
-	"github.com/relay-ai/relay/internal/run"
-	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/run/runtest"
 )
 
-// team is the API over agents made from specs, all answered by answer, which
-// is told which agent is asking (from its instructions, "I am <id>.").
+// team is the API over a runtest.Team and a key of its user.
 type team struct {
 	srv *httptest.Server
 	key string
@@ -32,38 +25,13 @@ type team struct {
 
 func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *team {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	tm := runtest.NewTeam(t, specs, answer)
+	_, key, err := tm.Auth.CreateKey(context.Background(), tm.User.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	as := auth.NewService(st, nil)
-	u, err := as.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := as.CreateKey(ctx, u.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := agent.NewService(st, agent.Rules{})
-	for id, spec := range specs {
-		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", "I am "+id+"."
-		if _, err := agents.Create(ctx, u, id, spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
-		return answer(strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), "."), req)
-	})
-	m := mcp.NewManager(nil, mcp.Options{})
-	t.Cleanup(func() { m.Close() })
-	svc := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Auth: as, Agents: agents, Runs: svc, MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Auth: tm.Auth, Agents: tm.Agents, Runs: tm.Runs, MaxBodyBytes: 1 << 20}))
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { svc.Drain(context.Background()) })
 	return &team{srv: srv, key: key}
 }
 

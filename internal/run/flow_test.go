@@ -2,52 +2,24 @@ package run_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
-	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
-	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/run/runtest"
 )
 
 // team is a run service whose agents are the given specs (instructions "I am <id>."),
 // all answered by one scripted model that knows which agent asks by its system message.
 func team(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) (*bundle, *llmtest.Model) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := agent.NewService(st, agent.Rules{})
-	for id, spec := range specs {
-		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", "I am "+id+"."
-		if _, err := agents.Create(ctx, u, id, spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
-		who := strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), ".")
-		return answer(who, req)
-	})
-	m := mcp.NewManager(nil, mcp.Options{})
-	t.Cleanup(func() { m.Close() })
-	svc := &run.Service{Store: st, MCP: m, Log: discard(), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
-	return &bundle{svc: svc, user: u}, model
+	tm := runtest.NewTeam(t, specs, answer)
+	return &bundle{svc: tm.Runs, user: tm.User}, tm.Model
 }
 
 func lastUser(req *prompt.Request) string {
@@ -60,13 +32,7 @@ func lastUser(req *prompt.Request) string {
 }
 
 func requestsOf(model *llmtest.Model, who string) []*prompt.Request {
-	var out []*prompt.Request
-	for _, r := range model.Requests() {
-		if r.Messages[0].Content == "I am "+who+"." {
-			out = append(out, r)
-		}
-	}
-	return out
+	return (&runtest.Team{Model: model}).RequestsOf(who)
 }
 
 func TestHandoff(t *testing.T) {

@@ -1,0 +1,85 @@
+// Package runtest builds run services for tests of multi-agent flows: agents
+// from specs, all answered by one scripted model that knows which agent asks.
+package runtest
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+)
+
+// Team is a run service over a real SQLite store whose agents are made from
+// specs, each with the instructions "I am <id>.".
+type Team struct {
+	Runs   *run.Service
+	Auth   *auth.Service
+	Agents *agent.Service
+	// User owns the agents.
+	User *auth.User
+	// Model answers every agent.
+	Model *llmtest.Model
+}
+
+// NewTeam builds a Team whose model asks answer for each turn, saying which
+// agent asks (read from its system message).
+func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *Team {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	as := auth.NewService(st, nil)
+	u, err := as.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.NewService(st, agent.Rules{})
+	for id, spec := range specs {
+		spec.Provider, spec.Model, spec.Instructions = "openAI", "m", Instructions(id)
+		if _, err := agents.Create(ctx, u, id, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+		return answer(Asker(req), req)
+	})
+	m := mcp.NewManager(nil, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	svc := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+	t.Cleanup(func() { svc.Drain(context.Background()) })
+	return &Team{Runs: svc, Auth: as, Agents: agents, User: u, Model: model}
+}
+
+// Instructions are the instructions of the agent id in a Team.
+func Instructions(id string) string { return "I am " + id + "." }
+
+// Asker is the agent of a Team that sent req.
+func Asker(req *prompt.Request) string {
+	return strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), ".")
+}
+
+// RequestsOf are the requests the agent id sent to the Team's model, in order.
+func (tm *Team) RequestsOf(id string) []*prompt.Request {
+	var out []*prompt.Request
+	for _, r := range tm.Model.Requests() {
+		if r.Messages[0].Content == Instructions(id) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
