@@ -179,7 +179,9 @@ func (c *Client) url(model string) string {
 // holds what arrived before (possibly nothing) and the body sent. A blocked
 // prompt (promptFeedback.blockReason), or an answer stopped by a safety
 // filter with no text and no function calls, is an *llm.Error of kind
-// ErrFiltered, not retried; a filtered answer with some text keeps it.
+// ErrFiltered, not retried; a filtered answer with some text keeps it. An empty
+// answer that ended otherwise (MALFORMED_FUNCTION_CALL, OTHER, …) is an
+// *llm.Error of kind ErrUnavailable naming the reason.
 func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {

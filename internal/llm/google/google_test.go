@@ -362,6 +362,19 @@ func TestBlockedAnswers(t *testing.T) {
 	}
 }
 
+// An empty answer that Gemini ended for another reason than a filter (the
+// model wrote a malformed function call) is an error naming that reason, not
+// an empty success.
+func TestEmptyAnswerEndedOtherwise(t *testing.T) {
+	b := setup(t, Options{}, stream(`{"candidates":[{"content":{"role":"model"},"finishReason":"MALFORMED_FUNCTION_CALL","finishMessage":"Malformed function call: print(default_api.lookup(q=))","index":0}]}`))
+	_, err := b.client.Stream(t.Context(), simple(), nil)
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Kind != llm.ErrUnavailable ||
+		err.Error() != "model provider: Gemini ended the answer with nothing in it: MALFORMED_FUNCTION_CALL (Malformed function call: print(default_api.lookup(q=)))" {
+		t.Errorf("error = %v; want one naming MALFORMED_FUNCTION_CALL", err)
+	}
+}
+
 func TestImageOut(t *testing.T) {
 	b := setup(t, Options{}, stream(
 		`{"candidates":[{"content":{"parts":[{"text":"Here:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}}],"role":"model"},"finishReason":"STOP","index":0}]}`,

@@ -177,8 +177,8 @@ func (r *reader) finish() {
 }
 
 // blocked is the error for a complete answer with nothing in it (no text,
-// no function calls, no image) because Gemini blocked the prompt or a filter
-// stopped the answer.
+// no function calls, no image) because Gemini blocked the prompt, a filter
+// stopped the answer, or the model failed (a malformed function call, …).
 func (r *reader) blocked() *llm.Error {
 	if r.turn.Text != "" || len(r.turn.ToolCalls) > 0 || r.images > 0 {
 		return nil
@@ -195,6 +195,14 @@ func (r *reader) blocked() *llm.Error {
 		if r.finishMessage != "" {
 			msg += " (" + r.finishMessage + ")"
 		}
+	case r.finishReason != "" && r.finishReason != "STOP" && r.finishReason != "MAX_TOKENS":
+		// MALFORMED_FUNCTION_CALL, OTHER, …: the model failed this time, and
+		// may not the next, so the request is worth sending again.
+		msg = "Gemini ended the answer with nothing in it: " + r.finishReason
+		if r.finishMessage != "" {
+			msg += " (" + r.finishMessage + ")"
+		}
+		return &llm.Error{Kind: llm.ErrUnavailable, Message: msg}
 	default:
 		return nil
 	}
