@@ -45,8 +45,9 @@ func promptCommand() *command {
 		name:    "prompt",
 		summary: "print the request body a message to an agent would send to its provider",
 		detail: "Builds the request exactly as a run does for a new conversation holding the message,\n" +
-			"connecting to the agent's MCP servers for their tools and instructions, and prints it as\n" +
-			"indented JSON. Nothing is sent to a model. A server that cannot be reached is named on\n" +
+			"connecting to the agent's MCP servers for their tools and instructions, and prints the body\n" +
+			"the agent's provider client would send (its format, the stream parameters, the endpoint's\n" +
+			"addParams and dropParams) as indented JSON. Nothing is sent to a model. A server that cannot be reached is named on\n" +
 			"stderr and the prompt is printed without its tools, with exit code 3. An unknown agent\n" +
 			"exits 2.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -119,8 +120,20 @@ func promptCommand() *command {
 				if err != nil {
 					return err
 				}
-				if err := printJSON(e.Stdout, out.Request); err != nil {
+				// The body as the agent's provider client writes it.
+				a, err := svc.agents.Get(ctx, caller, *agentID)
+				if err != nil {
 					return err
+				}
+				body, warning, err := run.SentBody(models(e, cfg, log), a.Provider, out.Request)
+				if err != nil {
+					return err
+				}
+				if err := printJSON(e.Stdout, body); err != nil {
+					return err
+				}
+				if warning != "" {
+					fmt.Fprintf(e.Stderr, "relay prompt: warning: %s\n", warning)
 				}
 				for _, w := range out.Warnings {
 					fmt.Fprintf(e.Stderr, "relay prompt: warning: %s\n", w)

@@ -167,3 +167,52 @@ func TestPromptPreviewAPI(t *testing.T) {
 		t.Errorf("unknown file id: %d %v", code, e)
 	}
 }
+
+// `relay prompt` prints the body the agent's provider client would send: with
+// the stream parameters and the endpoint's addParams and dropParams for an
+// OpenAI-compatible endpoint, and in Anthropic's own format for Anthropic.
+func TestPromptIsTheProvidersBody(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+endpoints:
+  custom:
+    - name: local
+      baseURL: http://127.0.0.1:1/v1
+      apiKey: sk-local
+      addParams: {seed: 7}
+      dropParams: [tool_choice]
+agents:
+  - {id: tuned, provider: local, model: llama3.1, instructions: Be brief., tools: [file_search]}
+  - {id: claude, provider: anthropic, model: claude-sonnet-4-5, instructions: Be brief.}
+`, filepath.Join(dir, "data")))
+	code, out, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "tuned", "--message", "hi")
+	if code != 0 {
+		t.Fatalf("relay prompt: exit %d\n%s", code, stderr)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if string(got["seed"]) != "7" || string(got["stream"]) != "true" || got["stream_options"] == nil || got["tool_choice"] != nil || got["tools"] == nil {
+		t.Errorf("the custom endpoint's body: %s", out)
+	}
+
+	code, out, stderr = runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "claude", "--message", "hi")
+	if code != 0 {
+		t.Fatalf("relay prompt: exit %d\n%s", code, stderr)
+	}
+	var claude struct {
+		Model     string          `json:"model"`
+		System    json.RawMessage `json:"system"`
+		MaxTokens int             `json:"max_tokens"`
+		Stream    bool            `json:"stream"`
+		Messages  []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(out), &claude); err != nil || claude.Model != "claude-sonnet-4-5" || !strings.Contains(string(claude.System), "Be brief.") ||
+		claude.MaxTokens == 0 || !claude.Stream || len(claude.Messages) != 1 || claude.Messages[0].Role != "user" {
+		t.Errorf("Anthropic's body: %v\n%s", err, out)
+	}
+}

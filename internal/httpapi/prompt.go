@@ -55,17 +55,37 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 		}
 		rr.Attached = append(rr.Attached, files...)
 	}
-	out, err := s.opts.Prompt.Prepare(r.Context(), userFrom(r.Context()), rr)
+	u := userFrom(r.Context())
+	out, err := s.opts.Prompt.Prepare(r.Context(), u, rr)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.opts.Agents.Get(r.Context(), u, rr.AgentID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The body as the agent's provider client writes it.
+	var models run.Models
+	if s.opts.Runs != nil {
+		models = s.opts.Runs.Models
+	}
+	body, warning, err := run.SentBody(models, a.Provider, out.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	// The body is exactly the request; what is missing from it is said in headers.
-	for _, u := range out.Unreachable {
-		w.Header().Add("Relay-Warning", fmt.Sprintf("MCP server %q could not be reached (%s); the prompt has none of its tools", u.Server, u.Reason))
+	for _, p := range out.Unreachable {
+		w.Header().Add("Relay-Warning", fmt.Sprintf("MCP server %q could not be reached (%s); the prompt has none of its tools", p.Server, p.Reason))
 	}
 	for _, warning := range out.Warnings {
 		w.Header().Add("Relay-Warning", warning)
 	}
-	writeJSON(w, http.StatusOK, out.Request)
+	if warning != "" {
+		w.Header().Add("Relay-Warning", warning)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(body, '\n'))
 }

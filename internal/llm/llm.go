@@ -23,6 +23,13 @@ type Model interface {
 	Stream(ctx context.Context, req *prompt.Request, emit func(Event)) (*Turn, error)
 }
 
+// Bodier is a Model that can show the exact body it would send for a
+// request, without sending it: the provider's own format, with what its
+// endpoint adds and drops. It is what a prompt preview shows.
+type Bodier interface {
+	Body(req *prompt.Request) ([]byte, error)
+}
+
 // EventKind is the kind of a streamed event.
 type EventKind string
 

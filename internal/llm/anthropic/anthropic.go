@@ -98,7 +98,10 @@ type Client struct {
 	ep   provider.Endpoint
 }
 
-var _ llm.Model = (*Client)(nil)
+var (
+	_ llm.Model  = (*Client)(nil)
+	_ llm.Bodier = (*Client)(nil)
+)
 
 // New returns a Client for opts.
 func New(opts Options) *Client {

@@ -79,6 +79,9 @@ var params = []wire.Alias{
 	{Field: "stop_sequences", Names: []string{"stop", "stop_sequences", "stopSequences"}},
 }
 
+// Body returns the bytes Stream would send for req; see llm.Bodier.
+func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+
 // body writes the Messages API body for r: the request struct, then
 // AddParams sorted by key. Strings are not HTML-escaped, so the body reads as
 // the prompt does.

@@ -105,7 +105,10 @@ type Client struct {
 	sigs  signatures
 }
 
-var _ llm.Model = (*Client)(nil)
+var (
+	_ llm.Model  = (*Client)(nil)
+	_ llm.Bodier = (*Client)(nil)
+)
 
 // New returns a Client for opts.
 func New(opts Options) *Client {

@@ -90,6 +90,9 @@ var params = []wire.Alias{
 // signature was lost); it tells Gemini 3 not to validate it.
 const skipSignature = "skip_thought_signature_validator"
 
+// Body returns the bytes Stream would send for req; see llm.Bodier.
+func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+
 // body writes the streamGenerateContent body for r. Strings are not
 // HTML-escaped, so the body reads as the prompt does.
 func (c *Client) body(r *prompt.Request) ([]byte, error) {

@@ -10,6 +10,9 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
+// Body returns the bytes Stream would send for req; see llm.Bodier.
+func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+
 // body returns the bytes sent for req: the prompt's own body, with tool
 // images moved into user messages, streaming asked for, AddParams merged in
 // and DropParams removed.

@@ -108,7 +108,10 @@ type Client struct {
 	secrets []string // values never shown in errors or logs
 }
 
-var _ llm.Model = (*Client)(nil)
+var (
+	_ llm.Model  = (*Client)(nil)
+	_ llm.Bodier = (*Client)(nil)
+)
 
 // New returns a client for the endpoint that opts describe.
 func New(opts Options) *Client {
