@@ -82,6 +82,11 @@ type LoopOptions struct {
 	// Stop, when it returns true for a tool call, ends the loop after that turn's
 	// calls (a handoff: the next agent continues).
 	Stop func(call prompt.ToolCall) bool
+	// TakeStep, when set, is asked before each model turn for one step of a
+	// budget shared with other loops (a run's recursion_limit spans all of its
+	// agents, even those running at the same time). When it returns false the
+	// loop ends with ErrStepLimit, as when MaxSteps is reached.
+	TakeStep func() bool
 }
 
 // Outcome is what one agent's loop produced.
@@ -125,6 +130,9 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 	for step := 1; ; step++ {
 		if step > o.MaxSteps {
 			return out, fmt.Errorf("%w: the agent took %d steps without finishing (recursion_limit)", ErrStepLimit, o.MaxSteps)
+		}
+		if o.TakeStep != nil && !o.TakeStep() {
+			return out, fmt.Errorf("%w: no step left in the shared budget after %d steps of this agent (recursion_limit)", ErrStepLimit, step-1)
 		}
 		out.Steps = step
 		turn, err := o.Model.Stream(ctx, req, func(e llm.Event) {

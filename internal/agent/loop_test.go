@@ -194,6 +194,42 @@ func TestLoopStepLimit(t *testing.T) {
 	}
 }
 
+// Two loops drawing on one budget of 5 steps make 5 model turns between them,
+// whatever their own MaxSteps, and at least one ends at the step limit.
+func TestLoopSharedStepBudget(t *testing.T) {
+	var mu sync.Mutex
+	left := 5
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if left == 0 {
+			return false
+		}
+		left--
+		return true
+	}
+	models := [2]*scripted{{}, {}}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, m := range models {
+		for range 10 {
+			m.turns = append(m.turns, callTools("sum", `{"a":1,"b":1}`))
+		}
+		wg.Go(func() {
+			_, errs[i] = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, MaxSteps: 10, TakeStep: take})
+		})
+	}
+	wg.Wait()
+	if n := len(models[0].sent) + len(models[1].sent); n != 5 {
+		t.Errorf("%d model turns in all, want the budget's 5", n)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, agent.ErrStepLimit) {
+			t.Errorf("loop %d ended with %v, want the step limit", i, err)
+		}
+	}
+}
+
 func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := &scripted{}

@@ -45,7 +45,7 @@ type flow struct {
 	base     []prompt.Message // history and the user's message
 
 	mu       sync.Mutex
-	budget   int
+	budget   int              // model turns left in the run (recursion_limit)
 	runMsgs  []prompt.Message // what the agents added, in order
 	lastText map[string]string
 	texts    []Part                // each agent's answer, in the order they finished
@@ -189,8 +189,20 @@ func buffer(msgs []prompt.Message) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// take reserves the remaining step budget for one agent's loop.
-func (f *flow) take() int {
+// takeStep takes one step of the run's budget for a model turn; false when
+// none is left. All agents of a run draw on it, those running together too.
+func (f *flow) takeStep() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.budget <= 0 {
+		return false
+	}
+	f.budget--
+	return true
+}
+
+// left is the number of steps still in the run's budget.
+func (f *flow) left() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.budget
@@ -200,8 +212,7 @@ func (f *flow) take() int {
 // handoffs it calls.
 func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) error {
 	a := f.graph.Agents[id]
-	steps := f.take()
-	if steps <= 0 {
+	if f.left() <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
 	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search})
@@ -229,7 +240,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	}
 	var text strings.Builder
 	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
-		Model: model, Tools: box, MaxSteps: steps, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
+		Model: model, Tools: box, MaxSteps: f.steps(f.graph.Agents[f.graph.Primary]), TakeStep: f.takeStep, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
 		Stop: func(c prompt.ToolCall) bool {
 			t, ok := prompt.HandoffTarget(c.Function.Name)
 			_, known := targets[t]
@@ -348,7 +359,6 @@ func (f *flow) record(id string, out *agent.Outcome, text string) {
 	if out == nil {
 		return
 	}
-	f.budget -= out.Steps
 	f.usage = f.usage.Add(out.Usage)
 	f.runMsgs = append(f.runMsgs, out.Messages...)
 	for _, b := range out.Requests {

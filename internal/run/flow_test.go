@@ -239,3 +239,47 @@ func TestPassthroughHandsOnTheLastAssistantMessage(t *testing.T) {
 		t.Errorf("b was handed %q, want a's last assistant message %q", got, "A's draft")
 	}
 }
+
+// loopOnTool is a turn that calls a tool that does not exist, so that the
+// agent asking never finishes on its own.
+func loopOnTool() llmtest.Turn {
+	return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+}
+
+// recursion_limit is the run's budget of model turns, shared by agents that run
+// at the same time: two start agents and two handoffs called in one turn.
+func TestStepBudgetIsSharedByAgentsRunningTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		specs map[string]agent.Spec
+	}{
+		{"parallel start agents", map[string]agent.Spec{
+			"lead":   {RecursionLimit: 4, Edges: []agent.Edge{{From: agent.IDs{List: []string{"lead", "second"}}, To: agent.One("merger"), EdgeType: agent.EdgeDirect}}},
+			"second": {},
+			"merger": {},
+		}},
+		{"handoffs called in one turn", map[string]agent.Spec{
+			"lead": {RecursionLimit: 4, Edges: []agent.Edge{{From: agent.One("lead"), To: agent.IDs{List: []string{"second", "merger"}}, EdgeType: agent.EdgeHandoff}}},
+			"second": {}, "merger": {},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+				if who == "lead" && len(req.Messages) == 2 && len(req.Tools) == 2 {
+					return llmtest.Turn{ToolCalls: []prompt.ToolCall{
+						{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
+						{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_merger", Arguments: `{}`}},
+					}}
+				}
+				return loopOnTool()
+			})
+			d := b.chat(t, run.ChatRequest{AgentID: "lead", Text: "Go"})
+			if d.Status != run.StatusFailed || !strings.Contains(d.Error, "4 steps") {
+				t.Fatalf("run %+v, want it failed at its 4 steps", d.Run)
+			}
+			if n := len(model.Requests()); n != 4 {
+				t.Errorf("the model was asked %d times in a run of 4 steps", n)
+			}
+		})
+	}
+}
