@@ -81,10 +81,22 @@ func expandEnv(s string, getenv func(string) (string, bool)) string {
 	})
 }
 
-// userPlaceholders replaces the {{LIBRECHAT_USER_*}} placeholders (nil user: none).
-func userPlaceholders(s string, u *User) string {
+// userPlaceholders replaces the {{LIBRECHAT_USER_*}} placeholders (nil user:
+// none), inserting the user's values as they are, and adds each value it
+// inserted to used.
+func userPlaceholders(s string, u *User, used *[]string) string {
 	if u == nil || !strings.Contains(s, "{{LIBRECHAT_USER_") {
 		return s
+	}
+	for _, p := range [...]struct{ placeholder, value string }{
+		{"{{LIBRECHAT_USER_ID}}", u.ID},
+		{"{{LIBRECHAT_USER_EMAIL}}", u.Email},
+		{"{{LIBRECHAT_USER_NAME}}", u.Name},
+		{"{{LIBRECHAT_USER_USERNAME}}", u.Username},
+	} {
+		if strings.Contains(s, p.placeholder) {
+			*used = append(*used, p.value)
+		}
 	}
 	return strings.NewReplacer(
 		"{{LIBRECHAT_USER_ID}}", u.ID,
@@ -95,16 +107,35 @@ func userPlaceholders(s string, u *User) string {
 }
 
 // Resolve returns a copy of c with the placeholders of mcp.md substituted in env,
-// args, headers and url: first the user's (for user-scoped connections), then ${VAR}
-// from getenv (nil means the process environment).
+// args, headers and url (getenv nil means the process environment).
+//
+// ${VAR} is expanded in the configured template first, and the user's values
+// (user-scoped connections only) are inserted afterwards, verbatim: a user's
+// name or email is something a user typed, and a "${OPENAI_API_KEY}" in it must
+// reach the server as those characters, never as Relay's secret.
 func (c ServerConfig) Resolve(u *User, getenv func(string) (string, bool)) ServerConfig {
+	out, _ := c.resolve(u, getenv)
+	return out
+}
+
+// resolve is Resolve, also returning every value it substituted (from the
+// environment or the user), so that errors can mask them.
+func (c ServerConfig) resolve(u *User, getenv func(string) (string, bool)) (ServerConfig, []string) {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
 	if c.Scope != ScopeUser {
 		u = nil
 	}
-	sub := func(s string) string { return expandEnv(userPlaceholders(s, u), getenv) }
+	var used []string
+	lookup := func(k string) (string, bool) {
+		v, ok := getenv(k)
+		if ok {
+			used = append(used, v)
+		}
+		return v, ok
+	}
+	sub := func(s string) string { return userPlaceholders(expandEnv(s, lookup), u, &used) }
 	out := c
 	out.URL = sub(c.URL)
 	out.Args = make([]string, len(c.Args))
@@ -119,7 +150,7 @@ func (c ServerConfig) Resolve(u *User, getenv func(string) (string, bool)) Serve
 	for k, v := range out.Headers {
 		out.Headers[k] = sub(v)
 	}
-	return out
+	return out, used
 }
 
 // childEnv is the environment of a stdio server: a minimal inherited set plus the
