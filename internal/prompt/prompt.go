@@ -25,6 +25,20 @@ import (
 //go:embed texts
 var texts embed.FS
 
+// trim removes the white space JavaScript's String.prototype.trim removes
+// (LibreChat's, whose prompts Relay's must equal byte for byte): Unicode's
+// space separators, tab, vertical tab, form feed, the line terminators and the
+// byte order mark — but not U+0085, which Go's strings.TrimSpace also removes.
+func trim(s string) string { return strings.TrimFunc(s, jsSpace) }
+
+func jsSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return r >= '\u2000' && r <= '\u200a'
+}
+
 func mustText(name string) string {
 	b, err := texts.ReadFile("texts/" + name)
 	if err != nil {
@@ -192,7 +206,7 @@ func SystemMessage(in Input) string {
 	}
 	n := 0
 	for i, s := range seg {
-		s = strings.TrimSpace(s)
+		s = trim(s)
 		seg[i] = s
 		if s != "" {
 			n += len(s) + 2
@@ -379,7 +393,7 @@ func ragBlock(r *RAG) string {
 			if used == maxChunks {
 				break
 			}
-			c = strings.TrimSpace(c)
+			c = trim(c)
 			if c == "" {
 				continue
 			}
@@ -464,7 +478,7 @@ func firstServerUse(earlier []Tool, server string) bool {
 func serverInstructions(servers []Server, name string) string {
 	for i := range servers {
 		if servers[i].Name == name {
-			return strings.TrimSpace(servers[i].Instructions)
+			return trim(servers[i].Instructions)
 		}
 	}
 	return ""
@@ -499,7 +513,7 @@ func memoryBlock(entries []MemoryEntry, loc *time.Location) string {
 		b.WriteString(". [")
 		b.Write(appendDay(date[:0], entries[i].UpdatedAt.In(loc)))
 		b.WriteString("]. ")
-		b.WriteString(strings.TrimSpace(entries[i].Value))
+		b.WriteString(trim(entries[i].Value))
 	}
 	return b.String()
 }

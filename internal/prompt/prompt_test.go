@@ -619,3 +619,16 @@ func TestBuiltinTool(t *testing.T) {
 		t.Errorf("unknown built-in found")
 	}
 }
+
+// Segments are trimmed as JavaScript's trim does (LibreChat's): a byte order
+// mark goes, U+0085 stays, and so does inner white space.
+func TestSegmentsTrimmedAsJavaScriptDoes(t *testing.T) {
+	in := prompt.Input{
+		Agent:    prompt.Agent{Instructions: "\ufeff\u00a0 You are helpful.\n\n  Be brief.\u0085"},
+		Now:      seedNow,
+		Location: time.UTC,
+	}
+	if got, want := prompt.SystemMessage(in), "You are helpful.\n\n  Be brief.\u0085"; got != want {
+		t.Errorf("system message %q, want %q", got, want)
+	}
+}
