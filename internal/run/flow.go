@@ -44,7 +44,12 @@ type flow struct {
 	attached []prompt.File    // the files attached to the conversation
 	base     []prompt.Message // history and the user's message
 
+	wg sync.WaitGroup // the agents running on goroutines of their own
+
 	mu       sync.Mutex
+	err      error            // the run's first failure
+	started  map[string]bool  // direct targets (and start agents) already started
+	finished map[string]bool  // agents that finished a turn without failing
 	budget   int              // model turns left in the run (recursion_limit)
 	runMsgs  []prompt.Message // what the agents added, in order
 	lastText map[string]string
@@ -79,7 +84,10 @@ func (f *flow) steps(a *agent.Agent) int {
 	return n
 }
 
-// run executes the graph of primary and returns the first error.
+// run executes the graph of primary and returns the first error. The start
+// agents run together; when an agent finishes, the handoffs it called run, and
+// so does each target of its direct edges whose sources have all finished, each
+// such target once.
 func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 	g, err := graph.Resolve(primary.ID, func(id string) (*agent.Agent, error) {
 		if id == primary.ID { // loaded when the run started
@@ -91,36 +99,93 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 		return err
 	}
 	f.graph, f.budget, f.lastText = g, f.steps(primary), map[string]string{}
+	f.started, f.finished = map[string]bool{}, map[string]bool{}
 	for _, w := range g.Warnings {
 		f.log.Warn("agent graph", slog.String("warning", w))
 		f.s.emit(ctx, f.lr, f.r.ID, EventWarning, map[string]any{"message": w})
 	}
-	for _, group := range g.Groups {
-		errs := make([]error, len(group))
-		var wg sync.WaitGroup
-		for i, id := range group {
-			msgs := f.inputFor(id)
-			if len(group) == 1 { // no goroutine (and stack) for the usual single agent
-				errs[i] = f.runAgent(ctx, id, msgs)
-				continue
-			}
-			wg.Go(func() { errs[i] = f.runAgent(ctx, id, msgs) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return firstErr(errs)
-		}
+	var start []turn
+	for _, id := range g.Start {
+		f.started[id] = true
+		start = append(start, turn{id: id, msgs: f.inputFor(id)})
 	}
-	return nil
+	f.spawn(ctx, start)
+	f.wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
-func firstErr(errs []error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
+// turn is an agent about to run and the messages it starts from.
+type turn struct {
+	id   string
+	msgs []prompt.Message
+}
+
+// spawn runs the turns together, the last one on the calling goroutine (so
+// that the usual single agent needs no goroutine), and records the first
+// failure. It returns when that last turn and what followed it are done; the
+// others are awaited by run.
+func (f *flow) spawn(ctx context.Context, turns []turn) {
+	for i, t := range turns {
+		if f.failed() {
+			return
+		}
+		if i == len(turns)-1 {
+			f.fail(f.runAgent(ctx, t.id, t.msgs))
+			return
+		}
+		f.wg.Go(func() { f.fail(f.runAgent(ctx, t.id, t.msgs)) })
+	}
+}
+
+// fail records err as the run's error unless an earlier one was.
+func (f *flow) fail(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *flow) failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err != nil
+}
+
+// ready marks id finished and returns the targets of its direct edges that may
+// now run: not started yet, and every direct source of theirs finished.
+func (f *flow) ready(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finished[id] = true
+	var out []string
+	for _, e := range f.graph.Next(id) {
+		for _, t := range e.To {
+			if f.started[t] || !f.sourcesDone(t) {
+				continue
+			}
+			f.started[t] = true
+			out = append(out, t)
 		}
 	}
-	return nil
+	return out
+}
+
+// sourcesDone reports whether every direct source of id has finished; f.mu is held.
+func (f *flow) sourcesDone(id string) bool {
+	for _, e := range f.graph.Incoming(id) {
+		for _, s := range e.From {
+			if !f.finished[s] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // inputFor builds the messages an agent of a group starts from: the
@@ -208,8 +273,8 @@ func (f *flow) left() int {
 	return f.budget
 }
 
-// runAgent runs one agent from msgs, records what it did, and follows the
-// handoffs it calls.
+// runAgent runs one agent from msgs, records what it did, then runs what
+// follows it: the handoffs it called and the direct targets it completes.
 func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) error {
 	a := f.graph.Agents[id]
 	if f.left() <= 0 {
@@ -255,21 +320,32 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 		}
 		return err
 	}
-	if out.StoppedBy == nil {
-		return nil
+	// Every handoff called in that turn runs, with the direct targets that
+	// may now start, all together.
+	var next []turn
+	if out.StoppedBy != nil {
+		next = f.handoffs(a, out, targets)
 	}
-	// Every handoff called in that turn runs, in parallel.
-	last := out.Messages
+	for _, t := range f.ready(id) {
+		if !slices.ContainsFunc(next, func(n turn) bool { return n.id == t }) {
+			next = append(next, turn{id: t, msgs: f.inputFor(t)})
+		}
+	}
+	f.spawn(ctx, next)
+	return nil
+}
+
+// handoffs are the turns of the agents a handed the conversation to in its
+// last turn.
+func (f *flow) handoffs(a *agent.Agent, out *agent.Outcome, targets map[string]graph.Edge) []turn {
 	var calls []prompt.ToolCall
-	for i := len(last) - 1; i >= 0; i-- {
-		if last[i].Role == prompt.RoleAssistant {
-			calls = last[i].ToolCalls
+	for i := len(out.Messages) - 1; i >= 0; i-- {
+		if out.Messages[i].Role == prompt.RoleAssistant {
+			calls = out.Messages[i].ToolCalls
 			break
 		}
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
+	var next []turn
 	for _, c := range calls {
 		target, ok := prompt.HandoffTarget(c.Function.Name)
 		edge, known := targets[target]
@@ -281,18 +357,11 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 			note += "\n\n" + v
 		}
 		f.mu.Lock()
-		next := append(append(slices.Clone(f.base), f.runMsgs...), prompt.Message{Role: prompt.RoleUser, Content: note})
+		msgs := append(append(slices.Clone(f.base), f.runMsgs...), prompt.Message{Role: prompt.RoleUser, Content: note})
 		f.mu.Unlock()
-		wg.Go(func() {
-			if err := f.runAgent(ctx, target, next); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+		next = append(next, turn{id: target, msgs: msgs})
 	}
-	wg.Wait()
-	return firstErr(errs)
+	return next
 }
 
 // handoffValue reads the handed-over text: the parameter named promptKey, or

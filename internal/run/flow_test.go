@@ -259,7 +259,7 @@ func TestStepBudgetIsSharedByAgentsRunningTogether(t *testing.T) {
 			"merger": {},
 		}},
 		{"handoffs called in one turn", map[string]agent.Spec{
-			"lead": {RecursionLimit: 4, Edges: []agent.Edge{{From: agent.One("lead"), To: agent.IDs{List: []string{"second", "merger"}}, EdgeType: agent.EdgeHandoff}}},
+			"lead":   {RecursionLimit: 4, Edges: []agent.Edge{{From: agent.One("lead"), To: agent.IDs{List: []string{"second", "merger"}}, EdgeType: agent.EdgeHandoff}}},
 			"second": {}, "merger": {},
 		}},
 	} {
@@ -280,6 +280,64 @@ func TestStepBudgetIsSharedByAgentsRunningTogether(t *testing.T) {
 			if n := len(model.Requests()); n != 4 {
 				t.Errorf("the model was asked %d times in a run of 4 steps", n)
 			}
+		})
+	}
+}
+
+// A handoff target is a source like any other: its direct edges run when it
+// finishes, and a target waiting for it and for another source runs once,
+// after both.
+func TestDirectEdgesLeavingAHandoffTarget(t *testing.T) {
+	handTo := func(target string) llmtest.Turn {
+		return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_" + target, Arguments: `{}`}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		specs map[string]agent.Spec
+		check func(t *testing.T, tm *runtest.Team)
+	}{
+		{"chain after a handoff", map[string]agent.Spec{
+			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
+			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeDirect, Prompt: "Summarize: {results}"}}},
+			"c": {},
+		}, func(t *testing.T, tm *runtest.Team) {
+			c := tm.RequestsOf("c")
+			if len(tm.RequestsOf("b")) != 1 || len(c) != 1 {
+				t.Fatalf("b ran %d times, c %d times; want once each", len(tm.RequestsOf("b")), len(c))
+			}
+			if got := lastUser(c[0]); !strings.HasPrefix(got, "Summarize: ") || !strings.Contains(got, "AI: b done") {
+				t.Errorf("c was prompted %q", got)
+			}
+		}},
+		{"fan-in waiting for a handoff target", map[string]agent.Spec{
+			"a": {Edges: []agent.Edge{
+				{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff},
+				{From: agent.One("a"), To: agent.One("c"), EdgeType: agent.EdgeDirect},
+				{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeDirect},
+			}},
+			"b": {}, "c": {},
+		}, func(t *testing.T, tm *runtest.Team) {
+			c := tm.RequestsOf("c")
+			if len(c) != 1 {
+				t.Fatalf("c ran %d times, want once", len(c))
+			}
+			if last := c[0].Messages[len(c[0].Messages)-1]; last.Role != prompt.RoleAssistant || last.Content != "b done" {
+				t.Errorf("c did not wait for b: its last message is %+v", last)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := runtest.NewTeam(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+				if who == "a" && len(req.Messages) == 2 {
+					return handTo("b")
+				}
+				return llmtest.Turn{Text: []string{who + " done"}}
+			})
+			b := &bundle{svc: tm.Runs, user: tm.User}
+			if d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Go"}); d.Status != run.StatusSucceeded {
+				t.Fatalf("run %+v", d.Run)
+			}
+			tc.check(t, tm)
 		})
 	}
 }
