@@ -111,7 +111,8 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
 		}
-		return nil, err
+		// The error may quote the URL, and with it a secret in its query.
+		return nil, newRedactor(cfg, nil).err(err)
 	}
 	return &Session{ClientSession: cs, cmd: cmd, stop: stop}, nil
 }

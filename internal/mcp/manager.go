@@ -426,6 +426,7 @@ type conn struct {
 	attempt        chan struct{} // closed when the connect in flight ends; nil when none
 	retry          *time.Timer   // the scheduled reconnect, if any
 	closed         bool
+	redact         *redactor // cleans this connection's errors; see redactor
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -435,6 +436,7 @@ type conn struct {
 
 func newConn(m *Manager, cfg ServerConfig, u *User) *conn {
 	c := &conn{m: m, cfg: cfg, user: u, state: StateDisconnected}
+	c.redact = newRedactor(cfg.resolve(u, m.opts.Getenv))
 	c.touch()
 	return c
 }
@@ -467,10 +469,24 @@ func (c *conn) logger() *slog.Logger {
 	return l
 }
 
+// clean passes an error through the connection's redactor: every error of a
+// connection is cleaned before it is stored, logged or returned.
+func (c *conn) clean(err error) error {
+	c.mu.Lock()
+	r := c.redact
+	c.mu.Unlock()
+	return r.err(err)
+}
+
 // session returns the connected session, connecting if needed. It waits no longer
 // than ctx allows; the connect itself is bounded by InitTimeout and goes on for
 // other callers if this one gives up.
 func (c *conn) session(ctx context.Context) (*Session, error) {
+	s, err := c.connected(ctx)
+	return s, c.clean(err)
+}
+
+func (c *conn) connected(ctx context.Context) (*Session, error) {
 	c.touch()
 	for {
 		c.mu.Lock()
@@ -517,6 +533,9 @@ func (c *conn) startAttemptLocked() {
 	c.attempt = done
 	c.state = StateConnecting
 	c.lastAttempt = time.Now()
+	cfg, substituted := c.cfg.resolve(c.user, c.m.opts.Getenv)
+	red := newRedactor(cfg, substituted)
+	c.redact = red
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.InitTimeout)
@@ -525,7 +544,7 @@ func (c *conn) startAttemptLocked() {
 		if c.user != nil {
 			uid = c.user.ID
 		}
-		sess, err := Connect(ctx, c.cfg.Resolve(c.user, c.m.opts.Getenv), ConnectOptions{
+		sess, err := Connect(ctx, cfg, ConnectOptions{
 			UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
 			HTTP: c.m.http, Logger: c.logger(),
 		})
@@ -543,7 +562,7 @@ func (c *conn) startAttemptLocked() {
 		}
 		if err != nil {
 			c.failures++
-			c.state, c.lastErr = StateError, err.Error()
+			c.state, c.lastErr = StateError, red.text(err.Error())
 			c.logger().Warn("mcp connect failed", slog.Int("attempt", c.failures), slog.String("err", c.lastErr))
 			c.scheduleRetryLocked()
 			return
@@ -592,8 +611,9 @@ func (c *conn) lost(sess *Session, err error) {
 	if c.closed || c.sess != sess {
 		return
 	}
-	c.logger().Warn("mcp connection lost", slog.String("err", err.Error()))
-	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+err.Error(), nil
+	msg := c.redact.text(err.Error())
+	c.logger().Warn("mcp connection lost", slog.String("err", msg))
+	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+msg, nil
 	c.failures = 1
 	c.scheduleRetryLocked()
 	go sess.Close()
@@ -658,7 +678,7 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	list := []Tool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err)
+			return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
 		}
 		list = append(list, c.m.intern(c.cfg.Name, t, c.logger()))
 	}
@@ -707,12 +727,12 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*sd
 			return nil, fmt.Errorf("no answer from %q within %s (timeout)", c.cfg.Name, timeout)
 		}
 		if cause := context.Cause(ctx); cause != nil {
-			return nil, fmt.Errorf("cancelled: %w", cause)
+			return nil, c.clean(fmt.Errorf("cancelled: %w", cause))
 		}
 		if transportFailure(err) {
 			c.lost(sess, err)
 		}
-		return nil, err
+		return nil, c.clean(err)
 	}
 	return res, nil
 }
