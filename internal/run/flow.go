@@ -280,7 +280,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	if f.left() <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search, Graph: f.graph})
 	if err != nil {
 		return err
 	}
@@ -292,10 +292,11 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 		return err
 	}
 	targets := map[string]graph.Edge{}
+	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam}
 	for _, e := range f.graph.Handoffs(id) {
 		targets[e.To[0]] = e
+		box.Handoffs = append(box.Handoffs, e.To[0])
 	}
-	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam}
 	if f.s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
 		box.Builtins = maps.Clone(box.Builtins)
 		if box.Builtins == nil {

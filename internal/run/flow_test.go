@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -339,5 +340,91 @@ func TestDirectEdgesLeavingAHandoffTarget(t *testing.T) {
 			}
 			tc.check(t, tm)
 		})
+	}
+}
+
+func toolNames(req *prompt.Request) []string {
+	var out []string
+	for _, t := range req.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+// The transfer tools are the resolved graph's: an edge kept on the primary
+// gives its source a tool, an edge the graph dropped (unknown target, the
+// agent itself) gives none, a target named twice one tool, and a transfer to
+// an agent that is not a target is an error result, not a transfer.
+func TestTransferToolsAreTheGraphs(t *testing.T) {
+	b, model := team(t, map[string]agent.Spec{
+		"a": {Edges: []agent.Edge{
+			{From: agent.One("a"), To: agent.One("ghost"), EdgeType: agent.EdgeHandoff},
+			{From: agent.One("a"), To: agent.One("a"), EdgeType: agent.EdgeHandoff},
+			{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff},
+			{From: agent.One("a"), To: agent.IDs{List: []string{"b", "c"}}, EdgeType: agent.EdgeHandoff},
+			{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff},
+		}},
+		"b": {}, "c": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		switch {
+		case who == "a" && len(req.Messages) == 2:
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "g", Function: prompt.FunctionCall{Name: "lc_transfer_to_ghost", Arguments: `{}`}}}}
+		case who == "a" && len(req.Messages) == 4:
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{}`}}}}
+		case who == "b":
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
+		}
+		return llmtest.Turn{Text: []string{who + " done"}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Go"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	a, bReq, c := requestsOf(model, "a"), requestsOf(model, "b"), requestsOf(model, "c")
+	if got := strings.Join(toolNames(a[0]), ","); got != "lc_transfer_to_b,lc_transfer_to_c" {
+		t.Errorf("a's tools %s, want one transfer tool per target in the graph", got)
+	}
+	if len(a) != 2 {
+		t.Fatalf("a asked the model %d times, want twice", len(a))
+	}
+	if res := a[1].Messages[3]; res.Role != prompt.RoleTool || !res.IsError || !strings.Contains(res.Content, `"ghost"`) {
+		t.Errorf("the transfer to ghost was answered %+v, want an error result", res)
+	}
+	if len(bReq) != 1 {
+		t.Fatalf("b ran %d times, want once", len(bReq))
+	}
+	if got := strings.Join(toolNames(bReq[0]), ","); got != "lc_transfer_to_c" {
+		t.Errorf("b's tools %s, want the transfer tool the primary's edge gives it", got)
+	}
+	if len(c) != 1 {
+		t.Errorf("c ran %d times, want once", len(c))
+	}
+}
+
+// A preview (no graph given) resolves the agent's graph as a run of it would:
+// the same transfer tools, and the graph's warnings.
+func TestPreviewTransferToolsAreTheGraphs(t *testing.T) {
+	tm := runtest.NewTeam(t, map[string]agent.Spec{
+		"a": {Edges: []agent.Edge{
+			{From: agent.One("a"), To: agent.One("ghost"), EdgeType: agent.EdgeHandoff},
+			{From: agent.One("a"), To: agent.IDs{List: []string{"a", "b"}}, EdgeType: agent.EdgeHandoff},
+			{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff},
+		}},
+		"b": {}, "c": {},
+	}, func(string, *prompt.Request) llmtest.Turn { return llmtest.Turn{} })
+	for _, tc := range []struct{ agent, tools string }{
+		{"a", "lc_transfer_to_b"},
+		{"b", ""}, // previewed as the primary: the edge b → c is a's, not in b's graph
+	} {
+		out, err := tm.Runs.Prep.Prepare(context.Background(), tm.User, run.Request{AgentID: tc.agent, Text: "Go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(toolNames(out.Request), ","); got != tc.tools {
+			t.Errorf("preview of %s: tools %q, want %q", tc.agent, got, tc.tools)
+		}
+		if tc.agent == "a" && !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "ghost") }) {
+			t.Errorf("preview of a: warnings %q say nothing of the dropped edge to ghost", out.Warnings)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/graph"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 )
@@ -78,6 +79,10 @@ type Request struct {
 	// Preparer's: a run passes one that remembers its answers, so that the
 	// agents of one run do not search the same files for the same text again.
 	Search func(ctx context.Context, q file.Query) ([]file.Hit, error)
+	// Graph is the run's resolved graph of agents: the agent gets one transfer
+	// tool per handoff target it has in it. Nil means Prepare resolves the
+	// graph with the agent as the primary, as a run of it would (a preview).
+	Graph *graph.Graph
 }
 
 // Prepared is a built request and what could not go into it.
@@ -156,7 +161,20 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	if req.Text != "" {
 		in.Messages = append(in.Messages, prompt.Message{Role: prompt.RoleUser, Content: req.Text})
 	}
-	if err := p.resolveTools(ctx, u, a, &in, out); err != nil {
+	g := req.Graph
+	if g == nil {
+		g, err = graph.Resolve(a.ID, func(id string) (*agent.Agent, error) {
+			if id == a.ID {
+				return a, nil
+			}
+			return p.Agents.Get(ctx, u, id)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Warnings = append(out.Warnings, g.Warnings...)
+	}
+	if err := p.resolveTools(ctx, u, a, g.Handoffs(a.ID), &in, out); err != nil {
 		return nil, err
 	}
 	if rs := a.ToolResources; rs != nil && rs.FileSearch != nil && len(rs.FileSearch.FileIDs) > 0 && p.Files != nil {
@@ -190,9 +208,10 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	return out, nil
 }
 
-// resolveTools turns the agent's tool list and handoff edges into the tools the
-// model sees, asking each MCP server for its tools and instructions.
-func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agent, in *prompt.Input, out *Prepared) error {
+// resolveTools turns the agent's tool list and its handoffs (the resolved
+// graph's, one per target) into the tools the model sees, asking each MCP
+// server for its tools and instructions.
+func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agent, handoffs []graph.Edge, in *prompt.Input, out *Prepared) error {
 	mu := MCPUser(u)
 	listed := map[string][]mcp.Tool{} // by configured server name
 	failed := map[string]bool{}
@@ -258,13 +277,8 @@ func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agen
 		}
 		addMCP(ts[i])
 	}
-	for _, e := range a.Edges {
-		if e.EdgeType != agent.EdgeHandoff || !slices.Contains(e.From.List, a.ID) {
-			continue
-		}
-		for _, target := range e.To.List {
-			in.Tools = append(in.Tools, prompt.HandoffTool(target, e.Description, e.PromptKey, e.Prompt))
-		}
+	for _, e := range handoffs {
+		in.Tools = append(in.Tools, prompt.HandoffTool(e.To[0], e.Description, e.PromptKey, e.Prompt))
 	}
 	// The servers of the MCP tools, in order of first appearance, with instructions.
 	for _, t := range in.Tools {

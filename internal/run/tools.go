@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
@@ -19,6 +21,9 @@ type Toolbox struct {
 	User     *auth.User
 	// Family is how results with images reach the agent's provider.
 	Family mcp.Family
+	// Handoffs are the agents this agent may hand the conversation to; a
+	// transfer to any other is an error result.
+	Handoffs []string
 }
 
 var _ agent.ToolRunner = (*Toolbox)(nil)
@@ -27,6 +32,9 @@ var _ agent.ToolRunner = (*Toolbox)(nil)
 func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
 	name, args := call.Function.Name, json.RawMessage(call.Function.Arguments)
 	if target, ok := prompt.HandoffTarget(name); ok {
+		if !slices.Contains(b.Handoffs, target) {
+			return agent.ToolOutput{Text: fmt.Sprintf("Cannot transfer to agent %q: it is not an agent you can hand the conversation to.", target), IsError: true}
+		}
 		return agent.ToolOutput{Text: "Transferred to agent " + target + "."}
 	}
 	if t, ok := b.Builtins[name]; ok {

@@ -28,6 +28,7 @@ func call(name, args string) prompt.ToolCall {
 
 func TestToolboxRunsMCPTools(t *testing.T) {
 	b := toolbox(t, mcp.FamilyOpenAI)
+	b.Handoffs = []string{"agent_b"}
 	ctx := context.Background()
 	tests := []struct {
 		name, tool, args string
@@ -39,6 +40,7 @@ func TestToolboxRunsMCPTools(t *testing.T) {
 		{"an unknown tool", "nope__mcp__test", `{}`, `"nope__mcp__test" tool call failed: `, true},
 		{"the server's error", "fail__mcp__test", `{}`, "it failed", true},
 		{"a handoff", "lc_transfer_to_agent_b", `{"instructions":"x"}`, "Transferred to agent agent_b.", false},
+		{"a handoff to an agent that is not a target", "lc_transfer_to_ghost", `{}`, `Cannot transfer to agent "ghost"`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
