@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -133,15 +135,13 @@ func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Tr
 		}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, cmd, nil
 	case TransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.Headers)}, nil, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
 	case TransportStreamableHTTP:
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.Headers)}, nil, nil
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
 	case TransportWebSocket:
-		h := http.Header{}
-		for k, v := range cfg.Headers {
-			h.Set(k, v)
-		}
-		return &WebSocketTransport{URL: cfg.URL, Header: h, HTTPClient: &http.Client{Transport: rt}}, nil, nil
+		// The headers go through the client too (not the handshake's own
+		// header), so that a redirected handshake does not carry them elsewhere.
+		return &WebSocketTransport{URL: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
@@ -160,18 +160,38 @@ func stderrLogger(log *slog.Logger, server string) io.Writer {
 	return pw
 }
 
-// httpClient returns a client over rt that adds the server's headers to every request.
-func httpClient(rt http.RoundTripper, headers map[string]string) *http.Client {
-	return &http.Client{Transport: &headerTransport{base: rt, headers: headers}}
+// httpClient returns a client over rt that adds the server's headers to every
+// request to the server's own host (see headerTransport).
+func httpClient(rt http.RoundTripper, server string, headers map[string]string) *http.Client {
+	t := &headerTransport{base: rt, headers: headers}
+	if u, err := url.Parse(server); err == nil {
+		t.host, t.secure = u.Hostname(), u.Scheme == "https" || u.Scheme == "wss"
+	}
+	return &http.Client{Transport: t}
 }
 
+// headerTransport adds the configured headers (Authorization, API keys…) to the
+// requests it carries, but only to those for the configured host, and never over
+// plain HTTP when the server was configured with TLS. A redirect to another host
+// (or an SSE endpoint there) must not receive the server's credentials; the
+// http.Client copies only the headers of the original request on a redirect,
+// which never held these.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	host    string // "" when the configured URL did not parse: no headers at all
+	secure  bool
+}
+
+func (t *headerTransport) forServer(u *url.URL) bool {
+	if t.host == "" || !strings.EqualFold(u.Hostname(), t.host) {
+		return false
+	}
+	return !t.secure || u.Scheme == "https" || u.Scheme == "wss"
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && t.forServer(r.URL) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)

@@ -1,0 +1,87 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+)
+
+// TestHeadersStayWithTheirHost: a server that redirects to another host does not
+// hand that host the configured credentials, whatever the transport; a redirect
+// within the server's own host keeps them.
+func TestHeadersStayWithTheirHost(t *testing.T) {
+	received := make(chan http.Header, 100)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received <- r.Header.Clone()
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	// The same listener under another name is another host to a client.
+	otherBase := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+
+	srv := mcptest.NewServer(mcptest.Options{})
+	mcpHandler := mcptest.Handler(func() *sdk.Server { return srv })
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/away"):
+			http.Redirect(w, r, otherBase+strings.TrimPrefix(r.URL.Path, "/away"), http.StatusTemporaryRedirect)
+		case strings.HasPrefix(r.URL.Path, "/moved"):
+			http.Redirect(w, r, strings.TrimPrefix(r.URL.Path, "/moved"), http.StatusTemporaryRedirect)
+		default:
+			mcpHandler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(first.Close)
+
+	for _, transport := range []string{mcp.TransportSSE, mcp.TransportStreamableHTTP, mcp.TransportWebSocket} {
+		t.Run(transport, func(t *testing.T) {
+			endpoint, err := mcptest.Endpoint(first.URL, transport)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheme, rest, _ := strings.Cut(endpoint, "://")
+			host, path, _ := strings.Cut(rest, "/")
+			headers := map[string]string{"Authorization": "Bearer sk-relay-secret", "X-Api-Key": "key-relay-secret", "X-User": "ann"}
+
+			away := server("away", transport, scheme+"://"+host+"/away/"+path)
+			away.Headers, away.InitTimeout = headers, 2*time.Second
+			m := newManager(t, mcp.Options{}, away)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if _, err := m.Tools(ctx, "away", nil); err == nil {
+				t.Fatal("listing the tools of a server that redirects to nothing succeeded")
+			}
+			select {
+			case h := <-received:
+				for k := range headers {
+					if v := h.Get(k); v != "" {
+						t.Errorf("the other host received %s: %q", k, v)
+					}
+				}
+			case <-time.After(time.Second):
+				// The client refused the redirect before sending anything: fine too.
+			}
+
+			moved := server("moved", transport, scheme+"://"+host+"/moved/"+path)
+			moved.Headers = headers
+			m = newManager(t, mcp.Options{}, moved)
+			res, err := call(t, m, nil, "whoami__mcp__moved", `{}`)
+			if err != nil {
+				t.Fatalf("a redirect within the server's host: %v", err)
+			}
+			var who mcptest.Whoami
+			if err := json.Unmarshal([]byte(text(res)), &who); err != nil || who.Header != "ann" {
+				t.Errorf("after a redirect within the host the server saw X-User %q (%v)", who.Header, err)
+			}
+		})
+	}
+}
