@@ -44,7 +44,8 @@ type flow struct {
 	attached []prompt.File    // the files attached to the conversation
 	base     []prompt.Message // history and the user's message
 
-	wg sync.WaitGroup // the agents running on goroutines of their own
+	wg   sync.WaitGroup          // the agents running on goroutines of their own
+	stop context.CancelCauseFunc // ends the agents still running when one fails
 
 	mu       sync.Mutex
 	err      error            // the run's first failure
@@ -100,6 +101,10 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 	}
 	f.graph, f.budget, f.lastText = g, f.steps(primary), map[string]string{}
 	f.started, f.finished = map[string]bool{}, map[string]bool{}
+	// The first failure ends the run: the agents still running stop with it.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	f.stop = cancel
 	for _, w := range g.Warnings {
 		f.log.Warn("agent graph", slog.String("warning", w))
 		f.s.emit(ctx, f.lr, f.r.ID, EventWarning, map[string]any{"message": w})
@@ -139,15 +144,20 @@ func (f *flow) spawn(ctx context.Context, turns []turn) {
 	}
 }
 
-// fail records err as the run's error unless an earlier one was.
+// fail records err as the run's error unless an earlier one was, and stops
+// the agents still running: the run has failed, their work would be lost.
 func (f *flow) fail(err error) {
 	if err == nil {
 		return
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err == nil {
+	first := f.err == nil
+	if first {
 		f.err = err
+	}
+	f.mu.Unlock()
+	if first {
+		f.stop(err)
 	}
 }
 

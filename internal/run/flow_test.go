@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -426,5 +427,55 @@ func TestPreviewTransferToolsAreTheGraphs(t *testing.T) {
 		if tc.agent == "a" && !slices.ContainsFunc(out.Warnings, func(w string) bool { return strings.Contains(w, "ghost") }) {
 			t.Errorf("preview of a: warnings %q say nothing of the dropped edge to ghost", out.Warnings)
 		}
+	}
+}
+
+// When one of the agents running together fails, the run fails with its error
+// and the others stop instead of working on to the step limit.
+func TestFailureStopsTheAgentsRunningAlongside(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		specs map[string]agent.Spec
+	}{
+		{"parallel start agents", map[string]agent.Spec{
+			"lead":   {Edges: []agent.Edge{{From: agent.IDs{List: []string{"lead", "second"}}, To: agent.One("merger"), EdgeType: agent.EdgeDirect}}},
+			"second": {},
+			"merger": {},
+		}},
+		{"handoffs called in one turn", map[string]agent.Spec{
+			"router": {Edges: []agent.Edge{{From: agent.One("router"), To: agent.IDs{List: []string{"lead", "second"}}, EdgeType: agent.EdgeHandoff}}},
+			"lead":   {}, "second": {},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary := "lead"
+			if _, ok := tc.specs["router"]; ok {
+				primary = "router"
+			}
+			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+				switch who {
+				case "router":
+					return llmtest.Turn{ToolCalls: []prompt.ToolCall{
+						{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_lead", Arguments: `{}`}},
+						{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
+					}}
+				case "lead":
+					return llmtest.Turn{Delay: 50 * time.Millisecond, Text: []string{"oops"}, Err: errors.New("the provider exploded")}
+				}
+				t := loopOnTool()
+				t.Delay = 100 * time.Millisecond
+				return t
+			})
+			d := b.chat(t, run.ChatRequest{AgentID: primary, Text: "Go"})
+			if d.Status != run.StatusFailed || !strings.Contains(d.Error, "the provider exploded") {
+				t.Fatalf("run %+v, want it failed with lead's error", d.Run)
+			}
+			if n := len(requestsOf(model, "second")); n > 2 {
+				t.Errorf("second asked the model %d times after lead failed", n)
+			}
+			if n := len(requestsOf(model, "merger")); n != 0 {
+				t.Errorf("merger ran %d times in a failed run", n)
+			}
+		})
 	}
 }
