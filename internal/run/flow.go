@@ -335,7 +335,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 	// may now start, all together.
 	var next []turn
 	if out.StoppedBy != nil {
-		next = f.handoffs(a, out, targets)
+		next = f.handoffs(a, msgs, out, targets)
 	}
 	for _, t := range f.ready(id) {
 		if !slices.ContainsFunc(next, func(n turn) bool { return n.id == t }) {
@@ -347,8 +347,10 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) e
 }
 
 // handoffs are the turns of the agents a handed the conversation to in its
-// last turn.
-func (f *flow) handoffs(a *agent.Agent, out *agent.Outcome, targets map[string]graph.Edge) []turn {
+// last turn. Each target continues a's conversation: what a started from (with
+// the prompt of its direct edge or its own handoff note), what a added, and the
+// note of this handoff.
+func (f *flow) handoffs(a *agent.Agent, msgs []prompt.Message, out *agent.Outcome, targets map[string]graph.Edge) []turn {
 	var calls []prompt.ToolCall
 	for i := len(out.Messages) - 1; i >= 0; i-- {
 		if out.Messages[i].Role == prompt.RoleAssistant {
@@ -367,10 +369,8 @@ func (f *flow) handoffs(a *agent.Agent, out *agent.Outcome, targets map[string]g
 		if v := handoffValue(c.Function.Arguments, edge.PromptKey); v != "" {
 			note += "\n\n" + v
 		}
-		f.mu.Lock()
-		msgs := append(append(slices.Clone(f.base), f.runMsgs...), prompt.Message{Role: prompt.RoleUser, Content: note})
-		f.mu.Unlock()
-		next = append(next, turn{id: target, msgs: msgs})
+		in := slices.Concat(msgs, out.Messages, []prompt.Message{{Role: prompt.RoleUser, Content: note}})
+		next = append(next, turn{id: target, msgs: in})
 	}
 	return next
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -475,6 +476,66 @@ func TestFailureStopsTheAgentsRunningAlongside(t *testing.T) {
 			}
 			if n := len(requestsOf(model, "merger")); n != 0 {
 				t.Errorf("merger ran %d times in a failed run", n)
+			}
+		})
+	}
+}
+
+func handoffsOf(s agent.Spec) []agent.Edge {
+	var out []agent.Edge
+	for _, e := range s.Edges {
+		if e.EdgeType == agent.EdgeHandoff {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A handoff target continues its source's conversation as the source saw it:
+// with the direct edge's prompt the source was answering, or the note of the
+// handoff that brought the source in, each message once.
+func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		specs map[string]agent.Spec
+		want  []string // c's messages after the system message
+	}{
+		{"a direct edge's prompt", map[string]agent.Spec{
+			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeDirect, Prompt: "Translate to French: {results}"}}},
+			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
+			"c": {},
+		}, []string{"user: Go", "assistant: a done", "user: Translate to French: AI: a done", "assistant: ", "tool: Transferred to agent c.",
+			`user: The agent "b" handed this conversation over to you. Continue it from here.`}},
+		{"the previous handoff's note", map[string]agent.Spec{
+			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
+			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
+			"c": {},
+		}, []string{"user: Go", "assistant: ", "tool: Transferred to agent b.", "user: The agent \"a\" handed this conversation over to you. Continue it from here.\n\nin French",
+			"assistant: ", "tool: Transferred to agent c.", `user: The agent "b" handed this conversation over to you. Continue it from here.`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+				switch {
+				case who == "a" && len(handoffsOf(tc.specs["a"])) > 0:
+					return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{"instructions":"in French"}`}}}}
+				case who == "b":
+					return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
+				}
+				return llmtest.Turn{Text: []string{who + " done"}}
+			})
+			if d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Go"}); d.Status != run.StatusSucceeded {
+				t.Fatalf("run %+v", d.Run)
+			}
+			c := requestsOf(model, "c")
+			if len(c) != 1 {
+				t.Fatalf("c ran %d times", len(c))
+			}
+			var got []string
+			for _, m := range c[0].Messages[1:] {
+				got = append(got, string(m.Role)+": "+m.Content)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("c's messages (-want +got):\n%s", diff)
 			}
 		})
 	}
