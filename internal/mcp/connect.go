@@ -1,7 +1,7 @@
 package mcp
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,7 +37,8 @@ type ConnectOptions struct {
 	// HTTP carries the requests of the HTTP transports; nil means a new transport.
 	// Connections of one manager share one, so that they share its idle pool.
 	HTTP http.RoundTripper
-	// Logger may be nil.
+	// Logger takes the lines a stdio server writes to stderr, with the server's
+	// name added (mcp_server); it may be nil.
 	Logger *slog.Logger
 }
 
@@ -146,18 +148,45 @@ func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Tr
 	return nil, nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
 
-// stderrLogger returns a writer that logs each line a stdio server writes to stderr.
+// stderrLogger returns a writer that logs each line a stdio server writes to
+// stderr. It has no goroutine or pipe of its own: os/exec copies the child's
+// stderr into it until the child ends, and then nothing holds it.
 func stderrLogger(log *slog.Logger, server string) io.Writer {
-	pr, pw := io.Pipe()
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			log.Debug("mcp server stderr", slog.String("mcp_server", server), slog.String("line", sc.Text()))
+	return &lineLogger{log: log, server: server}
+}
+
+// maxStderrLine is the longest stderr line kept whole; a longer one is logged in
+// pieces of this size.
+const maxStderrLine = 64 << 10
+
+type lineLogger struct {
+	log    *slog.Logger
+	server string
+
+	mu  sync.Mutex
+	buf []byte // the unfinished last line
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		line, rest, found := bytes.Cut(l.buf, []byte{'\n'})
+		if !found {
+			if len(l.buf) >= maxStderrLine {
+				line, rest = l.buf[:maxStderrLine], l.buf[maxStderrLine:]
+			} else {
+				break
+			}
 		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	return pw
+		l.log.Debug("mcp server stderr", slog.String("mcp_server", l.server), slog.String("line", string(bytes.TrimSuffix(line, []byte{'\r'}))))
+		l.buf = rest
+	}
+	if len(l.buf) == 0 {
+		l.buf = nil // let a large buffer go
+	}
+	return len(p), nil
 }
 
 // httpClient returns a client over rt that adds the server's headers to every

@@ -1,10 +1,12 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,47 @@ func TestHeadersStayWithTheirHost(t *testing.T) {
 				t.Errorf("after a redirect within the host the server saw X-User %q (%v)", who.Header, err)
 			}
 		})
+	}
+}
+
+// goroutinesIn counts the goroutines running code of package mcp (not its tests).
+func goroutinesIn() int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "github.com/relay-ai/relay/internal/mcp.") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStdioStderrLeavesNothingBehind: a stdio server's stderr is logged line by
+// line, and a closed connection leaves no goroutine reading it.
+func TestStdioStderrLeavesNothingBehind(t *testing.T) {
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	before := goroutinesIn()
+	var logs logBuffer
+	for i := range 4 {
+		s := server("e", mcp.TransportStdio, "")
+		s.Command, s.Args = "sh", []string{"-c", `printf 'starting\r\nup\n' >&2; printf 'no newline' >&2; exec node "$0" stdio`, everything}
+		m := mcp.NewManager([]mcp.ServerConfig{s}, mcp.Options{Logger: debugLogger(&logs)})
+		if _, err := call(t, m, nil, "echo__mcp__e", `{"message":"x"}`); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		m.Close()
+	}
+	for _, want := range []string{"line=starting\n", "line=up\n", `line="no newlineStarting`} {
+		if got := strings.Count(logs.String(), want); got != 4 {
+			t.Errorf("%q logged %d times, want 4:\n%s", want, got, logs.String())
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for goroutinesIn() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines of package mcp before, %d after every manager closed", before, goroutinesIn())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

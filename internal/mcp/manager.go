@@ -462,11 +462,15 @@ func (c *conn) status() ServerStatus {
 }
 
 func (c *conn) logger() *slog.Logger {
-	l := c.m.log.With(slog.String("mcp_server", c.cfg.Name))
+	return c.userLogger().With(slog.String("mcp_server", c.cfg.Name))
+}
+
+// userLogger is the manager's logger with the connection's user, if any.
+func (c *conn) userLogger() *slog.Logger {
 	if c.user != nil {
-		l = l.With(slog.String("user_id", c.user.ID))
+		return c.m.log.With(slog.String("user_id", c.user.ID))
 	}
-	return l
+	return c.m.log
 }
 
 // clean passes an error through the connection's redactor: every error of a
@@ -546,7 +550,7 @@ func (c *conn) startAttemptLocked() {
 		}
 		sess, err := Connect(ctx, cfg, ConnectOptions{
 			UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
-			HTTP: c.m.http, Logger: c.logger(),
+			HTTP: c.m.http, Logger: c.userLogger(),
 		})
 		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)
