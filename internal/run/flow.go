@@ -285,7 +285,12 @@ func (f *flow) left() int {
 
 // runAgent runs one agent from msgs, records what it did, then runs what
 // follows it: the handoffs it called and the direct targets it completes.
-func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) error {
+func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (err error) {
+	defer func() {
+		if err != nil {
+			err = &agentError{agent: id, err: err}
+		}
+	}()
 	a := f.graph.Agents[id]
 	if f.left() <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
@@ -373,6 +378,25 @@ func (f *flow) handoffs(a *agent.Agent, msgs []prompt.Message, out *agent.Outcom
 		next = append(next, turn{id: target, msgs: in})
 	}
 	return next
+}
+
+// agentError is the failure of one agent of a run, naming it, so that the
+// run's error part and event are credited to that agent.
+type agentError struct {
+	agent string
+	err   error
+}
+
+func (e *agentError) Error() string { return e.err.Error() }
+func (e *agentError) Unwrap() error { return e.err }
+
+// failedAgent is the agent whose failure err is, or def when err names none
+// (the run failed before any agent ran).
+func failedAgent(err error, def string) string {
+	if ae, ok := errors.AsType[*agentError](err); ok {
+		return ae.agent
+	}
+	return def
 }
 
 // handoffValue reads the handed-over text: the parameter named promptKey, or

@@ -540,3 +540,37 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 		})
 	}
 }
+
+// A failed run's error part and error event name the agent that failed, not
+// the primary.
+func TestFailureIsCreditedToTheAgentThatFailed(t *testing.T) {
+	b, _ := team(t, map[string]agent.Spec{
+		"a": {AgentIDs: []string{"b"}}, "b": {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "b" {
+			return llmtest.Turn{Err: errors.New("b's provider exploded")}
+		}
+		return llmtest.Turn{Text: []string{"fine"}}
+	})
+	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Go"})
+	if d.Status != run.StatusFailed {
+		t.Fatalf("run %+v", d.Run)
+	}
+	th, err := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, p := range th.Messages[1].Parts {
+		if p.Type == run.PartError {
+			parts = append(parts, p.AgentID)
+		}
+	}
+	if !slices.Equal(parts, []string{"b"}) {
+		t.Errorf("error parts credited to %v, want [b]", parts)
+	}
+	i := slices.IndexFunc(d.Events, func(e run.Event) bool { return e.Type == run.EventError })
+	if i < 0 || !strings.Contains(string(d.Events[i].Data), `"agent_id":"b"`) {
+		t.Errorf("error event %+v does not name b", d.Events[max(i, 0)])
+	}
+}

@@ -324,17 +324,17 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		r.Status, r.Error = StatusCancelled, ErrAborted.Error()
 	case errors.Is(context.Cause(ctx), ErrShutdown):
 		r.Status, r.Error = StatusFailed, ErrShutdown.Error()
-		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
+		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: failedAgent(err, a.ID), Text: r.Error})
 	default:
 		r.Status, r.Error = StatusFailed, readable(err)
-		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: a.ID, Text: r.Error})
+		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: failedAgent(err, a.ID), Text: r.Error})
 	}
 	answer.CreatedAt = finished
 	r.ResponseMessageID = answer.ID
 	end := &ending{lr: lr, run: r, answer: answer, requests: requests}
 	lr.mu.Lock()
 	if r.Status == StatusFailed {
-		end.events = append(end.events, lr.next(EventError, encode(map[string]any{"message": r.Error})))
+		end.events = append(end.events, lr.next(EventError, encode(map[string]any{"message": r.Error, "agent_id": failedAgent(err, a.ID)})))
 	}
 	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
 	lr.mu.Unlock()
