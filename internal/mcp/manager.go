@@ -51,6 +51,11 @@ type Options struct {
 	// it is then retried on use, at most once per RetryAfter (default 1 min).
 	MaxAttempts int
 	RetryAfter  time.Duration
+	// StableAfter is how long a connection must stay up (default 30 s) before
+	// its loss starts the backoff afresh; a successful tool call does so too.
+	// Until then a server that crashes soon after connecting counts every
+	// crash as a failed attempt, backs off, and ends in the error state.
+	StableAfter time.Duration
 }
 
 func (o *Options) defaults() {
@@ -71,6 +76,9 @@ func (o *Options) defaults() {
 	}
 	if o.RetryAfter <= 0 {
 		o.RetryAfter = time.Minute
+	}
+	if o.StableAfter <= 0 {
+		o.StableAfter = 30 * time.Second
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -421,7 +429,7 @@ type conn struct {
 	lastErr        string
 	connectedSince time.Time
 	toolList       []Tool // nil: not listed yet, or changed since
-	failures       int
+	failures       int // failed attempts since the server last worked; see Options.StableAfter
 	lastAttempt    time.Time
 	attempt        chan struct{} // closed when the connect in flight ends; nil when none
 	retry          *time.Timer   // the scheduled reconnect, if any
@@ -571,7 +579,8 @@ func (c *conn) startAttemptLocked() {
 			c.scheduleRetryLocked()
 			return
 		}
-		c.sess, c.state, c.lastErr, c.failures, c.connectedSince = sess, StateConnected, "", 0, time.Now().UTC()
+		// failures is kept: a server that only connects has not shown it works.
+		c.sess, c.state, c.lastErr, c.connectedSince = sess, StateConnected, "", time.Now().UTC()
 		c.toolList = nil
 		go c.watch(sess)
 	}()
@@ -618,7 +627,10 @@ func (c *conn) lost(sess *Session, err error) {
 	msg := c.redact.text(err.Error())
 	c.logger().Warn("mcp connection lost", slog.String("err", msg))
 	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+msg, nil
-	c.failures = 1
+	if time.Since(c.connectedSince) >= c.m.opts.StableAfter {
+		c.failures = 0
+	}
+	c.failures++
 	c.scheduleRetryLocked()
 	go sess.Close()
 }
@@ -738,5 +750,10 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*sd
 		}
 		return nil, c.clean(err)
 	}
+	c.mu.Lock()
+	if c.sess == sess {
+		c.failures = 0 // the server works
+	}
+	c.mu.Unlock()
 	return res, nil
 }
