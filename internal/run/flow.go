@@ -295,7 +295,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 	if f.left() <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search, Graph: f.graph})
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search, Graph: f.graph, Query: f.req.Text})
 	if err != nil {
 		return err
 	}

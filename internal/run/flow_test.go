@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -572,5 +574,45 @@ func TestFailureIsCreditedToTheAgentThatFailed(t *testing.T) {
 	i := slices.IndexFunc(d.Events, func(e run.Event) bool { return e.Type == run.EventError })
 	if i < 0 || !strings.Contains(string(d.Events[i].Data), `"agent_id":"b"`) {
 		t.Errorf("error event %+v does not name b", d.Events[max(i, 0)])
+	}
+}
+
+// The RAG query of every agent of a run is the user's message, not the
+// handoff note or the edge's prompt that is its last user message.
+func TestRetrievalQueryIsTheUsersMessageForEveryAgent(t *testing.T) {
+	tm := runtest.NewTeam(t, map[string]agent.Spec{
+		"router":     {Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("specialist"), EdgeType: agent.EdgeHandoff}}},
+		"specialist": {Edges: []agent.Edge{{From: agent.One("specialist"), To: agent.One("reviewer"), EdgeType: agent.EdgeDirect, Prompt: "Review this: {results}"}}},
+		"reviewer":   {},
+	}, func(who string, req *prompt.Request) llmtest.Turn {
+		if who == "router" {
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"instructions":"check article 15"}`}}}}
+		}
+		return llmtest.Turn{Text: []string{who + " done"}}
+	})
+	var mu sync.Mutex
+	var queries []string
+	tm.Runs.Prep.AttachedFiles = func(_ context.Context, _ *auth.User, ids []string) ([]prompt.File, error) {
+		return []prompt.File{{ID: ids[0], Filename: "law.txt", Type: "text/plain"}}, nil
+	}
+	tm.Runs.Prep.Search = func(_ context.Context, q file.Query) ([]file.Hit, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		queries = append(queries, q.Text)
+		return []file.Hit{{FileID: q.FileIDs[0], FileName: "law.txt", Text: "Article 15 allows it."}}, nil
+	}
+	b := &bundle{svc: tm.Runs, user: tm.User}
+	d := b.chat(t, run.ChatRequest{AgentID: "router", Text: "Is it allowed?", Files: []string{"file_law"}})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	if diff := cmp.Diff([]string{"Is it allowed?"}, queries); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+	for _, who := range []string{"router", "specialist", "reviewer"} {
+		reqs := tm.RequestsOf(who)
+		if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[0].Content, "Article 15 allows it.") {
+			t.Errorf("%s's %d requests lack the retrieved context", who, len(reqs))
+		}
 	}
 }

@@ -79,6 +79,11 @@ type Request struct {
 	// Preparer's: a run passes one that remembers its answers, so that the
 	// agents of one run do not search the same files for the same text again.
 	Search func(ctx context.Context, q file.Query) ([]file.Hit, error)
+	// Query is the RAG retrieval's query: the user's latest message. A run
+	// sets it, since an agent after the first has a handoff note or an edge's
+	// prompt as its last user message; empty means the last user message of
+	// the conversation (a preview).
+	Query string
 	// Graph is the run's resolved graph of agents: the agent gets one transfer
 	// tool per handoff target it has in it. Nil means Prepare resolves the
 	// graph with the agent as the primary, as a run of it would (a preview).
@@ -194,7 +199,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	if req.Search != nil && search != nil {
 		search = req.Search
 	}
-	if in.RAG, err = p.retrieve(ctx, in, search); err != nil {
+	if in.RAG, err = p.retrieve(ctx, in, req.Query, search); err != nil {
 		return nil, err
 	}
 	if p.Memory != nil {
@@ -310,9 +315,10 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 func isNamedOnly(f prompt.File) bool { return f.ID == "" }
 
 // retrieve runs the RAG retrieval of spec/prompt.md §4 when rag.injectContext
-// says so: the user's latest message as the query over the conversation's
-// attached files, at most four passages per file, best first.
-func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, search func(context.Context, file.Query) ([]file.Hit, error)) (*prompt.RAG, error) {
+// says so: the user's latest message as the query (query, or else the last
+// user message of in) over the conversation's attached files, at most four
+// passages per file, best first.
+func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, query string, search func(context.Context, file.Query) ([]file.Hit, error)) (*prompt.RAG, error) {
 	if search == nil || len(in.Attached) == 0 {
 		return nil, nil
 	}
@@ -325,12 +331,8 @@ func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, search func(co
 			return nil, nil
 		}
 	}
-	query := ""
-	for i := len(in.Messages) - 1; i >= 0; i-- {
-		if m := in.Messages[i]; m.Role == prompt.RoleUser && strings.TrimSpace(m.Content) != "" {
-			query = m.Content
-			break
-		}
+	if strings.TrimSpace(query) == "" {
+		query = lastUserText(in.Messages)
 	}
 	var ids []string
 	for _, f := range in.Attached {
@@ -357,4 +359,14 @@ func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, search func(co
 		rag.Files = append(rag.Files, rf)
 	}
 	return rag, nil
+}
+
+// lastUserText is the text of the last user message that has some.
+func lastUserText(msgs []prompt.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == prompt.RoleUser && strings.TrimSpace(m.Content) != "" {
+			return m.Content
+		}
+	}
+	return ""
 }

@@ -68,16 +68,24 @@ func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, 
 // Instructions are the instructions of the agent id in a Team.
 func Instructions(id string) string { return "I am " + id + "." }
 
-// Asker is the agent of a Team that sent req.
+// Asker is the agent of a Team that sent req: the paragraph of the system
+// message that is its instructions (the prompt may put other paragraphs, such
+// as the RAG context, around them) names it.
 func Asker(req *prompt.Request) string {
-	return strings.TrimSuffix(strings.TrimPrefix(req.Messages[0].Content, "I am "), ".")
+	paras := strings.Split(req.Messages[0].Content, "\n\n")
+	for i := len(paras) - 1; i >= 0; i-- {
+		if id, ok := strings.CutPrefix(paras[i], "I am "); ok && strings.HasSuffix(id, ".") {
+			return strings.TrimSuffix(id, ".")
+		}
+	}
+	return ""
 }
 
 // RequestsOf are the requests the agent id sent to the Team's model, in order.
 func (tm *Team) RequestsOf(id string) []*prompt.Request {
 	var out []*prompt.Request
 	for _, r := range tm.Model.Requests() {
-		if r.Messages[0].Content == Instructions(id) {
+		if Asker(r) == id {
 			out = append(out, r)
 		}
 	}
