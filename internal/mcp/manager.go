@@ -409,7 +409,15 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	}
 	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool })
 	if i < 0 {
-		return nil, fmt.Errorf("server %q has no tool %q", server, tool)
+		// The list may be older than the tool (a server that added it without
+		// saying so): list once more before giving up.
+		c.toolsChanged()
+		if tools, err = c.tools(ctx); err != nil {
+			return nil, err
+		}
+		if i = slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool }); i < 0 {
+			return nil, fmt.Errorf("server %q has no tool %q", server, tool)
+		}
 	}
 	if err := tools[i].args.Validate(args); err != nil {
 		return nil, err
@@ -429,7 +437,8 @@ type conn struct {
 	lastErr        string
 	connectedSince time.Time
 	toolList       []Tool // nil: not listed yet, or changed since
-	failures       int // failed attempts since the server last worked; see Options.StableAfter
+	toolsGen       uint64 // counts the changes of the server's tools, so that a listing older than one is not kept
+	failures       int    // failed attempts since the server last worked; see Options.StableAfter
 	lastAttempt    time.Time
 	attempt        chan struct{} // closed when the connect in flight ends; nil when none
 	retry          *time.Timer   // the scheduled reconnect, if any
@@ -670,21 +679,25 @@ func (c *conn) close() {
 	}
 }
 
+// toolsChanged forgets the listed tools; it runs on notifications/tools/list_changed
+// and when a call names a tool the list lacks.
 func (c *conn) toolsChanged() {
 	c.mu.Lock()
 	c.toolList = nil
+	c.toolsGen++
 	c.mu.Unlock()
 }
 
 // tools lists the server's tools (following pagination), cached until the server
-// says they changed.
+// says they changed. A listing during which they changed is returned but not
+// kept: it may predate the change.
 func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	sess, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	cached := c.toolList
+	cached, gen := c.toolList, c.toolsGen
 	c.mu.Unlock()
 	if cached != nil {
 		return cached, nil
@@ -699,7 +712,7 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 		list = append(list, c.m.intern(c.cfg.Name, t, c.logger()))
 	}
 	c.mu.Lock()
-	if c.sess == sess {
+	if c.sess == sess && c.toolsGen == gen {
 		c.toolList = list
 	}
 	c.mu.Unlock()

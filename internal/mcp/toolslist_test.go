@@ -1,0 +1,123 @@
+package mcp_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+)
+
+type messageArgs struct {
+	Message string `json:"message"`
+}
+
+func answerOK(context.Context, *sdk.CallToolRequest, messageArgs) (*sdk.CallToolResult, any, error) {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil, nil
+}
+
+// toolServer serves srv over websocket for the life of the test, as server "t".
+func toolServer(t *testing.T, srv *sdk.Server) mcp.ServerConfig {
+	hs := httptest.NewServer(mcptest.WebSocketHandler(func() *sdk.Server { return srv }))
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+		hs.Close()
+	})
+	return server("t", mcp.TransportWebSocket, "ws"+strings.TrimPrefix(hs.URL, "http")+"/")
+}
+
+func toolNames(tools []mcp.Tool) []string {
+	var names []string
+	for _, x := range tools {
+		names = append(names, x.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestToolsChangedDuringListing: a tools/list_changed that arrives while the
+// tools are being listed is not lost; the listing in flight is not kept.
+func TestToolsChangedDuringListing(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
+	var changed atomic.Bool
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" && changed.CompareAndSwap(false, true) {
+				// The answer holds only "a"; the notification of "b" goes first.
+				sdk.AddTool(srv, &sdk.Tool{Name: "b"}, answerOK)
+				time.Sleep(200 * time.Millisecond)
+			}
+			return res, err
+		}
+	})
+	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := m.Tools(ctx, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(first); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("the first listing: %v", got)
+	}
+	again, err := m.Tools(ctx, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(again); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("after the change the tools are %v, want [a b]", got)
+	}
+	if st := m.Status(nil)[0]; st.ToolCount != 2 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestCallListsAgainForAnUnknownTool: a server that adds a tool without saying
+// so still has it called; the call lists the tools once more.
+func TestCallListsAgainForAnUnknownTool(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
+	var lists atomic.Int32
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	srv.AddSendingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "notifications/tools/list_changed" {
+				return nil, nil // this server never tells
+			}
+			return next(ctx, method, req)
+		}
+	})
+	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	if _, err := call(t, m, nil, "a__mcp__t", `{"message":"x"}`); err != nil {
+		t.Fatal(err)
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "b"}, answerOK)
+	res, err := call(t, m, nil, "b__mcp__t", `{"message":"x"}`)
+	if err != nil || text(res) != "ok" {
+		t.Fatalf("calling the unannounced tool: %v %v", res, err)
+	}
+	if n := lists.Load(); n != 2 {
+		t.Errorf("tools/list was sent %d times, want 2", n)
+	}
+	if _, err := call(t, m, nil, "c__mcp__t", `{}`); err == nil || !strings.Contains(err.Error(), `no tool "c"`) {
+		t.Errorf("calling a tool no server has: %v", err)
+	}
+}
