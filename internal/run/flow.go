@@ -29,8 +29,9 @@ const EventWarning = "run.warning"
 const EventMessageImage = "message.image"
 
 // flow runs one message through the graph of agents its primary reaches
-// (agents.md "Edges"): the start group, the direct edges in their groups, and
-// handoffs as they are called, all on one step budget.
+// (agents.md "Edges"): the start agents together, each direct target once all
+// its sources have finished, and handoffs as they are called, all on one
+// budget of model turns. The first failure ends the run.
 type flow struct {
 	s     *Service
 	u     *auth.User
@@ -145,7 +146,8 @@ func (f *flow) spawn(ctx context.Context, turns []turn) {
 }
 
 // fail records err as the run's error unless an earlier one was, and stops
-// the agents still running: the run has failed, their work would be lost.
+// the agents still running: the run has failed, and what they would go on to
+// do cannot change that (what they did so far is kept).
 func (f *flow) fail(err error) {
 	if err == nil {
 		return
@@ -161,6 +163,7 @@ func (f *flow) fail(err error) {
 	}
 }
 
+// failed reports whether the run has failed, so that nothing more starts.
 func (f *flow) failed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
