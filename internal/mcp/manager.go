@@ -707,6 +707,9 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	list := []Tool{}
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
+			if transportFailure(err) {
+				c.lost(sess, err)
+			}
 			return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
 		}
 		list = append(list, c.m.intern(c.cfg.Name, t, c.logger()))
