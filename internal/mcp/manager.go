@@ -207,7 +207,10 @@ func (m *Manager) Start(ctx context.Context) {
 		if s.Scope != ScopeApp || !s.Startup {
 			continue
 		}
-		c := m.conn(s.Name, nil)
+		c, err := m.conn(s.Name, nil)
+		if err != nil {
+			break // closed: nothing more to start
+		}
 		g.Go(func() error {
 			if _, err := c.session(ctx); err != nil {
 				m.log.Warn("mcp server failed to start", slog.String("mcp_server", s.Name), slog.String("err", err.Error()))
@@ -251,7 +254,8 @@ func (m *Manager) closeIdle() {
 	}
 }
 
-// Close closes every connection and kills every stdio child.
+// Close closes every connection and kills every stdio child. After it every use
+// of the manager fails with ErrClosed.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
@@ -274,9 +278,13 @@ func errUnknownServer(name string) error {
 	return fmt.Errorf("no MCP server named %q in mcpServers", name)
 }
 
+// ErrClosed is returned for any use of a Manager after Close.
+var ErrClosed = errors.New("MCP manager closed")
+
 // conn returns the connection for a server and user (nil user for app scope),
-// creating it (not yet connected) if needed.
-func (m *Manager) conn(server string, u *User) *conn {
+// creating it (not yet connected) if needed. After Close there are none: a
+// connection made then would start a stdio child nothing would ever stop.
+func (m *Manager) conn(server string, u *User) (*conn, error) {
 	s := m.servers[server]
 	key := connKey{server: server}
 	if s.Scope == ScopeUser {
@@ -289,14 +297,15 @@ func (m *Manager) conn(server string, u *User) *conn {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
 	c, ok := m.conns[key]
 	if !ok {
 		c = newConn(m, s, u)
-		if !m.closed {
-			m.conns[key] = c
-		}
+		m.conns[key] = c
 	}
-	return c
+	return c, nil
 }
 
 // Status reports every server's state; for user-scoped servers, that of u's
@@ -331,7 +340,11 @@ func (m *Manager) Tools(ctx context.Context, server string, u *User) ([]Tool, er
 	if _, ok := m.servers[server]; !ok {
 		return nil, errUnknownServer(server)
 	}
-	return m.conn(server, u).tools(ctx)
+	c, err := m.conn(server, u)
+	if err != nil {
+		return nil, err
+	}
+	return c.tools(ctx)
 }
 
 // Instructions returns the server's prompt instructions: the configured text, or
@@ -344,7 +357,11 @@ func (m *Manager) Instructions(ctx context.Context, server string, u *User) (str
 	if !s.InstructionsFromServer {
 		return s.Instructions, nil
 	}
-	sess, err := m.conn(server, u).session(ctx)
+	c, err := m.conn(server, u)
+	if err != nil {
+		return "", err
+	}
+	sess, err := c.session(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -372,7 +389,11 @@ func (m *Manager) Reconnect(ctx context.Context, server string) error {
 	if s.Scope == ScopeUser {
 		return nil // user connections open again on next use
 	}
-	_, err := m.conn(server, nil).session(ctx)
+	c, err := m.conn(server, nil)
+	if err != nil {
+		return err
+	}
+	_, err = c.session(ctx)
 	return err
 }
 
@@ -402,7 +423,10 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	c := m.conn(server, u)
+	c, err := m.conn(server, u)
+	if err != nil {
+		return nil, err
+	}
 	tools, err := c.tools(ctx)
 	if err != nil {
 		return nil, err
