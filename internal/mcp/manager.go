@@ -417,7 +417,8 @@ func (m *Manager) Resolve(key string) (server, tool string, err error) {
 // Call calls a tool by its key for u, after validating args against the tool's
 // schema. A failure the model should see (bad arguments, timeout, transport or
 // JSON-RPC error) is returned as a Go error; FailureText renders it. The call's
-// time limit is the server's Timeout, restarted by each progress notification.
+// time limit is the server's Timeout, restarted by each progress notification;
+// it covers all the call waits for: a connect, the tool listing and tools/call.
 func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	server, tool, err := m.Resolve(key)
 	if err != nil {
@@ -427,6 +428,27 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
+	c.inflight.Add(1)
+	defer func() { c.inflight.Add(-1); c.touch() }()
+	// One time limit for the whole call: waiting for a connect or reconnect and
+	// listing the tools count against it too (mcp.md: a call never waits longer
+	// than its own timeout). Progress notifications restart it.
+	timeout := c.cfg.Timeout
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	defer timer.Stop()
+	res, err := c.callTool(ctx, tool, args, func() { timer.Reset(timeout) })
+	if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+		return nil, fmt.Errorf("no answer from %q within %s (timeout)", server, timeout)
+	}
+	return res, err
+}
+
+// callTool finds the tool, checks args against its schema and calls it; progress
+// is called on each progress notification of the call.
+func (c *conn) callTool(ctx context.Context, tool string, args json.RawMessage, progress func()) (*sdk.CallToolResult, error) {
+	server := c.cfg.Name
 	tools, err := c.tools(ctx)
 	if err != nil {
 		return nil, err
@@ -446,7 +468,7 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	if err := tools[i].args.Validate(args); err != nil {
 		return nil, err
 	}
-	return c.call(ctx, tool, args)
+	return c.call(ctx, tool, args, progress)
 }
 
 // conn is one connection to one server, for everyone (app scope) or one user.
@@ -754,22 +776,16 @@ func (c *conn) progress(p *sdk.ProgressNotificationParams) {
 	}
 }
 
-// call runs tools/call with a timeout that each progress notification restarts.
-// Cancelling ctx cancels the request on the server (notifications/cancelled).
-func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	c.inflight.Add(1)
-	defer func() { c.inflight.Add(-1); c.touch() }()
+// call runs tools/call within ctx, calling progress on each progress
+// notification (Call restarts its time limit there). Cancelling ctx cancels the
+// request on the server (notifications/cancelled).
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, progress func()) (*sdk.CallToolResult, error) {
 	sess, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timeout := c.cfg.Timeout
-	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
-	defer timer.Stop()
 	token := "relay-" + strconv.FormatInt(c.nextTok.Add(1), 10)
-	c.tokens.Store(token, func() { timer.Reset(timeout) })
+	c.tokens.Store(token, progress)
 	defer c.tokens.Delete(token)
 
 	if len(args) == 0 {
@@ -779,9 +795,6 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*sd
 	params.SetProgressToken(token)
 	res, err := sess.CallTool(ctx, params)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errTimeout) {
-			return nil, fmt.Errorf("no answer from %q within %s (timeout)", c.cfg.Name, timeout)
-		}
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, c.clean(fmt.Errorf("cancelled: %w", cause))
 		}

@@ -1,0 +1,53 @@
+package mcp_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+)
+
+// TestCallTimeoutCoversTheConnect: a call to a server that is slow to connect
+// ends at the call's own timeout, not at the longer initTimeout; the connect goes
+// on, and a later call gets through.
+func TestCallTimeoutCoversTheConnect(t *testing.T) {
+	srv := mcptest.NewServer(mcptest.Options{})
+	h := mcptest.Handler(func() *sdk.Server { return srv })
+	var slow atomic.Bool
+	slow.Store(true)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.CompareAndSwap(true, false) {
+			time.Sleep(2500 * time.Millisecond) // the first request, initialize
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	s := server("slow", mcp.TransportStreamableHTTP, hs.URL+mcptest.StreamablePath)
+	s.Timeout, s.InitTimeout = time.Second, 10*time.Second
+	m := newManager(t, mcp.Options{}, s)
+
+	began := time.Now()
+	_, err := call(t, m, nil, "echo__mcp__slow", `{"message":"x"}`)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("a call to a server still connecting: %v", err)
+	}
+	if took < time.Second || took > 1800*time.Millisecond {
+		t.Errorf("the call ended after %s, want its 1 s timeout", took)
+	}
+	if !strings.Contains(mcp.FailureText("echo__mcp__slow", err), "within 1s") {
+		t.Errorf("the model would read: %s", mcp.FailureText("echo__mcp__slow", err))
+	}
+	time.Sleep(2 * time.Second)
+	res, err := call(t, m, nil, "echo__mcp__slow", `{"message":"later"}`)
+	if err != nil || !strings.Contains(text(res), "later") {
+		t.Errorf("a later call: %v %v", res, err)
+	}
+}
