@@ -139,7 +139,9 @@ func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Tr
 	case TransportSSE:
 		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
 	case TransportStreamableHTTP:
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
+		// staleSessionTransport lets a request the server refused for a session
+		// it no longer knows be sent again on a new one (see conn.sessionGone).
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(&staleSessionTransport{base: rt}, cfg.URL, cfg.Headers)}, nil, nil
 	case TransportWebSocket:
 		// The headers go through the client too (not the handshake's own
 		// header), so that a redirected handshake does not carry them elsewhere.

@@ -673,7 +673,13 @@ func (c *conn) watch(sess *Session) {
 
 // lost records that sess no longer works and plans a reconnect; the next use
 // reconnects at once.
-func (c *conn) lost(sess *Session, err error) {
+func (c *conn) lost(sess *Session, err error) { c.drop(sess, err, true) }
+
+// drop forgets sess, which no longer works, and closes it. A counted drop is a
+// failed attempt (see Options.StableAfter) and plans a reconnect; an uncounted
+// one (the server only forgot the session) plans none, as its caller
+// reconnects at once.
+func (c *conn) drop(sess *Session, err error, counted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.sess != sess {
@@ -682,12 +688,27 @@ func (c *conn) lost(sess *Session, err error) {
 	msg := c.redact.text(err.Error())
 	c.logger().Warn("mcp connection lost", slog.String("err", msg))
 	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+msg, nil
-	if time.Since(c.connectedSince) >= c.m.opts.StableAfter {
-		c.failures = 0
+	if counted {
+		if time.Since(c.connectedSince) >= c.m.opts.StableAfter {
+			c.failures = 0
+		}
+		c.failures++
+		c.scheduleRetryLocked()
 	}
-	c.failures++
-	c.scheduleRetryLocked()
 	go sess.Close()
+}
+
+// sessionGone reports whether a request on sess failed because the server no
+// longer knows the session (see staleProbe), and if so drops sess, so that the
+// caller's next c.session starts a new one with a new initialize. A request
+// abandoned by its caller is never sent again.
+func (c *conn) sessionGone(ctx context.Context, sess *Session, p *staleProbe, err error) bool {
+	status, ok := p.refused()
+	if !ok || context.Cause(ctx) != nil {
+		return false
+	}
+	c.drop(sess, fmt.Errorf("server no longer knows the session (HTTP %d): %w", status, err), false)
+	return true
 }
 
 // transportFailure reports whether a call's error means the connection itself is
@@ -750,21 +771,44 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	list := []Tool{}
-	for t, err := range sess.Tools(ctx, nil) {
-		if err != nil {
-			if transportFailure(err) {
-				c.lost(sess, err)
-			}
-			return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
+	list, err := c.listTools(ctx, sess)
+	if err != nil && c.sessionGone(ctx, sess, list.probe, err) {
+		// Once more on a new session, within the same time limit.
+		if sess, err = c.session(ctx); err != nil {
+			return nil, err
 		}
-		list = append(list, c.m.intern(c.cfg.Name, t, c.logger()))
+		list, err = c.listTools(ctx, sess)
+	}
+	if err != nil {
+		if transportFailure(err) {
+			c.lost(sess, err)
+		}
+		return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
 	}
 	c.mu.Lock()
 	if c.sess == sess && c.toolsGen == gen {
-		c.toolList = list
+		c.toolList = list.tools
 	}
 	c.mu.Unlock()
+	return list.tools, nil
+}
+
+// listing is one listing of a server's tools, with the probe its requests carried.
+type listing struct {
+	tools []Tool
+	probe *staleProbe
+}
+
+// listTools lists the tools of sess, following pagination.
+func (c *conn) listTools(ctx context.Context, sess *Session) (listing, error) {
+	ctx, probe := withStaleProbe(ctx)
+	list := listing{tools: []Tool{}, probe: probe}
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return list, err
+		}
+		list.tools = append(list.tools, c.m.intern(c.cfg.Name, t, c.logger()))
+	}
 	return list, nil
 }
 
@@ -778,7 +822,8 @@ func (c *conn) progress(p *sdk.ProgressNotificationParams) {
 
 // call runs tools/call within ctx, calling progress on each progress
 // notification (Call restarts its time limit there). Cancelling ctx cancels the
-// request on the server (notifications/cancelled).
+// request on the server (notifications/cancelled). A call the server refused
+// because it no longer knows the session is sent once more on a new session.
 func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, progress func()) (*sdk.CallToolResult, error) {
 	sess, err := c.session(ctx)
 	if err != nil {
@@ -793,7 +838,16 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, prog
 	}
 	params := &sdk.CallToolParams{Name: tool, Arguments: args}
 	params.SetProgressToken(token)
-	res, err := sess.CallTool(ctx, params)
+	pctx, probe := withStaleProbe(ctx)
+	res, err := sess.CallTool(pctx, params)
+	if err != nil && c.sessionGone(ctx, sess, probe, err) {
+		// The server did not run the call: once more, on a new session and
+		// within the same time limit; a second refusal is the call's error.
+		if sess, err = c.session(ctx); err != nil {
+			return nil, err
+		}
+		res, err = sess.CallTool(ctx, params)
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, c.clean(fmt.Errorf("cancelled: %w", cause))
