@@ -121,11 +121,7 @@ func promptCommand() *command {
 					return err
 				}
 				// The body as the agent's provider client writes it.
-				a, err := svc.agents.Get(ctx, caller, *agentID)
-				if err != nil {
-					return err
-				}
-				body, warning, err := run.SentBody(models(e, cfg, log), a.Provider, out.Request)
+				body, warning, err := run.SentBody(models(e, cfg, log), out.Agent.Provider, out.Request)
 				if err != nil {
 					return err
 				}

@@ -61,17 +61,12 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.opts.Agents.Get(r.Context(), u, rr.AgentID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	// The body as the agent's provider client writes it.
 	var models run.Models
 	if s.opts.Runs != nil {
 		models = s.opts.Runs.Models
 	}
-	body, warning, err := run.SentBody(models, a.Provider, out.Request)
+	body, warning, err := run.SentBody(models, out.Agent.Provider, out.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

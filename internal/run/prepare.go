@@ -93,6 +93,8 @@ type Request struct {
 // Prepared is a built request and what could not go into it.
 type Prepared struct {
 	Request *prompt.Request
+	// Agent is the agent the request is for.
+	Agent *agent.Agent
 	// Unreachable names the MCP servers whose tools are missing because they
 	// could not be reached, with the reason.
 	Unreachable []ServerProblem
@@ -154,7 +156,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 			now = p.Now()
 		}
 	}
-	out := &Prepared{}
+	out := &Prepared{Agent: a}
 	in := prompt.Input{
 		AgentID: a.ID, Agent: prompt.Agent{Model: a.Model, Instructions: a.Instructions, Artifacts: string(a.Artifacts), ModelParameters: a.ModelParameters}, Attached: req.Attached, Now: now, Location: loc,
 		AnswerLanguage: p.AnswerLanguage, UserName: u.DisplayName,
