@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -102,9 +103,19 @@ func customKeyUsable(name, apiKey, baseURL string) error {
 	if apiKey == userProvided {
 		return fault.New(fault.Invalid, "endpoints.custom %q: apiKey is user_provided (each LibreChat user enters a key); Relay has no per-user keys: set the key in the config or in the variable it names", name)
 	}
-	for _, f := range []struct{ key, value string }{{"apiKey", apiKey}, {"baseURL", baseURL}} {
+	return unsetVariable(fmt.Sprintf("endpoints.custom %q", name), field{"apiKey", apiKey}, field{"baseURL", baseURL})
+}
+
+// field is a config key and its value after ${VAR} expansion.
+type field struct{ key, value string }
+
+// unsetVariable refuses the first field still holding a ${VAR} reference,
+// because VAR is not set in Relay's environment, naming the variable: the
+// value would be sent as written. The reference holds no secret.
+func unsetVariable(where string, fields ...field) error {
+	for _, f := range fields {
 		if ref := envRef.FindString(f.value); ref != "" {
-			return fault.New(fault.Invalid, "endpoints.custom %q: %s uses %s, which is not set in Relay's environment", name, f.key, ref)
+			return fault.New(fault.Invalid, "%s: %s uses %s, which is not set in Relay's environment", where, f.key, ref)
 		}
 	}
 	return nil
@@ -125,14 +136,10 @@ func azureOptions(cfg *config.Config, model string) (openai.Options, string, err
 		return openai.Options{}, "", fault.New(fault.Invalid, "%s", config.AzureUnlisted(model))
 	}
 	g := d.Group
-	for _, f := range []struct{ key, value string }{
-		{"apiKey", g.APIKey}, {"instanceName", g.InstanceName}, {"deployment", d.Deployment}, {"version", d.Version},
-		{"baseURL", strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)},
-	} {
-		// The reference names a variable, and holds no secret.
-		if ref := envRef.FindString(f.value); ref != "" {
-			return openai.Options{}, "", fault.New(fault.Invalid, "azureOpenAI group %q: %s uses %s, which is not set in Relay's environment", g.Group, f.key, ref)
-		}
+	if err := unsetVariable(fmt.Sprintf("azureOpenAI group %q", g.Group),
+		field{"apiKey", g.APIKey}, field{"instanceName", g.InstanceName}, field{"deployment", d.Deployment}, field{"version", d.Version},
+		field{"baseURL", strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)}); err != nil {
+		return openai.Options{}, "", err
 	}
 	opts := openai.Options{
 		APIKey: g.APIKey, Headers: g.AdditionalHeaders, AddParams: g.AddParams, DropParams: g.DropParams,
