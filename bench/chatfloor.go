@@ -10,11 +10,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -54,31 +52,13 @@ func floorChats(chats, tokens int, gap time.Duration) error {
 			}()
 		}
 	}()
-	exe, err := os.Executable()
+	p, line, err := startChild("relay", "chat-floor-relay", "-upstream", up.Addr().String())
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "chat-floor-relay", "-upstream", up.Addr().String())
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the relay process: %w", err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	addr, err := out.ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("the relay process did not start: %w", err)
-	}
-	addr = addr[:len(addr)-1]
+	defer p.stop()
+	stdin, out := p.stdin, p.out
+	addr := string(bytes.TrimSpace(line))
 
 	fmt.Fprintf(os.Stderr, "%d concurrent streams through a byte-copying TCP relay, %d tokens %s apart…\n", chats, tokens, gap)
 	loadCPU := cpuTime()

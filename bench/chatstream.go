@@ -77,6 +77,48 @@ type relayReport struct {
 	Goroutines int           `json:"goroutines"`
 }
 
+// child is a process of this binary serving the streaming measurement: its
+// stdin, closed to tell it to report, and its stdout, where the report comes.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startChild starts this binary with args as the process serving the
+// measurement (what names it in errors) and returns it with the first line it
+// printed once it listens.
+func startChild(what string, args ...string) (*child, []byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting the %s process: %w", what, err)
+	}
+	p := &child{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		p.stop()
+		return nil, nil, fmt.Errorf("the %s process did not start: %w", what, err)
+	}
+	return p, line, nil
+}
+
+// stop ends the process, if it has not ended, and waits for it.
+func (p *child) stop() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() }
+
 // streamRow is one line of the sweep table.
 type streamRow struct {
 	chats, complete int
@@ -146,35 +188,17 @@ func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, er
 		_ = rc.Flush()
 	}))
 	defer upstream.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return row, err
-	}
 	args := []string{"chat-relay", "-upstream", upstream.URL}
 	what := "Relay"
 	if bare {
 		args, what = append(args, "-bare"), "bare pass-through"
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	p, line, err := startChild(what, args...)
 	if err != nil {
 		return row, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return row, err
-	}
-	if err := cmd.Start(); err != nil {
-		return row, fmt.Errorf("starting the Relay process: %w", err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadBytes('\n')
-	if err != nil {
-		return row, fmt.Errorf("the Relay process did not start: %w", err)
-	}
+	defer p.stop()
+	stdin, out := p.stdin, p.out
 	var ready relayReady
 	if err := json.Unmarshal(line, &ready); err != nil {
 		return row, fmt.Errorf("the Relay process said %q: %w", line, err)
