@@ -333,6 +333,11 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		if n := runs.Drain(sctx); n > 0 {
 			log.Warn("stopped runs still in progress at shutdown", slog.Int("runs", n))
 		}
+		// Titles and memory updates of finished runs get what is left too;
+		// each is bounded by its own timeout.
+		if serr := runs.Settle(sctx); serr != nil {
+			log.Warn("work after runs still in progress at shutdown", slog.String("err", serr.Error()))
+		}
 		cancel()
 	}
 	stopBackground()

@@ -53,8 +53,14 @@ type Service struct {
 	// StepLimit caps an agent's recursion_limit (endpoints.agents.maxRecursionLimit)
 	// and DefaultSteps applies when it sets none (endpoints.agents.recursionLimit).
 	StepLimit, DefaultSteps int
+	// After is the work that follows a finished run (a conversation's title,
+	// the memory agent): each function is called on a goroutine of its own
+	// once the run's final state is stored, so that it never delays the
+	// answer. Settle waits for it.
+	After []func(ctx context.Context, f *Finished)
 
-	mu   sync.Mutex
+	after sync.WaitGroup
+	mu    sync.Mutex
 	live map[string]*liveRun
 	w    *writer
 }
@@ -235,7 +241,8 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		lr.subs[ch] = struct{}{}
 		stop = lr.unsubscribe(ch)
 	}
-	go s.execute(rctx, u, a, r, userMsg, history, attached, req, lr)
+	fin := &Finished{User: u, Agent: a, Run: r, Conversation: conv, NewConversation: isNew, Question: userMsg, Request: req}
+	go s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin)
 	return r, ch, stop, nil
 }
 
@@ -297,7 +304,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
-func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun) {
+func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 
@@ -343,8 +350,42 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.mu.Lock()
 	delete(s.live, r.ID)
 	s.mu.Unlock()
+	fin.Answer = answer
+	for _, fn := range s.After {
+		s.after.Go(func() { fn(context.WithoutCancel(ctx), fin) })
+	}
 	close(lr.done)
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
+}
+
+// Finished is a run whose final state is stored, as the work that follows it
+// sees it. It is shared by every function of Service.After: read it, never
+// change it.
+type Finished struct {
+	User  *auth.User
+	Agent *agent.Agent
+	Run   *Run
+	// Conversation is the run's conversation as it was when the run started;
+	// NewConversation says the run created it.
+	Conversation    *Conversation
+	NewConversation bool
+	// Question is the user's message and Answer the saved answer.
+	Question, Answer *Message
+	// Request is the message as the user sent it.
+	Request ChatRequest
+}
+
+// Settle waits for the work that follows the runs finished so far
+// (Service.After), or until ctx ends.
+func (s *Service) Settle(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.after.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // readable is the error as a user reads it: classified messages as they are,
