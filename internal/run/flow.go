@@ -58,7 +58,7 @@ type flow struct {
 	texts    []Part                // each agent's answer, in the order they finished
 	images   []Part                // images the models produced, in order
 	searched map[string][]file.Hit // RAG retrievals of this run, by query
-	tools    []Part
+	parts    []Part                // each agent's text and tool calls as they happened, agents in the order they finished
 	requests []ModelRequest
 	usage    llm.Usage
 }
@@ -322,7 +322,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 		}
 		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(f.s.Prep.Search), prep.FileIDs)
 	}
-	var text strings.Builder
+	var said said
 	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
 		Model: model, Tools: box, MaxSteps: f.steps(f.graph.Agents[f.graph.Primary]), TakeStep: f.takeStep, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
 		Stop: func(c prompt.ToolCall) bool {
@@ -330,9 +330,9 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 			_, known := targets[t]
 			return ok && known
 		},
-		Emit: func(e agent.Event) { f.event(ctx, id, e, &text) },
+		Emit: func(e agent.Event) { f.event(ctx, id, e, &said) },
 	})
-	f.record(id, out, text.String())
+	f.record(id, out, &said)
 	if err != nil {
 		if errors.Is(err, agent.ErrStepLimit) {
 			return fmt.Errorf("%w: the run used its %d steps (recursion_limit)", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]))
@@ -423,12 +423,44 @@ func handoffValue(args, promptKey string) string {
 	return ""
 }
 
-// event streams and stores one of an agent's loop events.
-func (f *flow) event(ctx context.Context, id string, e agent.Event, text *strings.Builder) {
-	s, r, lr := f.s, f.r, f.lr
+// said is what one agent said, in the order it happened: its streamed text
+// and its tool calls, each a part of the saved answer. The loop's events are
+// its only writer, one at a time.
+type said struct {
+	text  strings.Builder // all its text, as streamed
+	parts []Part
+}
+
+// add records one of the agent's loop events.
+func (s *said) add(id string, e agent.Event) {
 	switch e.Kind {
 	case agent.EventText:
-		text.WriteString(e.Text)
+		s.text.WriteString(e.Text)
+		if n := len(s.parts); n > 0 && s.parts[n-1].Type == PartText {
+			s.parts[n-1].Text += e.Text
+		} else {
+			s.parts = append(s.parts, Part{Type: PartText, AgentID: id, Text: e.Text})
+		}
+	case agent.EventToolStarted:
+		rec := *e.Tool
+		s.parts = append(s.parts, Part{Type: PartToolCall, AgentID: id, Tool: &rec})
+	case agent.EventToolFinished:
+		for i := len(s.parts) - 1; i >= 0; i-- {
+			if p := &s.parts[i]; p.Type == PartToolCall && p.Tool.ID == e.Tool.ID {
+				rec := *e.Tool
+				p.Tool = &rec
+				break
+			}
+		}
+	}
+}
+
+// event streams and stores one of an agent's loop events.
+func (f *flow) event(ctx context.Context, id string, e agent.Event, said *said) {
+	s, r, lr := f.s, f.r, f.lr
+	said.add(id, e)
+	switch e.Kind {
+	case agent.EventText:
 		s.emit(ctx, lr, r.ID, EventMessageDelta, delta{AgentID: id, Text: e.Text})
 	case agent.EventToolStarted:
 		s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": id, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
@@ -449,9 +481,11 @@ func (f *flow) event(ctx context.Context, id string, e agent.Event, text *string
 }
 
 // record keeps what an agent's loop produced.
-func (f *flow) record(id string, out *agent.Outcome, text string) {
+func (f *flow) record(id string, out *agent.Outcome, said *said) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.parts = append(f.parts, said.parts...)
+	text := said.text.String()
 	if text != "" {
 		f.texts = append(f.texts, Part{Type: PartText, AgentID: id, Text: text})
 	}
@@ -471,17 +505,15 @@ func (f *flow) record(id string, out *agent.Outcome, text string) {
 	for _, b := range out.Requests {
 		f.requests = append(f.requests, ModelRequest{RunID: f.r.ID, Seq: len(f.requests) + 1, AgentID: id, Body: json.RawMessage(b), SentAt: time.Now().UTC()})
 	}
-	for _, t := range out.Tools {
-		f.tools = append(f.tools, Part{Type: PartToolCall, AgentID: id, Tool: &t})
-	}
 }
 
 // answer is the saved message's text and parts: every agent's text, or with
-// hide_sequential_outputs only the last one's; tool calls always.
+// hide_sequential_outputs only the last one's; tool calls always. The parts
+// keep the order things happened in, so that a later turn replays them as
+// the model made them (Replay).
 func (f *flow) answer(hide bool) (string, []Part) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	parts := slices.Clone(f.tools)
 	texts := f.texts
 	if hide && len(texts) > 1 {
 		texts = texts[len(texts)-1:]
@@ -490,5 +522,12 @@ func (f *flow) answer(hide bool) (string, []Part) {
 	for _, t := range texts {
 		all = append(all, t.Text)
 	}
-	return strings.Join(all, "\n\n"), append(append(parts, texts...), f.images...)
+	parts := make([]Part, 0, len(f.parts)+len(f.images))
+	for _, p := range f.parts {
+		if p.Type == PartText && hide && len(texts) == 1 && p.AgentID != texts[0].AgentID {
+			continue
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(all, "\n\n"), append(parts, f.images...)
 }

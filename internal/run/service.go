@@ -61,8 +61,8 @@ type Service struct {
 
 	after sync.WaitGroup
 	mu    sync.Mutex
-	live map[string]*liveRun
-	w    *writer
+	live  map[string]*liveRun
+	w     *writer
 }
 
 // writer returns the Service's writer, made on first use.
@@ -206,7 +206,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	conv, isNew, history, earlier, err := s.conversation(ctx, u, a, req, now)
+	conv, isNew, history, earlier, err := s.conversation(ctx, u, a, &req, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -248,8 +248,11 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 
 // conversation returns the conversation of req, a new one (not yet stored, and
 // isNew set) when it names none, with UpdatedAt now; and the messages on the
-// branch that ends at req.ParentMessageID, with the ids of their files.
-func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []prompt.Message, files []string, err error) {
+// branch that ends at req.ParentMessageID, with the ids of their files. A
+// request naming a conversation but no parent continues from the conversation's
+// latest message, the leaf of the branch written last, and req.ParentMessageID
+// is set to it (docs/api.md "Conversations").
+func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req *ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []prompt.Message, files []string, err error) {
 	if req.ConversationID == "" {
 		if req.ParentMessageID != "" {
 			return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
@@ -282,21 +285,22 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 	if req.ParentMessageID != "" && byID[req.ParentMessageID] == nil {
 		return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
 	}
+	if req.ParentMessageID == "" && len(msgs) > 0 {
+		// Listed oldest first: the last is the newest message, which nothing
+		// answers yet, so a leaf.
+		req.ParentMessageID = msgs[len(msgs)-1].ID
+	}
+	var path []*Message // the branch, newest first
 	for id := req.ParentMessageID; id != ""; id = byID[id].ParentID {
 		m := byID[id]
-		role := prompt.RoleUser
-		if m.Role == RoleAssistant {
-			role = prompt.RoleAssistant
-		}
-		pm := prompt.Message{Role: role, Content: m.Text}
-		if role == prompt.RoleUser {
-			pm = userMessage(m.Text, m.Parts)
-		}
-		branch = append([]prompt.Message{pm}, branch...)
+		path = append(path, m)
 		files = append(fileIDs(m.Parts), files...)
 		if byID[m.ParentID] == nil {
 			break
 		}
+	}
+	for _, m := range slices.Backward(path) {
+		branch = append(branch, Replay(m)...)
 	}
 	c.UpdatedAt = now
 	return c, false, branch, files, nil

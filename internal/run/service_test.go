@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
@@ -115,13 +117,32 @@ func TestRunCallsToolAndSavesEverything(t *testing.T) {
 	if len(th.Messages) != 2 || th.Messages[1].Text != "The sum is 5." || th.Messages[1].ParentID != th.Messages[0].ID || th.Title != "What is 2+3?" {
 		t.Errorf("conversation %+v", th)
 	}
-	// A follow-up continues the branch: the model sees the earlier turn.
+	// A follow-up naming only the conversation continues from its latest
+	// message: the model sees the earlier turn, its tool call and result too.
 	model.Add(llmtest.Turn{Text: []string{"Yes."}})
-	d2 := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Sure?", ConversationID: d.ConversationID, ParentMessageID: th.Messages[1].ID})
+	d2 := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Sure?", ConversationID: d.ConversationID})
 	reqs := model.Requests()
 	last := reqs[len(reqs)-1]
-	if d2.Status != run.StatusSucceeded || len(last.Messages) != 4 || last.Messages[1].Content != "What is 2+3?" || last.Messages[2].Content != "The sum is 5." {
-		t.Errorf("follow-up request messages: %+v", last.Messages)
+	want := []prompt.Message{
+		{Role: prompt.RoleSystem, Content: "Use the tools."},
+		{Role: prompt.RoleUser, Content: "What is 2+3?"},
+		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}}},
+		{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
+		{Role: prompt.RoleAssistant, Content: "The sum is 5."},
+		{Role: prompt.RoleUser, Content: "Sure?"},
+	}
+	if d2.Status != run.StatusSucceeded {
+		t.Fatalf("follow-up run %+v", d2.Run)
+	}
+	if diff := cmp.Diff(want, last.Messages, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("follow-up request messages (-want +got):\n%s", diff)
+	}
+	th2, err := b.svc.Conversation(context.Background(), b.user, d.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th2.Messages) != 4 || th2.Messages[2].ParentID != th.Messages[1].ID {
+		t.Errorf("the follow-up is not a child of the latest message: %+v", th2.Messages)
 	}
 }
 
