@@ -45,16 +45,8 @@ func chatCommand() *command {
 					return usageErr("no message: give one as an argument or on standard input")
 				}
 				return withRuns(ctx, e, *user, func(_ *services, runs *run.Service, u *auth.User) error {
+					// The conversation alone continues from its latest message.
 					req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz, Files: files}
-					if *conv != "" {
-						t, err := runs.Conversation(ctx, u, *conv)
-						if err != nil {
-							return err
-						}
-						if n := len(t.Messages); n > 0 {
-							req.ParentMessageID = t.Messages[n-1].ID
-						}
-					}
 					r, err := runs.Start(ctx, u, req)
 					if err != nil {
 						return err
