@@ -495,7 +495,8 @@ func handoffsOf(s agent.Spec) []agent.Edge {
 
 // A handoff target continues its source's conversation as the source saw it:
 // with the direct edge's prompt the source was answering, or the note of the
-// handoff that brought the source in, each message once.
+// handoff that brought the source in, each message once. The source's
+// transfer calls, tools the target does not have, reach it as text.
 func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -506,14 +507,16 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeDirect, Prompt: "Translate to French: {results}"}}},
 			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
 			"c": {},
-		}, []string{"user: Go", "assistant: a done", "user: Translate to French: AI: a done", "assistant: ", "tool: Transferred to agent c.",
+		}, []string{"user: Go", "assistant: a done", "user: Translate to French: AI: a done",
+			"assistant: [Called the tool lc_transfer_to_c with {}]\n\n[Result of lc_transfer_to_c]\nTransferred to agent c.",
 			`user: The agent "b" handed this conversation over to you. Continue it from here.`}},
 		{"the previous handoff's note", map[string]agent.Spec{
 			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
 			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
 			"c": {},
-		}, []string{"user: Go", "assistant: ", "tool: Transferred to agent b.", "user: The agent \"a\" handed this conversation over to you. Continue it from here.\n\nin French",
-			"assistant: ", "tool: Transferred to agent c.", `user: The agent "b" handed this conversation over to you. Continue it from here.`}},
+		}, []string{"user: Go", `assistant: [Called the tool lc_transfer_to_b with {"instructions":"in French"}]` + "\n\n[Result of lc_transfer_to_b]\nTransferred to agent b.",
+			"user: The agent \"a\" handed this conversation over to you. Continue it from here.\n\nin French",
+			"assistant: [Called the tool lc_transfer_to_c with {}]\n\n[Result of lc_transfer_to_c]\nTransferred to agent c.", `user: The agent "b" handed this conversation over to you. Continue it from here.`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {

@@ -212,6 +212,11 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	if out.Request, err = prompt.Build(in); err != nil {
 		return nil, fmt.Errorf("building the request: %w", err)
 	}
+	// Calls of tools this agent does not have (another agent's, in a handoff
+	// or an earlier turn) are sent as text, which every provider can read.
+	out.Request.Messages = prompt.ForeignCalls(out.Request.Messages, func(name string) bool {
+		return slices.ContainsFunc(out.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
+	})
 	return out, nil
 }
 

@@ -1,0 +1,74 @@
+package prompt
+
+import (
+	"strings"
+)
+
+// ForeignCalls rewrites the tool calls in msgs that name a tool the receiving
+// agent does not have (has reports which it has) as text, so that every
+// provider can read the conversation: another agent's calls in a handoff, or
+// an earlier turn's calls to a tool the agent has lost. Such a call becomes a
+// paragraph of its assistant message's text, naming the tool, its arguments
+// and the result that answered it, and the tool message of that result is
+// dropped; calls the agent has stay as they are. Providers refuse a tool call
+// or result for a tool the request does not define (Anthropic) or read it as
+// a call the model may repeat. msgs is not changed; a slice with nothing to
+// rewrite is returned as it is (docs/api.md "Conversations").
+func ForeignCalls(msgs []Message, has func(name string) bool) []Message {
+	foreign := map[string]int{} // call id → index in out of its assistant message
+	names := map[string]string{} // call id → tool name
+	var out []Message
+	for i := range msgs {
+		m := msgs[i]
+		if m.Role == RoleTool {
+			if at, ok := foreign[m.ToolCallID]; ok {
+				out[at].Content = strings.TrimSpace(out[at].Content + "\n\n" + foreignResult(names[m.ToolCallID], m))
+				continue
+			}
+		}
+		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+			var kept []ToolCall
+			for _, c := range m.ToolCalls {
+				if has(c.Function.Name) {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) < len(m.ToolCalls) {
+				if out == nil {
+					out = append(make([]Message, 0, len(msgs)), msgs[:i]...)
+				}
+				at := len(out)
+				for _, c := range m.ToolCalls {
+					if !has(c.Function.Name) {
+						foreign[c.ID], names[c.ID] = at, c.Function.Name
+						m.Content = strings.TrimSpace(m.Content + "\n\n" + foreignCall(c))
+					}
+				}
+				m.ToolCalls = kept
+				out = append(out, m)
+				continue
+			}
+		}
+		if out != nil {
+			out = append(out, m)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// foreignCall is a call rewritten as text.
+func foreignCall(c ToolCall) string {
+	return "[Called the tool " + c.Function.Name + " with " + strings.TrimSpace(c.Function.Arguments) + "]"
+}
+
+// foreignResult is the result of a rewritten call of the tool name as text.
+func foreignResult(name string, m Message) string {
+	label := "[Result of " + name + "]"
+	if m.IsError {
+		label = "[Error from " + name + "]"
+	}
+	return label + "\n" + m.Content
+}
