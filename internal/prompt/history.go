@@ -15,7 +15,7 @@ import (
 // a call the model may repeat. msgs is not changed; a slice with nothing to
 // rewrite is returned as it is (docs/api.md "Conversations").
 func ForeignCalls(msgs []Message, has func(name string) bool) []Message {
-	foreign := map[string]int{} // call id → index in out of its assistant message
+	foreign := map[string]int{}  // call id → index in out of its assistant message
 	names := map[string]string{} // call id → tool name
 	var out []Message
 	for i := range msgs {
