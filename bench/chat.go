@@ -104,6 +104,29 @@ func benchChat() error {
 	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored): p50 %s  p99 %s  (targets < 0.5 ms, < 2 ms)\n",
 		ms(pct(perTurn, 50)), ms(pct(perTurn, 99)))
 
+	// 2. The same turns late in one long conversation: every earlier turn,
+	// with its tool call and result, is loaded and sent again.
+	var conv string
+	var late []time.Duration
+	const longTurns = 100
+	for i := range longTurns {
+		t0 := time.Now()
+		r, err := svc.Start(ctx, u, run.ChatRequest{AgentID: "bench", Text: "What is 2+3?", ConversationID: conv})
+		if err != nil {
+			return err
+		}
+		if err := svc.Wait(ctx, r.ID); err != nil {
+			return err
+		}
+		conv = r.ConversationID
+		if i >= longTurns-20 {
+			late = append(late, time.Since(t0)/2)
+		}
+	}
+	slices.Sort(late)
+	fmt.Printf("orchestration overhead per turn, turns 81–100 of one conversation (history with tool calls loaded and sent): p50 %s  p99 %s\n",
+		ms(pct(late, 50)), ms(pct(late, 99)))
+
 	if err := benchGraph(ctx, st, u, agents, m, log, *runs); err != nil {
 		return err
 	}
