@@ -115,7 +115,8 @@ func Main(ctx context.Context, args []string, io IO) int {
 	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
 	run := c.setup(fs)
 	fs.Usage = func() {} // errors are reported below
-	if err := fs.Parse(rest); err != nil {
+	positional, err := parseInterleaved(fs, rest)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandHelp(io.Stdout, c)
 			return 0
@@ -123,7 +124,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintf(io.Stderr, "run 'relay %s --help' for usage\n", c.name)
 		return 2
 	}
-	err := run(ctx, e, fs.Args())
+	err = run(ctx, e, positional)
 	if err == nil {
 		return 0
 	}
@@ -138,6 +139,28 @@ func Main(ctx context.Context, args []string, io IO) int {
 	}
 	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, describe(err))
 	return 1
+}
+
+// parseInterleaved parses args with flags anywhere on the line, before,
+// between and after the positional arguments (`relay agents show ID
+// --versions`), and returns the positional ones in order. Everything after
+// "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if at := len(args) - len(rest); at > 0 && args[at-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
 }
 
 // exitCode ends a command with that code after it has printed its own message.
