@@ -45,8 +45,18 @@ type ConnectOptions struct {
 // Session is an initialized connection to one server.
 type Session struct {
 	*sdk.ClientSession
-	cmd  *exec.Cmd // the stdio child, if any
-	stop func()    // ends the context the transport's streams live in
+	cmd     *exec.Cmd // the stdio child, if any
+	stop    func()    // ends the context the transport's streams live in
+	schemas *rawSchemas
+}
+
+// InputSchema returns the input schema of the tool name as the server last
+// listed it, its keys in the server's order; false when it has not listed it.
+func (s *Session) InputSchema(name string) (json.RawMessage, bool) {
+	if s.schemas == nil {
+		return nil, false
+	}
+	return s.schemas.get(name)
 }
 
 // Close ends the session and, for stdio, kills the child's whole process group so
@@ -90,6 +100,8 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 	if o.UserID != "" && cfg.SendUserID {
 		t = &userIDTransport{Transport: t, userID: o.UserID}
 	}
+	schemas := &rawSchemas{}
+	t = &schemaTransport{Transport: t, schemas: schemas}
 	opts := &sdk.ClientOptions{}
 	if o.ToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { o.ToolsChanged() }
@@ -118,7 +130,7 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		// The error may quote the URL, and with it a secret in its query.
 		return nil, newRedactor(cfg, nil).err(err)
 	}
-	return &Session{ClientSession: cs, cmd: cmd, stop: stop}, nil
+	return &Session{ClientSession: cs, cmd: cmd, stop: stop, schemas: schemas}, nil
 }
 
 // transport builds the go-sdk transport for a resolved config.

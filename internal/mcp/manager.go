@@ -133,10 +133,12 @@ type Manager struct {
 	tools   map[string]Tool
 }
 
-// intern returns the shared Tool for a server's tool definition, building it once.
-func (m *Manager) intern(server string, t *sdk.Tool, log *slog.Logger) Tool {
+// intern returns the shared Tool for a server's tool definition, building it
+// once. schema is its input schema as the server sent it, when known: the
+// model is sent those bytes, not t.InputSchema encoded again.
+func (m *Manager) intern(server string, t *sdk.Tool, schema json.RawMessage, log *slog.Logger) Tool {
 	raw, err := json.Marshal(t)
-	key := server + "\x00" + string(raw)
+	key := server + "\x00" + string(raw) + "\x00" + string(schema)
 	if err == nil {
 		m.toolsMu.Lock()
 		shared, ok := m.tools[key]
@@ -153,7 +155,11 @@ func (m *Manager) intern(server string, t *sdk.Tool, log *slog.Logger) Tool {
 	if err := tool.args.Err(); err != nil {
 		log.Warn("tool arguments will not be checked", slog.String("tool", t.Name), slog.String("err", err.Error()))
 	}
-	if tool.Schema, err = prompt.NewSchema(t.InputSchema); err != nil {
+	var sent any = t.InputSchema
+	if len(schema) > 0 {
+		sent = schema
+	}
+	if tool.Schema, err = prompt.NewSchema(sent); err != nil {
 		log.Warn("tool schema cannot be sent as is", slog.String("tool", t.Name), slog.String("err", err.Error()))
 	}
 	if err == nil {
@@ -807,7 +813,8 @@ func (c *conn) listTools(ctx context.Context, sess *Session) (listing, error) {
 		if err != nil {
 			return list, err
 		}
-		list.tools = append(list.tools, c.m.intern(c.cfg.Name, t, c.logger()))
+		raw, _ := sess.InputSchema(t.Name)
+		list.tools = append(list.tools, c.m.intern(c.cfg.Name, t, raw, c.logger()))
 	}
 	return list, nil
 }
