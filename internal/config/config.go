@@ -40,7 +40,7 @@ type Config struct {
 	Path string `yaml:"-"`
 	// Ignored lists, sorted, the dotted paths of LibreChat keys present in the
 	// file that Relay accepts and does not use, e.g. "interface" or
-	// "endpoints.custom[0].titleConvo".
+	// "endpoints.custom[0].titleMethod".
 	Ignored []string `yaml:"-"`
 
 	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
