@@ -1,10 +1,14 @@
 package run_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
@@ -186,4 +190,46 @@ func TestRenameConversation(t *testing.T) {
 	if err != nil || c.Title != strings.Repeat("é", run.MaxTitleRunes) {
 		t.Errorf("rename to %d characters: %v, %v", run.MaxTitleRunes, c, err)
 	}
+}
+
+// renames is a run.Store that records renames; nothing else of it is used.
+type renames struct {
+	run.Store
+	got []string
+}
+
+func (r *renames) RenameConversation(_ context.Context, id, title string, from *string) error {
+	r.got = append(r.got, id+": "+title)
+	return nil
+}
+
+// A title model that does not answer is given up after the title timeout,
+// leaving the title as it is, and the reason is logged.
+func TestTitleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		st := &renames{}
+		hangs := llmtest.New(llmtest.Turn{Text: []string{"Too late"}, Delay: time.Hour})
+		tr := &run.Titler{
+			Store: st, Log: slog.New(slog.NewTextHandler(&logs, nil)), Timeout: 5 * time.Second,
+			Models: func(string, string) (llm.Model, mcp.Family, error) { return hangs, mcp.FamilyOpenAI, nil },
+			For:    func(*agent.Agent) (run.TitleModel, bool) { return run.TitleModel{Provider: "p", Model: "m"}, true },
+		}
+		fin := &run.Finished{
+			Agent: &agent.Agent{ID: "calc"}, Run: &run.Run{ID: "run_1", Status: run.StatusSucceeded},
+			Conversation: &run.Conversation{ID: "conv_1", Title: "What is 2+3?"}, NewConversation: true,
+			Question: &run.Message{Text: "What is 2+3?"}, Answer: &run.Message{Text: "5."},
+		}
+		start := time.Now()
+		tr.After(t.Context(), fin)
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("gave up after %s, want the 5s timeout", waited)
+		}
+		if len(st.got) != 0 {
+			t.Errorf("renamed %q", st.got)
+		}
+		if !strings.Contains(logs.String(), "no answer within the title timeout") || !strings.Contains(logs.String(), "conversation_id=conv_1") {
+			t.Errorf("log:\n%s", logs.String())
+		}
+	})
 }
