@@ -200,8 +200,12 @@ func printHelp(w io.Writer, cmds []*command) {
 	fmt.Fprintf(w, "relay %s — a self-hosted AI agent server\n\nUsage: relay <command> [flags]\n\nCommands:\n", version())
 	sorted := append([]*command(nil), cmds...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	width := 16
 	for _, c := range sorted {
-		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nEvery command takes --config FILE. Run 'relay <command> --help' for its flags.")
 }
@@ -245,5 +249,5 @@ func commands() []*command {
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),
-	}, append(schedulesCommands(), filesCommands()...)...)
+	}, append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...)...)
 }

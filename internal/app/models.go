@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
@@ -170,8 +171,9 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 	if err != nil {
 		return nil, err
 	}
-	return &run.Service{
-		Store: svc.store, Prep: prep, Models: models(e, cfg, log), MCP: m, Log: log,
+	ms := models(e, cfg, log)
+	s := &run.Service{
+		Store: svc.store, Prep: prep, Models: ms, MCP: m, Log: log,
 		Builtins: map[string]tool.Tool{
 			builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
 			builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
@@ -179,5 +181,26 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 		},
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
-	}, nil
+	}
+	titler := &run.Titler{Store: svc.store, Models: ms, For: titleModel(cfg), Log: log}
+	s.After = append(s.After, titler.After)
+	return s, nil
+}
+
+// titleModel returns the model that titles an agent's new conversations:
+// the titleModel of its endpoint's title settings (docs/config.md,
+// "Conversation titles") on their titleEndpoint, the agent's own provider
+// and model by default; ok is false without titleConvo: true.
+func titleModel(cfg *config.Config) func(a *agent.Agent) (run.TitleModel, bool) {
+	return func(a *agent.Agent) (run.TitleModel, bool) {
+		t := cfg.Endpoints.TitlesFor(a.Provider)
+		if !t.On() {
+			return run.TitleModel{}, false
+		}
+		m := run.TitleModel{Provider: cmp.Or(t.TitleEndpoint, a.Provider), Model: t.TitleModel, Prompt: t.TitlePrompt, Template: t.TitlePromptTemplate}
+		if m.Model == "" || m.Model == config.CurrentModel {
+			m.Model = a.Model
+		}
+		return m, true
+	}
 }

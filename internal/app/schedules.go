@@ -64,8 +64,20 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 	done := make(chan struct{})
 	go func() { _ = live.Run(lctx); close(done) }()
 	defer func() { stopLive(); <-done }()
-	return f(svc, runs, u)
+	err = f(svc, runs, u)
+	// The work that follows the runs (a new conversation's title) is done
+	// before the database closes; each piece is bounded by its own timeout.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if serr := runs.Settle(sctx); serr != nil {
+		log.Warn("work after runs still in progress at exit", slog.String("err", serr.Error()))
+	}
+	return err
 }
+
+// settleTimeout bounds how long a command waits, at exit, for the work that
+// follows its runs.
+const settleTimeout = run.DefaultTitleTimeout + 5*time.Second
 
 // withSchedules runs f with the scheduler, as the user named by user.
 func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Service, *auth.User) error) error {

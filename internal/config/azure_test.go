@@ -74,7 +74,6 @@ func TestAzureLibreChatShape(t *testing.T) {
 		"endpoints.azureOpenAI.groups[2].assistants",
 		"endpoints.azureOpenAI.groups[2].models.gpt-4-turbo.assistants",
 		"endpoints.azureOpenAI.plugins",
-		"endpoints.azureOpenAI.titleModel",
 	}
 	if d := cmp.Diff(wantIgnored, c.Ignored); d != "" {
 		t.Errorf("ignored keys (-want +got):\n%s", d)
@@ -217,7 +216,7 @@ func TestAzureProblems(t *testing.T) {
   azureOpenAI:
     group: a
 `,
-			want: []string{`relay.yaml:3:5: unknown key "group" in endpoints.azureOpenAI (known: groups)`},
+			want: []string{`relay.yaml:3:5: unknown key "group" in endpoints.azureOpenAI (known: groups, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate)`},
 		},
 		{
 			name: "bad model value, no models, no name, duplicate group, bad baseURL",

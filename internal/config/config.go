@@ -40,7 +40,7 @@ type Config struct {
 	Path string `yaml:"-"`
 	// Ignored lists, sorted, the dotted paths of LibreChat keys present in the
 	// file that Relay accepts and does not use, e.g. "interface" or
-	// "endpoints.custom[0].titleConvo".
+	// "endpoints.custom[0].titleMethod".
 	Ignored []string `yaml:"-"`
 
 	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
@@ -141,13 +141,49 @@ type Endpoints struct {
 	// groups, each listing the models it serves.
 	AzureOpenAI AzureOpenAI    `yaml:"azureOpenAI,omitempty"`
 	Agents      AgentsEndpoint `yaml:"agents"`
+	// All holds the settings LibreChat shares across endpoints; those it
+	// sets win over each endpoint's own.
+	All AllEndpoints `yaml:"all,omitempty"`
 
 	_ any `yaml:"assistants" relay:"ignored"`
 	_ any `yaml:"azureAssistants" relay:"ignored"`
 	_ any `yaml:"bedrock" relay:"ignored"`
-	_ any `yaml:"all" relay:"ignored"`
 	_ any `yaml:"gptPlugins" relay:"ignored"`
 }
+
+// Titles are LibreChat's settings for naming a new conversation after its
+// first turn with a model (docs/config.md, "Conversation titles").
+type Titles struct {
+	// TitleConvo turns model-made titles on; nil means not set here.
+	TitleConvo *bool `yaml:"titleConvo,omitempty"`
+	// TitleModel is the model asked; "" or "current_model" means the
+	// agent's own.
+	TitleModel string `yaml:"titleModel,omitempty"`
+	// TitleEndpoint is the provider the title model is asked on; "" means
+	// the agent's.
+	TitleEndpoint string `yaml:"titleEndpoint,omitempty"`
+	// TitlePrompt is the instruction sent, with {convo} standing for the
+	// conversation; "" means Relay's own.
+	TitlePrompt string `yaml:"titlePrompt,omitempty" relay:"raw"`
+	// TitlePromptTemplate writes the conversation into {convo}, with {input}
+	// for the user's message and {output} for the answer.
+	TitlePromptTemplate string `yaml:"titlePromptTemplate,omitempty" relay:"raw"`
+}
+
+// AllEndpoints is endpoints.all: the settings shared by every endpoint.
+type AllEndpoints struct {
+	Titles `yaml:",inline"`
+
+	_ any `yaml:"streamRate" relay:"ignored"`
+	_ any `yaml:"titleMethod" relay:"ignored"`
+	_ any `yaml:"titleMessageRole" relay:"ignored"`
+	_ any `yaml:"titleTiming" relay:"ignored"`
+	_ any `yaml:"summarize" relay:"ignored"`
+	_ any `yaml:"summaryModel" relay:"ignored"`
+}
+
+// IsZero reports whether endpoints.all sets nothing Relay uses.
+func (a AllEndpoints) IsZero() bool { return a.Titles == Titles{} }
 
 // Endpoint is how Relay reaches one provider.
 type Endpoint struct {
@@ -160,14 +196,12 @@ type Endpoint struct {
 	AddParams map[string]any `yaml:"addParams,omitempty"`
 	// DropParams are removed from every request body.
 	DropParams []string `yaml:"dropParams,omitempty"`
+	// Titles name the conversations of the endpoint's agents.
+	Titles `yaml:",inline"`
 
-	_ any `yaml:"titleConvo" relay:"ignored"`
-	_ any `yaml:"titleModel" relay:"ignored"`
 	_ any `yaml:"titleMethod" relay:"ignored"`
-	_ any `yaml:"titlePrompt" relay:"ignored"`
-	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
-	_ any `yaml:"titleEndpoint" relay:"ignored"`
 	_ any `yaml:"titleMessageRole" relay:"ignored"`
+	_ any `yaml:"titleTiming" relay:"ignored"`
 	_ any `yaml:"summarize" relay:"ignored"`
 	_ any `yaml:"summaryModel" relay:"ignored"`
 	_ any `yaml:"streamRate" relay:"ignored"`
@@ -202,17 +236,15 @@ func (m Models) IsZero() bool { return len(m.Default) == 0 }
 // with provider azureOpenAI and model M is served by the one group that lists M.
 type AzureOpenAI struct {
 	Groups []AzureGroup `yaml:"groups,omitempty"`
+	// Titles name the conversations of agents on azureOpenAI.
+	Titles `yaml:",inline"`
 
 	_ any `yaml:"plugins" relay:"ignored"`
 	_ any `yaml:"assistants" relay:"ignored"`
 	_ any `yaml:"streamRate" relay:"ignored"`
-	_ any `yaml:"titleConvo" relay:"ignored"`
-	_ any `yaml:"titleModel" relay:"ignored"`
 	_ any `yaml:"titleMethod" relay:"ignored"`
-	_ any `yaml:"titlePrompt" relay:"ignored"`
-	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
+	_ any `yaml:"titleMessageRole" relay:"ignored"`
 	_ any `yaml:"titleTiming" relay:"ignored"`
-	_ any `yaml:"titleEndpoint" relay:"ignored"`
 	_ any `yaml:"summarize" relay:"ignored"`
 	_ any `yaml:"summaryModel" relay:"ignored"`
 	_ any `yaml:"customOrder" relay:"ignored"`
@@ -220,7 +252,7 @@ type AzureOpenAI struct {
 
 // IsZero reports whether no group is configured; it keeps an empty
 // azureOpenAI out of dumps.
-func (a AzureOpenAI) IsZero() bool { return len(a.Groups) == 0 }
+func (a AzureOpenAI) IsZero() bool { return len(a.Groups) == 0 && a.Titles == Titles{} }
 
 // AzureGroup is one Azure OpenAI resource (or serverless endpoint) and the
 // models it serves.
@@ -348,6 +380,9 @@ type AgentsEndpoint struct {
 	// ToolTimeout bounds each tool call; 0 leaves only each MCP server's own
 	// timeout. Relay-only.
 	ToolTimeout Duration `yaml:"toolTimeout"`
+	// Titles apply to every agent whose provider's endpoint does not set
+	// them.
+	Titles `yaml:",inline"`
 
 	_ any `yaml:"disableBuilder" relay:"ignored"`
 	_ any `yaml:"capabilities" relay:"ignored"`
@@ -357,12 +392,9 @@ type AgentsEndpoint struct {
 	_ any `yaml:"allowedProviders" relay:"ignored"`
 	_ any `yaml:"streamRate" relay:"ignored"`
 	_ any `yaml:"baseURL" relay:"ignored"`
-	_ any `yaml:"titleConvo" relay:"ignored"`
-	_ any `yaml:"titleModel" relay:"ignored"`
 	_ any `yaml:"titleMethod" relay:"ignored"`
-	_ any `yaml:"titlePrompt" relay:"ignored"`
-	_ any `yaml:"titlePromptTemplate" relay:"ignored"`
-	_ any `yaml:"titleEndpoint" relay:"ignored"`
+	_ any `yaml:"titleMessageRole" relay:"ignored"`
+	_ any `yaml:"titleTiming" relay:"ignored"`
 }
 
 // The MCP transports.
@@ -697,3 +729,46 @@ type FileConfig struct {
 
 // UploadLimit is the upload cap in bytes.
 func (f FileConfig) UploadLimit() int64 { return int64(f.ServerFileSizeLimit) << 20 }
+
+// CurrentModel is the titleModel that means the agent's own model, as in
+// LibreChat.
+const CurrentModel = "current_model"
+
+// TitlesFor returns the title settings of an agent on provider: each key from
+// endpoints.all when set there, else from the provider's endpoint, else from
+// endpoints.agents.
+func (e *Endpoints) TitlesFor(provider string) Titles {
+	var own Titles
+	switch {
+	case strings.EqualFold(provider, ProviderOpenAI):
+		own = e.OpenAI.Titles
+	case strings.EqualFold(provider, ProviderAnthropic):
+		own = e.Anthropic.Titles
+	case strings.EqualFold(provider, ProviderGoogle):
+		own = e.Google.Titles
+	case strings.EqualFold(provider, ProviderAzureOpenAI):
+		own = e.AzureOpenAI.Titles
+	default:
+		for _, c := range e.Custom {
+			if strings.EqualFold(c.Name, provider) {
+				own = c.Titles
+				break
+			}
+		}
+	}
+	layers := []Titles{e.All.Titles, own, e.Agents.Titles}
+	var t Titles
+	for _, l := range layers {
+		if t.TitleConvo == nil {
+			t.TitleConvo = l.TitleConvo
+		}
+		t.TitleModel = cmp.Or(t.TitleModel, l.TitleModel)
+		t.TitleEndpoint = cmp.Or(t.TitleEndpoint, l.TitleEndpoint)
+		t.TitlePrompt = cmp.Or(t.TitlePrompt, l.TitlePrompt)
+		t.TitlePromptTemplate = cmp.Or(t.TitlePromptTemplate, l.TitlePromptTemplate)
+	}
+	return t
+}
+
+// On reports whether model-made titles are turned on.
+func (t Titles) On() bool { return t.TitleConvo != nil && *t.TitleConvo }

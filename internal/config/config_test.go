@@ -255,11 +255,7 @@ func TestLibreChatFile(t *testing.T) {
 		"endpoints.agents.disableBuilder",
 		"endpoints.custom[0].modelDisplayLabel",
 		"endpoints.custom[0].models.fetch",
-		"endpoints.custom[0].titleConvo",
-		"endpoints.custom[0].titleModel",
 		"endpoints.openAI.models.fetch",
-		"endpoints.openAI.titleConvo",
-		"endpoints.openAI.titleModel",
 		"fileStrategy",
 		"interface",
 		"mcpServers.per-user.customUserVars",
@@ -356,7 +352,7 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, rag, fileConfig, scheduler)`,
 		}},
 		{"in a custom endpoint", "endpoints:\n  custom:\n    - name: Groq\n      baseURL: https://api.groq.com/openai/v1\n      titelConvo: true\n", []string{
-			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams)`,
+			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate)`,
 		}},
 		{"in an MCP server", "mcpServers:\n  fs:\n    command: npx\n    argz: [a]\n", []string{
 			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId)`,
@@ -1011,9 +1007,10 @@ endpoints:
 	if got := c.Endpoints.Custom[1]; got.Name != "Ollama2" || got.BaseURL != "http://localhost:11434/v1" {
 		t.Errorf("custom[1] = %+v", got)
 	}
+	if !c.Endpoints.TitlesFor("Ollama2").On() {
+		t.Errorf("custom[1] titles = %+v; want titleConvo from the anchor", c.Endpoints.Custom[1].Titles)
+	}
 	want := []string{
-		"endpoints.custom[0].titleConvo",
-		"endpoints.custom[1].titleConvo",
 		"mcpServers.first.oauth",
 		"mcpServers.second.oauth",
 	}
@@ -1031,5 +1028,53 @@ func TestEmptyFile(t *testing.T) {
 		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path")); diff != "" {
 			t.Errorf("%q: config (-want +got):\n%s", text, diff)
 		}
+	}
+}
+
+func TestTitles(t *testing.T) {
+	c := mustLoadYAML(t, `endpoints:
+  all:
+    titleModel: gpt-4o-mini
+    streamRate: 25
+  openAI:
+    titleConvo: true
+    titleModel: gpt-4o
+    titlePrompt: "Name this: {convo} ${HOME}"
+  anthropic:
+    titleConvo: false
+  agents:
+    titleConvo: true
+    titleEndpoint: openAI
+  custom:
+    - name: Ollama
+      baseURL: http://localhost:11434/v1
+      titleModel: current_model
+      titlePromptTemplate: "Q: {input} A: {output}"
+`, map[string]string{"HOME": "/root"})
+	yes := true
+	tests := []struct {
+		provider string
+		want     Titles
+	}{
+		// endpoints.all wins, then the endpoint, then endpoints.agents.
+		{"openAI", Titles{TitleConvo: &yes, TitleModel: "gpt-4o-mini", TitleEndpoint: "openAI", TitlePrompt: "Name this: {convo} ${HOME}"}},
+		{"ollama", Titles{TitleConvo: &yes, TitleModel: "gpt-4o-mini", TitleEndpoint: "openAI", TitlePromptTemplate: "Q: {input} A: {output}"}},
+		{"google", Titles{TitleConvo: &yes, TitleModel: "gpt-4o-mini", TitleEndpoint: "openAI"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, c.Endpoints.TitlesFor(tt.provider)); diff != "" {
+			t.Errorf("TitlesFor(%q) (-want +got):\n%s", tt.provider, diff)
+		}
+	}
+	if c.Endpoints.TitlesFor("anthropic").On() {
+		t.Error("anthropic's titleConvo: false is overridden by endpoints.agents")
+	}
+	if diff := cmp.Diff([]string{"endpoints.all.streamRate"}, c.Ignored); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
+	}
+
+	_, err := loadYAML(t, "endpoints:\n  all:\n    titleEndpoint: bedrock\n", nil)
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `endpoints.all.titleEndpoint: "bedrock" is not a provider`) {
+		t.Errorf("problems = %q; want titleEndpoint refused", got)
 	}
 }

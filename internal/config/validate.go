@@ -216,6 +216,15 @@ func (v *validator) endpoints() {
 		v.baseURL(at+".baseURL", ce.BaseURL)
 	}
 	v.azure()
+	v.titles("endpoints.all", e.All.Titles)
+	v.titles("endpoints."+ProviderOpenAI, e.OpenAI.Titles)
+	v.titles("endpoints."+ProviderAnthropic, e.Anthropic.Titles)
+	v.titles("endpoints."+ProviderGoogle, e.Google.Titles)
+	v.titles("endpoints."+ProviderAzureOpenAI, e.AzureOpenAI.Titles)
+	v.titles("endpoints.agents", e.Agents.Titles)
+	for i, ce := range e.Custom {
+		v.titles(fmt.Sprintf("endpoints.custom[%d]", i), ce.Titles)
+	}
 	a := e.Agents
 	if a.MaxParallelTools < 1 {
 		v.add("endpoints.agents.maxParallelTools", "must be at least 1")
@@ -231,6 +240,17 @@ func (v *validator) endpoints() {
 	}
 	if a.RecursionLimit >= 1 && a.MaxRecursionLimit >= 1 && a.RecursionLimit > a.MaxRecursionLimit {
 		v.add("endpoints.agents.recursionLimit", "%d is more than maxRecursionLimit (%d)", a.RecursionLimit, a.MaxRecursionLimit)
+	}
+}
+
+// titles checks the title settings at path: titleEndpoint names a provider.
+func (v *validator) titles(path string, t Titles) {
+	if t.TitleEndpoint == "" {
+		return
+	}
+	ps := v.c.Providers()
+	if !slices.ContainsFunc(ps, func(p string) bool { return strings.EqualFold(p, t.TitleEndpoint) }) {
+		v.add(path+".titleEndpoint", "%q is not a provider (known: %s)", t.TitleEndpoint, strings.Join(ps, ", "))
 	}
 }
 

@@ -239,6 +239,27 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, t)
 }
 
+// renameConversation sets a conversation's title: {"title": "..."}.
+func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Title *string `json:"title"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Title == nil {
+		s.writeError(w, r, &fault.Error{Kind: fault.Invalid, Message: "invalid conversation", Fields: []fault.FieldError{{Field: "title", Message: "required"}}})
+		return
+	}
+	c, err := s.opts.Runs.RenameConversation(r.Context(), userFrom(r.Context()), r.PathValue("id"), *req.Title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	if err := s.opts.Runs.DeleteConversation(r.Context(), userFrom(r.Context()), r.PathValue("id")); err != nil {
 		s.writeError(w, r, err)

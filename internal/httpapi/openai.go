@@ -118,7 +118,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userFrom(r.Context())
-	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, Images: images, History: history})
+	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, Images: images, History: history, KeepTitle: true})
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return

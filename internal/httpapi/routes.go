@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/export/ragas", s.authed(s.exportRagas))
 	mux.Handle("GET /api/conversations", s.authed(s.listConversations))
 	mux.Handle("GET /api/conversations/{id}", s.authed(s.getConversation))
+	mux.Handle("PATCH /api/conversations/{id}", s.authed(s.renameConversation))
 	mux.Handle("DELETE /api/conversations/{id}", s.authed(s.deleteConversation))
 
 	// OpenAI-compatible: any OpenAI client talks to Relay's agents.

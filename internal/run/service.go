@@ -145,8 +145,13 @@ type ChatRequest struct {
 	// Files are ids of the user's files to attach to the conversation with this
 	// message; files attached earlier on the branch stay attached.
 	Files []string `json:"files,omitempty"`
-	// Title names a new conversation; empty means one made from Text.
+	// Title names a new conversation; empty means one made from Text, which a
+	// title model may replace after the first run (Titler).
 	Title string `json:"-"`
+	// KeepTitle keeps a new conversation's title made from Text: no title
+	// model is asked (a request of an OpenAI-compatible client, which has
+	// no conversation list to show).
+	KeepTitle bool `json:"-"`
 	// Now is the time the message is sent as, for placeholders (a schedule's
 	// fire time); zero means now.
 	Now time.Time `json:"-"`
@@ -257,14 +262,11 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		if req.ParentMessageID != "" {
 			return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
 		}
-		title := req.Text
-		if r := []rune(title); len(r) > 60 {
-			title = string(r[:60]) + "…"
-		}
+		title := fallbackTitle(req.Text)
 		if req.Title != "" {
-			title = req.Title
+			title = strings.Join(strings.Fields(req.Title), " ")
 		}
-		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: strings.Join(strings.Fields(title), " "), CreatedAt: now, UpdatedAt: now}
+		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: title, CreatedAt: now, UpdatedAt: now}
 		return c, true, req.History, nil, nil
 	}
 	c, err = s.Store.GetConversation(ctx, req.ConversationID)
@@ -350,14 +352,16 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
 	lr.mu.Unlock()
 	s.writer().finish(end)
-	lr.end()
-	s.mu.Lock()
-	delete(s.live, r.ID)
-	s.mu.Unlock()
+	// The work that follows starts before the subscriptions end, so that a
+	// client that saw the run finish and then calls Settle waits for it too.
 	fin.Answer = answer
 	for _, fn := range s.After {
 		s.after.Go(func() { fn(context.WithoutCancel(ctx), fin) })
 	}
+	lr.end()
+	s.mu.Lock()
+	delete(s.live, r.ID)
+	s.mu.Unlock()
 	close(lr.done)
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }

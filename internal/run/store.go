@@ -140,7 +140,7 @@ type RunFilter struct {
 // RunStart is what begins a run, stored together by Store.StartRun.
 type RunStart struct {
 	// Conversation is created when NewConversation is set; otherwise its
-	// agent, title and UpdatedAt are saved.
+	// agent and UpdatedAt are saved and its stored title is kept.
 	Conversation    *Conversation
 	NewConversation bool
 	// Message is the user's message that the run answers.
@@ -167,6 +167,10 @@ type Store interface {
 	// ListConversations lists a user's conversations, most recently updated first.
 	ListConversations(ctx context.Context, userID string, limit int) ([]*Conversation, error)
 	UpdateConversation(ctx context.Context, c *Conversation) error
+	// RenameConversation sets a conversation's title, leaving UpdatedAt;
+	// with from set, only while its title is still *from (fault.Conflict
+	// otherwise).
+	RenameConversation(ctx context.Context, id, title string, from *string) error
 	// DeleteConversation deletes a conversation with its messages, runs, events,
 	// model requests and tool calls.
 	DeleteConversation(ctx context.Context, id string) error

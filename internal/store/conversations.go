@@ -125,6 +125,52 @@ func (db *DB) updateConversation(ctx context.Context, q querier, c *run.Conversa
 	return nil
 }
 
+// touchConversation stores c's agent and UpdatedAt (the current time when
+// zero, written back to c) for a run that continues it. Its title is left as
+// stored: a rename or a title made in the background while the run started
+// is kept.
+func (db *DB) touchConversation(ctx context.Context, q querier, c *run.Conversation) error {
+	updated := db.stamp(c.UpdatedAt)
+	res, err := db.exec(ctx, q, `UPDATE conversations SET agent_id = ?, updated_at = ? WHERE id = ?`,
+		c.AgentID, db.timeArg(updated), c.ID)
+	if err != nil {
+		return fmt.Errorf("updating conversation %q: %w", c.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("updating conversation %q: %w", c.ID, err)
+	} else if !ok {
+		return fault.New(fault.NotFound, "conversation %q not found", c.ID)
+	}
+	c.UpdatedAt = updated
+	return nil
+}
+
+// RenameConversation sets a conversation's title and nothing else: its
+// UpdatedAt, which orders the list by activity, stays. With from set, the
+// title changes only while it is still *from, and a conversation whose title
+// is another is fault.Conflict; a missing one is fault.NotFound.
+func (db *DB) RenameConversation(ctx context.Context, id, title string, from *string) error {
+	q, args := `UPDATE conversations SET title = ? WHERE id = ?`, []any{title, id}
+	if from != nil {
+		q, args = q+` AND title = ?`, append(args, *from)
+	}
+	res, err := db.exec(ctx, db.write, q, args...)
+	if err != nil {
+		return fmt.Errorf("renaming conversation %q: %w", id, err)
+	}
+	ok, err := affected(res)
+	switch {
+	case err != nil:
+		return fmt.Errorf("renaming conversation %q: %w", id, err)
+	case ok:
+		return nil
+	}
+	if _, err := db.GetConversation(ctx, id); err != nil {
+		return err
+	}
+	return fault.New(fault.Conflict, "conversation %q was renamed meanwhile", id)
+}
+
 // DeleteConversation deletes a conversation. Its messages and runs, and the runs'
 // events, model requests and tool calls, go with it through the foreign keys'
 // cascades, in the same statement.

@@ -261,9 +261,10 @@ func (db *DB) appendEvents(ctx context.Context, tx *sql.Tx, events []run.Event) 
 }
 
 // StartRun stores, in one transaction, the conversation of s (created when
-// s.NewConversation, otherwise its agent, title and UpdatedAt saved), the
-// user's message and the run, as CreateConversation or UpdateConversation,
-// AddMessage and CreateRun do, with their faults. On error nothing is stored.
+// s.NewConversation, otherwise its agent and UpdatedAt saved, its stored
+// title kept), the user's message and the run, as CreateConversation or
+// UpdateConversation, AddMessage and CreateRun do, with their faults. On
+// error nothing is stored.
 func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 	if s.Conversation == nil || s.Message == nil || s.Run == nil {
 		return fault.New(fault.Invalid, "starting a run needs its conversation, message and run")
@@ -273,7 +274,7 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 		if s.NewConversation {
 			err = db.createConversation(ctx, tx, s.Conversation)
 		} else {
-			err = db.updateConversation(ctx, tx, s.Conversation)
+			err = db.touchConversation(ctx, tx, s.Conversation)
 		}
 		if err != nil {
 			return err

@@ -39,14 +39,18 @@ var runBatchTests = []test{
 	}},
 	{"StartRunExistingConversation", func(t *testing.T, s store.Store) {
 		ch := newChat(t, s, "start@example.com")
-		ch.conv.Title, ch.conv.UpdatedAt = "Renamed", at(30)
+		// A title set since the run read the conversation (a rename, a title
+		// made in the background) is kept.
+		title := ch.conv.Title
+		must(t, s.RenameConversation(t.Context(), ch.conv.ID, "Renamed", nil), "RenameConversation")
+		ch.conv.Title, ch.conv.AgentID, ch.conv.UpdatedAt = title, "agent_other", at(30)
 		m := newMessage(ch.conv.ID, ch.msg.ID, run.RoleUser, "Again", 30)
 		r := newRun(ch.user.ID, ch.conv.ID, m.ID, 30)
 		must(t, s.StartRun(t.Context(), &run.RunStart{Conversation: ch.conv, Message: m, Run: r}), "StartRun")
 		got, err := s.GetConversation(t.Context(), ch.conv.ID)
 		must(t, err, "GetConversation")
-		if got.Title != "Renamed" || got.UpdatedAt != stored(at(30)) {
-			t.Errorf("the conversation %+v", got)
+		if got.Title != "Renamed" || got.AgentID != "agent_other" || got.UpdatedAt != stored(at(30)) {
+			t.Errorf("the conversation %+v; want the stored title kept, agent and UpdatedAt saved", got)
 		}
 		getRun(t, s, r.ID)
 	}},

@@ -255,6 +255,31 @@ var runTests = []test{
 		must(t, s.UpdateConversation(ctx, &edit), "UpdateConversation with a zero UpdatedAt")
 		aboutNow(t, "UpdatedAt written back", edit.UpdatedAt, before)
 	}},
+	{"ConversationRename", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		alice := createUser(t, s, "alice@example.com")
+		c := createConversation(t, s, alice.ID, 1)
+		must(t, s.RenameConversation(ctx, c.ID, "Trip «plans» 🚀", nil), "RenameConversation")
+		want := *c
+		want.Title = "Trip «plans» 🚀"
+		got, err := s.GetConversation(ctx, c.ID)
+		must(t, err, "GetConversation")
+		if d := cmp.Diff(&want, got); d != "" {
+			t.Errorf("after RenameConversation, want the title changed and UpdatedAt kept (-want +got):\n%s", d)
+		}
+		stale := c.Title
+		err = s.RenameConversation(ctx, c.ID, "Made in the background", &stale)
+		wantKind(t, err, fault.Conflict, "RenameConversation from a title no longer there")
+		current := want.Title
+		must(t, s.RenameConversation(ctx, c.ID, "Again", &current), "RenameConversation from the current title")
+		if got, _ := s.GetConversation(ctx, c.ID); got.Title != "Again" {
+			t.Errorf("title %q, want Again", got.Title)
+		}
+		err = s.RenameConversation(ctx, "conv_missing", "x", nil)
+		wantKind(t, err, fault.NotFound, "RenameConversation of a missing conversation")
+		err = s.RenameConversation(ctx, "conv_missing", "x", &current)
+		wantKind(t, err, fault.NotFound, "RenameConversation from a title of a missing conversation")
+	}},
 	{"ConversationListMostRecentFirst", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		alice := createUser(t, s, "alice@example.com")
