@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -382,5 +383,113 @@ func TestV1CORS(t *testing.T) {
 	}
 	if resp := do("POST", "https://evil.example", map[string]string{"Authorization": "Bearer " + testKey}); resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("request from another origin: %v", resp.Header)
+	}
+}
+
+// TestOpenAINodeSDKTools: with the openai npm SDK, a tool of the client's
+// round trip, streaming and not; n: 2 and an unknown field are 400s naming
+// them, which the SDK reads as BadRequestError with param.
+func TestOpenAINodeSDKTools(t *testing.T) {
+	modules := mcptest.Peer(t, "PEER_NODE_MODULES")
+	s, _ := v1ServerMock(t)
+	script := filepath.Join(t.TempDir(), "tools.mjs")
+	if err := os.WriteFile(script, []byte(`
+import OpenAI from "`+filepath.Join(modules, "openai", "index.mjs")+`";
+const client = new OpenAI({ baseURL: process.env.RELAY_URL + "/v1", apiKey: process.env.RELAY_KEY, maxRetries: 0 });
+const tools = [{ type: "function", function: { name: "get_weather", description: "The weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+const out = {};
+
+// Not streaming.
+const messages = [{ role: "user", content: "What is the weather in Paris?" }];
+const first = await client.chat.completions.create({ model: "calc", messages, tools, tool_choice: "auto", temperature: 0.3 });
+const call = first.choices[0].message.tool_calls?.[0];
+out.plain = { finish: first.choices[0].finish_reason, content: first.choices[0].message.content, name: call?.function.name, args: call?.function.arguments };
+messages.push(first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "Sunny, 24°C" });
+const final = await client.chat.completions.create({ model: "calc", messages, tools });
+out.plain.final = final.choices[0].message.content;
+out.plain.finalFinish = final.choices[0].finish_reason;
+
+// Streaming: the call comes as tool_calls deltas, then finish_reason.
+async function streamed(msgs) {
+  const stream = await client.chat.completions.create({ model: "calc", messages: msgs, tools, stream: true, stream_options: { include_usage: true } });
+  let text = "", finish = null, usage = null;
+  const calls = [];
+  for await (const chunk of stream) {
+    usage = chunk.usage ?? usage;
+    const c = chunk.choices[0];
+    if (!c) continue;
+    text += c.delta?.content ?? "";
+    for (const d of c.delta?.tool_calls ?? []) {
+      calls[d.index] ??= { id: "", name: "", arguments: "" };
+      calls[d.index].id += d.id ?? "";
+      calls[d.index].name += d.function?.name ?? "";
+      calls[d.index].arguments += d.function?.arguments ?? "";
+    }
+    finish = c.finish_reason ?? finish;
+  }
+  return { text, finish, calls, usage: usage?.total_tokens ?? 0 };
+}
+const smsgs = [{ role: "user", content: "What is the weather in Paris?" }];
+const s1 = await streamed(smsgs);
+smsgs.push({ role: "assistant", content: null, tool_calls: s1.calls.map(c => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) },
+  { role: "tool", tool_call_id: s1.calls[0]?.id, content: "Sunny, 24°C" });
+const s2 = await streamed(smsgs);
+out.stream = { finish: s1.finish, name: s1.calls[0]?.name, args: s1.calls[0]?.arguments, final: s2.text, finalFinish: s2.finish, usage: s2.usage };
+
+// Refusals name the parameter.
+out.refused = {};
+for (const [name, extra] of [["n", { n: 2 }], ["colour", { colour: "blue" }]]) {
+  try {
+    await client.chat.completions.create({ model: "calc", messages: [{ role: "user", content: "What is 2+3?" }], ...extra });
+    out.refused[name] = "accepted";
+  } catch (e) {
+    out.refused[name] = { status: e.status, param: e.param, type: e.type, message: e.message, bad: e instanceof OpenAI.BadRequestError };
+  }
+}
+console.log(JSON.stringify(out));
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "RELAY_URL="+s.base, "RELAY_KEY="+testKey)
+	cmd.Dir = filepath.Dir(modules)
+	raw, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node client: %v\n%s", err, raw)
+	}
+	type leg struct {
+		Finish, Name, Args, Final, FinalFinish string
+		Content                                *string
+		Usage                                  int
+	}
+	var got struct {
+		Plain, Stream leg
+		Refused       map[string]struct {
+			Status      int
+			Param, Type string
+			Message     string
+			Bad         bool
+		}
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("node output: %v\n%s", err, raw)
+	}
+	for name, l := range map[string]leg{"plain": got.Plain, "stream": got.Stream} {
+		if l.Finish != "tool_calls" || l.Name != "get_weather" || l.Args != `{"city":"Paris"}` || l.Final != "It is sunny in Paris." || l.FinalFinish != "stop" {
+			t.Errorf("%s round trip: %+v", name, l)
+		}
+	}
+	if got.Plain.Content != nil {
+		t.Errorf("content beside the calls: %q; want null", *got.Plain.Content)
+	}
+	if got.Stream.Usage == 0 {
+		t.Errorf("include_usage: no usage chunk")
+	}
+	for _, name := range []string{"n", "colour"} {
+		r := got.Refused[name]
+		if r.Status != 400 || r.Param != name || r.Type != "invalid_request_error" || !r.Bad || !strings.Contains(r.Message, name) {
+			t.Errorf("%s: %+v; want a BadRequestError naming it", name, r)
+		}
 	}
 }
