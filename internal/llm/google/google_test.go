@@ -170,6 +170,17 @@ func TestRequest(t *testing.T) {
 			}, Params: map[string]any{"temperature": 0.5, "topK": 3, "maxOutputTokens": 77, "stop": "STOP", "seed": 1}},
 			golden: "params.json",
 		},
+		{
+			// What a /v1 client asks for: one function forced, a seed and
+			// a JSON schema for the answer.
+			name: "forced function, seed and response_format",
+			req: &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "Weather in Paris?"}},
+				Tools:      conversation().Tools[2:],
+				ToolChoice: prompt.ToolChoiceAuto, ToolFunction: "get_time",
+				Params: map[string]any{"seed": 7, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w",
+					"schema": map[string]any{"type": "object", "properties": map[string]any{"sky": map[string]any{"type": "string"}}, "additionalProperties": false}}}}},
+			golden: "client.json",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
