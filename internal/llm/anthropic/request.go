@@ -150,17 +150,22 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 // those of params do, unless the endpoint drops them; seed and
 // response_format (other than "text") have no place in the Messages API.
 func (c *Client) CheckParam(name string, value any) error {
-	if c.drop[name] {
-		return fmt.Errorf("the endpoint's dropParams removes %s", name)
-	}
 	if name == "response_format" {
 		if m, ok := value.(map[string]any); ok && m["type"] == "text" {
 			return nil
 		}
 		return errors.New("Anthropic's Messages API has no response_format (ask for JSON in the instructions)")
 	}
-	if !slices.ContainsFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) }) {
+	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
+	if i < 0 {
 		return fmt.Errorf("Anthropic's Messages API has no %s", name)
+	}
+	field := params[i].Field
+	if c.drop[name] || c.drop[field] {
+		return fmt.Errorf("the endpoint's dropParams removes %s", name)
+	}
+	if _, added := c.add[field]; added {
+		return fmt.Errorf("the endpoint's addParams sets %s", field)
 	}
 	return nil
 }

@@ -572,3 +572,24 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+// CheckParam takes what generationConfig maps (seed and response_format
+// included) and refuses what the endpoint drops or Relay does not send.
+func TestCheckParam(t *testing.T) {
+	c := New(Options{DropParams: []string{"topP"}})
+	for name, want := range map[string]bool{"temperature": true, "max_tokens": true, "stop": true, "seed": true, "frequency_penalty": false} {
+		if err := c.CheckParam(name, 1); (err == nil) != want {
+			t.Errorf("CheckParam(%s) = %v; want accepted %v", name, err, want)
+		}
+	}
+	if c.CheckParam("top_p", 0.5) == nil {
+		t.Errorf("a parameter whose field is dropped was accepted")
+	}
+	if err := New(Options{AddParams: map[string]any{"generationConfig": map[string]any{"temperature": 1}}}).CheckParam("temperature", 0.5); err == nil {
+		t.Errorf("a parameter the endpoint sets was accepted")
+	}
+	schema := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w", "schema": map[string]any{"type": "object"}}}
+	if err := c.CheckParam("response_format", schema); err != nil {
+		t.Errorf("json_schema: %v", err)
+	}
+}

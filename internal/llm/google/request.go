@@ -240,13 +240,23 @@ func responseFormat(v any) (mime string, schema any, err error) {
 }
 
 // CheckParam says whether a model parameter reaches Gemini (llm.ParamChecker):
-// every one of OpenAI's that Relay maps does, unless the endpoint drops it.
-func (c *Client) CheckParam(name string, _ any) error {
-	if c.drop[name] {
+// every one of OpenAI's that Relay maps does, unless the endpoint drops it; a
+// response_format's schema must be one Gemini's dialect can hold.
+func (c *Client) CheckParam(name string, value any) error {
+	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
+	if i < 0 {
+		return fmt.Errorf("Relay does not send %s to Google", name)
+	}
+	field := params[i].Field
+	if c.drop[name] || c.drop[field] || c.drop["generationConfig"] && c.addConfig == nil {
 		return fmt.Errorf("the endpoint's dropParams removes %s", name)
 	}
-	if !slices.ContainsFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) }) {
-		return fmt.Errorf("Relay does not send %s to Google", name)
+	if _, added := c.addConfig[field]; added {
+		return fmt.Errorf("the endpoint's addParams sets generationConfig.%s", field)
+	}
+	if name == "response_format" {
+		_, _, err := responseFormat(value)
+		return err
 	}
 	return nil
 }
