@@ -82,6 +82,11 @@ type LoopOptions struct {
 	// Stop, when it returns true for a tool call, ends the loop after that turn's
 	// calls (a handoff: the next agent continues).
 	Stop func(call prompt.ToolCall) bool
+	// Client, when it returns true for a tool call, marks a function of the
+	// caller's own (a tool an OpenAI-compatible client declared): the loop
+	// does not run it. The turn's other calls run, then the loop ends with
+	// the caller's calls in Outcome.Handed, for the caller to answer.
+	Client func(call prompt.ToolCall) bool
 	// TakeStep, when set, is asked before each model turn for one step of a
 	// budget shared with other loops (a run's recursion_limit spans all of its
 	// agents, even those running at the same time). When it returns false the
@@ -103,6 +108,10 @@ type Outcome struct {
 	Steps    int
 	// StoppedBy is the tool call that ended the loop through Stop, if any.
 	StoppedBy *prompt.ToolCall
+	// Handed are the calls of the last turn that LoopOptions.Client claimed:
+	// not run, their results for the caller to give. The last assistant
+	// message of Messages holds them, without tool messages answering them.
+	Handed []prompt.ToolCall
 }
 
 // ErrStepLimit is wrapped by the error of a loop that reached its step limit.
@@ -111,7 +120,9 @@ var ErrStepLimit = errors.New("step limit reached")
 // Loop runs one agent: the model answers req, the tools it calls run (several at
 // once, bounded), their results go back to it, until it answers without calling
 // a tool or the step limit is reached. req is extended in place with the new
-// messages. On any error (the provider failed, ctx was cancelled by a user abort,
+// messages. A tool_choice that forces a call (required, or req.ToolFunction)
+// holds for the first model turn only: later turns are "auto", or the model
+// could never answer. On any error (the provider failed, ctx was cancelled by a user abort,
 // the step limit) the Outcome holds everything produced until then.
 func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, error) {
 	if o.MaxSteps <= 0 {
@@ -161,12 +172,26 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 			}
 			return out, err
 		}
+		if req.ToolFunction != "" || req.ToolChoice == "required" {
+			req.ToolFunction, req.ToolChoice = "", prompt.ToolChoiceAuto
+		}
 		req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking})
 		if len(turn.ToolCalls) == 0 {
 			return out, nil
 		}
-		records := runTools(ctx, turn.ToolCalls, o, step, emit)
-		for i, call := range turn.ToolCalls {
+		calls := turn.ToolCalls
+		if o.Client != nil {
+			calls = nil
+			for _, call := range turn.ToolCalls {
+				if o.Client(call) {
+					out.Handed = append(out.Handed, call)
+				} else {
+					calls = append(calls, call)
+				}
+			}
+		}
+		records := runTools(ctx, calls, o, step, emit)
+		for i, call := range calls {
 			out.Tools = append(out.Tools, records[i].ToolRecord)
 			req.Messages = append(req.Messages, prompt.Message{
 				Role: prompt.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts, IsError: records[i].IsError,
@@ -174,6 +199,9 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 		}
 		if err := ctx.Err(); err != nil {
 			return out, context.Cause(ctx)
+		}
+		if len(out.Handed) > 0 {
+			return out, nil
 		}
 		if o.Stop != nil {
 			for _, call := range turn.ToolCalls {

@@ -266,3 +266,32 @@ func TestLoopImageResultsAndStop(t *testing.T) {
 		t.Errorf("image result: %+v", img)
 	}
 }
+
+// A call of the caller's own function is not run: the loop ends after the
+// turn's other calls ran, and hands it back; a forced tool_choice holds for
+// the first turn only.
+func TestLoopHandsClientCallsBack(t *testing.T) {
+	m := &scripted{}
+	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), callTools("sum", `{"a":1,"b":1}`, "weather", `{"city":"Paris"}`), say("unreached"))
+	req := request()
+	req.Tools = []prompt.FunctionTool{{Function: prompt.Function{Name: "sum"}}, {Function: prompt.Function{Name: "weather"}}}
+	req.ToolChoice = "required"
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Client: func(c prompt.ToolCall) bool { return c.Function.Name == "weather" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Handed) != 1 || out.Handed[0].Function.Name != "weather" || out.Handed[0].ID != "call_1" {
+		t.Errorf("handed %+v", out.Handed)
+	}
+	if len(out.Tools) != 2 || out.Tools[1].Name != "sum" || out.Tools[1].Result != "2" || out.Steps != 2 {
+		t.Errorf("tools %+v, steps %d", out.Tools, out.Steps)
+	}
+	// The last message is the assistant's with both calls and a result for sum only.
+	last := out.Messages[len(out.Messages)-2:]
+	if last[0].Role != prompt.RoleAssistant || len(last[0].ToolCalls) != 2 || last[1].Role != prompt.RoleTool || last[1].ToolCallID != "call_0" {
+		t.Errorf("last messages %+v", last)
+	}
+	if !strings.Contains(m.sent[0], `"tool_choice":"required"`) || !strings.Contains(m.sent[1], `"tool_choice":"auto"`) {
+		t.Errorf("tool_choice: first %s\nsecond %s", m.sent[0], m.sent[1])
+	}
+}

@@ -313,6 +313,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
+		CORSOrigins:  cfg.Server.CORSOrigins,
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))

@@ -103,6 +103,9 @@ type Server struct {
 	// may grow over what is live before a collection. -1 means collect only
 	// at MemoryLimitMB.
 	GCPercent int `yaml:"gc_percent"`
+	// CORSOrigins are the browser origins (scheme://host[:port]) allowed to
+	// call /v1 from a web page, or "*" for any; none means no CORS headers.
+	CORSOrigins []string `yaml:"cors_origins"`
 }
 
 // Database names the store. See Config.DB for the forms URL takes.

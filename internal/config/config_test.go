@@ -346,7 +346,7 @@ func TestUnknownKeys(t *testing.T) {
 		want []string
 	}{
 		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
-			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent)`,
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
 			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, rag, fileConfig, scheduler)`,
@@ -563,6 +563,10 @@ func TestValidation(t *testing.T) {
 		}},
 		{"collecting only at a limit that is not there", "server:\n  memory_limit_mb: 0\n  gc_percent: -1\n", []string{
 			`relay.yaml:3:15: server.gc_percent: -1 needs server.memory_limit_mb, or memory would grow without bound`,
+		}},
+		{"cors origins", "server:\n  cors_origins: [\"https://app.example.com\", \"*\", app.example.com, \"https://x.example/path\"]\n", []string{
+			`relay.yaml:2:17: server.cors_origins[2]: "app.example.com" is not an origin (scheme://host[:port], e.g. https://app.example.com) or "*"`,
+			`relay.yaml:2:17: server.cors_origins[3]: "https://x.example/path" is not an origin (scheme://host[:port], e.g. https://app.example.com) or "*"`,
 		}},
 		{"database", "database:\n  url: mysql://root:hunter2@db/relay\n  connect_timeout: 0\n", []string{
 			`relay.yaml:2:8: database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`,

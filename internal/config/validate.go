@@ -131,6 +131,15 @@ func (v *validator) server() {
 	if s.GCPercent < -1 || s.GCPercent == 0 {
 		v.add("server.gc_percent", "must be greater than 0, or -1 to collect only at server.memory_limit_mb")
 	}
+	for i, o := range s.CORSOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			v.add(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin (scheme://host[:port], e.g. https://app.example.com) or \"*\"", o)
+		}
+	}
 	if s.GCPercent == -1 && s.MemoryLimitMB == 0 {
 		v.add("server.gc_percent", "-1 needs server.memory_limit_mb, or memory would grow without bound")
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,5 +113,54 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 			}
 		}()
 		h.ServeHTTP(w, r)
+	})
+}
+
+// cors lets web pages of the configured origins (server.cors_origins) call
+// /v1: such a request gets Access-Control-Allow-Origin naming its origin, and
+// a preflight (OPTIONS with Access-Control-Request-Method) is answered here,
+// before authentication, since browsers send it without the key. Credentials
+// (cookies) are never allowed: Relay reads the key from Authorization. A
+// request from another origin gets no CORS headers, so the browser keeps the
+// page from reading the answer; its preflight is a 403.
+func (s *Server) cors(h http.Handler) http.Handler {
+	if len(s.opts.CORSOrigins) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || !strings.HasPrefix(r.URL.Path, "/v1/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Add("Vary", "Origin")
+		allowed := slices.ContainsFunc(s.opts.CORSOrigins, func(o string) bool {
+			return o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin)
+		})
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		if !allowed {
+			if preflight {
+				s.refuse(w, r, fault.New(fault.Forbidden, "origin %q is not in server.cors_origins", origin))
+				return
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		if !preflight {
+			w.Header().Set("Access-Control-Expose-Headers", "X-Should-Retry")
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Add("Vary", "Access-Control-Request-Method")
+		w.Header().Add("Vary", "Access-Control-Request-Headers")
+		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		headers := r.Header.Get("Access-Control-Request-Headers")
+		if headers == "" {
+			headers = "Authorization, Content-Type"
+		}
+		w.Header().Set("Access-Control-Allow-Headers", headers)
+		w.Header().Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
 	})
 }

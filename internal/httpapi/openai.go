@@ -12,21 +12,8 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
-
-// completionRequest is the part of an OpenAI chat-completions request that
-// Relay reads: model is the agent's id, messages the conversation. Other fields
-// (temperature, tools, …) are accepted and ignored: the agent's own settings rule.
-type completionRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Stream bool `json:"stream"`
-}
 
 // messageContent reads a message's content: a string, or an array of parts
 // whose text parts are joined and whose image_url parts, as data: URLs, are
@@ -71,54 +58,21 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 }
 
 // completions answers POST /v1/chat/completions by running the agent named by
-// model; the agent's tools run inside Relay.
+// model; the agent's tools run inside Relay, the client's are handed back
+// (docs/api.md "OpenAI-compatible").
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	var req completionRequest
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&req); err != nil {
-		s.writeOpenAIError(w, r, classifyBodyErr(err))
+	req, err := readCompletion(r)
+	if err != nil {
+		s.writeOpenAIError(w, r, err)
 		return
 	}
-	if req.Model == "" || len(req.Messages) == 0 {
-		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "model (an agent id) and messages are required"))
-		return
-	}
-	var history []prompt.Message
-	text := ""
-	var images []run.Image
-	for i, m := range req.Messages {
-		t, imgs, err := messageContent(m.Content)
-		if err != nil {
-			s.writeOpenAIError(w, r, fault.New(fault.Invalid, "messages[%d].content: %v", i, err))
-			return
-		}
-		switch {
-		case i == len(req.Messages)-1 && m.Role == "user":
-			text, images = t, imgs
-		case m.Role == "user":
-			um := prompt.Message{Role: prompt.RoleUser, Content: t}
-			for j, img := range imgs {
-				if j == 0 {
-					um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartText, Text: t})
-				}
-				um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: img.MIMEType, Data: img.Data})
-			}
-			history = append(history, um)
-		case m.Role == "assistant":
-			history = append(history, prompt.Message{Role: prompt.RoleAssistant, Content: t})
-		}
-		// system and developer messages are the agent's own business: its instructions rule.
-	}
-	if last := req.Messages[len(req.Messages)-1]; last.Role != "user" {
-		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "the last message must be the user's"))
-		return
-	}
-	if strings.TrimSpace(text) == "" {
-		s.writeOpenAIError(w, r, fault.New(fault.Invalid, "the last user message needs text (images go with a question)"))
+	chat, err := req.chatRequest()
+	if err != nil {
+		s.writeOpenAIError(w, r, err)
 		return
 	}
 	u := userFrom(r.Context())
-	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, run.ChatRequest{AgentID: req.Model, Text: text, Images: images, History: history, KeepTitle: true})
+	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, chat)
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
@@ -209,14 +163,37 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := llm.FinishStop
+	calls := finished.clientCalls()
+	if len(calls) > 0 {
+		reason = llm.FinishToolCalls
+	}
 	usage := map[string]int{"prompt_tokens": finished.Usage.PromptTokens, "completion_tokens": finished.Usage.CompletionTokens, "total_tokens": finished.Usage.TotalTokens}
 	if req.Stream {
-		_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, usage)
+		if len(calls) > 0 {
+			deltas := make([]any, len(calls))
+			for i, c := range calls {
+				c["index"] = i
+				deltas[i] = c
+			}
+			_ = writeChunk(w, id, created, req.Model, map[string]any{"tool_calls": deltas}, nil, nil)
+		}
+		if req.IncludeUsage { // OpenAI's last chunk: no choices, the usage
+			_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, nil)
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": usage}))
+		} else {
+			_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, usage)
+		}
 		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 		_ = rc.Flush()
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": finished.Message.Text, "name": finished.author()}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+		if finished.Message.Text == "" {
+			msg["content"] = nil
+		}
+	}
 	if images := finished.images(); len(images) > 0 {
 		msg["images"] = images
 	}
@@ -244,6 +221,18 @@ func (f *runFinished) images() []any {
 	return out
 }
 
+// clientCalls are the answer's calls of the client's functions, as OpenAI's
+// tool_calls.
+func (f *runFinished) clientCalls() []map[string]any {
+	var out []map[string]any
+	for _, p := range f.Message.Parts {
+		if p.Type == string(run.PartClientCall) && p.Tool != nil {
+			out = append(out, map[string]any{"id": p.Tool.ID, "type": "function", "function": map[string]any{"name": p.Tool.Name, "arguments": p.Tool.Arguments}})
+		}
+	}
+	return out
+}
+
 // runFinished is the data of a run.finished event.
 type runFinished struct {
 	Status  run.Status `json:"status"`
@@ -256,6 +245,11 @@ type runFinished struct {
 			AgentID  string `json:"agent_id"`
 			MIMEType string `json:"mime_type"`
 			Data     string `json:"data"`
+			Tool     *struct {
+				ID        string `json:"id"`
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"tool"`
 		} `json:"parts"`
 	} `json:"message"`
 }
@@ -306,7 +300,29 @@ func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err er
 	case fault.Internal, fault.Unavailable:
 		typ = "server_error"
 	}
-	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": string(kind)}})
+	var param any // OpenAI's param: the field at fault, or null
+	if fe, ok := errors.AsType[*fault.Error](err); ok && kind != fault.Internal && len(fe.Fields) > 0 {
+		param = fe.Fields[0].Field
+	}
+	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": string(kind)}})
+}
+
+// model answers GET /v1/models/{id}: an agent the key may use, or a 404.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	a, err := s.opts.Agents.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		if fault.Is(err, fault.NotFound) || fault.Is(err, fault.Forbidden) {
+			err = fault.New(fault.NotFound, "the model %q does not exist or you do not have access to it", r.PathValue("id"))
+		}
+		s.writeOpenAIError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, modelObject(a))
+}
+
+// modelObject is an agent as an OpenAI model object.
+func modelObject(a *agent.Agent) map[string]any {
+	return map[string]any{"id": a.ID, "object": "model", "created": a.CreatedAt.Unix(), "owned_by": "relay", "name": a.Name}
 }
 
 // models answers GET /v1/models with the agents the key may use.
@@ -321,7 +337,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, a := range page.Agents {
-			data = append(data, map[string]any{"id": a.ID, "object": "model", "created": a.CreatedAt.Unix(), "owned_by": "relay", "name": a.Name})
+			data = append(data, modelObject(a))
 		}
 		if page.NextCursor == "" {
 			break

@@ -110,3 +110,80 @@ func TestV1LastMessageErrors(t *testing.T) {
 		t.Errorf("an assistant message last: %d %s", code, out)
 	}
 }
+
+// A client's tools, tool_choice and parameters reach the model: its
+// parameters over the agent's (max_tokens replacing max_completion_tokens),
+// a forced choice for the first turn; the call of a client tool ends the
+// answer with finish_reason tool_calls, streamed as a tool_calls delta; the
+// client's tool result is answered with no user message after it.
+func TestV1ClientToolsReachTheModel(t *testing.T) {
+	type seen struct {
+		tools              []string
+		choice, function   string
+		params             map[string]any
+		lastRole           prompt.Role
+		lastCallID, result string
+	}
+	var got []seen
+	tm := newTeam(t, map[string]agent.Spec{"a": {ModelParameters: map[string]any{"temperature": 0.9, "max_completion_tokens": 100}}},
+		func(_ string, req *prompt.Request) llmtest.Turn {
+			s := seen{choice: req.ToolChoice, function: req.ToolFunction, params: req.Params}
+			for _, tl := range req.Tools {
+				s.tools = append(s.tools, tl.Function.Name)
+			}
+			last := req.Messages[len(req.Messages)-1]
+			s.lastRole, s.lastCallID, s.result = last.Role, last.ToolCallID, last.Content
+			got = append(got, s)
+			if last.Role == prompt.RoleTool {
+				return llmtest.Turn{Text: []string{"It is sunny."}}
+			}
+			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "call_w", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}
+		})
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"Weather?"}],`+tools+`,
+		"tool_choice":{"type":"function","function":{"name":"get_weather"}},"temperature":0.1,"max_tokens":50,"user":"u-1","store":false}`)
+	var res struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct {
+				Content   *string
+				ToolCalls []struct {
+					ID       string
+					Type     string
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 200 || len(res.Choices) != 1 {
+		t.Fatalf("answer: %d %s", code, out)
+	}
+	c := res.Choices[0]
+	if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_w" || c.Message.ToolCalls[0].Type != "function" || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
+		t.Errorf("answer %s", out)
+	}
+	if len(got) != 1 || strings.Join(got[0].tools, ",") != "get_weather" || got[0].function != "get_weather" ||
+		got[0].params["temperature"] != 0.1 || got[0].params["max_tokens"] != 50 || got[0].params["max_completion_tokens"] != nil {
+		t.Errorf("the model saw %+v", got)
+	}
+
+	// Streamed: the call as a tool_calls delta, then finish_reason.
+	got = nil
+	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","stream":true,"messages":[{"role":"user","content":"Weather?"}],`+tools+`}`)
+	if code != 200 || !strings.Contains(out, `"delta":{"tool_calls":[{"function":{"arguments":"{\"city\":\"Paris\"}","name":"get_weather"},"id":"call_w","index":0,"type":"function"}]}`) ||
+		!strings.Contains(out, `"finish_reason":"tool_calls"`) || got[0].choice != "auto" {
+		t.Errorf("stream: %d %s", code, out)
+	}
+
+	// The tool result continues: the model's last message is the tool's.
+	got = nil
+	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"Weather?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_w","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+		{"role":"tool","tool_call_id":"call_w","content":"Sunny"}],`+tools+`}`)
+	if code != 200 || !strings.Contains(out, `"content":"It is sunny."`) || !strings.Contains(out, `"finish_reason":"stop"`) {
+		t.Errorf("continued: %d %s", code, out)
+	}
+	if len(got) != 1 || got[0].lastRole != prompt.RoleTool || got[0].lastCallID != "call_w" || got[0].result != "Sunny" {
+		t.Errorf("the model saw %+v", got)
+	}
+}

@@ -46,6 +46,7 @@ func (s *Server) routes() http.Handler {
 	// OpenAI-compatible: any OpenAI client talks to Relay's agents.
 	mux.Handle("POST /v1/chat/completions", s.authed(s.completions))
 	mux.Handle("GET /v1/models", s.authed(s.models))
+	mux.Handle("GET /v1/models/{id}", s.authed(s.model))
 
 	// Scheduled agents (agents.md "Schedules").
 	mux.Handle("GET /api/schedules", s.authed(s.listSchedules))
@@ -67,5 +68,5 @@ func (s *Server) routes() http.Handler {
 	// Everything else is a JSON 404 (or 405), never an HTML page.
 	mux.HandleFunc("/", s.notFound)
 
-	return s.recoverPanics(s.logRequests(s.capBodies(mux)))
+	return s.recoverPanics(s.logRequests(s.cors(s.capBodies(mux))))
 }

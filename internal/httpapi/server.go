@@ -44,6 +44,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported by /healthz.
 	Version string
+	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
+	// is any origin.
+	CORSOrigins []string
 }
 
 // Server holds the handlers' dependencies.

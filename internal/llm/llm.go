@@ -30,6 +30,15 @@ type Bodier interface {
 	Body(req *prompt.Request) ([]byte, error)
 }
 
+// ParamChecker is a Model that says whether a model parameter reaches its
+// provider, so that a parameter a client asks for (/v1, docs/api.md) is
+// refused when it would be dropped. A Model that is not one sends them all.
+type ParamChecker interface {
+	// CheckParam returns nil when the parameter name, set to value, is sent,
+	// else why it is not.
+	CheckParam(name string, value any) error
+}
+
 // EventKind is the kind of a streamed event.
 type EventKind string
 

@@ -98,6 +98,10 @@ type Request struct {
 	// Tools is omitted from the body when empty, and ToolChoice with it.
 	Tools      []FunctionTool
 	ToolChoice string
+	// ToolFunction, when set, names the one function the model must call
+	// (OpenAI's {"type":"function","function":{"name":…}} tool_choice); it
+	// takes the place of ToolChoice.
+	ToolFunction string
 	// Params are the agent's model_parameters (Build passes the agent's map
 	// itself, not a copy), written after tool_choice in the order of their
 	// keys. Keys that name one of the fields above are left out.
@@ -143,7 +147,12 @@ func (r Request) AppendJSON(dst []byte) ([]byte, error) {
 			dst = r.Tools[i].appendJSON(dst)
 		}
 		dst = append(dst, ']')
-		if r.ToolChoice != "" {
+		switch {
+		case r.ToolFunction != "":
+			dst = append(dst, `,"tool_choice":{"type":"function","function":{"name":`...)
+			dst = appendString(dst, r.ToolFunction)
+			dst = append(dst, "}}"...)
+		case r.ToolChoice != "":
 			dst = append(dst, `,"tool_choice":`...)
 			dst = appendString(dst, r.ToolChoice)
 		}

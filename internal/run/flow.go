@@ -59,6 +59,7 @@ type flow struct {
 	images   []Part                // images the models produced, in order
 	searched map[string][]file.Hit // RAG retrievals of this run, by query
 	parts    []Part                // each agent's text and tool calls as they happened, agents in the order they finished
+	handed   []Part // calls of the client's functions (client.go)
 	requests []ModelRequest
 	usage    llm.Usage
 }
@@ -298,7 +299,15 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 	if f.left() <= 0 {
 		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
-	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search, Graph: f.graph, Query: f.req.Text})
+	query := f.req.Text
+	if f.req.Client.continues() {
+		query = "" // Text holds tool results: the last user message is the query
+	}
+	client := f.req.Client
+	if id != f.graph.Primary {
+		client = nil // the client's tools and parameters are the primary agent's
+	}
+	prep, err := f.s.Prep.Prepare(ctx, f.u, Request{AgentID: id, Agent: a, Timezone: f.req.Timezone, History: msgs, Now: f.req.Now, Attached: f.attached, Search: f.search, Graph: f.graph, Query: query, Client: client})
 	if err != nil {
 		return err
 	}
@@ -330,9 +339,14 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 			_, known := targets[t]
 			return ok && known
 		},
-		Emit: func(e agent.Event) { f.event(ctx, id, e, &said) },
+		Client: func(c prompt.ToolCall) bool { return client != nil && client.has(c.Function.Name) },
+		Emit:   func(e agent.Event) { f.event(ctx, id, e, &said) },
 	})
 	f.record(id, out, &said)
+	if err == nil && len(out.Handed) > 0 {
+		f.hand(id, out.Handed) // the run waits for the client: nothing follows
+		return nil
+	}
 	if err != nil {
 		if errors.Is(err, agent.ErrStepLimit) {
 			return fmt.Errorf("%w: the run used its %d steps (recursion_limit)", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]))

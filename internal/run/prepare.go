@@ -84,6 +84,9 @@ type Request struct {
 	// prompt as its last user message; empty means the last user message of
 	// the conversation (a preview).
 	Query string
+	// Client is what an OpenAI-compatible client adds to the request: its
+	// functions, tool choice and model parameters (nil: nothing).
+	Client *Client
 	// Graph is the run's resolved graph of agents: the agent gets one transfer
 	// tool per handoff target it has in it. Nil means Prepare resolves the
 	// graph with the agent as the primary, as a run of it would (a preview).
@@ -211,6 +214,9 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	}
 	if out.Request, err = prompt.Build(in); err != nil {
 		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	if req.Client != nil {
+		req.Client.apply(out.Request)
 	}
 	// Calls of tools this agent does not have (another agent's, in a handoff
 	// or an earlier turn) are sent as text, which every provider can read.

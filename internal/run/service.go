@@ -158,6 +158,9 @@ type ChatRequest struct {
 	// History, for a new conversation, is what came before Text (the messages an
 	// OpenAI-compatible client sends); it is not stored as messages of its own.
 	History []prompt.Message `json:"-"`
+	// Client is what an OpenAI-compatible client adds to its request; nil
+	// for Relay's own API.
+	Client *Client `json:"-"`
 }
 
 // delta is the data of a message.delta event, the one streamed most.
@@ -191,7 +194,7 @@ func (s *Service) StartStream(ctx context.Context, u *auth.User, req ChatRequest
 }
 
 func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subscribe bool) (*Run, <-chan Event, func(), error) {
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && !req.Client.continues() {
 		return nil, nil, nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
 	}
 	a, err := s.Prep.Agents.Get(ctx, u, req.AgentID)
@@ -206,6 +209,9 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		if _, err := time.LoadLocation(req.Timezone); err != nil {
 			return nil, nil, nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
 		}
+	}
+	if err := s.checkClient(ctx, u, a, req.Client); err != nil {
+		return nil, nil, nil, err
 	}
 	added, err := s.attach(ctx, u, req.Files)
 	if err != nil {
@@ -317,6 +323,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
 		base: append(slices.Clone(history), userMessage(req.Text, imageParts(req.Images)))}
+	if req.Client.continues() { // the model answers the client's tool results
+		f.base = slices.Clone(history)
+	}
 	err := f.run(ctx, a)
 
 	// The final state is written whatever happened, without the run's own
@@ -327,6 +336,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	f.mu.Unlock()
 	r.Usage = usage
 	answer.Text, answer.Parts = f.answer(a.HideSequentialOutputs)
+	answer.Parts = append(answer.Parts, f.handedParts()...)
 	answer.Sources = Sources(answer.Parts)
 	finished := time.Now().UTC().Truncate(time.Microsecond) // as stored
 	r.FinishedAt = &finished

@@ -59,8 +59,9 @@ const providerName = "Anthropic"
 // (max_completion_tokens, maxOutputTokens, maxTokens) → max_tokens; temperature
 // → temperature; top_p (topP) → top_p; top_k (topK) → top_k; stop
 // (stop_sequences, stopSequences), a string or a list → stop_sequences. Any
-// other parameter is not sent (Anthropic rejects unknown fields); AddParams is
-// the way to send more.
+// other parameter is not sent (Anthropic rejects unknown fields), and
+// CheckParam says so (seed, response_format); AddParams is the way to send
+// more.
 type Options struct {
 	// BaseURL is the API's root; empty means DefaultBaseURL. A root that
 	// already ends in /v1 (as proxies are often given) is used as is.
@@ -99,8 +100,9 @@ type Client struct {
 }
 
 var (
-	_ llm.Model  = (*Client)(nil)
-	_ llm.Bodier = (*Client)(nil)
+	_ llm.Model        = (*Client)(nil)
+	_ llm.Bodier       = (*Client)(nil)
+	_ llm.ParamChecker = (*Client)(nil)
 )
 
 // New returns a Client for opts.

@@ -502,3 +502,27 @@ func TestBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// A forced function is Anthropic's {"type":"tool","name":…}; seed and
+// response_format are refused by CheckParam, since the body has no place for
+// them, and the parameters it maps pass unless the endpoint drops them.
+func TestClientChoices(t *testing.T) {
+	c := New(Options{APIKey: testKey, DropParams: []string{"top_k"}})
+	req := conversation()
+	req.ToolFunction = "get_time"
+	body, err := c.Body(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"tool_choice":{"type":"tool","name":"get_time"}`)) {
+		t.Errorf("tool_choice in %s", body)
+	}
+	for name, want := range map[string]bool{"temperature": true, "max_tokens": true, "max_completion_tokens": true, "stop": true, "top_p": true, "seed": false, "top_k": false} {
+		if err := c.CheckParam(name, 1); (err == nil) != want {
+			t.Errorf("CheckParam(%s) = %v; want accepted %v", name, err, want)
+		}
+	}
+	if c.CheckParam("response_format", map[string]any{"type": "json_object"}) == nil || c.CheckParam("response_format", map[string]any{"type": "text"}) != nil {
+		t.Errorf("response_format: json_object must be refused, text accepted")
+	}
+}

@@ -3,6 +3,8 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/relay-ai/relay/internal/llm/wire"
@@ -64,6 +66,8 @@ type tool struct {
 
 type toolChoice struct {
 	Type string `json:"type"`
+	// Name is the tool a "tool" choice forces.
+	Name string `json:"name,omitempty"`
 }
 
 // emptySchema is the input schema of a tool that declares none.
@@ -105,6 +109,9 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		}
 		if keep("tool_choice") {
 			b.ToolChoice = &toolChoice{Type: choice(r.ToolChoice)}
+			if r.ToolFunction != "" {
+				b.ToolChoice = &toolChoice{Type: "tool", Name: r.ToolFunction}
+			}
 		}
 	}
 	for _, p := range params {
@@ -137,6 +144,30 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		return nil, err
 	}
 	return wire.AppendFields(out, c.add)
+}
+
+// CheckParam says whether a model parameter reaches Anthropic (llm.ParamChecker):
+// those of params do, unless the endpoint drops them; seed and
+// response_format (other than "text") have no place in the Messages API.
+func (c *Client) CheckParam(name string, value any) error {
+	if name == "response_format" {
+		if m, ok := value.(map[string]any); ok && m["type"] == "text" {
+			return nil
+		}
+		return errors.New("Anthropic's Messages API has no response_format (ask for JSON in the instructions)")
+	}
+	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
+	if i < 0 {
+		return fmt.Errorf("Anthropic's Messages API has no %s", name)
+	}
+	field := params[i].Field
+	if c.drop[name] || c.drop[field] {
+		return fmt.Errorf("the endpoint's dropParams removes %s", name)
+	}
+	if _, added := c.add[field]; added {
+		return fmt.Errorf("the endpoint's addParams sets %s", field)
+	}
+	return nil
 }
 
 // choice maps OpenAI's tool_choice onto Anthropic's tool_choice type.

@@ -59,8 +59,10 @@ const providerName = "Google"
 // under their OpenAI names or Gemini's own: temperature → temperature; top_p
 // (topP) → topP; top_k (topK) → topK; max_tokens (max_completion_tokens,
 // max_output_tokens, maxOutputTokens) → maxOutputTokens; stop (stop_sequences,
-// stopSequences), a string or a list → stopSequences. Any other parameter is
-// not sent; AddParams is the way to send more.
+// stopSequences), a string or a list → stopSequences; seed → seed;
+// response_format json_object → responseMimeType application/json, and
+// json_schema → that with responseSchema. Any other parameter is not sent;
+// AddParams is the way to send more.
 type Options struct {
 	// BaseURL is the API's root; empty means DefaultBaseURL. A root that
 	// already ends in an API version (/v1beta, /v1, /v1alpha) is used as is;
@@ -106,8 +108,9 @@ type Client struct {
 }
 
 var (
-	_ llm.Model  = (*Client)(nil)
-	_ llm.Bodier = (*Client)(nil)
+	_ llm.Model        = (*Client)(nil)
+	_ llm.Bodier       = (*Client)(nil)
+	_ llm.ParamChecker = (*Client)(nil)
 )
 
 // New returns a Client for opts.

@@ -170,6 +170,17 @@ func TestRequest(t *testing.T) {
 			}, Params: map[string]any{"temperature": 0.5, "topK": 3, "maxOutputTokens": 77, "stop": "STOP", "seed": 1}},
 			golden: "params.json",
 		},
+		{
+			// What a /v1 client asks for: one function forced, a seed and
+			// a JSON schema for the answer.
+			name: "forced function, seed and response_format",
+			req: &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "Weather in Paris?"}},
+				Tools:      conversation().Tools[2:],
+				ToolChoice: prompt.ToolChoiceAuto, ToolFunction: "get_time",
+				Params: map[string]any{"seed": 7, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w",
+					"schema": map[string]any{"type": "object", "properties": map[string]any{"sky": map[string]any{"type": "string"}}, "additionalProperties": false}}}}},
+			golden: "client.json",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -559,5 +570,26 @@ func TestURL(t *testing.T) {
 		if got := New(Options{BaseURL: tt.base}).url(tt.model); got != tt.want {
 			t.Errorf("BaseURL %q, model %q: url = %q, want %q", tt.base, tt.model, got, tt.want)
 		}
+	}
+}
+
+// CheckParam takes what generationConfig maps (seed and response_format
+// included) and refuses what the endpoint drops or Relay does not send.
+func TestCheckParam(t *testing.T) {
+	c := New(Options{DropParams: []string{"topP"}})
+	for name, want := range map[string]bool{"temperature": true, "max_tokens": true, "stop": true, "seed": true, "frequency_penalty": false} {
+		if err := c.CheckParam(name, 1); (err == nil) != want {
+			t.Errorf("CheckParam(%s) = %v; want accepted %v", name, err, want)
+		}
+	}
+	if c.CheckParam("top_p", 0.5) == nil {
+		t.Errorf("a parameter whose field is dropped was accepted")
+	}
+	if err := New(Options{AddParams: map[string]any{"generationConfig": map[string]any{"temperature": 1}}}).CheckParam("temperature", 0.5); err == nil {
+		t.Errorf("a parameter the endpoint sets was accepted")
+	}
+	schema := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w", "schema": map[string]any{"type": "object"}}}
+	if err := c.CheckParam("response_format", schema); err != nil {
+		t.Errorf("json_schema: %v", err)
 	}
 }

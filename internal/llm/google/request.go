@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/relay-ai/relay/internal/llm/wire"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -63,6 +64,8 @@ type functionDeclaration struct {
 type toolConfig struct {
 	FunctionCallingConfig struct {
 		Mode string `json:"mode"`
+		// AllowedFunctionNames limits an ANY mode to these functions.
+		AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 	} `json:"functionCallingConfig"`
 }
 
@@ -73,6 +76,11 @@ type generation struct {
 	TopK            any      `json:"topK,omitempty"`
 	MaxOutputTokens any      `json:"maxOutputTokens,omitempty"`
 	StopSequences   []string `json:"stopSequences,omitempty"`
+	Seed            any      `json:"seed,omitempty"`
+	// ResponseMIMEType and ResponseSchema are OpenAI's response_format:
+	// application/json for json_object and json_schema, with the schema.
+	ResponseMIMEType string `json:"responseMimeType,omitempty"`
+	ResponseSchema   any    `json:"responseSchema,omitempty"`
 }
 
 // params maps generationConfig's fields to the model parameter names they are
@@ -83,6 +91,8 @@ var params = []wire.Alias{
 	{Field: "topK", Names: []string{"top_k", "topK"}},
 	{Field: "maxOutputTokens", Names: []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"}},
 	{Field: "stopSequences", Names: []string{"stop", "stop_sequences", "stopSequences"}},
+	{Field: "seed", Names: []string{"seed"}},
+	{Field: "responseMimeType", Names: []string{"response_format"}},
 }
 
 // skipSignature is the thoughtSignature Google documents for a function call
@@ -120,6 +130,10 @@ func (c *Client) body(r *prompt.Request) ([]byte, error) {
 		if keep("toolConfig") {
 			b.ToolConfig = &toolConfig{}
 			b.ToolConfig.FunctionCallingConfig.Mode = mode(r.ToolChoice)
+			if r.ToolFunction != "" {
+				b.ToolConfig.FunctionCallingConfig.Mode = "ANY"
+				b.ToolConfig.FunctionCallingConfig.AllowedFunctionNames = []string{r.ToolFunction}
+			}
 		}
 	}
 	if keep("generationConfig") || c.addConfig != nil {
@@ -170,6 +184,14 @@ func (c *Client) generationConfig(ps map[string]any) (json.RawMessage, error) {
 			}
 		case "stopSequences":
 			g.StopSequences = wire.Strings(v)
+		case "seed":
+			g.Seed = v
+		case "responseMimeType":
+			mime, schema, err := responseFormat(v)
+			if err != nil {
+				return nil, err
+			}
+			g.ResponseMIMEType, g.ResponseSchema = mime, schema
 		}
 	}
 	out, err := wire.Marshal(g)
@@ -184,6 +206,59 @@ func (c *Client) generationConfig(ps map[string]any) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// responseFormat maps OpenAI's response_format onto Gemini's
+// responseMimeType and responseSchema: json_object asks for JSON, json_schema
+// for JSON of the schema (in Gemini's dialect, see Schema); text asks for
+// nothing.
+func responseFormat(v any) (mime string, schema any, err error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("response_format: %w", err)
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "", nil, fmt.Errorf("response_format: %w", err)
+	}
+	switch f.Type {
+	case "json_object":
+		return "application/json", nil, nil
+	case "json_schema":
+		schema, err := Schema(f.JSONSchema.Schema)
+		if err != nil {
+			return "", nil, fmt.Errorf("response_format.json_schema.schema: %w", err)
+		}
+		return "application/json", schema, nil
+	}
+	return "", nil, nil
+}
+
+// CheckParam says whether a model parameter reaches Gemini (llm.ParamChecker):
+// every one of OpenAI's that Relay maps does, unless the endpoint drops it; a
+// response_format's schema must be one Gemini's dialect can hold.
+func (c *Client) CheckParam(name string, value any) error {
+	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
+	if i < 0 {
+		return fmt.Errorf("Relay does not send %s to Google", name)
+	}
+	field := params[i].Field
+	if c.drop[name] || c.drop[field] || c.drop["generationConfig"] && c.addConfig == nil {
+		return fmt.Errorf("the endpoint's dropParams removes %s", name)
+	}
+	if _, added := c.addConfig[field]; added {
+		return fmt.Errorf("the endpoint's addParams sets generationConfig.%s", field)
+	}
+	if name == "response_format" {
+		_, _, err := responseFormat(value)
+		return err
+	}
+	return nil
 }
 
 // mode maps OpenAI's tool_choice onto functionCallingConfig.mode.

@@ -250,3 +250,16 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// CheckParam says whether a model parameter reaches the endpoint
+// (llm.ParamChecker): every one does, written into the body as it is, unless
+// the endpoint's dropParams removes it or its addParams sets it.
+func (c *Client) CheckParam(name string, _ any) error {
+	if slices.Contains(c.opts.DropParams, name) {
+		return fmt.Errorf("the endpoint's dropParams removes %s", name)
+	}
+	if _, added := c.opts.AddParams[name]; added {
+		return fmt.Errorf("the endpoint's addParams sets %s", name)
+	}
+	return nil
+}

@@ -2,12 +2,14 @@ package openai
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/prompt"
 )
 
 func TestMergeParams(t *testing.T) {
@@ -111,5 +113,27 @@ func TestBackoff(t *testing.T) {
 	}
 	if d := c.retry.Backoff(1001); d < 2500*time.Millisecond || d > 5*time.Second {
 		t.Errorf("backoff(1000) = %v", d)
+	}
+}
+
+// A forced function is OpenAI's own tool_choice object; a /v1 client's
+// parameters are sent as they are, unless the endpoint drops them.
+func TestClientChoices(t *testing.T) {
+	c := New(Options{DropParams: []string{"seed"}})
+	req := &prompt.Request{Model: "gpt-4o", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "hi"}},
+		Tools:      []prompt.FunctionTool{{Function: prompt.Function{Name: "get_weather"}}},
+		ToolChoice: "required", ToolFunction: "get_weather",
+		Params: map[string]any{"response_format": map[string]any{"type": "json_object"}, "seed": 7}}
+	body, err := c.Body(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, `"response_format":{"type":"json_object"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("body lacks %s: %s", want, body)
+		}
+	}
+	if strings.Contains(string(body), `"seed"`) || c.CheckParam("seed", 7) == nil || c.CheckParam("response_format", nil) != nil {
+		t.Errorf("a dropped parameter must be refused by CheckParam, others accepted")
 	}
 }

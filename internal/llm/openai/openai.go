@@ -109,8 +109,9 @@ type Client struct {
 }
 
 var (
-	_ llm.Model  = (*Client)(nil)
-	_ llm.Bodier = (*Client)(nil)
+	_ llm.Model        = (*Client)(nil)
+	_ llm.Bodier       = (*Client)(nil)
+	_ llm.ParamChecker = (*Client)(nil)
 )
 
 // New returns a client for the endpoint that opts describe.
