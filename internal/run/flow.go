@@ -59,7 +59,7 @@ type flow struct {
 	images   []Part                // images the models produced, in order
 	searched map[string][]file.Hit // RAG retrievals of this run, by query
 	parts    []Part                // each agent's text and tool calls as they happened, agents in the order they finished
-	handed   []Part // calls of the client's functions (client.go)
+	handed   []Part                // calls of the client's functions (client.go)
 	requests []ModelRequest
 	usage    llm.Usage
 }
