@@ -52,3 +52,45 @@ func TestRetrievedContextsOfStoredFileSearch(t *testing.T) {
 		t.Errorf("contexts of an MCP call (-want +got):\n%s", diff)
 	}
 }
+
+// The conversation of a multi-turn sample is read from the last request in
+// its provider's own format.
+func TestRequestMessages(t *testing.T) {
+	want := []ragasMessage{
+		{Type: "human", Content: "What is 2+3?"},
+		{Type: "ai", Content: "Let me add.", ToolCalls: []ragasToolCall{
+			{Name: "get-sum", Args: json.RawMessage(`{"a":2,"b":3}`)},
+			{Name: "lookup", Args: json.RawMessage(`{}`)},
+		}},
+		{Type: "tool", Content: "5"},
+		{Type: "tool", Content: "nothing"},
+		{Type: "ai", Content: "It is 5."},
+		{Type: "human", Content: "Sure?"},
+	}
+	for _, tc := range []struct{ name, body string }{
+		{"openai", `{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is 2+3?"},
+			{"role":"assistant","content":"Let me add.","tool_calls":[{"id":"c1","type":"function","function":{"name":"get-sum","arguments":"{\"a\":2,\"b\":3}"}},
+			{"id":"c2","type":"function","function":{"name":"lookup","arguments":""}}]},
+			{"role":"tool","tool_call_id":"c1","content":"5"},{"role":"tool","tool_call_id":"c2","content":[{"type":"text","text":"nothing"}]},
+			{"role":"assistant","content":"It is 5. \\ue202turn0file0"},{"role":"user","content":[{"type":"text","text":"Sure?"}]}]}`},
+		{"anthropic", `{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"What is 2+3?"},
+			{"role":"assistant","content":[{"type":"text","text":"Let me add."},{"type":"tool_use","id":"t1","name":"get-sum","input":{"a":2,"b":3}},
+			{"type":"tool_use","id":"t2","name":"lookup","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"5"},{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"nothing"}]}]},
+			{"role":"assistant","content":[{"type":"text","text":"It is 5. \ue202turn0file0"}]},{"role":"user","content":[{"type":"text","text":"Sure?"}]}]}`},
+		{"gemini", `{"systemInstruction":{"parts":[{"text":"Be brief."}]},"contents":[{"role":"user","parts":[{"text":"What is 2+3?"}]},
+			{"role":"model","parts":[{"text":"Let me add."},{"functionCall":{"name":"get-sum","args":{"a":2,"b":3}}},{"functionCall":{"name":"lookup"}}]},
+			{"role":"user","parts":[{"functionResponse":{"name":"get-sum","response":{"output":"5"}}},{"functionResponse":{"name":"lookup","response":{"error":"nothing"}}}]},
+			{"role":"model","parts":[{"text":"It is 5. turn0file0"}]},{"role":"user","parts":[{"text":"Sure?"}]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := requestMessages(json.RawMessage(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmp.Transformer("compact", func(r json.RawMessage) string { return string(ToolArgs(r)) })); diff != "" {
+				t.Errorf("messages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
