@@ -44,8 +44,9 @@ type ToolRecord struct {
 	Step      int           `json:"step"`
 	// Sources are the passages and pages the result cites.
 	Sources []tool.Source `json:"sources,omitempty"`
-	// Contexts are the result's passages, in order (see tool.Result.Contexts). They are stored with the run's tool
-	// call for the Ragas export only, and are not part of the record's JSON.
+	// Contexts are the result's passages, in order (see tool.Result.Contexts).
+	// They are stored with the run's tool call, for the Ragas export, and are
+	// not part of the record's JSON (messages and events do not repeat them).
 	Contexts []string `json:"-"`
 }
 
