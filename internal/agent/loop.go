@@ -21,6 +21,8 @@ type ToolOutput struct {
 	IsError bool
 	// Sources are what the result was drawn from, kept with the call.
 	Sources []tool.Source
+	// Contexts are the result's separate passages (see tool.Result.Contexts).
+	Contexts []string
 }
 
 // ToolRunner runs the tools the model calls.
@@ -42,6 +44,10 @@ type ToolRecord struct {
 	Step      int           `json:"step"`
 	// Sources are the passages and pages the result cites.
 	Sources []tool.Source `json:"sources,omitempty"`
+	// Contexts are the result's passages, in order (see tool.Result.Contexts).
+	// They are stored with the run's tool call, for the Ragas export, and are
+	// not part of the record's JSON (messages and events do not repeat them).
+	Contexts []string `json:"-"`
 }
 
 // EventKind is the kind of a loop event.
@@ -246,7 +252,7 @@ func runTools(ctx context.Context, calls []prompt.ToolCall, o LoopOptions, step 
 			res := o.Tools.Run(cctx, call)
 			cancel()
 			rec.Duration = time.Since(began)
-			rec.Result, rec.IsError, rec.Sources = res.Text, res.IsError, res.Sources
+			rec.Result, rec.IsError, rec.Sources, rec.Contexts = res.Text, res.IsError, res.Sources, res.Contexts
 			results[i] = toolResult{ToolRecord: rec, Parts: res.Parts}
 			done := rec
 			send(Event{Kind: EventToolFinished, Tool: &done})

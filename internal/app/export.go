@@ -41,9 +41,11 @@ func exportRagasCommand() *command {
 		summary: "write the succeeded runs as a Ragas dataset (JSONL)",
 		detail: "Single-turn samples {user_input, retrieved_contexts, response} by default: the retrieved\n" +
 			"contexts are the results of file_search and of the tools of MCP servers marked\n" +
-			"`retrieval: true`. With --multi-turn, samples are the runs' messages with their tool calls.",
+			"`retrieval: true`, one per passage. With --multi-turn, samples are the runs' messages with their\n" +
+			"tool calls. Citation markers are stripped from the answers. Without --user, every user's runs.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			agentID := fs.String("agent", "", "only this agent's runs (`id`)")
+			user := fs.String("user", "", "only this user's runs (`id or email`)")
 			since := fs.String("since", "", "only runs from this `date` on (YYYY-MM-DD or RFC 3339)")
 			multi := fs.Bool("multi-turn", false, "write multi-turn samples")
 			out := fs.String("o", "", "write to this `file` (default: standard output)")
@@ -66,6 +68,13 @@ func exportRagasCommand() *command {
 					return err
 				}
 				defer svc.store.Close()
+				if *user != "" {
+					u, err := svc.auth.FindUser(ctx, *user)
+					if err != nil {
+						return fmt.Errorf("--user %s: %w", *user, err)
+					}
+					opts.UserID = u.ID
+				}
 				opts.Retrieval = retrieval(cfg)
 				runs, err := runService(e, cfg, svc, mcp.NewManager(nil, mcp.Options{}), log)
 				if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // neoConfig is the seed's NEO example as a relay.yaml: the in-repo NEO server
@@ -196,6 +197,12 @@ agents:
 	}
 	if string(got["seed"]) != "7" || string(got["stream"]) != "true" || got["stream_options"] == nil || got["tool_choice"] != nil || got["tools"] == nil {
 		t.Errorf("the custom endpoint's body: %s", out)
+	}
+	// file_search with no file to search: the system prompt says so, as LibreChat's does.
+	var tuned body
+	if err := json.Unmarshal([]byte(out), &tuned); err != nil || len(tuned.Messages) == 0 || tuned.Messages[0].Role != "system" ||
+		!strings.HasPrefix(tuned.Messages[0].Content, prompt.NoFilesNote) {
+		t.Errorf("the system prompt of an agent with file_search and no files lacks the note %q: %s", prompt.NoFilesNote, out)
 	}
 
 	code, out, stderr = runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "claude", "--message", "hi")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
@@ -269,13 +270,30 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 // exportRagas writes the user's succeeded runs (everyone's, for admins) as a
-// Ragas dataset: ?agent=ID&since=YYYY-MM-DD&multi_turn=true.
+// Ragas dataset: ?agent=ID&since=YYYY-MM-DD&multi_turn=true&user=ID|EMAIL. Only
+// an admin may name another user.
 func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	q := r.URL.Query()
 	opts := run.RagasOptions{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
 	if !u.IsAdmin() {
 		opts.UserID = u.ID
+	}
+	if ref := strings.TrimSpace(q.Get("user")); ref != "" {
+		switch {
+		case ref == u.ID || strings.EqualFold(ref, u.Email):
+			opts.UserID = u.ID
+		case !u.IsAdmin():
+			s.writeError(w, r, fault.New(fault.Forbidden, "user: only an admin may export another user's runs"))
+			return
+		default:
+			other, err := s.opts.Auth.FindUser(r.Context(), ref)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			opts.UserID = other.ID
+		}
 	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.DateOnly, v)

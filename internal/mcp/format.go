@@ -266,3 +266,30 @@ func FailureText(toolKey string, err error) string {
 	}
 	return `"` + toolKey + `" tool call failed: ` + msg
 }
+
+// Chunks returns the passages of a tools/call result, one per part, in order:
+// the text of each text part and of each embedded text resource; images,
+// binary resources and empty texts are left out. They are what a retrieval
+// server returned, passage by passage: the retrieved contexts of a Ragas export
+// (docs/api.md), where Format's text joins them for the model.
+func Chunks(res *sdk.CallToolResult) []string {
+	if res == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range res.Content {
+		var s string
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			s = c.Text
+		case *sdk.EmbeddedResource:
+			if c.Resource != nil {
+				s = c.Resource.Text
+			}
+		}
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -273,3 +273,29 @@ func TestFailureText(t *testing.T) {
 		}
 	}
 }
+
+// Chunks keeps each passage of a result apart, text parts and embedded text
+// resources alike, where Format joins them for the model.
+func TestChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name, wire string
+		want       []string
+	}{
+		{"passages", `{"content":[{"type":"text","text":"First passage.\n\nStill the first."},{"type":"text","text":"Second passage."}]}`,
+			[]string{"First passage.\n\nStill the first.", "Second passage."}},
+		{"resource and image", `{"content":[{"type":"image","data":"` + png + `","mimeType":"image/png"},` +
+			`{"type":"resource","resource":{"uri":"doc://1","mimeType":"text/plain","text":"From the resource."}},` +
+			`{"type":"resource","resource":{"uri":"doc://2","blob":"AAEC"}},{"type":"text","text":"  "}]}`,
+			[]string{"From the resource."}},
+		{"nothing", `{"content":[]}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, mcp.Chunks(result(t, tc.wire))); diff != "" {
+				t.Errorf("Chunks (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := mcp.Chunks(nil); got != nil {
+		t.Errorf("Chunks(nil) = %q", got)
+	}
+}

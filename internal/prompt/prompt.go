@@ -272,9 +272,14 @@ func toolContexts(in *Input) string {
 	return parts[0] + "\n" + parts[1]
 }
 
+// NoFilesNote is the file_search context when there is no file to search, in
+// LibreChat's words, so that the model asks for documents instead of calling
+// the tool in vain.
+const NoFilesNote = "- Note: Semantic search is available through the file_search tool but no files are currently loaded. Request the user to upload documents to search through."
+
 // fileSearchContext lists the files file_search searches: the agent's own,
 // then those attached to the conversation, marked as just attached. With no
-// file at all there is nothing to point the model to.
+// file at all it is NoFilesNote.
 func fileSearchContext(agentFiles, attached []File) string {
 	const (
 		head   = "- Note: Use the file_search tool to find relevant information within:"
@@ -288,7 +293,7 @@ func fileSearchContext(agentFiles, attached []File) string {
 		n += len(f.Filename) + 3 + len(suffix)
 	}
 	if n == len(head) {
-		return ""
+		return NoFilesNote
 	}
 	var b strings.Builder
 	b.Grow(n)

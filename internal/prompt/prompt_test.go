@@ -349,7 +349,7 @@ func TestToolContexts(t *testing.T) {
 		{
 			name: "file_search without files",
 			in:   prompt.Input{Tools: []prompt.Tool{builtin(t, prompt.FileSearch)}},
-			want: "",
+			want: prompt.NoFilesNote,
 		},
 		{
 			name: "answer language",

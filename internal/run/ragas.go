@@ -5,11 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
-// RagasOptions select and shape a Ragas export (spec/ragas.md).
+// RagasOptions select and shape a Ragas export (docs/api.md "Ragas export").
 type RagasOptions struct {
 	UserID  string // empty: every user's runs
 	AgentID string
@@ -29,6 +35,7 @@ type ragasMessage struct {
 	ToolCalls []ragasToolCall `json:"tool_calls,omitempty"`
 }
 
+// ragasToolCall is Ragas' ToolCall: a name and its arguments as a JSON object.
 type ragasToolCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
@@ -87,7 +94,7 @@ func (s *Service) answer(ctx context.Context, r *Run) (question, answer string, 
 		}
 		answer = a.Text
 	}
-	return q.Text, answer, nil
+	return q.Text, StripCitations(answer), nil
 }
 
 func (s *Service) singleTurn(ctx context.Context, r *Run, retrieval func(string) bool) (any, error) {
@@ -101,11 +108,62 @@ func (s *Service) singleTurn(ctx context.Context, r *Run, retrieval func(string)
 		return nil, err
 	}
 	for _, c := range calls {
-		if !c.IsError && retrieval != nil && retrieval(c.Name) && strings.TrimSpace(c.Result) != "" {
-			sample.RetrievedContexts = append(sample.RetrievedContexts, c.Result)
+		if c.IsError || retrieval == nil || !retrieval(c.Name) {
+			continue
+		}
+		for _, text := range retrievedContexts(&c) {
+			if strings.TrimSpace(text) != "" {
+				sample.RetrievedContexts = append(sample.RetrievedContexts, text)
+			}
 		}
 	}
 	return sample, nil
+}
+
+// retrievedContexts are the passages of a retrieval tool's call, one per chunk:
+// the contexts stored with the call; for a file_search call stored without them,
+// the passages its sources mark out in the result; otherwise the whole result.
+// A file_search call without passages (no files, no match) retrieved nothing.
+func retrievedContexts(c *ToolCall) []string {
+	if len(c.Contexts) > 0 {
+		return c.Contexts
+	}
+	if c.Name == builtin.FileSearchName {
+		return fileSearchPassages(c.Result, c.Sources)
+	}
+	return []string{c.Result}
+}
+
+// fileSearchPassages cuts a file_search result into its passages. Each passage
+// is written as a header (file, page, relevance, anchor) that its source
+// determines, then "Content: " and the text; passages are separated by a line
+// "---". Finding each source's header in turn, from where the last one ended,
+// keeps a passage whose text holds "---" or "Content:" whole. The result is
+// nil when a header is missing: the text is not what the sources describe.
+func fileSearchPassages(result string, sources []tool.Source) []string {
+	var out []string
+	at := 0
+	for i, src := range sources {
+		head := fmt.Sprintf("File: %s\nPage: %d\nRelevance: %.4f\nAnchor: %s\nContent: ", src.FileName, src.Page, src.Relevance, src.Anchor)
+		j := strings.Index(result[at:], head)
+		if j < 0 {
+			return nil
+		}
+		start := at + j + len(head)
+		end := len(result)
+		if i+1 < len(sources) {
+			next := sources[i+1]
+			sep := fmt.Sprintf("\n---\nFile: %s\nPage: %d\n", next.FileName, next.Page)
+			k := strings.Index(result[start:], sep)
+			if k < 0 {
+				return nil
+			}
+			end = start + k
+		}
+		out = append(out, strings.TrimSpace(result[start:end]))
+		at = end
+	}
+	return out
 }
 
 // multiTurn rebuilds the conversation from the last request the run sent (it
@@ -122,7 +180,21 @@ func (s *Service) multiTurn(ctx context.Context, r *Run) (any, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
-	var body struct {
+	msgs, err := requestMessages(reqs[len(reqs)-1].Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the last model request: %w", err)
+	}
+	msgs = append(msgs, ragasMessage{Type: "ai", Content: a})
+	return multiTurn{UserInput: msgs}, nil
+}
+
+// requestMessages reads the conversation of a model request in the wire format
+// of its provider: OpenAI's messages (tool_calls, tool messages), Anthropic's
+// (tool_use and tool_result blocks) or Gemini's contents (functionCall and
+// functionResponse parts). System messages are left out; ai messages' text is
+// stripped of citation markers.
+func requestMessages(body json.RawMessage) ([]ragasMessage, error) {
+	var req struct {
 		Messages []struct {
 			Role      string          `json:"role"`
 			Content   json.RawMessage `json:"content"`
@@ -133,32 +205,88 @@ func (s *Service) multiTurn(ctx context.Context, r *Run) (any, error) {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"messages"`
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text         string `json:"text"`
+				FunctionCall *struct {
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+				FunctionResponse *struct {
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
 	}
-	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &body); err != nil {
-		return nil, fmt.Errorf("reading the last model request: %w", err)
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, err
 	}
 	var msgs []ragasMessage
-	for _, m := range body.Messages {
-		text := contentText(m.Content)
+	for _, m := range req.Messages {
 		switch m.Role {
 		case "user":
-			msgs = append(msgs, ragasMessage{Type: "human", Content: text})
-		case "assistant":
-			am := ragasMessage{Type: "ai", Content: text}
-			for _, c := range m.ToolCalls {
-				args := json.RawMessage(c.Function.Arguments)
-				if !json.Valid(args) || !strings.HasPrefix(strings.TrimSpace(c.Function.Arguments), "{") {
-					args = json.RawMessage(`{}`)
-				}
-				am.ToolCalls = append(am.ToolCalls, ragasToolCall{Name: c.Function.Name, Args: args})
+			// Anthropic sends tool results as a user message of tool_result blocks.
+			text, results := anthropicUser(m.Content)
+			for _, r := range results {
+				msgs = append(msgs, ragasMessage{Type: "tool", Content: r})
 			}
+			if len(results) == 0 || text != "" {
+				msgs = append(msgs, ragasMessage{Type: "human", Content: text})
+			}
+		case "assistant":
+			am := ragasMessage{Type: "ai", Content: StripCitations(contentText(m.Content))}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, ragasToolCall{Name: c.Function.Name, Args: ToolArgs(json.RawMessage(c.Function.Arguments))})
+			}
+			am.ToolCalls = append(am.ToolCalls, anthropicToolUses(m.Content)...)
 			msgs = append(msgs, am)
 		case "tool":
-			msgs = append(msgs, ragasMessage{Type: "tool", Content: text})
+			msgs = append(msgs, ragasMessage{Type: "tool", Content: contentText(m.Content)})
 		}
 	}
-	msgs = append(msgs, ragasMessage{Type: "ai", Content: a})
-	return multiTurn{UserInput: msgs}, nil
+	for _, c := range req.Contents {
+		var text strings.Builder
+		var calls []ragasToolCall
+		var results []string
+		for _, p := range c.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				calls = append(calls, ragasToolCall{Name: p.FunctionCall.Name, Args: ToolArgs(p.FunctionCall.Args)})
+			case p.FunctionResponse != nil:
+				results = append(results, geminiResponse(p.FunctionResponse.Response))
+			default:
+				text.WriteString(p.Text)
+			}
+		}
+		switch {
+		case c.Role == "model":
+			msgs = append(msgs, ragasMessage{Type: "ai", Content: StripCitations(text.String()), ToolCalls: calls})
+		case len(results) > 0:
+			for _, r := range results {
+				msgs = append(msgs, ragasMessage{Type: "tool", Content: r})
+			}
+		default:
+			msgs = append(msgs, ragasMessage{Type: "human", Content: text.String()})
+		}
+	}
+	return msgs, nil
+}
+
+// contentBlock is a part of a message's content: OpenAI's text parts and
+// Anthropic's text, tool_use and tool_result blocks.
+type contentBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Content json.RawMessage `json:"content"`
+}
+
+func blocks(raw json.RawMessage) []contentBlock {
+	var bs []contentBlock
+	_ = json.Unmarshal(raw, &bs)
+	return bs
 }
 
 // contentText reads a message's content: a string, or the text of its parts.
@@ -167,15 +295,125 @@ func contentText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	var parts []struct {
-		Type, Text string
-	}
-	_ = json.Unmarshal(raw, &parts)
 	var b strings.Builder
-	for _, p := range parts {
+	for _, p := range blocks(raw) {
 		if p.Type == "text" {
 			b.WriteString(p.Text)
 		}
 	}
+	return b.String()
+}
+
+// anthropicUser splits a user message's content into its text and the
+// contents of its tool_result blocks.
+func anthropicUser(raw json.RawMessage) (text string, results []string) {
+	for _, b := range blocks(raw) {
+		if b.Type == "tool_result" {
+			results = append(results, contentText(b.Content))
+		}
+	}
+	return contentText(raw), results
+}
+
+// anthropicToolUses are the tool calls of an assistant message's tool_use blocks.
+func anthropicToolUses(raw json.RawMessage) []ragasToolCall {
+	var calls []ragasToolCall
+	for _, b := range blocks(raw) {
+		if b.Type == "tool_use" {
+			calls = append(calls, ragasToolCall{Name: b.Name, Args: ToolArgs(b.Input)})
+		}
+	}
+	return calls
+}
+
+// geminiResponse is the text of a Gemini functionResponse: its "output" (or
+// for a failure "error") string, else the response's JSON.
+func geminiResponse(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) == nil {
+		for _, k := range []string{"output", "error"} {
+			var s string
+			if json.Unmarshal(m[k], &s) == nil {
+				return s
+			}
+		}
+	}
+	return string(raw)
+}
+
+// ToolArgs returns a tool call's arguments as the JSON object Ragas' ToolCall
+// takes (docs/api.md "Ragas export"): an object as it is; nothing, blanks or
+// null as {}; any other JSON value v as {"arguments": v}; text that is not JSON
+// as {"arguments": "<the text>"}.
+func ToolArgs(raw json.RawMessage) json.RawMessage {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid([]byte(t)) {
+		if t[0] == '{' {
+			return json.RawMessage(t)
+		}
+		return json.RawMessage(`{"arguments":` + t + `}`)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{"arguments": string(raw)})
+	return json.RawMessage(strings.TrimSpace(b.String()))
+}
+
+// citationMark is a citation character of LibreChat's format, written out as
+// an escape (`\ue202`, as Relay's anchors are) or the private-use character
+// itself: U+E200/U+E201 open and close a group, U+E202 starts an anchor,
+// U+E203/U+E204 open and close a highlighted span, U+E206 is also used.
+const citationMark = `(?:\\[uU][eE]20[0-46]|[\x{E200}-\x{E204}\x{E206}])`
+
+// citationRun matches a run of citation markers with the blanks before it:
+// anchors turn{N}{type}{index} (after a mark, a "cite" prefix or a word
+// boundary), lone marks, and anchors in 【…】 brackets, including OpenAI's
+// 【4:0†source】 form.
+var citationRun = regexp.MustCompile(`[ \t]*(?:` +
+	`(?:` + citationMark + `+(?:cite)?|\b(?:cite)?)turn\d+(?:search|image|news|video|ref|file)\d+` +
+	`|` + citationMark +
+	`|【[^】\n]*(?:turn\d+(?:search|image|news|video|ref|file)\d+|†)[^】\n]*】` +
+	`)+`)
+
+// StripCitations removes citation markers from a model's text (docs/api.md
+// "Ragas export"): LibreChat's anchors (`\ue202turn0file0`, `turn0search1`,
+// written out or as private-use characters), its group and highlight marks
+// (the highlighted text stays), and bracketed anchors. Where a marker stood
+// before punctuation or the end of a line, the blank before it goes too, so
+// "inspected yearly \ue202turn0file0." becomes "inspected yearly.".
+func StripCitations(s string) string {
+	locs := citationRun.FindAllStringIndex(s, -1)
+	if locs == nil {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, l := range locs {
+		start, end := l[0], l[1]
+		b.WriteString(s[last:start])
+		blank := start < end && (s[start] == ' ' || s[start] == '\t')
+		next, _ := utf8.DecodeRuneInString(s[end:])
+		lineStart := b.Len() == 0 || strings.HasSuffix(b.String(), "\n")
+		switch {
+		case end == len(s) || next == '\n' || next == '\r':
+		case unicode.IsPunct(next) && !strings.ContainsRune("([{«“‘\"'¿¡", next):
+		case next == ' ' || next == '\t':
+			if lineStart {
+				// A marker opening a line takes the blank after it too.
+				for end < len(s) && (s[end] == ' ' || s[end] == '\t') {
+					end++
+				}
+			}
+		case blank && !lineStart:
+			b.WriteByte(' ')
+		}
+		last = end
+	}
+	b.WriteString(s[last:])
 	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
@@ -24,6 +25,8 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -194,22 +197,51 @@ func TestRunReplayAfterFinish(t *testing.T) {
 	}
 }
 
+// TestRagasExport checks the export's exact JSONL against golden files: a run
+// that called an MCP tool, and one whose answer cites the passages of a
+// file_search call and of an MCP retrieval tool, and that called a tool with
+// arguments that are not a JSON object.
 func TestRagasExport(t *testing.T) {
+	answer := `Valves are inspected every 18 months \ue202turn0file0, doors weekly ` + "\ue200\ue202turn0file1\ue202turn0file2\ue201."
 	model := llmtest.New(
 		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCall()}},
 		llmtest.Turn{Text: []string{"5"}},
+		llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "call_fs", Type: "function", Function: prompt.FunctionCall{Name: "file_search", Arguments: `{"query":"inspections"}`}}}},
+		llmtest.Turn{ToolCalls: []prompt.ToolCall{
+			{ID: "call_ref", Type: "function", Function: prompt.FunctionCall{Name: "get-resource-reference__mcp__test", Arguments: `{"resourceId":2}`}},
+			{ID: "call_bad", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `[2,3]`}},
+		}},
+		llmtest.Turn{Text: []string{answer[:20], answer[20:]}},
 	)
 	b := setup(t, model)
+	ctx := context.Background()
+	searcher := builtin.SearchFunc(func(context.Context, file.Query) ([]file.Hit, error) {
+		return []file.Hit{
+			{FileID: "file_m", FileName: "manual.pdf", Page: 2, Score: 0.9, Text: "Pressure relief valves must be inspected every 18 months.\n---\nContent: a rule line inside the passage."},
+			{FileID: "file_m", FileName: "manual.pdf", Page: 3, Score: 0.7, Text: "Fire doors are checked weekly."},
+			{FileID: "file_h", FileName: "handbook.docx", Page: 1, Score: 0.5, Text: "Doors: weekly."},
+		}, nil
+	})
+	b.svc.Builtins = map[string]tool.Tool{builtin.FileSearchName: builtin.FileSearch(searcher, []string{"file_m", "file_h"})}
+	if _, err := agent.NewService(b.svc.Store.(agent.Store), agent.Rules{}).Create(ctx, b.user, "reader", agent.Spec{Name: "Reader", Provider: "openAI", Model: "gpt-4o",
+		Tools: []string{"file_search", "get-resource-reference__mcp__test", "get-sum__mcp__test"}}); err != nil {
+		t.Fatal(err)
+	}
 	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
+	if d := b.chat(t, run.ChatRequest{AgentID: "reader", Text: "How often are valves and doors inspected?"}); d.Status != run.StatusSucceeded {
+		t.Fatalf("reader run %+v", d.Run)
+	}
+	retrieval := func(name string) bool {
+		return name == "get-sum__mcp__test" || name == "file_search" || name == "get-resource-reference__mcp__test"
+	}
 	for _, tc := range []struct {
 		name  string
 		multi bool
 	}{{"ragas_single", false}, {"ragas_multi", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			n, err := b.svc.ExportRagas(context.Background(), &buf, run.RagasOptions{MultiTurn: tc.multi,
-				Retrieval: func(name string) bool { return name == "get-sum__mcp__test" }})
-			if err != nil || n != 1 {
+			n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{MultiTurn: tc.multi, Retrieval: retrieval})
+			if err != nil || n != 2 {
 				t.Fatalf("export: %d samples, %v", n, err)
 			}
 			golden := filepath.Join("testdata", tc.name+".jsonl")
@@ -225,14 +257,27 @@ func TestRagasExport(t *testing.T) {
 			if buf.String() != string(want) {
 				t.Errorf("export differs from %s:\n got %s\nwant %s", golden, buf.String(), want)
 			}
-			var row map[string]any
-			if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &row); err != nil {
-				t.Fatal(err)
+			for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+				var row map[string]any
+				if err := json.Unmarshal(line, &row); err != nil {
+					t.Fatal(err)
+				}
+				if _, isList := row["user_input"].([]any); isList != tc.multi {
+					t.Errorf("user_input is a list: %v, want %v", isList, tc.multi)
+				}
 			}
-			if _, isList := row["user_input"].([]any); isList != tc.multi {
-				t.Errorf("user_input is a list: %v, want %v", isList, tc.multi)
+			if strings.Contains(buf.String(), "turn0file") && !tc.multi {
+				t.Errorf("a citation marker is left in the single-turn export:\n%s", buf.String())
 			}
 		})
+	}
+	// Another user's runs are not in an export filtered by user.
+	var buf bytes.Buffer
+	if n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{UserID: "usr_someone_else"}); err != nil || n != 0 || buf.Len() != 0 {
+		t.Errorf("export of another user's runs: %d samples, %v, %q", n, err, buf.String())
+	}
+	if n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{UserID: b.user.ID}); err != nil || n != 2 {
+		t.Errorf("export of Ann's runs: %d samples, %v", n, err)
 	}
 }
 

@@ -46,7 +46,7 @@ func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutpu
 		if err != nil {
 			return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 		}
-		return agent.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources}
+		return agent.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources, Contexts: res.Contexts}
 	}
 	res, err := b.MCP.Call(ctx, MCPUser(b.User), name, args)
 	if err != nil {
@@ -54,6 +54,9 @@ func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutpu
 	}
 	out := mcp.Format(res, b.Family)
 	o := agent.ToolOutput{Text: out.Text, IsError: out.IsError}
+	if cs := mcp.Chunks(res); len(cs) > 1 || len(cs) == 1 && cs[0] != out.Text {
+		o.Contexts = cs
+	}
 	switch b.Family {
 	case mcp.FamilyOpenAI:
 		if len(out.Images) > 0 {

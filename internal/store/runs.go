@@ -560,7 +560,7 @@ func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelR
 	return reqs, nil
 }
 
-const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error, duration_us, step, created_at, sources`
+const toolCallColumns = `run_id, id, agent_id, name, arguments, result, is_error, duration_us, step, created_at, sources, contexts`
 
 // AddToolCall stores one tool call of a run. Its Duration is kept to the
 // microsecond, like times; the stored Duration and CreatedAt (the current time
@@ -587,9 +587,17 @@ func (db *DB) addToolCall(ctx context.Context, q querier, c *run.ToolCall) error
 		}
 		sources = string(b)
 	}
+	var contexts any
+	if len(c.Contexts) > 0 {
+		b, err := json.Marshal(c.Contexts)
+		if err != nil {
+			return fmt.Errorf("encoding the contexts of tool call %q: %w", c.ID, err)
+		}
+		contexts = string(b)
+	}
 	_, err := db.exec(ctx, q,
-		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created), sources)
+		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.ID, c.AgentID, c.Name, c.Arguments, c.Result, c.IsError, us, c.Step, db.timeArg(created), sources, contexts)
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -615,17 +623,22 @@ func (db *DB) ListToolCalls(ctx context.Context, runID string) ([]run.ToolCall, 
 	calls := []run.ToolCall{}
 	for rows.Next() {
 		var (
-			c       run.ToolCall
-			us      int64
-			sources sql.NullString
+			c                 run.ToolCall
+			us                int64
+			sources, contexts sql.NullString
 		)
 		if err := rows.Scan(&c.RunID, &c.ID, &c.AgentID, &c.Name, &c.Arguments, &c.Result, &c.IsError, &us, &c.Step,
-			timeDest{&c.CreatedAt}, &sources); err != nil {
+			timeDest{&c.CreatedAt}, &sources, &contexts); err != nil {
 			return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
 		}
 		if sources.Valid {
 			if err := json.Unmarshal([]byte(sources.String), &c.Sources); err != nil {
 				return nil, fmt.Errorf("decoding the sources of tool call %q of run %q: %w", c.ID, runID, err)
+			}
+		}
+		if contexts.Valid {
+			if err := json.Unmarshal([]byte(contexts.String), &c.Contexts); err != nil {
+				return nil, fmt.Errorf("decoding the contexts of tool call %q of run %q: %w", c.ID, runID, err)
 			}
 		}
 		c.Duration = time.Duration(us) * time.Microsecond

@@ -21,6 +21,11 @@ type Result struct {
 	// Sources are what the result was drawn from (passages of files, web
 	// pages), saved with the answer so that its citations can be shown.
 	Sources []Source `json:"sources,omitempty"`
+	// Contexts are the passages the result is made of, in order, without the
+	// headers that present them to the model (file_search's passages, an MCP
+	// result's text parts): the retrieved contexts of a Ragas export
+	// (docs/api.md). Empty means the result is one passage, its Text.
+	Contexts []string `json:"-"`
 }
 
 // SourceKind says where a source comes from.

@@ -408,7 +408,9 @@ var runTests = []test{
 			IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 2,
 			Sources: []tool.Source{{Kind: tool.SourceFile, Anchor: `\ue202turn0file0`, FileID: "file_1", FileName: "a «b».pdf", Page: 2, Relevance: 0.5, Snippet: "x"}},
 		}
-		nonZeroFields(t, "the tool record", *tool)
+		// A message keeps its tool calls' records without their contexts, which
+		// are stored with the run's tool calls only.
+		nonZeroFields(t, "the tool record", *tool, "Contexts")
 		m := &run.Message{
 			ID: newID("msg_"), ConversationID: c.conv.ID, ParentID: c.msg.ID, Role: run.RoleAssistant,
 			AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>", RunID: c.run.ID, CreatedAt: at(9), Sources: tool.Sources,
@@ -881,7 +883,8 @@ var runTests = []test{
 			ToolRecord: agent.ToolRecord{
 				ID: "call_«1»", Name: "mcp__github__search", Arguments: `{"q":"<relay> & co 🚀"}`,
 				Result: "error: rate «limited»\nretry later", IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 3,
-				Sources: []tool.Source{{Kind: tool.SourceWeb, Anchor: "a", Title: "T «1»", URL: "https://example.com/?q=<x>&y", Snippet: "s"}},
+				Sources:  []tool.Source{{Kind: tool.SourceWeb, Anchor: "a", Title: "T «1»", URL: "https://example.com/?q=<x>&y", Snippet: "s"}},
+				Contexts: []string{"first «passage» 🚀\n\nstill the first", "second <passage> & \"quotes\""},
 			},
 			CreatedAt: at(8),
 		}

@@ -14,6 +14,10 @@ import (
 // FileSearchName is the name the model calls file_search by.
 const FileSearchName = "file_search"
 
+// NoFilesText is what a file_search call with no file to search answers, as
+// LibreChat's file_search does (docs/config.md "rag").
+const NoFilesText = "No files to search. Instruct the user to add files for the search."
+
 // FileSearchLimit is how many passages one file_search call returns at most.
 const FileSearchLimit = 10
 
@@ -36,7 +40,8 @@ func (f SearchFunc) Search(ctx context.Context, q file.Query) ([]file.Hit, error
 // FileSearch returns the file_search tool over the given files (the agent's
 // own and the conversation's attachments, already checked as readable by the
 // run's user). Each call returns the 10 best passages as text blocks with the
-// file's name, page, relevance and citation anchor, and lists them as sources.
+// file's name, page, relevance and citation anchor, and lists them as sources
+// and, passage by passage, as the result's contexts.
 func FileSearch(s Searcher, fileIDs []string) tool.Tool {
 	return fileSearch{s: s, ids: fileIDs}
 }
@@ -61,7 +66,7 @@ func (t fileSearch) Call(ctx context.Context, _ string, args json.RawMessage) (t
 		return tool.Errorf("Invalid arguments for %s: %q is required and must not be empty; send %s.", FileSearchName, "query", fileSearchUsage), nil
 	}
 	if len(t.ids) == 0 {
-		return tool.Text("There are no files to search in this conversation."), nil
+		return tool.Text(NoFilesText), nil
 	}
 	hits, err := t.s.Search(ctx, file.Query{FileIDs: t.ids, Text: *in.Query, Limit: FileSearchLimit})
 	if err != nil {
@@ -71,13 +76,15 @@ func (t fileSearch) Call(ctx context.Context, _ string, args json.RawMessage) (t
 		return tool.Text("No passages of the files match the query. Try other words."), nil
 	}
 	var b strings.Builder
-	res := tool.Result{Sources: make([]tool.Source, 0, len(hits))}
+	res := tool.Result{Sources: make([]tool.Source, 0, len(hits)), Contexts: make([]string, 0, len(hits))}
 	for i, h := range hits {
 		if i > 0 {
 			b.WriteString("\n---\n")
 		}
 		anchor := FileAnchor(i)
-		fmt.Fprintf(&b, "File: %s\nPage: %d\nRelevance: %.4f\nAnchor: %s\nContent: %s\n", h.FileName, h.Page, h.Score, anchor, strings.TrimSpace(h.Text))
+		passage := strings.TrimSpace(h.Text)
+		fmt.Fprintf(&b, "File: %s\nPage: %d\nRelevance: %.4f\nAnchor: %s\nContent: %s\n", h.FileName, h.Page, h.Score, anchor, passage)
+		res.Contexts = append(res.Contexts, passage)
 		res.Sources = append(res.Sources, tool.Source{
 			Kind: tool.SourceFile, Anchor: anchor, FileID: h.FileID, FileName: h.FileName,
 			Page: h.Page, Relevance: h.Score, Snippet: snippet(h.Text, 200),

@@ -55,6 +55,10 @@ func TestFileSearch(t *testing.T) {
 	if diff := cmp.Diff(wantSources, res.Sources); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
+	// One context per passage, without the headers the model reads.
+	if diff := cmp.Diff([]string{"The reactor must be inspected yearly.", "Inspections happen in spring."}, res.Contexts); diff != "" {
+		t.Errorf("contexts (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff([]file.Query{{FileIDs: []string{"file_a", "file_b"}, Text: "inspection interval", Limit: 10}}, s.got); diff != "" {
 		t.Errorf("queries (-want +got):\n%s", diff)
 	}
@@ -73,7 +77,7 @@ func TestFileSearchProblems(t *testing.T) {
 		{name: "blank query", args: `{"query":"  "}`, ids: []string{"f"}, s: &searcher{}, isError: true, text: `"query" is required`},
 		{name: "unknown field", args: `{"query":"x","k":3}`, ids: []string{"f"}, s: &searcher{}, isError: true, text: `unknown argument "k"`},
 		{name: "not a string", args: `{"query":3}`, ids: []string{"f"}, s: &searcher{}, isError: true, text: `"query" must be a string`},
-		{name: "no files", args: `{"query":"x"}`, s: &searcher{}, text: "no files to search"},
+		{name: "no files", args: `{"query":"x"}`, s: &searcher{}, text: builtin.NoFilesText},
 		{name: "no hits", args: `{"query":"x"}`, ids: []string{"f"}, s: &searcher{}, text: "No passages"},
 		{name: "store failure", args: `{"query":"x"}`, ids: []string{"f"}, s: &searcher{err: errors.New("disk gone")}, wantErr: true},
 	} {
@@ -85,7 +89,7 @@ func TestFileSearchProblems(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if res.IsError != tc.isError || !strings.Contains(res.Text, tc.text) {
+			if res.IsError != tc.isError || !strings.Contains(res.Text, tc.text) || len(tc.s.got) > 0 && tc.text == builtin.NoFilesText {
 				t.Errorf("Call = %+v, want IsError %v and text containing %q", res, tc.isError, tc.text)
 			}
 		})
