@@ -153,7 +153,7 @@ const agentBody = `{"name":"Expert","description":"d","instructions":"Today is {
  "tool_resources":{"file_search":{"file_ids":["f1"]}},"edges":[{"from":"x","to":["y","z"],"edgeType":"direct","prompt":"{results}"}],
  "agent_ids":["y"],"chain_type":"convo","hide_sequential_outputs":true,"recursion_limit":10,"conversation_starters":["hi"],"shared":false}`
 
-// roundTrip is must-show 2: create an agent with the bootstrap key, read it back,
+// roundTrip: create an agent with the bootstrap key, read it back,
 // restart, and read it again.
 func roundTrip(t *testing.T, cfg string) {
 	dir := t.TempDir()

@@ -33,7 +33,7 @@ func journal(t *testing.T, base string) string {
 	return string(b)
 }
 
-// TestChatEndToEnd is issue 5's first must-show: aimock as the model (once
+// TestChatEndToEnd: aimock as the model (once
 // through the OpenAI-compatible client, once through the Anthropic one) and
 // server-everything over stdio as the tool.
 func TestChatEndToEnd(t *testing.T) {

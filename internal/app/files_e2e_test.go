@@ -69,7 +69,7 @@ func (s *server) ready(t *testing.T, id string) map[string]any {
 	}
 }
 
-// TestFileSearchEndToEnd is issue 8's must-shows 1 and 3: a multi-page PDF and
+// TestFileSearchEndToEnd: a multi-page PDF and
 // a DOCX made by the fixtures are uploaded and reach ready; an agent (aimock as
 // the model) whose file_search covers the PDF, with the DOCX attached to the
 // conversation, gets the passage that answers each question with the right

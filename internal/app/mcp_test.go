@@ -111,7 +111,7 @@ func TestMCPCallFailures(t *testing.T) {
 	}
 }
 
-// TestServeReadyDespiteBrokenMCPServers is must-show 4: broken servers never
+// TestServeReadyDespiteBrokenMCPServers: broken servers never
 // delay readiness, and the others work.
 func TestServeReadyDespiteBrokenMCPServers(t *testing.T) {
 	// A server that accepts connections and never answers: initialize hangs.

@@ -33,7 +33,7 @@ func (e journalEntry) lastUser() string {
 	return ""
 }
 
-// TestMultiAgentEndToEnd is issue 6's must-shows 1–3 with aimock and server-everything.
+// TestMultiAgentEndToEnd runs with aimock and server-everything.
 func TestMultiAgentEndToEnd(t *testing.T) {
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
 	mock := llmtest.StartAimock(t, `{"fixtures":[

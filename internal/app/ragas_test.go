@@ -42,7 +42,7 @@ func readJSONL(t *testing.T, path string) []map[string]any {
 	return rows
 }
 
-// TestRagasExportEndToEnd is issue 14's fifth must-show: runs whose answers
+// TestRagasExportEndToEnd: runs whose answers
 // cite the passages of a file_search call that returned several, exported by
 // `relay export ragas` (single- and multi-turn, filtered by user), load with
 // Ragas' own EvaluationDataset. The exact shape is in internal/run's golden

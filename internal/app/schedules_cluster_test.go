@@ -15,7 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
-// TestSchedulesFireOnceAcrossProcesses is issue 7's must-show 2: three `relay
+// TestSchedulesFireOnceAcrossProcesses: three `relay
 // serve` processes on one Postgres, 20 schedules firing every minute for three
 // minutes; every expected firing runs exactly once.
 func TestSchedulesFireOnceAcrossProcesses(t *testing.T) {

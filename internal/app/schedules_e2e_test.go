@@ -13,7 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
-// TestScheduledHandoffWithMCPEndToEnd is issue 7's must-show 4: a schedule
+// TestScheduledHandoffWithMCPEndToEnd: a schedule
 // whose agent hands off to another agent that calls an MCP tool, with aimock
 // as the model and server-everything as the tool, fired through the API. The
 // run's conversation holds both agents' outputs and the tool call with its

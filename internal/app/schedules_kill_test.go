@@ -150,8 +150,7 @@ func ownHosts() bool {
 	return err == nil && exec.Command("unshare", "--uts", "--", "true").Run() == nil
 }
 
-// TestKilledProcessRunFailsAndNextFiringRunsElsewhere is issue 7's must-show
-// 3: two `relay serve` processes on one Postgres, a schedule firing every
+// TestKilledProcessRunFailsAndNextFiringRunsElsewhere runs two `relay serve` processes on one Postgres, a schedule firing every
 // minute whose run is slow; the process running it is killed with SIGKILL.
 // Its run and firing are marked failed within the dead-after window, and the
 // next minute's firing runs on the other process, on time and once. Where it

@@ -12,7 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/tool/builtin/websearchtest"
 )
 
-// TestWebSearchEndToEnd is issue 8's must-show 4: an agent whose model
+// TestWebSearchEndToEnd: an agent whose model
 // (aimock) calls web_search gets the results of the in-repo fake SearXNG,
 // answers citing one, and the run's saved tool call carries the results as
 // sources; the top result's page, on loopback, is not fetched.

@@ -219,7 +219,7 @@ func paraphraseFile() []byte {
 	return []byte(b.String())
 }
 
-// TestHybridFindsParaphrase is must-show 2: with full text only, the passage
+// TestHybridFindsParaphrase: with full text only, the passage
 // that answers a paraphrased question loses to one that shares its words;
 // with embeddings from the fake server, hybrid search ranks it first.
 func TestHybridFindsParaphrase(t *testing.T) {

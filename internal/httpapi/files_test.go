@@ -181,7 +181,7 @@ func fileParts(t *testing.T, path string) int {
 	return n
 }
 
-// TestBadFiles is must-show 5, through the HTTP API on SQLite: an empty file,
+// TestBadFiles runs through the HTTP API on SQLite: an empty file,
 // a 60 MB upload, a PDF without a text layer, a corrupt DOCX and a name with
 // path separators. None crashes, and nothing is left running afterwards.
 func TestBadFiles(t *testing.T) {

@@ -50,7 +50,7 @@ func searchWithPages(t *testing.T, fetch WebFetch, urls ...string) tool.Result {
 	return res
 }
 
-// TestFetchLoopbackRefused is issue 8's must-show 4, second half: a result on
+// TestFetchLoopbackRefused: a result on
 // a loopback address is not fetched, the result says so, and the server never
 // hears of it; with allowPrivateAddresses it is read.
 func TestFetchLoopbackRefused(t *testing.T) {
