@@ -33,7 +33,7 @@ const (
 	DefaultPoll = 2 * time.Second
 )
 
-// The cuts of chunking, 1,500 characters overlapping by 100.
+// The cuts of chunking: 1,500 characters overlapping by 100.
 const (
 	chunkSize    = 1500
 	chunkOverlap = 100
