@@ -170,14 +170,38 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 	if err != nil {
 		return nil, err
 	}
-	return &run.Service{
-		Store: svc.store, Prep: prep, Models: models(e, cfg, log), MCP: m, Log: log,
+	mod := models(e, cfg, log)
+	memoryTools := map[string]tool.Tool{
+		builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
+		builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+	}
+	s := &run.Service{
+		Store: svc.store, Prep: prep, Models: mod, MCP: m, Log: log,
 		Builtins: map[string]tool.Tool{
-			builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
-			builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+			builtin.SetMemoryName:    memoryTools[builtin.SetMemoryName],
+			builtin.DeleteMemoryName: memoryTools[builtin.DeleteMemoryName],
 			builtin.WebSearchName:    webSearchTool(e, cfg, log),
 		},
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
-	}, nil
+	}
+	if ma := memoryAgent(cfg, svc, memoryTools, mod, log); ma != nil {
+		s.After = append(s.After, ma.After)
+	}
+	return s, nil
+}
+
+// memoryAgent returns the memory agent of the config's memory.agent, or nil
+// when there is none or memory is disabled (docs/config.md).
+func memoryAgent(cfg *config.Config, svc *services, tools map[string]tool.Tool, mod run.Models, log *slog.Logger) *run.MemoryAgent {
+	c := cfg.Memory.Agent
+	if c == nil || cfg.Memory.Disabled {
+		return nil
+	}
+	return &run.MemoryAgent{
+		Memory: svc.memory, Tools: tools, Store: svc.store, Models: mod, Agents: svc.store.GetAgent,
+		Log:     log.With(slog.String("part", "memory_agent")),
+		AgentID: c.ID, Provider: c.Provider, Model: c.Model, Instructions: c.Instructions, ModelParameters: c.ModelParameters,
+		Window:  cfg.Memory.MessageWindowSize,
+	}
 }

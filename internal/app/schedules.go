@@ -64,6 +64,13 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 	done := make(chan struct{})
 	go func() { _ = live.Run(lctx); close(done) }()
 	defer func() { stopLive(); <-done }()
+	// The work that follows the command's runs (the memory agent) ends
+	// before the database closes; each piece is bounded by its own timeout.
+	defer func() {
+		if err := runs.Settle(ctx); err != nil {
+			log.Warn("work after runs still in progress at exit", slog.String("err", err.Error()))
+		}
+	}()
 	return f(svc, runs, u)
 }
 
