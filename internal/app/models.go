@@ -202,6 +202,6 @@ func memoryAgent(cfg *config.Config, svc *services, tools map[string]tool.Tool, 
 		Memory: svc.memory, Tools: tools, Store: svc.store, Models: mod, Agents: svc.store.GetAgent,
 		Log:     log.With(slog.String("part", "memory_agent")),
 		AgentID: c.ID, Provider: c.Provider, Model: c.Model, Instructions: c.Instructions, ModelParameters: c.ModelParameters,
-		Window:  cfg.Memory.MessageWindowSize,
+		Window: cfg.Memory.MessageWindowSize,
 	}
 }
