@@ -713,6 +713,9 @@ webSearch:
 		{"memory agent: empty", "memory:\n  agent: {}\n", []string{
 			`relay.yaml:2:10: memory.agent: give id (a stored agent) or provider and model`,
 		}},
+		{"memory agent: id with model_parameters", "memory:\n  agent:\n    id: memo\n    model_parameters: {temperature: 0.2}\n", []string{
+			`relay.yaml:4:23: memory.agent.model_parameters: only with provider and model: the agent "memo" has its own`,
+		}},
 		{"memory agent: not an agent id", "memory:\n  agent:\n    id: not an id\n", []string{
 			`relay.yaml:3:9: memory.agent.id: "not an id" is not an agent id (1 to 64 letters, digits, _ or -)`,
 		}},
@@ -1056,5 +1059,30 @@ func TestEmptyFile(t *testing.T) {
 		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path")); diff != "" {
 			t.Errorf("%q: config (-want +got):\n%s", text, diff)
 		}
+	}
+}
+
+func TestMemoryAgentConfig(t *testing.T) {
+	if c := mustLoadYAML(t, "server:\n  addr: :3080\n", nil); c.Memory.MessageWindowSize != 5 || c.Memory.Agent != nil {
+		t.Errorf("defaults: window %d, agent %+v", c.Memory.MessageWindowSize, c.Memory.Agent)
+	}
+	c := mustLoadYAML(t, `endpoints:
+  custom:
+    - name: Ollama
+      baseURL: http://127.0.0.1:11434/v1
+memory:
+  messageWindowSize: 8
+  agent:
+    provider: ollama
+    model: llama3.1:8b
+    instructions: Keep notes.
+    model_parameters: {temperature: 0.2}
+`, nil)
+	want := &MemoryAgent{Provider: "ollama", Model: "llama3.1:8b", Instructions: "Keep notes.", ModelParameters: map[string]any{"temperature": 0.2}}
+	if diff := cmp.Diff(want, c.Memory.Agent); diff != "" || c.Memory.MessageWindowSize != 8 {
+		t.Errorf("window %d, agent (-want +got):\n%s", c.Memory.MessageWindowSize, diff)
+	}
+	if c := mustLoadYAML(t, "memory:\n  agent:\n    id: memo\n    instructions: Keep notes.\n", nil); c.Memory.Agent.ID != "memo" {
+		t.Errorf("agent %+v", c.Memory.Agent)
 	}
 }

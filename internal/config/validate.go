@@ -434,6 +434,9 @@ func (v *validator) memoryAgent(a *MemoryAgent) {
 		if provider != "" || model != "" {
 			v.add(at+".id", "give either id (a stored agent) or provider and model, not both")
 		}
+		if len(a.ModelParameters) > 0 {
+			v.add(at+".model_parameters", "only with provider and model: the agent %q has its own", a.ID)
+		}
 		return
 	}
 	if provider == "" && model == "" {

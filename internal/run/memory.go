@@ -82,7 +82,7 @@ func (m *MemoryAgent) After(ctx context.Context, f *Finished) {
 	start := time.Now()
 	out, err := m.update(ctx, f)
 	if err != nil {
-		if c := context.Cause(ctx); c != nil && errors.Is(c, errMemoryTimeout) {
+		if c := context.Cause(ctx); errors.Is(c, errMemoryTimeout) && !errors.Is(err, errMemoryTimeout) {
 			err = fmt.Errorf("%w: %w", c, err)
 		}
 		log.Warn("memory agent failed; the run's answer stands", slog.String("err", err.Error()),
