@@ -209,17 +209,33 @@ func TestMemoryAgentReadsTheLatestMessages(t *testing.T) {
 func TestMemoryAgentKeepsWithinTokenLimit(t *testing.T) {
 	main := llmtest.New(llmtest.Turn{Text: []string{"Noted."}})
 	mem := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{setMemory("c1", `{"key":"life","value":"`+strings.Repeat("long story ", 20)+`"}`)}},
-		llmtest.Turn{Text: []string{"It did not fit."}},
+		llmtest.Turn{ToolCalls: []prompt.ToolCall{
+			setMemory("c1", `{"key":"life","value":"`+strings.Repeat("long story ", 20)+`"}`), // 55 tokens alone
+			setMemory("c2", `{"key":"city","value":"Ann lives in Utrecht."}`),                 // 6 tokens
+			setMemory("c3", `{"key":"work","value":"Ann is a nurse."}`),                       // 4 tokens: 10 with city, fits
+			setMemory("c4", `{"key":"name","value":"Ann."}`),                                  // 1 more: over
+		}},
+		llmtest.Turn{Text: []string{"Done."}},
 	)
 	b := memSetup(t, memory.Config{TokenLimit: 10}, main, mem)
 	b.chat(t, run.ChatRequest{Text: "Here is my life story."})
-	if got := b.memories(t); len(got) != 0 {
-		t.Errorf("memories %v, want none", got)
+	want := map[string]string{"city": "Ann lives in Utrecht.", "work": "Ann is a nurse."}
+	if diff := cmp.Diff(want, b.memories(t)); diff != "" {
+		t.Errorf("memories (-want +got):\n%s", diff)
+	}
+	es, _ := b.memory.List(context.Background(), b.user.ID)
+	if total := memory.TotalTokens(es); total > 10 {
+		t.Errorf("memory takes %d tokens, over the limit of 10", total)
 	}
 	msgs := mem.Requests()[1].Messages
-	if last := msgs[len(msgs)-1]; !strings.Contains(last.Content, "Memory is full") {
-		t.Errorf("result %+v", last)
+	results := map[string]string{}
+	for _, m := range msgs {
+		if m.Role == prompt.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	if !strings.Contains(results["c1"], "Memory is full") || !strings.Contains(results["c4"], "10 of 10 tokens used") {
+		t.Errorf("results %q", results)
 	}
 }
 
