@@ -346,14 +346,17 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
 	lr.mu.Unlock()
 	s.writer().finish(end)
-	lr.end()
-	s.mu.Lock()
-	delete(s.live, r.ID)
-	s.mu.Unlock()
+	// The work that follows is counted before anyone can see the run end
+	// (its subscriptions, Wait), so that a Settle called after that waits
+	// for it.
 	fin.Answer = answer
 	for _, fn := range s.After {
 		s.after.Go(func() { fn(context.WithoutCancel(ctx), fin) })
 	}
+	lr.end()
+	s.mu.Lock()
+	delete(s.live, r.ID)
+	s.mu.Unlock()
 	close(lr.done)
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }
