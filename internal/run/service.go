@@ -61,8 +61,8 @@ type Service struct {
 
 	after sync.WaitGroup
 	mu    sync.Mutex
-	live map[string]*liveRun
-	w    *writer
+	live  map[string]*liveRun
+	w     *writer
 }
 
 // writer returns the Service's writer, made on first use.
