@@ -171,19 +171,26 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 	if err != nil {
 		return nil, err
 	}
-	ms := models(e, cfg, log)
+	mod := models(e, cfg, log)
+	memoryTools := map[string]tool.Tool{
+		builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
+		builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+	}
 	s := &run.Service{
-		Store: svc.store, Prep: prep, Models: ms, MCP: m, Log: log,
+		Store: svc.store, Prep: prep, Models: mod, MCP: m, Log: log,
 		Builtins: map[string]tool.Tool{
-			builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
-			builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+			builtin.SetMemoryName:    memoryTools[builtin.SetMemoryName],
+			builtin.DeleteMemoryName: memoryTools[builtin.DeleteMemoryName],
 			builtin.WebSearchName:    webSearchTool(e, cfg, log),
 		},
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
 	}
-	titler := &run.Titler{Store: svc.store, Models: ms, For: titleModel(cfg), Log: log}
+	titler := &run.Titler{Store: svc.store, Models: mod, For: titleModel(cfg), Log: log}
 	s.After = append(s.After, titler.After)
+	if ma := memoryAgent(cfg, svc, memoryTools, mod, log); ma != nil {
+		s.After = append(s.After, ma.After)
+	}
 	return s, nil
 }
 
@@ -202,5 +209,20 @@ func titleModel(cfg *config.Config) func(a *agent.Agent) (run.TitleModel, bool) 
 			m.Model = a.Model
 		}
 		return m, true
+	}
+}
+
+// memoryAgent returns the memory agent of the config's memory.agent, or nil
+// when there is none or memory is disabled (docs/config.md).
+func memoryAgent(cfg *config.Config, svc *services, tools map[string]tool.Tool, mod run.Models, log *slog.Logger) *run.MemoryAgent {
+	c := cfg.Memory.Agent
+	if c == nil || cfg.Memory.Disabled {
+		return nil
+	}
+	return &run.MemoryAgent{
+		Memory: svc.memory, Tools: tools, Store: svc.store, Models: mod, Agents: svc.store.GetAgent,
+		Log:     log.With(slog.String("part", "memory_agent")),
+		AgentID: c.ID, Provider: c.Provider, Model: c.Model, Instructions: c.Instructions, ModelParameters: c.ModelParameters,
+		Window: cfg.Memory.MessageWindowSize,
 	}
 }

@@ -65,7 +65,7 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 	go func() { _ = live.Run(lctx); close(done) }()
 	defer func() { stopLive(); <-done }()
 	err = f(svc, runs, u)
-	// The work that follows the runs (a new conversation's title) is done
+	// The work that follows the runs (a new conversation's title, the memory agent) is done
 	// before the database closes; each piece is bounded by its own timeout.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()

@@ -533,7 +533,8 @@ type Scheduler struct {
 	Grace Duration `yaml:"grace"`
 }
 
-// Memory configures the memory tool that keeps facts about a user.
+// Memory configures the memory tool that keeps facts about a user, and the
+// memory agent that updates them after each run (docs/config.md).
 type Memory struct {
 	Disabled bool `yaml:"disabled"`
 	// ValidKeys, when set, are the only keys memories may be stored under.
@@ -542,10 +543,29 @@ type Memory struct {
 	TokenLimit int `yaml:"tokenLimit"`
 	// Personalize lets users turn memory on and off for themselves. Never nil after Load.
 	Personalize *bool `yaml:"personalize"`
+	// MessageWindowSize is how many of the conversation's latest messages the
+	// memory agent reads after each run.
+	MessageWindowSize int `yaml:"messageWindowSize"`
+	// Agent is the memory agent; nil means none runs.
+	Agent *MemoryAgent `yaml:"agent"`
 
-	_ any `yaml:"messageWindowSize" relay:"ignored"`
-	_ any `yaml:"agent" relay:"ignored"`
 	_ any `yaml:"charLimit" relay:"ignored"`
+}
+
+// DefaultMessageWindowSize is memory.messageWindowSize when none is set, as in LibreChat.
+const DefaultMessageWindowSize = 5
+
+// MemoryAgent names the model that updates a user's memory after each run:
+// a stored agent (ID), whose provider, model, instructions and parameters it
+// takes, or a Provider and Model of its own.
+type MemoryAgent struct {
+	ID       string `yaml:"id"`
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model"`
+	// Instructions replace the default instructions of the memory agent (and
+	// those of the agent ID names).
+	Instructions    string         `yaml:"instructions"`
+	ModelParameters map[string]any `yaml:"model_parameters"`
 }
 
 // The web search providers.
@@ -633,7 +653,7 @@ func Default() *Config {
 		Endpoints: Endpoints{
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100, MaxParallelTools: 4},
 		},
-		Memory: Memory{Personalize: &personalize},
+		Memory: Memory{Personalize: &personalize, MessageWindowSize: DefaultMessageWindowSize},
 		WebSearch: WebSearch{
 			SafeSearch:    SafeSearchModerate,
 			MaxResults:    10,

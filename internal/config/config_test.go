@@ -259,8 +259,6 @@ func TestLibreChatFile(t *testing.T) {
 		"fileStrategy",
 		"interface",
 		"mcpServers.per-user.customUserVars",
-		"memory.agent",
-		"memory.messageWindowSize",
 		"registration",
 		"version",
 		"webSearch.firecrawlApiKey",
@@ -365,7 +363,7 @@ func TestUnknownKeys(t *testing.T) {
 		}},
 		{"several at once, with a duplicate", "server:\n  addr: :1\n  addr: :2\nmemory:\n  tokenlimit: 5\n", []string{
 			`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
-			`relay.yaml:5:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize)`,
+			`relay.yaml:5:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
 		}},
 	}
 	for _, tt := range tests {
@@ -690,6 +688,36 @@ webSearch:
 			`relay.yaml:5:19: webSearch.searchProvider: must be one of searxng, brave, tavily, serper, or empty, got "bing"`,
 			`relay.yaml:6:15: webSearch.safeSearch: must be 0 (off), 1 (moderate) or 2 (strict), got 3`,
 			`relay.yaml:7:23: webSearch.searxngInstanceUrl: must be an http:// or https:// URL with a host, got "searx.local"`,
+		}},
+		{"memory agent: id and provider both, negative window", `memory:
+  messageWindowSize: -2
+  agent:
+    id: memo
+    provider: openAI
+    model: gpt-4o-mini
+`, []string{
+			`relay.yaml:2:22: memory.messageWindowSize: must be at least 1 (the default is 5), got -2`,
+			`relay.yaml:4:9: memory.agent.id: give either id (a stored agent) or provider and model, not both`,
+		}},
+		{"memory agent: unknown provider, missing model", `memory:
+  agent:
+    provider: mistral
+    instructions: Remember.
+`, []string{
+			`relay.yaml:3:15: memory.agent.provider: unknown provider "mistral" (known: openAI, anthropic, google, azureOpenAI)`,
+			`relay.yaml:3:5: memory.agent.model: required with provider`,
+		}},
+		{"memory agent: model without provider", "memory:\n  agent:\n    model: gpt-4o\n", []string{
+			`relay.yaml:3:5: memory.agent.provider: required with model`,
+		}},
+		{"memory agent: empty", "memory:\n  agent: {}\n", []string{
+			`relay.yaml:2:10: memory.agent: give id (a stored agent) or provider and model`,
+		}},
+		{"memory agent: id with model_parameters", "memory:\n  agent:\n    id: memo\n    model_parameters: {temperature: 0.2}\n", []string{
+			`relay.yaml:4:23: memory.agent.model_parameters: only with provider and model: the agent "memo" has its own`,
+		}},
+		{"memory agent: not an agent id", "memory:\n  agent:\n    id: not an id\n", []string{
+			`relay.yaml:3:9: memory.agent.id: "not an id" is not an agent id (1 to 64 letters, digits, _ or -)`,
 		}},
 		{"web search limits and addresses", `webSearch:
   searchProvider: brave
@@ -1080,5 +1108,30 @@ func TestTitles(t *testing.T) {
 	_, err := loadYAML(t, "endpoints:\n  all:\n    titleEndpoint: bedrock\n", nil)
 	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `endpoints.all.titleEndpoint: "bedrock" is not a provider`) {
 		t.Errorf("problems = %q; want titleEndpoint refused", got)
+	}
+}
+
+func TestMemoryAgentConfig(t *testing.T) {
+	if c := mustLoadYAML(t, "server:\n  addr: :3080\n", nil); c.Memory.MessageWindowSize != 5 || c.Memory.Agent != nil {
+		t.Errorf("defaults: window %d, agent %+v", c.Memory.MessageWindowSize, c.Memory.Agent)
+	}
+	c := mustLoadYAML(t, `endpoints:
+  custom:
+    - name: Ollama
+      baseURL: http://127.0.0.1:11434/v1
+memory:
+  messageWindowSize: 8
+  agent:
+    provider: ollama
+    model: llama3.1:8b
+    instructions: Keep notes.
+    model_parameters: {temperature: 0.2}
+`, nil)
+	want := &MemoryAgent{Provider: "ollama", Model: "llama3.1:8b", Instructions: "Keep notes.", ModelParameters: map[string]any{"temperature": 0.2}}
+	if diff := cmp.Diff(want, c.Memory.Agent); diff != "" || c.Memory.MessageWindowSize != 8 {
+		t.Errorf("window %d, agent (-want +got):\n%s", c.Memory.MessageWindowSize, diff)
+	}
+	if c := mustLoadYAML(t, "memory:\n  agent:\n    id: memo\n    instructions: Keep notes.\n", nil); c.Memory.Agent.ID != "memo" {
+		t.Errorf("agent %+v", c.Memory.Agent)
 	}
 }

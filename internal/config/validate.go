@@ -443,6 +443,47 @@ func (v *validator) memory() {
 	if m.TokenLimit < 0 {
 		v.add("memory.tokenLimit", "must not be negative")
 	}
+	if m.MessageWindowSize < 1 {
+		v.add("memory.messageWindowSize", "must be at least 1 (the default is %d), got %d", DefaultMessageWindowSize, m.MessageWindowSize)
+	}
+	if m.Agent != nil {
+		v.memoryAgent(m.Agent)
+	}
+}
+
+// memoryAgent checks memory.agent: a stored agent's id, or a provider and a
+// model, never both.
+func (v *validator) memoryAgent(a *MemoryAgent) {
+	const at = "memory.agent"
+	id, provider, model := strings.TrimSpace(a.ID), strings.TrimSpace(a.Provider), strings.TrimSpace(a.Model)
+	if id != "" {
+		if !agent.ValidID(id) {
+			v.add(at+".id", "%q is not an agent id (1 to 64 letters, digits, _ or -)", a.ID)
+		}
+		if provider != "" || model != "" {
+			v.add(at+".id", "give either id (a stored agent) or provider and model, not both")
+		}
+		if len(a.ModelParameters) > 0 {
+			v.add(at+".model_parameters", "only with provider and model: the agent %q has its own", a.ID)
+		}
+		return
+	}
+	if provider == "" && model == "" {
+		v.add(at, "give id (a stored agent) or provider and model")
+		return
+	}
+	if provider == "" {
+		v.add(at+".provider", "required with model")
+	} else if ps := v.c.Providers(); !slices.ContainsFunc(ps, func(p string) bool { return strings.EqualFold(p, provider) }) {
+		v.add(at+".provider", "unknown provider %q (known: %s)", a.Provider, strings.Join(ps, ", "))
+	}
+	if model == "" {
+		v.add(at+".model", "required with provider")
+	} else if strings.EqualFold(provider, ProviderAzureOpenAI) {
+		if _, ok := v.c.Endpoints.Azure(model); !ok {
+			v.add(at+".model", "%s", AzureUnlisted(model))
+		}
+	}
 }
 
 func (v *validator) scheduler() {

@@ -120,6 +120,10 @@ func (s *Service) Disabled() bool { return s.cfg.Disabled }
 // TokenLimit is the cap on one user's total tokens; 0 means none.
 func (s *Service) TokenLimit() int { return s.cfg.TokenLimit }
 
+// ValidKeys are the only keys entries may be stored under; empty means any
+// valid key.
+func (s *Service) ValidKeys() []string { return slices.Clone(s.cfg.ValidKeys) }
+
 // Enabled reports whether memory is on for a user whose own memory setting is
 // userPersonalize: never when the config disables it; otherwise always, unless
 // the config lets users choose (Personalize) and this user turned it off.

@@ -182,6 +182,14 @@ func TestPutInvalid(t *testing.T) {
 		b := setup(t, memory.Config{ValidKeys: []string{"name"}})
 		b.put(t, "name", "Ann")
 	})
+	t.Run("ValidKeysIsACopy", func(t *testing.T) {
+		b := setup(t, memory.Config{ValidKeys: []string{"name", "city"}})
+		keys := b.svc.ValidKeys()
+		keys[0] = "changed"
+		if got := b.svc.ValidKeys(); !cmp.Equal(got, []string{"name", "city"}) {
+			t.Errorf("ValidKeys = %q", got)
+		}
+	})
 }
 
 func TestTokenLimit(t *testing.T) {

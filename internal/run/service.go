@@ -361,12 +361,17 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	}
 	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
 	lr.mu.Unlock()
+	// The work that follows is counted before anyone can see the run end
+	// (its run.finished event, its subscriptions, Wait), so that a Settle
+	// called after that waits for it; it starts once the run is stored.
+	s.after.Add(len(s.After))
 	s.writer().finish(end)
-	// The work that follows starts before the subscriptions end, so that a
-	// client that saw the run finish and then calls Settle waits for it too.
 	fin.Answer = answer
 	for _, fn := range s.After {
-		s.after.Go(func() { fn(context.WithoutCancel(ctx), fin) })
+		go func() {
+			defer s.after.Done()
+			fn(context.WithoutCancel(ctx), fin)
+		}()
 	}
 	lr.end()
 	s.mu.Lock()
