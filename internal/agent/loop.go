@@ -98,6 +98,12 @@ type LoopOptions struct {
 	// agents, even those running at the same time). When it returns false the
 	// loop ends with ErrStepLimit, as when MaxSteps is reached.
 	TakeStep func() bool
+	// Fit, when set, is called before each model turn to keep the request
+	// inside the model's context window (window.Fitter.Fit): it may cut tool
+	// results and drop the oldest messages, never those after the newest
+	// user message (this turn's). Its error ends the loop before anything is
+	// sent.
+	Fit func(ctx context.Context, req *prompt.Request) error
 }
 
 // Outcome is what one agent's loop produced.
@@ -150,6 +156,14 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 		}
 		if o.TakeStep != nil && !o.TakeStep() {
 			return out, fmt.Errorf("%w: no step left in the shared budget after %d steps of this agent (recursion_limit)", ErrStepLimit, step-1)
+		}
+		if o.Fit != nil {
+			n := len(req.Messages)
+			if err := o.Fit(ctx, req); err != nil {
+				return out, err
+			}
+			// What was dropped came before this loop's messages.
+			start = max(0, start-(n-len(req.Messages)))
 		}
 		out.Steps = step
 		turn, err := o.Model.Stream(ctx, req, func(e llm.Event) {

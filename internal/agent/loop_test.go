@@ -295,3 +295,42 @@ func TestLoopHandsClientCallsBack(t *testing.T) {
 		t.Errorf("tool_choice: first %s\nsecond %s", m.sent[0], m.sent[1])
 	}
 }
+
+// Fit runs before every model turn; what it drops from the front does not
+// change which messages the loop reports as its own, and its error ends the
+// loop before anything is sent.
+func TestLoopFitsEveryTurn(t *testing.T) {
+	m := &scripted{}
+	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), say("The sum is 5."))
+	req := request()
+	req.Messages = append(req.Messages[:1], append([]prompt.Message{{Role: prompt.RoleUser, Content: "old"}, {Role: prompt.RoleAssistant, Content: "older answer"}}, req.Messages[1:]...)...)
+	var seen []int
+	fit := func(_ context.Context, r *prompt.Request) error {
+		seen = append(seen, len(r.Messages))
+		if len(r.Messages) > 1 && r.Messages[1].Content == "old" { // drop the old turn once
+			r.Messages = append(r.Messages[:1], r.Messages[3:]...)
+		}
+		return nil
+	}
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Fit: fit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seen) != "[4 4]" {
+		t.Errorf("Fit saw requests of %v messages, want [4 4]", seen)
+	}
+	if len(out.Messages) != 3 || out.Messages[0].Role != prompt.RoleAssistant || out.Messages[1].Role != prompt.RoleTool || out.Messages[2].Content != "The sum is 5." {
+		t.Errorf("added messages: %+v", out.Messages)
+	}
+	if strings.Contains(m.sent[0], "older answer") {
+		t.Errorf("the dropped turn was sent: %s", m.sent[0])
+	}
+
+	m = &scripted{}
+	m.turns = append(m.turns, say("never"))
+	tooBig := errors.New("does not fit")
+	out, err = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, Fit: func(context.Context, *prompt.Request) error { return tooBig }})
+	if !errors.Is(err, tooBig) || len(m.sent) != 0 || len(out.Messages) != 0 {
+		t.Errorf("Loop with a request that does not fit: %v, %d sent, %d added", err, len(m.sent), len(out.Messages))
+	}
+}

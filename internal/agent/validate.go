@@ -56,6 +56,9 @@ func (r Rules) check(fs *fault.Fields, s *Spec) {
 	if strings.TrimSpace(s.Model) == "" {
 		fs.Add("model", "required")
 	}
+	if v, ok := s.ModelParameters["maxContextTokens"]; ok && !positiveInt(v) {
+		fs.Add("model_parameters.maxContextTokens", "must be a whole number of tokens of at least 1")
+	}
 	for i, t := range s.Tools {
 		switch {
 		case strings.TrimSpace(t) == "":
@@ -129,4 +132,19 @@ func validateEdge(fs *fault.Fields, at string, e *Edge) {
 			fs.Add(at+".promptKey", "only handoff edges take a promptKey")
 		}
 	}
+}
+
+// positiveInt reports whether a model parameter is a whole number above 0.
+func positiveInt(v any) bool {
+	switch v := v.(type) {
+	case int:
+		return v > 0
+	case int64:
+		return v > 0
+	case uint64:
+		return v > 0
+	case float64:
+		return v >= 1 && v == float64(int64(v))
+	}
+	return false
 }

@@ -167,17 +167,17 @@ func azureOptions(cfg *config.Config, model string) (openai.Options, string, err
 
 // runService builds the service that runs agents, over the opened services.
 func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *slog.Logger) (*run.Service, error) {
-	prep, err := preparer(cfg, svc, m)
+	mods := models(e, cfg, log)
+	prep, err := preparer(cfg, svc, m, mods)
 	if err != nil {
 		return nil, err
 	}
-	mod := models(e, cfg, log)
 	memoryTools := map[string]tool.Tool{
 		builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
 		builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
 	}
 	s := &run.Service{
-		Store: svc.store, Prep: prep, Models: mod, MCP: m, Log: log,
+		Store: svc.store, Prep: prep, Models: mods, MCP: m, Log: log,
 		Builtins: map[string]tool.Tool{
 			builtin.SetMemoryName:    memoryTools[builtin.SetMemoryName],
 			builtin.DeleteMemoryName: memoryTools[builtin.DeleteMemoryName],
@@ -186,9 +186,9 @@ func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
 	}
-	titler := &run.Titler{Store: svc.store, Models: mod, For: titleModel(cfg), Log: log}
+	titler := &run.Titler{Store: svc.store, Models: mods, For: titleModel(cfg), Log: log}
 	s.After = append(s.After, titler.After)
-	if ma := memoryAgent(cfg, svc, memoryTools, mod, log); ma != nil {
+	if ma := memoryAgent(cfg, svc, memoryTools, mods, log); ma != nil {
 		s.After = append(s.After, ma.After)
 	}
 	return s, nil

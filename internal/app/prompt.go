@@ -21,11 +21,22 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// preparer builds the run.Preparer of the config over the services and an MCP manager.
-func preparer(cfg *config.Config, svc *services, m *mcp.Manager) (*run.Preparer, error) {
+// preparer builds the run.Preparer of the config over the services and an MCP
+// manager. mods makes the summaries of summarization; nil (a preview) means
+// none are made.
+func preparer(cfg *config.Config, svc *services, m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
 	loc, err := cfg.Location()
 	if err != nil {
 		return nil, err
+	}
+	win := &run.Window{
+		Counters:           svc.tokens,
+		ContextWindow:      cfg.Endpoints.ContextWindow,
+		MaxToolResultChars: cfg.Endpoints.Agents.MaxToolResultChars,
+	}
+	if sm := cfg.Summarization; sm.Enabled && mods != nil {
+		win.SummaryTokens = sm.MaxSummaryTokens
+		win.Summarize = run.Summarizer(mods, run.Summary{Provider: sm.Provider, Model: sm.Model, Params: sm.Parameters, Prompt: sm.Prompt, MaxTokens: sm.MaxSummaryTokens})
 	}
 	return &run.Preparer{
 		Agents:         svc.agents,
@@ -37,6 +48,7 @@ func preparer(cfg *config.Config, svc *services, m *mcp.Manager) (*run.Preparer,
 		InjectContext:  cfg.RAG.InjectContext,
 		Location:       loc,
 		AnswerLanguage: cfg.WebSearch.AnswerLanguage,
+		Window:         win,
 	}, nil
 }
 
@@ -44,12 +56,14 @@ func promptCommand() *command {
 	return &command{
 		name:    "prompt",
 		summary: "print the request body a message to an agent would send to its provider",
-		detail: "Builds the request exactly as a run does for a new conversation holding the message,\n" +
+		detail: "Builds the request exactly as a run does for a new conversation holding the message (or the\n" +
+			"next message of --conversation, its history fitted into the agent's token budget),\n" +
 			"connecting to the agent's MCP servers for their tools and instructions, and prints the body\n" +
 			"the agent's provider client would send (its format, the stream parameters, the endpoint's\n" +
 			"addParams and dropParams) as indented JSON. Nothing is sent to a model. A server that cannot be reached is named on\n" +
 			"stderr and the prompt is printed without its tools, with exit code 3. An unknown agent\n" +
-			"exits 2.",
+			"or conversation exits 2. The request's token count, its budget and what was dropped to\n" +
+			"fit are printed on stderr (relay prompt: context: tokens=…; budget=…; dropped_messages=…).",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			agentID := fs.String("agent", "", "the agent's `id` (required)")
 			message := fs.String("message", "", "the user's message `text`")
@@ -61,6 +75,8 @@ func promptCommand() *command {
 			user := fs.String("user", "", "build as this user (`id or email`): their memory and user-scoped MCP connections")
 			now := fs.String("now", "", "the time of the message, `RFC3339` (default: now)")
 			tz := fs.String("timezone", "", "the user's `IANA` time zone (default: server.timezone)")
+			conversation := fs.String("conversation", "", "preview the next message of this conversation (`id`): its history is sent too, fitted\ninto the agent's token budget (default: a new conversation)")
+			parent := fs.String("parent", "", "with --conversation, continue the branch that ends at this message (`id`)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usageErr("unexpected argument %q", args[0])
@@ -90,7 +106,9 @@ func promptCommand() *command {
 				defer svc.store.Close()
 				m := newMCPManager(e, cfg, log)
 				defer m.Close()
-				p, err := preparer(cfg, svc, m)
+				// A preview sends nothing to a model: no summary either.
+				mods := models(e, cfg, log)
+				p, err := preparer(cfg, svc, m, nil)
 				if err != nil {
 					return err
 				}
@@ -100,6 +118,33 @@ func promptCommand() *command {
 					if caller, err = svc.auth.FindUser(ctx, *user); err != nil {
 						return err
 					}
+				}
+				if *parent != "" && *conversation == "" {
+					return usageErr("--parent needs --conversation")
+				}
+				if *conversation != "" {
+					if *user == "" { // act as the conversation's owner
+						c, err := svc.store.GetConversation(ctx, *conversation)
+						if fault.Is(err, fault.NotFound) {
+							fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
+							return exitCode(2)
+						}
+						if err != nil {
+							return err
+						}
+						if caller, err = svc.auth.FindUser(ctx, c.UserID); err != nil {
+							return err
+						}
+					}
+					history, err := (&run.Service{Store: svc.store}).History(ctx, caller, *conversation, *parent)
+					if fault.Is(err, fault.NotFound) {
+						fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
+						return exitCode(2)
+					}
+					if err != nil {
+						return err
+					}
+					req.History = history
 				}
 				if len(files) > 0 {
 					fs, err := svc.attachedFiles(ctx, caller, files)
@@ -121,12 +166,15 @@ func promptCommand() *command {
 					return err
 				}
 				// The body as the agent's provider client writes it.
-				body, warning, err := run.SentBody(models(e, cfg, log), out.Agent.Provider, out.Request)
+				body, warning, err := run.SentBody(mods, out.Agent.Provider, out.Request)
 				if err != nil {
 					return err
 				}
 				if err := printJSON(e.Stdout, body); err != nil {
 					return err
+				}
+				if out.Fitter != nil {
+					fmt.Fprintf(e.Stderr, "relay prompt: context: %s\n", out.Fitter.Report().Summary())
 				}
 				if warning != "" {
 					fmt.Fprintf(e.Stderr, "relay prompt: warning: %s\n", warning)

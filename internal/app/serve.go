@@ -26,6 +26,7 @@ import (
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/token"
 )
 
 func versionCommand() *command {
@@ -122,6 +123,9 @@ type services struct {
 	agents *agent.Service
 	memory *memory.Service
 	files  *file.Service
+	// tokens counts the tokens of every request, with one cache of message
+	// counts for the process.
+	tokens *token.Counters
 }
 
 // openFromConfig loads the config and opens the services on it, for the
@@ -155,6 +159,7 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 	}
 	s.files = fileService(cfg, st, log)
+	s.tokens = token.NewCounters(0)
 	defs := make([]*agent.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
 		defs[i] = &agent.Agent{ID: a.ID, Spec: a.Spec}
@@ -249,7 +254,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		_ = mcpm.Run(bgCtx)
 	})
 
-	prep, err := preparer(cfg, svc, mcpm)
+	prep, err := preparer(cfg, svc, mcpm, nil) // previews: no summaries
 	if err != nil {
 		_ = srv.Close()
 		stopBackground()

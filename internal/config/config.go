@@ -26,10 +26,12 @@ type Config struct {
 	// each connection, not at load time.
 	MCPServers map[string]MCPServer `yaml:"mcpServers" relay:"raw"`
 	// MCPOrder lists the names of MCPServers in the order the file declares them.
-	MCPOrder  []string  `yaml:"-"`
-	Agents    []Agent   `yaml:"agents"`
-	Memory    Memory    `yaml:"memory"`
-	WebSearch WebSearch `yaml:"webSearch"`
+	MCPOrder []string `yaml:"-"`
+	Agents   []Agent  `yaml:"agents"`
+	Memory   Memory   `yaml:"memory"`
+	// Summarization summarises the turns dropped to fit the context window.
+	Summarization Summarization `yaml:"summarization"`
+	WebSearch     WebSearch     `yaml:"webSearch"`
 	// RAG configures retrieval from uploaded files.
 	RAG RAG `yaml:"rag"`
 	// FileConfig holds the upload limits, as librechat.yaml's fileConfig does.
@@ -222,6 +224,34 @@ type Endpoint struct {
 type CustomEndpoint struct {
 	Name     string `yaml:"name"`
 	Endpoint `yaml:",inline"`
+	// TokenConfig gives, by model name, what Relay cannot know of the
+	// endpoint's models: their context window (LibreChat's shape, where
+	// prompt and completion are prices).
+	TokenConfig map[string]TokenConfig `yaml:"tokenConfig,omitempty"`
+}
+
+// TokenConfig is one model's entry of a custom endpoint's tokenConfig.
+type TokenConfig struct {
+	// Context is the model's context window in tokens; 0 means unknown.
+	Context int `yaml:"context"`
+	// Prompt and Completion are LibreChat's prices per million tokens; Relay
+	// accepts and does not use them.
+	Prompt     float64 `yaml:"prompt,omitempty"`
+	Completion float64 `yaml:"completion,omitempty"`
+}
+
+// ContextWindow returns the context window the config gives a provider's
+// model (a custom endpoint's tokenConfig), or 0 when it gives none.
+func (e *Endpoints) ContextWindow(provider, model string) int {
+	for i := range e.Custom {
+		if !strings.EqualFold(e.Custom[i].Name, provider) {
+			continue
+		}
+		if tc, ok := e.Custom[i].TokenConfig[model]; ok {
+			return tc.Context
+		}
+	}
+	return 0
 }
 
 // Models lists the models a provider offers.
@@ -387,6 +417,11 @@ type AgentsEndpoint struct {
 	// them.
 	Titles `yaml:",inline"`
 
+	// MaxToolResultChars cuts longer tool results before they are sent to
+	// the model; 0 means 30% of the agent's token budget at 4 characters a
+	// token, at most 400,000 (LibreChat's default).
+	MaxToolResultChars int `yaml:"maxToolResultChars"`
+
 	_ any `yaml:"disableBuilder" relay:"ignored"`
 	_ any `yaml:"capabilities" relay:"ignored"`
 	_ any `yaml:"maxCitations" relay:"ignored"`
@@ -509,6 +544,28 @@ type Agent struct {
 // setDefaults makes a config agent shared unless its entry says `shared: false`:
 // the operator's agents are meant for everyone on the server.
 func (a *Agent) setDefaults() { a.Shared = true }
+
+// Summarization is librechat.yaml's summarization section: when a
+// conversation no longer fits the agent's token budget, the turns that are
+// dropped are summarised by a model and the summary is sent in their place.
+// Off unless Enabled.
+type Summarization struct {
+	// Enabled turns summarisation on (Relay-only: LibreChat has no switch).
+	Enabled bool `yaml:"enabled"`
+	// Provider and Model make the summary; empty means the agent's own.
+	Provider string `yaml:"provider,omitempty"`
+	Model    string `yaml:"model,omitempty"`
+	// Parameters are model parameters of the summary request.
+	Parameters map[string]any `yaml:"parameters,omitempty"`
+	// Prompt is the instruction the summariser gets; empty means Relay's.
+	Prompt string `yaml:"prompt,omitempty"`
+	// MaxSummaryTokens bounds the summary; it is kept free of the budget.
+	MaxSummaryTokens int `yaml:"maxSummaryTokens"`
+
+	_ any `yaml:"reserveRatio" relay:"ignored"`
+	_ any `yaml:"trigger" relay:"ignored"`
+	_ any `yaml:"contextPruning" relay:"ignored"`
+}
 
 // Scheduler bounds scheduled runs and sets how Relay processes sharing one
 // database watch each other: each serving process heartbeats, and one that
@@ -653,7 +710,8 @@ func Default() *Config {
 		Endpoints: Endpoints{
 			Agents: AgentsEndpoint{RecursionLimit: 50, MaxRecursionLimit: 100, MaxParallelTools: 4},
 		},
-		Memory: Memory{Personalize: &personalize, MessageWindowSize: DefaultMessageWindowSize},
+		Memory:        Memory{Personalize: &personalize, MessageWindowSize: DefaultMessageWindowSize},
+		Summarization: Summarization{MaxSummaryTokens: 1024},
 		WebSearch: WebSearch{
 			SafeSearch:    SafeSearchModerate,
 			MaxResults:    10,

@@ -347,10 +347,10 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
-			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, webSearch, rag, fileConfig, scheduler)`,
+			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler)`,
 		}},
 		{"in a custom endpoint", "endpoints:\n  custom:\n    - name: Groq\n      baseURL: https://api.groq.com/openai/v1\n      titelConvo: true\n", []string{
-			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate)`,
+			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate, tokenConfig)`,
 		}},
 		{"in an MCP server", "mcpServers:\n  fs:\n    command: npx\n    argz: [a]\n", []string{
 			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId)`,

@@ -66,7 +66,7 @@ func (c *Config) masked() *Config {
 	m.Endpoints.Google = maskEndpoint(c.Endpoints.Google)
 	m.Endpoints.Custom = make([]CustomEndpoint, len(c.Endpoints.Custom))
 	for i, e := range c.Endpoints.Custom {
-		m.Endpoints.Custom[i] = CustomEndpoint{Name: e.Name, Endpoint: maskEndpoint(e.Endpoint)}
+		m.Endpoints.Custom[i] = CustomEndpoint{Name: e.Name, Endpoint: maskEndpoint(e.Endpoint), TokenConfig: e.TokenConfig}
 	}
 	m.Endpoints.AzureOpenAI.Groups = slices.Clone(c.Endpoints.AzureOpenAI.Groups)
 	for i, g := range c.Endpoints.AzureOpenAI.Groups {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -33,6 +34,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.mcpServers()
 	v.agents()
 	v.memory()
+	v.summarization()
 	v.webSearch()
 	v.rag()
 	v.scheduler()
@@ -223,6 +225,11 @@ func (v *validator) endpoints() {
 			}
 		}
 		v.baseURL(at+".baseURL", ce.BaseURL)
+		for _, model := range slices.Sorted(maps.Keys(ce.TokenConfig)) {
+			if ce.TokenConfig[model].Context < 0 {
+				v.add(fmt.Sprintf("%s.tokenConfig.%s.context", at, model), "must not be negative (0 means unknown)")
+			}
+		}
 	}
 	v.azure()
 	v.titles("endpoints.all", e.All.Titles)
@@ -243,6 +250,9 @@ func (v *validator) endpoints() {
 	}
 	if a.RecursionLimit < 1 {
 		v.add("endpoints.agents.recursionLimit", "must be at least 1")
+	}
+	if a.MaxToolResultChars < 0 {
+		v.add("endpoints.agents.maxToolResultChars", "must not be negative (0 means 30%% of the agent's token budget)")
 	}
 	if a.MaxRecursionLimit < 1 {
 		v.add("endpoints.agents.maxRecursionLimit", "must be at least 1")
@@ -568,5 +578,15 @@ func (v *validator) rag() {
 	}
 	if fc.ServerFileSizeLimit <= 0 {
 		v.add("fileConfig.serverFileSizeLimit", "must be a number of MB greater than 0")
+	}
+}
+
+func (v *validator) summarization() {
+	sm := v.c.Summarization
+	if sm.MaxSummaryTokens < 1 {
+		v.add("summarization.maxSummaryTokens", "must be at least 1")
+	}
+	if p := strings.TrimSpace(sm.Provider); p != "" && !slices.ContainsFunc(v.c.Providers(), func(k string) bool { return strings.EqualFold(k, p) }) {
+		v.add("summarization.provider", "unknown provider %q (known: %s)", sm.Provider, strings.Join(v.c.Providers(), ", "))
 	}
 }

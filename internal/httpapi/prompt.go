@@ -18,6 +18,10 @@ type promptRequest struct {
 	// Attachments are file ids, or {"name", "mime_type"} for files not uploaded.
 	Attachments []json.RawMessage `json:"attachments"`
 	Timezone    string            `json:"timezone"`
+	// ConversationID previews the next message of one of the caller's
+	// conversations: its history is sent too, and fitted into the budget.
+	ConversationID  string `json:"conversation_id"`
+	ParentMessageID string `json:"parent_message_id"`
 }
 
 func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +60,18 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 		rr.Attached = append(rr.Attached, files...)
 	}
 	u := userFrom(r.Context())
+	if req.ConversationID != "" || req.ParentMessageID != "" {
+		if s.opts.Runs == nil {
+			s.writeError(w, r, fault.New(fault.Unavailable, "conversations are not available"))
+			return
+		}
+		history, err := s.opts.Runs.History(r.Context(), u, req.ConversationID, req.ParentMessageID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rr.History = history
+	}
 	out, err := s.opts.Prompt.Prepare(r.Context(), u, rr)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -80,6 +96,9 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 	}
 	if warning != "" {
 		w.Header().Add("Relay-Warning", warning)
+	}
+	if out.Fitter != nil {
+		w.Header().Set("Relay-Context", out.Fitter.Report().Summary())
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(body, '\n'))

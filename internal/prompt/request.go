@@ -108,10 +108,13 @@ type Request struct {
 	Params map[string]any
 }
 
-// reserved are the body's keys that model parameters may not override.
+// reserved are the body's keys that model parameters may not override, and
+// the model parameters that configure Relay rather than the model
+// (maxContextTokens, the agent's context budget: docs/config.md), which are
+// never sent.
 func reserved(key string) bool {
 	switch key {
-	case "model", "messages", "tools", "tool_choice":
+	case "model", "messages", "tools", "tool_choice", "maxContextTokens":
 		return true
 	}
 	return false

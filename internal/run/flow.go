@@ -332,7 +332,12 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(f.s.Prep.Search), prep.FileIDs)
 	}
 	var said said
+	var fit func(context.Context, *prompt.Request) error
+	if prep.Fitter != nil {
+		fit = prep.Fitter.Fit
+	}
 	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
+		Fit:   fit,
 		Model: model, Tools: box, MaxSteps: f.steps(f.graph.Agents[f.graph.Primary]), TakeStep: f.takeStep, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
 		Stop: func(c prompt.ToolCall) bool {
 			t, ok := prompt.HandoffTarget(c.Function.Name)

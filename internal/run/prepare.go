@@ -18,6 +18,7 @@ import (
 	"github.com/relay-ai/relay/internal/graph"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/window"
 )
 
 // Agents is what preparing needs of the agents.
@@ -56,6 +57,9 @@ type Preparer struct {
 	AnswerLanguage string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Window keeps requests inside their model's context window; nil means
+	// they are neither counted nor pruned.
+	Window *Window
 }
 
 // Request is what a message is: its text, the files attached to the
@@ -106,6 +110,9 @@ type Prepared struct {
 	// FileIDs are the files file_search searches: the agent's own, then the
 	// conversation's attachments.
 	FileIDs []string
+	// Fitter has fitted Request into the agent's budget; a run calls its Fit
+	// again before every model call. Nil when the Preparer has no Window.
+	Fitter *window.Fitter
 }
 
 // The values of rag.injectContext.
@@ -223,6 +230,12 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	out.Request.Messages = prompt.ForeignCalls(out.Request.Messages, func(name string) bool {
 		return slices.ContainsFunc(out.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
 	})
+	if p.Window != nil {
+		out.Fitter = p.Window.Fitter(a)
+		if err := out.Fitter.Fit(ctx, out.Request); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

@@ -1,0 +1,117 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/token"
+	"github.com/relay-ai/relay/internal/window"
+)
+
+// Window is how the requests of agents are kept inside their model's context
+// window (docs/config.md, "Context window").
+type Window struct {
+	// Counters count tokens; one is shared by every run, so that a
+	// conversation's messages are tokenized once.
+	Counters *token.Counters
+	// ContextWindow returns the context window the config gives a provider's
+	// model (a custom endpoint's tokenConfig), 0 when it gives none. Nil
+	// means none is given.
+	ContextWindow func(provider, model string) int
+	// MaxToolResultChars is endpoints.agents.maxToolResultChars (0: derived
+	// from the budget).
+	MaxToolResultChars int
+	// Summarize, when set, summarises the turns an agent's request drops to
+	// fit (see Summarizer); SummaryTokens is kept free of the budget for it.
+	Summarize     func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error)
+	SummaryTokens int
+}
+
+// Summary is how the dropped turns are summarised: the summarization section
+// of the config.
+type Summary struct {
+	// Provider and Model make the summary; empty means the agent's own.
+	Provider, Model string
+	// Params are the summary request's model parameters; max_tokens is set
+	// to MaxTokens.
+	Params    map[string]any
+	Prompt    string
+	MaxTokens int
+	// Timeout bounds the summary request; 0 means one minute.
+	Timeout time.Duration
+}
+
+// DefaultSummaryPrompt is the summariser's instruction when the config gives
+// none.
+const DefaultSummaryPrompt = "The messages below are the oldest part of a conversation between a user and an assistant that uses tools; " +
+	"they no longer fit the model's context window. Summarise them for the assistant, who will continue the conversation " +
+	"without seeing them: keep the user's goals and preferences, the facts, names, numbers and decisions, and what the tools found. " +
+	"Write plain sentences, no preamble."
+
+// Summarizer returns the Window.Summarize that asks models for the summary
+// of the dropped messages, written one per line as agents.md's buffer does
+// (Human:, AI:, Tool:).
+func Summarizer(models Models, sm Summary) func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
+	return func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
+		provider, model := cmp.Or(sm.Provider, a.Provider), cmp.Or(sm.Model, a.Model)
+		m, _, err := models(provider, model)
+		if err != nil {
+			return "", fmt.Errorf("summary model %s/%s: %w", provider, model, err)
+		}
+		params := maps.Clone(sm.Params)
+		if params == nil {
+			params = map[string]any{}
+		}
+		params["max_tokens"] = sm.MaxTokens
+		req := &prompt.Request{Model: model, Params: params, Messages: []prompt.Message{
+			{Role: prompt.RoleSystem, Content: cmp.Or(strings.TrimSpace(sm.Prompt), DefaultSummaryPrompt)},
+			{Role: prompt.RoleUser, Content: buffer(dropped)},
+		}}
+		ctx, cancel := context.WithTimeout(ctx, cmp.Or(sm.Timeout, time.Minute))
+		defer cancel()
+		turn, err := m.Stream(ctx, req, func(llm.Event) {})
+		if err != nil {
+			return "", fmt.Errorf("summary model %s/%s: %w", provider, model, err)
+		}
+		return turn.Text, nil
+	}
+}
+
+// Fitter returns the fitter of a's requests: its budget resolved from its
+// model parameters, the config and the table of known models.
+func (w *Window) Fitter(a *agent.Agent) *window.Fitter {
+	configured := 0
+	if w.ContextWindow != nil {
+		configured = w.ContextWindow(a.Provider, a.Model)
+	}
+	o := window.Options{
+		Counter:            w.Counters.For(a.Model),
+		Budget:             window.Resolve(a.ModelParameters, a.Model, configured),
+		MaxToolResultChars: w.MaxToolResultChars,
+	}
+	if w.Summarize != nil {
+		o.SummaryTokens = w.SummaryTokens
+		o.Summarize = func(ctx context.Context, dropped []prompt.Message) (string, error) {
+			return w.Summarize(ctx, a, dropped)
+		}
+	}
+	return window.New(o)
+}
+
+// History returns the messages of one of u's conversations on the branch that
+// ends at parentID, or at its latest message when parentID is empty (the
+// conversation's history as a run continuing it would load it), for a
+// preview of the next message.
+func (s *Service) History(ctx context.Context, u *auth.User, conversationID, parentID string) ([]prompt.Message, error) {
+	a := &agent.Agent{}
+	_, _, history, _, err := s.conversation(ctx, u, a, &ChatRequest{ConversationID: conversationID, ParentMessageID: parentID}, time.Now().UTC())
+	return history, err
+}
