@@ -206,6 +206,20 @@ agents:
 	if len(reqs) != before {
 		t.Errorf("the oversized run sent %d requests", len(reqs)-before)
 	}
+	// Through /v1 it is a 400 in OpenAI's words: context_length_exceeded.
+	mu.Unlock()
+	v1body, _ := json.Marshal(map[string]any{"model": "long", "messages": []map[string]string{{"role": "user", "content": strings.Repeat("Explain the whole plant in detail. ", 400)}}})
+	var v1err struct {
+		Error struct{ Type, Code, Param, Message string }
+	}
+	code := s.call(t, testKey, "POST", "/v1/chat/completions", string(v1body), &v1err)
+	mu.Lock()
+	if code != 400 || v1err.Error.Code != "context_length_exceeded" || v1err.Error.Type != "invalid_request_error" || !strings.Contains(v1err.Error.Message, "context window") {
+		t.Errorf("oversized /v1 request: %d %+v", code, v1err)
+	}
+	if len(reqs) != before {
+		t.Errorf("the oversized /v1 request sent %d requests", len(reqs)-before)
+	}
 
 	// relay prompt --conversation shows the same on stderr, as the
 	// conversation's owner, with the body alone on stdout.

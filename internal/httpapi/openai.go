@@ -13,6 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/window"
 )
 
 // messageContent reads a message's content: a string, or an array of parts
@@ -150,6 +151,18 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		finished = &runFinished{Status: run.StatusFailed, Error: "the run ended without finishing"}
 	}
 	if finished.Status != run.StatusSucceeded && finished.Status != run.StatusCancelled {
+		if strings.HasPrefix(finished.Error, window.ErrorPrefix) {
+			// Nothing reached the model: the conversation is too long for it,
+			// which OpenAI answers as a bad request.
+			e := map[string]any{"message": finished.Error, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
+			if req.Stream {
+				_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"error": e}))
+				_ = rc.Flush()
+				return
+			}
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": e})
+			return
+		}
 		if req.Stream {
 			_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
 			_ = rc.Flush()

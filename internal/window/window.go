@@ -94,6 +94,11 @@ func (f *Fitter) Report() Report {
 	return f.report
 }
 
+// ErrorPrefix begins the error of a request that cannot fit its context
+// window, so that callers can tell it from other failures of a run (the /v1
+// API answers it as OpenAI does, context_length_exceeded).
+const ErrorPrefix = "context window:"
+
 // Fit makes req fit the budget, in place. Tool results longer than the limit
 // are cut, with a marker saying so. Then, while the request counts more than
 // the budget, the oldest turn of the conversation is dropped: a turn is a user
@@ -115,7 +120,7 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 	c := f.opts.Counter
 	budget := f.opts.Budget.Tokens
 	if budget <= 0 {
-		return fault.New(fault.Invalid, "context window: the reply's maximum of %d tokens (model_parameters max_tokens) leaves no room in the %d-token context window of model %q", f.opts.Budget.Reply, f.opts.Budget.Context, req.Model)
+		return fault.New(fault.Invalid, ErrorPrefix+" the reply's maximum of %d tokens (model_parameters max_tokens) leaves no room in the %d-token context window of model %q", f.opts.Budget.Reply, f.opts.Budget.Context, req.Model)
 	}
 	msgs := req.Messages
 	if limit := f.opts.MaxToolResultChars; limit > 0 {
@@ -207,7 +212,7 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 		}
 	}
 	if need > budget {
-		return fault.New(fault.Invalid, "context window: the system prompt, the tools and the newest message need %d tokens (%s), more than the budget of %d (%s)",
+		return fault.New(fault.Invalid, ErrorPrefix+" the system prompt, the tools and the newest message need %d tokens (%s), more than the budget of %d (%s)",
 			need, c.Method(), budget, describe(f.opts.Budget, req.Model))
 	}
 	out := msgs[:0]
