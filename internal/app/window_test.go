@@ -181,9 +181,10 @@ agents:
 	if err := json.Unmarshal([]byte(raw), &body); err != nil {
 		t.Fatal(err)
 	}
-	// The history holds a user and an assistant message per turn; the
-	// preview shows the system prompt, what was kept, and the new message.
-	if want := 1 + 2*turns + 1 - dropMsgs; len(body.Messages) != want || strings.Contains(raw, "Question 1:") {
+	// The history holds four messages per turn (the question, the call, its
+	// result, the answer); the preview shows the system prompt, what was
+	// kept, and the new message.
+	if want := 1 + 4*turns + 1 - dropMsgs; len(body.Messages) != want || strings.Contains(raw, "Question 1:") {
 		t.Errorf("preview body: %d messages, want %d without the oldest turn", len(body.Messages), want)
 	}
 
@@ -225,10 +226,10 @@ agents:
 	// conversation's owner, with the body alone on stdout.
 	s.stop(t)
 	code, out, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "long", "--message", question(turns+1), "--conversation", convID, "--parent", parent)
-	if code != 0 || !strings.Contains(stderr, "relay prompt: context: tokens=") || !strings.Contains(stderr, "; budget=2000; budget_source=maxContextTokens; counted_by=o200k_base; dropped_messages=8; dropped_turns=4;") {
+	if code != 0 || !strings.Contains(stderr, "relay prompt: context: tokens=") || !strings.Contains(stderr, fmt.Sprintf("; budget=2000; budget_source=maxContextTokens; counted_by=o200k_base; dropped_messages=%d; dropped_turns=%d;", dropMsgs, dropTurns)) {
 		t.Errorf("relay prompt --conversation: exit %d, stderr %q", code, stderr)
 	}
-	if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.Messages) != 1+2*turns+1-8 {
+	if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.Messages) != 1+4*turns+1-dropMsgs {
 		t.Errorf("relay prompt --conversation: %d messages (%v) in %.300s", len(body.Messages), err, out)
 	}
 	if code, _, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "long", "--message", "hi", "--conversation", "conv_nope"); code != 2 || !strings.Contains(stderr, "conv_nope") {
