@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,5 +77,16 @@ func TestStorableArgs(t *testing.T) {
 	}
 	if args[0] != "a\x00" {
 		t.Error("storable changed its caller's arguments")
+	}
+}
+
+// BenchmarkStorable measures what the rule costs a query's arguments in the
+// usual case, text with nothing to replace: a batch of events a few KB long.
+func BenchmarkStorable(b *testing.B) {
+	batch := strings.Repeat(`{"seq":12,"type":"message.delta","at":1732500000000000,"data":{"agent_id":"calc","text":"Het «weer» is 21°C "}},`, 40)
+	args := []any{"run_abcdefghijklmnop", 12, 52, batch}
+	b.SetBytes(int64(len(batch)))
+	for b.Loop() {
+		storable(args)
 	}
 }
