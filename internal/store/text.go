@@ -2,7 +2,9 @@ package store
 
 import (
 	"errors"
+	"reflect"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/relay-ai/relay/internal/fault"
@@ -136,12 +138,15 @@ func lowSurrogateAt(s string, i int) bool {
 }
 
 // storable returns the arguments of a query as they are stored (see the
-// rule above), copying args only when a value changes.
+// rule above), copying args only when a value changes. Strings of named
+// types (statuses, roles) follow the rule too.
 func storable(args []any) []any {
 	out, copied := args, false
 	for i, a := range args {
 		var v any
 		switch a := a.(type) {
+		case nil, bool, int, int64, float64, []byte, time.Time:
+			continue
 		case string:
 			s := storableText(a)
 			if s == a {
@@ -151,7 +156,16 @@ func storable(args []any) []any {
 		case jsonValue:
 			v = storableJSON(string(a))
 		default:
-			continue
+			rv := reflect.ValueOf(a)
+			if rv.Kind() != reflect.String {
+				continue
+			}
+			s := rv.String()
+			kept := storableText(s)
+			if kept == s {
+				continue
+			}
+			v = kept
 		}
 		if !copied {
 			out, copied = append([]any(nil), args...), true

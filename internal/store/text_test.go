@@ -69,9 +69,10 @@ func TestStorableArgs(t *testing.T) {
 	if got := storable(args); &got[0] != &args[0] {
 		t.Error("arguments with nothing to replace were copied")
 	}
-	args = []any{"a\x00", jsonValue(`"\u0000"`), raw, `"\u0000"`}
+	type role string
+	args = []any{"a\x00", jsonValue(`"\u0000"`), raw, `"\u0000"`, role("r\x00"), role("ok")}
 	got := storable(args)
-	want := []any{"a\uFFFD", `"\ufffd"`, raw, `"\u0000"`}
+	want := []any{"a\uFFFD", `"\ufffd"`, raw, `"\u0000"`, "r\uFFFD", role("ok")}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("storable (-want +got):\n%s", d)
 	}
