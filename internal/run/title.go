@@ -79,8 +79,9 @@ func (s *Service) RenameConversation(ctx context.Context, u *auth.User, id, titl
 	if err := s.Store.RenameConversation(ctx, id, title, nil); err != nil {
 		return nil, err
 	}
-	c.Title = title
-	return c, nil
+	// Read back: the title is answered as stored (docs/api.md, "Text that
+	// cannot be stored as it is").
+	return s.Store.GetConversation(ctx, id)
 }
 
 // TitleModel is the model that names the conversations of an agent, and how.

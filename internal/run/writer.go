@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -17,12 +18,16 @@ const flushEvery = 100 * time.Millisecond
 
 // retryFor is how long the writer keeps trying to store records that the
 // database refused for a reason that may pass (unreachable, busy, failing
-// over) before it gives them up, logged; retryEvery is the pause between tries.
-// Records refused for good (their run was deleted meanwhile) are given up at
-// once.
+// over) before it gives them up, logged; retryEvery is the pause between
+// tries, and maxTries bounds their number whatever they take. Records refused
+// for good (their run was deleted meanwhile, or the database refuses a value
+// in them: fault.Invalid) are given up at once: trying them again would be
+// refused again. A run whose answer is given up fails, its answer kept in its
+// events (ending.answerLost).
 const (
 	retryFor   = 5 * time.Minute
 	retryEvery = time.Second
+	maxTries   = 300
 )
 
 // writer stores what the live runs of a Service produce: their events and tool
@@ -43,8 +48,14 @@ type writer struct {
 	ends    []*ending   // runs that ended, waiting for their last batch
 	kick    chan struct{}
 
+	// How long, how often and how many times records are tried again
+	// (retryFor, retryEvery, maxTries); fixed before the first write.
+	retryFor, retryEvery time.Duration
+	maxTries             int
+
 	// Only the writer's goroutine uses these.
 	failingSince time.Time // when the database began refusing what is kept for retry; zero when it is not
+	tries        int       // the writes that failed since then
 	backoff      bool      // the last write kept records to retry: wait before the next
 }
 
@@ -60,7 +71,7 @@ type ending struct {
 }
 
 func newWriter(s *Service) *writer {
-	return &writer{s: s, kick: make(chan struct{}, 1)}
+	return &writer{s: s, kick: make(chan struct{}, 1), retryFor: retryFor, retryEvery: retryEvery, maxTries: maxTries}
 }
 
 // queue notes that lr has events in pending.
@@ -121,7 +132,7 @@ func (w *writer) loop() {
 		if !urgent || w.backoff {
 			wait := flushEvery
 			if w.backoff {
-				wait = retryEvery
+				wait = w.retryEvery
 			}
 			if tick == nil {
 				tick = time.NewTimer(wait)
@@ -183,13 +194,14 @@ func (w *writer) write() {
 		if w.failingSince.IsZero() {
 			w.failingSince = time.Now()
 		}
+		w.tries++
 		// With a deadline of their own: the batch may have failed by running out of its.
 		ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
 		again = w.writeEach(ectx, runs, counts, tools, ends)
 		ecancel()
 	}
 	if again.none() {
-		w.failingSince, w.backoff = time.Time{}, false
+		w.failingSince, w.tries, w.backoff = time.Time{}, 0, false
 	} else {
 		w.backoff = true
 	}
@@ -240,9 +252,10 @@ func (k kept) none() bool { return len(k.runs) == 0 && len(k.tools) == 0 && len(
 
 // retry reports whether records refused with err are kept to be stored later:
 // when the refusal may pass (the store did not classify it as about the
-// records themselves) and the database has not been refusing for retryFor.
+// records themselves) and the database has been refusing for less than
+// retryFor and fewer than maxTries writes.
 func (w *writer) retry(err error) bool {
-	return fault.KindOf(err) == fault.Internal && time.Since(w.failingSince) < retryFor
+	return fault.KindOf(err) == fault.Internal && time.Since(w.failingSince) < w.retryFor && w.tries < w.maxTries
 }
 
 // writeEach stores a failed batch's records one run at a time, each part in a
@@ -295,7 +308,7 @@ func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, t
 		}
 		if err := w.s.Store.AddMessage(ctx, e.answer); err != nil {
 			log.Error("saving the answer", slog.Any("err", err))
-			e.run.ResponseMessageID = ""
+			e.answerLost(err)
 		}
 		if err := w.s.Store.UpdateRun(ctx, e.run); err != nil {
 			log.Error("saving the run", slog.Any("err", err))
@@ -309,4 +322,27 @@ func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, t
 			slog.Int("tool_calls", len(k.tools)), slog.Int("ended", len(k.ends)), slog.Duration("for", time.Since(w.failingSince).Round(time.Second)))
 	}
 	return k
+}
+
+// answerLost fails the run of e, whose answer the store refused with err: the
+// run has no answer message, and its last events become an error event and a
+// run.finished that says so and carries the answer, so that the answer is
+// kept in the run's events.
+func (e *ending) answerLost(err error) {
+	reason := "the answer could not be stored"
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Message != "" {
+		reason += ": " + fe.Message
+	}
+	e.run.Status, e.run.Error, e.run.ResponseMessageID = StatusFailed, reason, ""
+	e.lr.mu.Lock()
+	defer e.lr.mu.Unlock()
+	// run.finished is the last event a run numbers: it is numbered again.
+	if n := len(e.events); n > 0 && e.events[n-1].Type == EventRunFinished && e.events[n-1].Seq == e.lr.seq {
+		e.events = e.events[:n-1]
+		e.lr.seq--
+	}
+	e.events = append(e.events,
+		e.lr.next(EventError, encode(map[string]any{"message": reason, "agent_id": e.answer.AgentID})),
+		e.lr.next(EventRunFinished, encode(map[string]any{"status": e.run.Status, "error": e.run.Error, "usage": e.run.Usage, "message": e.answer})))
 }

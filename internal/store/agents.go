@@ -46,6 +46,22 @@ func marshalSpec(s agent.Spec) (string, error) {
 	return string(b), nil
 }
 
+// storedSpec sets a.Spec to the spec as it was stored, from its JSON spec,
+// when storing it replaced text (text.go), so that a.Spec is what reading the
+// agent gives.
+func storedSpec(a *agent.Agent, spec string) error {
+	kept := storableJSON(spec)
+	if kept == spec {
+		return nil
+	}
+	var s agent.Spec
+	if err := json.Unmarshal([]byte(kept), &s); err != nil {
+		return fmt.Errorf("decoding spec of agent %q: %w", a.ID, err)
+	}
+	a.Spec = s
+	return nil
+}
+
 // canonicalSpec is the JSON form in which two specs are equal exactly when they
 // say the same thing: it is re-encoded from generic values, so numbers, key order
 // and empty-versus-missing collections no longer differ by how a spec was made.
@@ -79,13 +95,13 @@ func (db *DB) CreateAgent(ctx context.Context, a *agent.Agent) error {
 		return err
 	}
 	a.Version, a.CreatedAt, a.UpdatedAt = 1, now, now
-	return nil
+	return storedSpec(a, spec)
 }
 
 func (db *DB) insertAgent(ctx context.Context, tx *sql.Tx, a *agent.Agent, spec string, now time.Time) error {
 	_, err := db.exec(ctx, tx,
 		`INSERT INTO agents (`+agentColumns+`, shared) VALUES (?, ?, ?, 1, ?, ?, ?, ?)`,
-		a.ID, nullString(a.Author), a.Managed, spec, db.timeArg(now), db.timeArg(now), a.Shared)
+		a.ID, nullString(a.Author), a.Managed, jsonValue(spec), db.timeArg(now), db.timeArg(now), a.Shared)
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -101,7 +117,7 @@ func (db *DB) insertAgent(ctx context.Context, tx *sql.Tx, a *agent.Agent, spec 
 func (db *DB) insertVersion(ctx context.Context, tx *sql.Tx, id string, version int, spec string, now time.Time) error {
 	_, err := db.exec(ctx, tx,
 		`INSERT INTO agent_versions (agent_id, version, spec, created_at) VALUES (?, ?, ?, ?)`,
-		id, version, spec, db.timeArg(now))
+		id, version, jsonValue(spec), db.timeArg(now))
 	if err != nil {
 		if db.d.IsUniqueViolation(err) {
 			return fault.Wrap(fault.Conflict, err, "agent %q already has a version %d", id, version)
@@ -221,13 +237,13 @@ func (db *DB) UpdateAgent(ctx context.Context, a *agent.Agent) error {
 	}
 	a.Version++
 	a.UpdatedAt = now
-	return nil
+	return storedSpec(a, spec)
 }
 
 func (db *DB) updateAgent(ctx context.Context, tx *sql.Tx, id string, version int, spec string, shared bool, now time.Time) error {
 	res, err := db.exec(ctx, tx,
 		`UPDATE agents SET spec = ?, shared = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`,
-		spec, shared, db.timeArg(now), id, version)
+		jsonValue(spec), shared, db.timeArg(now), id, version)
 	if err != nil {
 		return fmt.Errorf("updating agent %q: %w", id, err)
 	}

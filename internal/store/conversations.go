@@ -230,7 +230,7 @@ func (db *DB) addMessage(ctx context.Context, tx *sql.Tx, m *run.Message) error 
 		if err != nil {
 			return fault.Wrap(fault.Invalid, err, "parts of message %q cannot be stored as JSON", m.ID)
 		}
-		parts = string(b)
+		parts = jsonValue(b)
 	}
 	created := db.stamp(m.CreatedAt)
 	if m.ParentID != "" {

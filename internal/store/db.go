@@ -173,24 +173,38 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// exec, query and queryRow send every statement of Relay but migrations,
+// with its arguments made storable (text.go): the one place where text
+// becomes what every engine keeps alike. exec and query classify the values
+// the database refuses (refused).
 func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
-	query = db.d.bind(query)
+	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
-		return st.ExecContext(ctx, args...)
+		res, err := st.ExecContext(ctx, args...)
+		return res, db.refused(err)
 	}
-	return q.ExecContext(ctx, query, args...)
+	res, err := q.ExecContext(ctx, query, args...)
+	return res, db.refused(err)
 }
 
 func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
-	query = db.d.bind(query)
+	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
-		return st.QueryContext(ctx, args...)
+		rows, err := st.QueryContext(ctx, args...)
+		return rows, db.refused(err)
 	}
-	return q.QueryContext(ctx, query, args...)
+	rows, err := q.QueryContext(ctx, query, args...)
+	return rows, db.refused(err)
+}
+
+// execStmt runs a statement prepared in a transaction, as exec runs the others.
+func (db *DB) execStmt(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
+	res, err := st.ExecContext(ctx, storable(args)...)
+	return res, db.refused(err)
 }
 
 func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
-	query = db.d.bind(query)
+	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -209,7 +223,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", db.refused(err))
 	}
 	return nil
 }

@@ -29,6 +29,11 @@ type Dialect struct {
 	IsUniqueViolation func(err error) bool
 	// IsForeignKeyViolation reports whether err broke a foreign key constraint.
 	IsForeignKeyViolation func(err error) bool
+	// IsRefusedValue reports whether err is the database refusing a value of
+	// the statement itself (Postgres' data exceptions and program limits,
+	// SQLite's too big or mismatched values): sending the same value again
+	// is refused again, unlike a connection that failed. Nil means never.
+	IsRefusedValue func(err error) bool
 	// LockMigrations, when set, takes a lock that other processes migrating the same
 	// database wait for, on the connection the migrations then run on. The returned
 	// function releases it. Engines whose write transactions already exclude each

@@ -230,7 +230,7 @@ func (db *DB) answerDeadRuns(ctx context.Context, tx *sql.Tx, node, reason strin
 		}
 		msg := ident.New("msg_")
 		if _, err := db.exec(ctx, tx, `INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, text, string(parts), d.run, db.timeArg(db.clock())); err != nil {
+			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, text, jsonValue(parts), d.run, db.timeArg(db.clock())); err != nil {
 			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
 		}
 		if _, err := db.exec(ctx, tx, `UPDATE runs SET response_message_id = ? WHERE id = ?`, msg, d.run); err != nil {

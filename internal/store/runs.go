@@ -245,7 +245,7 @@ func (db *DB) appendEvents(ctx context.Context, tx *sql.Tx, events []run.Event) 
 			data = string(e.Data)
 		}
 		created := db.stamp(e.CreatedAt)
-		_, err := stmt.ExecContext(ctx, e.RunID, e.Seq, e.Type, data, db.timeArg(created))
+		_, err := db.execStmt(ctx, stmt, e.RunID, e.Seq, e.Type, data, db.timeArg(created))
 		switch {
 		case err == nil:
 		case db.d.IsUniqueViolation(err):
@@ -452,7 +452,7 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		}
 		buf = append(buf, ']')
 		first, last := events[idx[0]].Seq, events[idx[len(idx)-1]].Seq
-		_, err := stmt.ExecContext(ctx, id, first, last, string(buf))
+		_, err := db.execStmt(ctx, stmt, id, first, last, string(buf))
 		switch {
 		case err == nil:
 		case db.d.IsUniqueViolation(err):
@@ -585,7 +585,7 @@ func (db *DB) addToolCall(ctx context.Context, q querier, c *run.ToolCall) error
 		if err != nil {
 			return fmt.Errorf("encoding the sources of tool call %q: %w", c.ID, err)
 		}
-		sources = string(b)
+		sources = jsonValue(b)
 	}
 	var contexts any
 	if len(c.Contexts) > 0 {
@@ -593,7 +593,7 @@ func (db *DB) addToolCall(ctx context.Context, q querier, c *run.ToolCall) error
 		if err != nil {
 			return fmt.Errorf("encoding the contexts of tool call %q: %w", c.ID, err)
 		}
-		contexts = string(b)
+		contexts = jsonValue(b)
 	}
 	_, err := db.exec(ctx, q,
 		`INSERT INTO tool_calls (`+toolCallColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -36,12 +37,18 @@ type Team struct {
 // agent asks (read from its system message).
 func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *Team {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return NewTeamOn(t, st, specs, answer)
+}
+
+// NewTeamOn is NewTeam over the store st, of any engine.
+func NewTeamOn(t testing.TB, st store.Store, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *Team {
+	t.Helper()
+	ctx := context.Background()
 	as := auth.NewService(st, nil)
 	u, err := as.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
 	if err != nil {

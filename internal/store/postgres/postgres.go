@@ -220,8 +220,14 @@ func dialect() store.Dialect {
 		)`,
 		IsUniqueViolation:     func(err error) bool { return code(err) == "23505" },
 		IsForeignKeyViolation: func(err error) bool { return code(err) == "23503" },
-		LockMigrations:        lockMigrations,
-		SyncLock:              fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
+		// Class 22 (data exception: a value out of range, text that is not
+		// UTF-8, …) and class 54 (program limit exceeded: a value too big).
+		IsRefusedValue: func(err error) bool {
+			c := code(err)
+			return strings.HasPrefix(c, "22") || strings.HasPrefix(c, "54")
+		},
+		LockMigrations: lockMigrations,
+		SyncLock:       fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
 		// No VectorScore: vectors are scored in Go (see docs/config.md, rag).
 	}
 }

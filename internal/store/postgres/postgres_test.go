@@ -20,6 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
@@ -254,5 +257,20 @@ func TestRedact(t *testing.T) {
 		if strings.Contains(got, "secret") || strings.Contains(got, "se cret") {
 			t.Errorf("Redact(%q) leaks the password", tc.in)
 		}
+	}
+}
+
+// A value Postgres refuses for what it is (here a time before 4713 BC, a
+// data exception) is fault.Invalid, which is not tried again, rather than an
+// internal failure, which may be.
+func TestRefusedValueIsInvalid(t *testing.T) {
+	db := open(t, freshSchema(t))
+	u := &auth.User{ID: auth.NewUserID(), Email: "big@example.com", Role: auth.RoleUser}
+	if err := db.CreateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	err := db.PutMemory(t.Context(), u.ID, memory.Entry{Key: "old", Value: "v", UpdatedAt: time.Date(-5000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "22008") {
+		t.Errorf("a time out of range: %v (kind %q), want invalid", err, fault.KindOf(err))
 	}
 }

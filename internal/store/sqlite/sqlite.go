@@ -234,6 +234,12 @@ func dialect() store.Dialect {
 			return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 		},
 		IsForeignKeyViolation: func(err error) bool { return code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
+		// A string or blob over SQLite's size limit, or a value of the wrong
+		// type for a STRICT column.
+		IsRefusedValue: func(err error) bool {
+			c := code(err)
+			return c&0xff == sqlite3.SQLITE_TOOBIG || c&0xff == sqlite3.SQLITE_MISMATCH || c == sqlite3.SQLITE_CONSTRAINT_DATATYPE
+		},
 		// No migration lock: migrations run on the single writer connection, whose
 		// transactions begin IMMEDIATE, so other processes wait for each one.
 		VectorScore: vectorScore,
