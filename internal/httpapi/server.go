@@ -5,14 +5,17 @@ package httpapi
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
+	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
@@ -47,6 +50,13 @@ type Options struct {
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string
+	// Quota holds the per-user quotas and the rate limits per API key and
+	// client address (limits); nil means none.
+	Quota *quota.Service
+	// ReadTimeout bounds the reading of a request's body, from when its
+	// handler starts (server.read_timeout); 0 means no bound. Answers may take
+	// as long as they take: streams are not cut.
+	ReadTimeout time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -65,4 +75,31 @@ func New(opts Options) http.Handler {
 	}
 	s := &Server{opts: opts, log: opts.Logger}
 	return s.routes()
+}
+
+// Conns are the HTTP server's bounds on connections and headers
+// (docs/config.md "server").
+type Conns struct {
+	// ReadHeaderTimeout bounds the reading of a request's headers: a client
+	// sending them slowly (slowloris) is cut off after it.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps a request's headers.
+	MaxHeaderBytes int
+	// ErrorLog receives the server's own errors; nil means the log package's.
+	ErrorLog *log.Logger
+}
+
+// NewHTTPServer returns the http.Server that serves h within c. It has no
+// ReadTimeout or WriteTimeout: both would cut streams, which may last hours;
+// bodies are bounded per request instead (Options.ReadTimeout).
+func NewHTTPServer(h http.Handler, c Conns) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    c.MaxHeaderBytes,
+		ErrorLog:          c.ErrorLog,
+	}
 }

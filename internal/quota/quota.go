@@ -177,11 +177,6 @@ func (s *Service) BytesExceeded() error {
 	return fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: bytes stored (%d bytes, %s); delete some of your files first", s.limits.Bytes, mib(s.limits.Bytes))
 }
 
-// ScheduleExceeded is the error of a user who has max schedules, the most allowed.
-func ScheduleExceeded(max int) error {
-	return fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: schedules (%d); delete one of your schedules first", max)
-}
-
 func seconds(d time.Duration) string { return fmt.Sprintf("%ds", int64((d+time.Second-1)/time.Second)) }
 
 func mib(n int64) string {
