@@ -377,6 +377,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	// (its run.finished event, its subscriptions, Wait), so that a Settle
 	// called after that waits for it; it starts once the run is stored.
 	s.after.Add(len(s.After))
+	// So is the run's end for the quotas, so that a client that saw
+	// run.finished may start its next run at once.
+	lr.release()
 	s.writer().finish(end)
 	fin.Answer = answer
 	for _, fn := range s.After {
@@ -389,7 +392,6 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.mu.Lock()
 	delete(s.live, r.ID)
 	s.mu.Unlock()
-	lr.release()
 	close(lr.done)
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }
