@@ -223,6 +223,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	handler.Store(&starting)
 	srv := httpapi.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), httpapi.Conns{
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.Server.ReadTimeout.Duration,
 		IdleTimeout:       cfg.Server.IdleTimeout.Duration,
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -324,7 +325,6 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Version:      version(),
 		CORSOrigins:  cfg.Server.CORSOrigins,
 		Quota:        quotas,
-		ReadTimeout:  cfg.Server.ReadTimeout.Duration,
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))

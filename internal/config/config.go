@@ -112,8 +112,8 @@ type Server struct {
 	CORSOrigins []string `yaml:"cors_origins"`
 	// ReadHeaderTimeout bounds the reading of a request's headers.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds the reading of a request's body, from when it is
-	// handled; answers and streams are not bounded by it.
+	// ReadTimeout bounds the reading of a whole request, headers and body;
+	// answers and streams are not bounded by it.
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout is how long a keep-alive connection may wait for its next request.
 	IdleTimeout Duration `yaml:"idle_timeout"`

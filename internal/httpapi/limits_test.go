@@ -35,6 +35,7 @@ import (
 // answered only once release is called.
 type limitsBundle struct {
 	srv     *httptest.Server
+	opts    httpapi.Options
 	handler http.Handler
 	keys    map[string]string // by user name
 	clock   *fakeClock
@@ -89,7 +90,8 @@ func setupLimits(t *testing.T, limits quota.Limits, maxSchedules int) *limitsBun
 		Opts: schedule.Options{MaxPerUser: maxSchedules, AdminsLimited: limits.IncludeAdmins}}
 	files := file.NewService(file.Options{Store: st})
 	b := &limitsBundle{keys: map[string]string{}, clock: clock, release: release}
-	b.handler = httpapi.New(httpapi.Options{Auth: as, Agents: agents, Runs: runs, Schedules: sched, Files: files, Quota: q, MaxBodyBytes: 64 << 10})
+	b.opts = httpapi.Options{Auth: as, Agents: agents, Runs: runs, Schedules: sched, Files: files, Quota: q, MaxBodyBytes: 64 << 10}
+	b.handler = httpapi.New(b.opts)
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)
 	for _, name := range []string{"ann", "bob", "admin"} {
@@ -111,6 +113,17 @@ func setupLimits(t *testing.T, limits quota.Limits, maxSchedules int) *limitsBun
 		b.keys[name] = key
 	}
 	return b
+}
+
+// serveWithin serves the bundle's API from an http.Server made by
+// httpapi.NewHTTPServer with c, in place of the plain test server.
+func (b *limitsBundle) serveWithin(t *testing.T, c httpapi.Conns) {
+	t.Helper()
+	b.srv.Close()
+	b.srv = httptest.NewUnstartedServer(b.handler)
+	b.srv.Config = httpapi.NewHTTPServer(b.handler, c)
+	b.srv.Start()
+	t.Cleanup(b.srv.Close)
 }
 
 // lastUserText is the text of the request's last user message.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -74,50 +73,6 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// boundReads gives a request ReadTimeout to send its body: the connection's
-// read deadline is set when the handler starts and lifted once the body has
-// been read to its end (or was empty), so that a slow sender cannot hold a
-// handler, while the answer (an SSE stream above all) takes as long as it
-// takes. A server-wide http.Server.ReadTimeout would instead stay on the
-// connection while the answer streams and end the request's context when it
-// passes. Headers are bounded by the server's ReadHeaderTimeout.
-func (s *Server) boundReads(h http.Handler) http.Handler {
-	if s.opts.ReadTimeout <= 0 {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout)); err != nil {
-			h.ServeHTTP(w, r) // not supported (HTTP/2 over a test recorder): nothing to lift
-			return
-		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts the read deadline when the body has been read to its end.
-type deadlineBody struct {
-	io.ReadCloser
-	lift func()
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		if err == io.EOF {
-			b.lift()
-		}
-	}
-	return n, err
 }
 
 func bearer(r *http.Request) (string, bool) {

@@ -53,10 +53,6 @@ type Options struct {
 	// Quota holds the per-user quotas and the rate limits per API key and
 	// client address (limits); nil means none.
 	Quota *quota.Service
-	// ReadTimeout bounds the reading of a request's body, from when its
-	// handler starts (server.read_timeout); 0 means no bound. Answers may take
-	// as long as they take: streams are not cut.
-	ReadTimeout time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -83,6 +79,8 @@ type Conns struct {
 	// ReadHeaderTimeout bounds the reading of a request's headers: a client
 	// sending them slowly (slowloris) is cut off after it.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, headers and body.
+	ReadTimeout time.Duration
 	// IdleTimeout is how long a keep-alive connection may wait for its next request.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps a request's headers.
@@ -91,13 +89,17 @@ type Conns struct {
 	ErrorLog *log.Logger
 }
 
-// NewHTTPServer returns the http.Server that serves h within c. It has no
-// ReadTimeout or WriteTimeout: both would cut streams, which may last hours;
-// bodies are bounded per request instead (Options.ReadTimeout).
+// NewHTTPServer returns the http.Server that serves h within c. Its
+// ReadTimeout does not cut streams: net/http lifts the read deadline once a
+// request's body has been read to its end (every handler reads it whole
+// before answering), so an SSE answer may last hours. It has no
+// WriteTimeout, which would cut them; streams set their own write deadline
+// for each burst of events.
 func NewHTTPServer(h http.Handler, c Conns) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          c.ErrorLog,
