@@ -138,13 +138,6 @@ func (s *Service) StartRun(_ context.Context, u *auth.User) (release func(), err
 	return release, nil
 }
 
-// Running returns how many runs of the user with that id are running in this process.
-func (s *Service) Running(userID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active[userID]
-}
-
 // Unlimited is the room left when a quota does not apply.
 const Unlimited = int64(-1)
 
