@@ -359,6 +359,9 @@ func TestRateLimitPerAddress(t *testing.T) {
 	want429(t, "a bad key from the address", get("192.0.2.1:4002", "nobody", "/api/me"), "rate_limited", "client address (120)", "1")
 	wantOK(t, "a probe from the address", get("192.0.2.1:4003", "ann", "/healthz"))
 	wantOK(t, "another address", get("[2001:db8::1]:4000", "ann", "/api/me"))
+	wantOK(t, "another address of its /64", get("[2001:db8::2]:4000", "ann", "/api/me"))
+	want429(t, "a third address of the /64", get("[2001:db8::3]:4000", "ann", "/api/me"), "rate_limited", "client address (120)", "1")
+	wantOK(t, "another /64", get("[2001:db8:0:1::1]:4000", "ann", "/api/me"))
 	b.clock.Add(500 * time.Millisecond)
 	wantOK(t, "half a second later", get("192.0.2.1:4000", "ann", "/api/me"))
 }

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -66,13 +66,20 @@ func (s *Server) limitClients(h http.Handler) http.Handler {
 }
 
 // clientIP is the address the request came from: the peer of the
-// connection. Forwarding headers are not trusted, since any client can send them.
+// connection. Forwarding headers are not trusted, since any client can send
+// them. An IPv6 address counts as its /64, the block one host is usually
+// given, so that a client cannot pass the limit by changing addresses in it.
 func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
-	return host
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 func bearer(r *http.Request) (string, bool) {
