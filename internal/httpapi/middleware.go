@@ -188,7 +188,7 @@ func (s *Server) cors(h http.Handler) http.Handler {
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		if !preflight {
-			w.Header().Set("Access-Control-Expose-Headers", "X-Should-Retry")
+			w.Header().Set("Access-Control-Expose-Headers", "X-Should-Retry, Retry-After")
 			h.ServeHTTP(w, r)
 			return
 		}
