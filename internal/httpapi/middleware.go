@@ -48,7 +48,8 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 }
 
 // limitClients takes one request of the client's address from its token
-// bucket (limits.api.ip_per_minute) before anything else is done with it.
+// bucket (limits.api.ip_per_minute) before it is authenticated, so that bad
+// keys count too.
 // The probes are not counted: load balancers call them often.
 func (s *Server) limitClients(h http.Handler) http.Handler {
 	if s.opts.Quota == nil {
