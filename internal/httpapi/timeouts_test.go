@@ -36,7 +36,7 @@ func serveConns(t *testing.T, h http.Handler, c httpapi.Conns) string {
 func TestSlowHeadersDoNotStarveOthers(t *testing.T) {
 	const (
 		slow          = 500
-		headerTimeout = time.Second
+		headerTimeout = 2 * time.Second
 	)
 	addr := serveConns(t, httpapi.New(httpapi.Options{Version: "test"}), httpapi.Conns{ReadHeaderTimeout: headerTimeout, IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10})
 
