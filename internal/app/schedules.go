@@ -22,6 +22,7 @@ func scheduleService(cfg *config.Config, svc *services, runs *run.Service, log *
 		Log: log.With(slog.String("part", "scheduler")), Opts: schedule.Options{
 			RunTimeout: cfg.Scheduler.RunTimeout.Duration, MaxPerUser: cfg.Scheduler.MaxPerUser,
 			MinInterval: cfg.Scheduler.MinInterval.Duration, Grace: cfg.Scheduler.Grace.Duration,
+			AdminsLimited: cfg.Limits.IncludeAdmins,
 		}}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/memory"
+	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
@@ -220,12 +221,13 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	var handler atomic.Pointer[http.Handler]
 	var starting http.Handler = startingHandler(version())
 	handler.Store(&starting)
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+	srv := httpapi.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), httpapi.Conns{
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.Server.ReadTimeout.Duration,
+		IdleTimeout:       cfg.Server.IdleTimeout.Duration,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
@@ -295,6 +297,9 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	if _, err := live.Reap(ctx); err != nil {
 		log.Warn("failing the work of stopped processes", slog.Any("err", err))
 	}
+	// The quotas count the runs of this process, scheduled ones included.
+	quotas := quotaService(cfg, svc.store)
+	runs.Admit = quotas.StartRun
 	// Every process runs the scheduler; the database makes each firing happen once.
 	sched := scheduleService(cfg, svc, runs, log)
 	sched.Live = live
@@ -319,6 +324,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
 		CORSOrigins:  cfg.Server.CORSOrigins,
+		Quota:        quotas,
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))
@@ -354,6 +360,18 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		log.Info("stopped")
 	}
 	return err
+}
+
+// quotaService builds the per-user quotas and rate limits of the config's limits.
+func quotaService(cfg *config.Config, st quota.Store) *quota.Service {
+	l := cfg.Limits
+	return quota.New(quota.Limits{
+		Files: l.User.Files, Bytes: l.User.StorageMB << 20,
+		RunsPerMinute: l.User.RunsPerMinute, ConcurrentRuns: l.User.ConcurrentRuns,
+		KeyPerMinute: l.API.KeyPerMinute, KeyBurst: l.API.KeyBurst,
+		IPPerMinute: l.API.IPPerMinute, IPBurst: l.API.IPBurst,
+		IncludeAdmins: l.IncludeAdmins,
+	}, st, nil)
 }
 
 // bootstrap ensures the admin key of RELAY_BOOTSTRAP_API_KEY.

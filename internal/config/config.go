@@ -37,6 +37,8 @@ type Config struct {
 	// FileConfig holds the upload limits, as librechat.yaml's fileConfig does.
 	FileConfig FileConfig `yaml:"fileConfig"`
 	Scheduler  Scheduler  `yaml:"scheduler"`
+	// Limits are the per-user quotas and the API's rate limits.
+	Limits Limits `yaml:"limits"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
@@ -108,6 +110,48 @@ type Server struct {
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed to
 	// call /v1 from a web page, or "*" for any; none means no CORS headers.
 	CORSOrigins []string `yaml:"cors_origins"`
+	// ReadHeaderTimeout bounds the reading of a request's headers.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds the reading of a whole request, headers and body;
+	// answers and streams are not bounded by it.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// IdleTimeout is how long a keep-alive connection may wait for its next request.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes caps the size of a request's headers.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+}
+
+// Limits are the per-user quotas and the API's rate limits (docs/config.md
+// "limits"); 0 means no limit for each.
+type Limits struct {
+	// IncludeAdmins applies the quotas and the per-key rate limit to admins
+	// too; by default they are exempt.
+	IncludeAdmins bool `yaml:"include_admins"`
+	// User holds what one user may store and run.
+	User UserQuotas `yaml:"user"`
+	// API holds the request rates of one API key and one client address.
+	API RateLimits `yaml:"api"`
+}
+
+// UserQuotas are what one user may store and run. The schedule quota is
+// scheduler.max_per_user.
+type UserQuotas struct {
+	// Files is how many files a user may store.
+	Files int `yaml:"files"`
+	// StorageMB is how many MiB a user's files may hold together.
+	StorageMB int64 `yaml:"storage_mb"`
+	// RunsPerMinute is how many runs a user may start per minute.
+	RunsPerMinute int `yaml:"runs_per_minute"`
+	// ConcurrentRuns is how many runs of a user may run at once (per process).
+	ConcurrentRuns int `yaml:"concurrent_runs"`
+}
+
+// RateLimits are token buckets: a rate per minute and a burst (0: a minute's worth).
+type RateLimits struct {
+	KeyPerMinute int `yaml:"key_per_minute"`
+	KeyBurst     int `yaml:"key_burst"`
+	IPPerMinute  int `yaml:"ip_per_minute"`
+	IPBurst      int `yaml:"ip_burst"`
 }
 
 // Database names the store. See Config.DB for the forms URL takes.
@@ -697,6 +741,15 @@ func Default() *Config {
 			LogFormat:       "text",
 			MemoryLimitMB:   256,
 			GCPercent:       400,
+
+			ReadHeaderTimeout: Duration{10 * time.Second},
+			ReadTimeout:       Duration{5 * time.Minute},
+			IdleTimeout:       Duration{2 * time.Minute},
+			MaxHeaderBytes:    64 << 10,
+		},
+		Limits: Limits{
+			User: UserQuotas{Files: 1000, StorageMB: 5 << 10, RunsPerMinute: 60, ConcurrentRuns: 10},
+			API:  RateLimits{KeyPerMinute: 600, IPPerMinute: 1200},
 		},
 		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
 		Scheduler: Scheduler{

@@ -38,6 +38,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.webSearch()
 	v.rag()
 	v.scheduler()
+	v.limits()
 
 	all := decoded
 	for _, p := range v.problems {
@@ -132,6 +133,17 @@ func (v *validator) server() {
 	}
 	if s.GCPercent < -1 || s.GCPercent == 0 {
 		v.add("server.gc_percent", "must be greater than 0, or -1 to collect only at server.memory_limit_mb")
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"read_header_timeout", s.ReadHeaderTimeout}, {"read_timeout", s.ReadTimeout}, {"idle_timeout", s.IdleTimeout}} {
+		if d.v.Duration <= 0 {
+			v.add("server."+d.key, "must be greater than 0")
+		}
+	}
+	if s.MaxHeaderBytes < 4<<10 {
+		v.add("server.max_header_bytes", "must be at least 4096")
 	}
 	for i, o := range s.CORSOrigins {
 		if o == "*" {
@@ -492,6 +504,25 @@ func (v *validator) memoryAgent(a *MemoryAgent) {
 	} else if strings.EqualFold(provider, ProviderAzureOpenAI) {
 		if _, ok := v.c.Endpoints.Azure(model); !ok {
 			v.add(at+".model", "%s", AzureUnlisted(model))
+		}
+	}
+}
+
+func (v *validator) limits() {
+	l := v.c.Limits
+	for _, n := range []struct {
+		key string
+		v   int64
+	}{
+		{"user.files", int64(l.User.Files)}, {"user.storage_mb", l.User.StorageMB},
+		{"user.runs_per_minute", int64(l.User.RunsPerMinute)}, {"user.concurrent_runs", int64(l.User.ConcurrentRuns)},
+		{"api.key_per_minute", int64(l.API.KeyPerMinute)}, {"api.key_burst", int64(l.API.KeyBurst)},
+		{"api.ip_per_minute", int64(l.API.IPPerMinute)}, {"api.ip_burst", int64(l.API.IPBurst)},
+	} {
+		if n.v < 0 && strings.HasSuffix(n.key, "_burst") {
+			v.add("limits."+n.key, "must be 0 (a minute's worth) or more")
+		} else if n.v < 0 {
+			v.add("limits."+n.key, "must be 0 (no limit) or more")
 		}
 	}
 }

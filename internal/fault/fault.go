@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Kind is the class of a failure. Its string form is the `code` of a JSON error.
@@ -26,6 +27,11 @@ const (
 	Forbidden    Kind = "forbidden"
 	TooLarge     Kind = "too_large"
 	Unavailable  Kind = "unavailable"
+	// RateLimited is a client sending requests faster than its API key or
+	// address may; QuotaExceeded is a user over a per-user quota. Both are
+	// answered 429 with Retry-After (docs/api.md "Limits").
+	RateLimited   Kind = "rate_limited"
+	QuotaExceeded Kind = "quota_exceeded"
 )
 
 // FieldError names one invalid field of an input and says what is wrong with it.
@@ -40,6 +46,9 @@ type Error struct {
 	Message string
 	Fields  []FieldError
 	Err     error // the cause, for logs and errors.Is; never shown to a client
+	// RetryAfter, when positive, is how long the client should wait before
+	// trying again (the Retry-After header of a 429 or 503).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -71,6 +80,23 @@ func New(kind Kind, format string, args ...any) *Error {
 // Wrap returns an Error of the given kind whose cause is err.
 func Wrap(kind Kind, err error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Limited returns a RateLimited or QuotaExceeded error saying which limit
+// was reached and when to try again.
+func Limited(kind Kind, retryAfter time.Duration, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...), RetryAfter: retryAfter}
+}
+
+// RetryAfter returns the RetryAfter of the first *Error in err's chain that has one.
+func RetryAfter(err error) time.Duration {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.RetryAfter > 0 {
+			return e.RetryAfter
+		}
+		err = errors.Unwrap(err)
+	}
+	return 0
 }
 
 // KindOf returns the kind of the first *Error in err's chain, or Internal.

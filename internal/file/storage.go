@@ -51,6 +51,9 @@ type Storage interface {
 	Store
 	// ListFiles returns the files of owner, newest first.
 	ListFiles(ctx context.Context, owner string) ([]*File, error)
+	// FileUsage returns how many files owner has and the sum of their sizes:
+	// what the per-user storage quotas count.
+	FileUsage(ctx context.Context, owner string) (files int, bytes int64, err error)
 	// DeleteFile deletes the file with its contents and chunks, or returns
 	// fault.NotFound.
 	DeleteFile(ctx context.Context, id string) error

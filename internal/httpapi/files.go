@@ -9,6 +9,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/quota"
 )
 
 // uploadEnvelope is what a multipart upload may carry besides the file
@@ -54,6 +55,18 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The storage quota: a file that would not fit is read only as far as
+	// the room left, then refused.
+	room, err := s.opts.Quota.FileRoom(r.Context(), userFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit := s.uploadLimit()
+	quotaBound := room != quota.Unlimited && room < limit
+	if quotaBound {
+		limit = room
+	}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		s.writeError(w, r, fault.New(fault.Invalid, "send the file as multipart/form-data in the field \"file\""))
@@ -77,8 +90,11 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), part, s.uploadLimit())
-		if fault.Is(err, fault.TooLarge) {
+		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), part, limit)
+		switch {
+		case fault.Is(err, fault.TooLarge) && quotaBound:
+			err = s.opts.Quota.BytesExceeded()
+		case fault.Is(err, fault.TooLarge):
 			err = s.uploadErr(err)
 		}
 		if err != nil {

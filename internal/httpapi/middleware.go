@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -38,8 +39,48 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 			s.refuse(w, r, err)
 			return
 		}
+		if err := s.opts.Quota.AllowKey(u, auth.HashSecret(secret)); err != nil {
+			s.refuse(w, r, err)
+			return
+		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
+}
+
+// limitClients takes one request of the client's address from its token
+// bucket (limits.api.ip_per_minute) before it is authenticated, so that bad
+// keys count too.
+// The probes are not counted: load balancers call them often.
+func (s *Server) limitClients(h http.Handler) http.Handler {
+	if s.opts.Quota == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			if err := s.opts.Quota.AllowIP(clientIP(r)); err != nil {
+				s.refuse(w, r, err)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// clientIP is the address the request came from: the peer of the
+// connection. Forwarding headers are not trusted, since any client can send
+// them. An IPv6 address counts as its /64, the block one host is usually
+// given, so that a client cannot pass the limit by changing addresses in it.
+func clientIP(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -148,7 +189,7 @@ func (s *Server) cors(h http.Handler) http.Handler {
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		if !preflight {
-			w.Header().Set("Access-Control-Expose-Headers", "X-Should-Retry")
+			w.Header().Set("Access-Control-Expose-Headers", "X-Should-Retry, Retry-After")
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -312,11 +312,14 @@ func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err er
 		typ = "not_found_error"
 	case fault.Internal, fault.Unavailable:
 		typ = "server_error"
+	case fault.RateLimited, fault.QuotaExceeded:
+		typ = "rate_limit_error" // OpenAI's type for a 429
 	}
 	var param any // OpenAI's param: the field at fault, or null
 	if fe, ok := errors.AsType[*fault.Error](err); ok && kind != fault.Internal && len(fe.Fields) > 0 {
 		param = fe.Fields[0].Field
 	}
+	setRetryAfter(w, err)
 	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": string(kind)}})
 }
 

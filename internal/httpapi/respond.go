@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
 )
@@ -28,6 +29,8 @@ func status(k fault.Kind) int {
 		return http.StatusRequestEntityTooLarge
 	case fault.Unavailable:
 		return http.StatusServiceUnavailable
+	case fault.RateLimited, fault.QuotaExceeded:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -54,7 +57,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		d.Code, d.Message = fault.Internal, "internal error; the server log has the details"
 		s.log.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
+	setRetryAfter(w, err)
 	writeJSON(w, status(d.Code), errorBody{Error: d})
+}
+
+// setRetryAfter sets the Retry-After header, in whole seconds rounded up, of
+// an error that says when to try again.
+func setRetryAfter(w http.ResponseWriter, err error) {
+	if d := fault.RetryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+	}
 }
 
 // refuse writes err in the shape its route's clients read: OpenAI's under

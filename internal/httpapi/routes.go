@@ -68,5 +68,5 @@ func (s *Server) routes() http.Handler {
 	// Everything else is a JSON 404 (or 405), never an HTML page.
 	mux.HandleFunc("/", s.notFound)
 
-	return s.recoverPanics(s.logRequests(s.cors(s.capBodies(mux))))
+	return s.recoverPanics(s.logRequests(s.cors(s.limitClients(s.capBodies(mux)))))
 }

@@ -5,14 +5,17 @@ package httpapi
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
+	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
@@ -47,6 +50,9 @@ type Options struct {
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string
+	// Quota holds the per-user quotas and the rate limits per API key and
+	// client address (limits); nil means none.
+	Quota *quota.Service
 }
 
 // Server holds the handlers' dependencies.
@@ -65,4 +71,37 @@ func New(opts Options) http.Handler {
 	}
 	s := &Server{opts: opts, log: opts.Logger}
 	return s.routes()
+}
+
+// Conns are the HTTP server's bounds on connections and headers
+// (docs/config.md "server").
+type Conns struct {
+	// ReadHeaderTimeout bounds the reading of a request's headers: a client
+	// sending them slowly (slowloris) is cut off after it.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, headers and body.
+	ReadTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps a request's headers.
+	MaxHeaderBytes int
+	// ErrorLog receives the server's own errors; nil means the log package's.
+	ErrorLog *log.Logger
+}
+
+// NewHTTPServer returns the http.Server that serves h within c. Its
+// ReadTimeout does not cut streams: net/http lifts the read deadline once a
+// request's body has been read to its end (every handler reads it whole
+// before answering), so an SSE answer may last hours. It has no
+// WriteTimeout, which would cut them; streams set their own write deadline
+// for each burst of events.
+func NewHTTPServer(h http.Handler, c Conns) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    c.MaxHeaderBytes,
+		ErrorLog:          c.ErrorLog,
+	}
 }

@@ -58,6 +58,10 @@ type Service struct {
 	// once the run's final state is stored, so that it never delays the
 	// answer. Settle waits for it.
 	After []func(ctx context.Context, f *Finished)
+	// Admit, when set, is asked before a run starts, after its request is
+	// checked: the per-user quotas (docs/config.md "limits"). Its error
+	// refuses the run; the release it returns is called once the run has ended.
+	Admit func(ctx context.Context, u *auth.User) (release func(), err error)
 
 	after sync.WaitGroup
 	mu    sync.Mutex
@@ -87,6 +91,7 @@ type liveRun struct {
 	ended   bool    // every event is stored and the subscriptions are closed
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	release func() // Service.Admit's, or nothing
 }
 
 // unsubscribe returns the function that ends ch's subscription (once); the
@@ -230,13 +235,20 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	release := func() {}
+	if s.Admit != nil {
+		if release, err = s.Admit(ctx, u); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	// The run is stored as running from the start: it starts at once.
 	r := &Run{ID: ident.New("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
 		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
 	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
+		release()
 		return nil, nil, nil, err
 	}
-	lr := &liveRun{id: r.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{})}
+	lr := &liveRun{id: r.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
@@ -365,6 +377,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	// (its run.finished event, its subscriptions, Wait), so that a Settle
 	// called after that waits for it; it starts once the run is stored.
 	s.after.Add(len(s.After))
+	// So is the run's end for the quotas, so that a client that saw
+	// run.finished may start its next run at once.
+	lr.release()
 	s.writer().finish(end)
 	fin.Answer = answer
 	for _, fn := range s.After {

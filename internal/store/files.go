@@ -167,6 +167,16 @@ func (db *DB) ListFiles(ctx context.Context, owner string) ([]*file.File, error)
 	return files, nil
 }
 
+// FileUsage returns how many files owner has and the sum of their sizes.
+func (db *DB) FileUsage(ctx context.Context, owner string) (int, int64, error) {
+	var n int
+	var size int64
+	if err := db.queryRow(ctx, db.read, `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE owner = ?`, owner).Scan(&n, &size); err != nil {
+		return 0, 0, fmt.Errorf("counting the files of %q: %w", owner, err)
+	}
+	return n, size, nil
+}
+
 // DeleteFile deletes the file with its contents and chunks.
 func (db *DB) DeleteFile(ctx context.Context, id string) error {
 	return db.inTx(ctx, func(tx *sql.Tx) error {

@@ -237,6 +237,28 @@ var fileContentTests = []test{
 			t.Errorf("ListFiles of a user without files = %#v, want an empty list", got)
 		}
 	}},
+	{"Usage", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		alice := createUser(t, s, "alice@example.com")
+		bob := createUser(t, s, "bob@example.com")
+		for i, size := range []int64{3 << 30, 5, 0} { // more than 32 bits together
+			f := newFile(alice.ID, fmt.Sprintf("%d.pdf", i), 10+i)
+			f.Size = size
+			must(t, s.CreateFile(ctx, f), "CreateFile")
+		}
+		createFile(t, s, bob.ID, "bobs.pdf")
+		for _, c := range []struct {
+			owner string
+			files int
+			bytes int64
+		}{{alice.ID, 3, 3<<30 + 5}, {bob.ID, 1, 0}, {"user_missing", 0, 0}} {
+			n, size, err := s.FileUsage(ctx, c.owner)
+			must(t, err, "FileUsage")
+			if n != c.files || size != c.bytes {
+				t.Errorf("FileUsage(%s) = %d files, %d bytes; want %d, %d", c.owner, n, size, c.files, c.bytes)
+			}
+		}
+	}},
 	{"ContentsInParts", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "files@example.com")

@@ -1,0 +1,67 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
+)
+
+// A nil Service limits nothing: Relay without limits configured.
+func TestNilServiceLimitsNothing(t *testing.T) {
+	var s *Service
+	u := &auth.User{ID: "user_1"}
+	if err := s.AllowIP("192.0.2.1"); err != nil {
+		t.Error(err)
+	}
+	if err := s.AllowKey(u, "k"); err != nil {
+		t.Error(err)
+	}
+	release, err := s.StartRun(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if room, err := s.FileRoom(context.Background(), u); err != nil || room != Unlimited {
+		t.Errorf("FileRoom = %d, %v; want Unlimited", room, err)
+	}
+}
+
+// Buckets of names not seen lately are dropped once full again, so that a
+// stream of new addresses does not grow the map without end.
+func TestBucketsForgetIdleNames(t *testing.T) {
+	b := newBuckets(60, 2)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range sweepEvery - 1 {
+		b.take(fmt.Sprint("198.51.100.", i), now)
+	}
+	if len(b.by) != sweepEvery-1 {
+		t.Fatalf("%d buckets, want %d", len(b.by), sweepEvery-1)
+	}
+	b.take("busy", now)           // the sweep: nothing is full yet
+	b.take("busy", now)           // empties busy's bucket
+	later := now.Add(time.Second) // one token back: the others are full again, busy is not
+	for range sweepEvery - 1 {
+		b.take("other", later)
+	}
+	if _, ok := b.by["busy"]; !ok || len(b.by) > 3 {
+		t.Errorf("after a sweep %d buckets remain (busy kept: %v), want busy and the few taken since", len(b.by), ok)
+	}
+}
+
+// The wait a rate-limited request is told is the time until its next token.
+func TestRetryAfterIsTheWaitForAToken(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Limits{KeyPerMinute: 6, KeyBurst: 1}, nil, func() time.Time { return now })
+	u := &auth.User{ID: "user_1"}
+	if err := s.AllowKey(u, "k"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.AllowKey(u, "k")
+	if !fault.Is(err, fault.RateLimited) || fault.RetryAfter(err) != 10*time.Second {
+		t.Errorf("second request: %v (retry after %s), want rate_limited after 10s", err, fault.RetryAfter(err))
+	}
+}
