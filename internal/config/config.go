@@ -108,6 +108,11 @@ type Server struct {
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed to
 	// call /v1 from a web page, or "*" for any; none means no CORS headers.
 	CORSOrigins []string `yaml:"cors_origins"`
+	// AllowedAddresses are the non-public addresses that outbound requests to
+	// user-given URLs (schedule webhooks, web_search page fetches) may reach:
+	// IP addresses, CIDRs, host names, each optionally with a port
+	// (docs/config.md). All others are refused after name resolution.
+	AllowedAddresses []string `yaml:"allowed_addresses"`
 }
 
 // Database names the store. See Config.DB for the forms URL takes.

@@ -55,6 +55,9 @@ func New(allowed []string) (*Guard, error) {
 	return g, nil
 }
 
+// CheckEntry says what is wrong with e as an allow-list entry of New, or nil.
+func CheckEntry(e string) error { return new(Guard).add(strings.TrimSpace(e)) }
+
 func (g *Guard) add(e string) error {
 	if e == "" {
 		return errors.New("empty")
