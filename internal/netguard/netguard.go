@@ -7,6 +7,7 @@
 package netguard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -244,10 +245,12 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 
 // ClientOptions shape a guarded client.
 type ClientOptions struct {
-	// Timeout bounds each request, redirects and reading the body included
-	// (0: none). It also bounds connecting, the TLS handshake and waiting for
-	// the response's headers (0 there: 10 seconds).
+	// Timeout bounds each request, redirects and reading the body included;
+	// 0 means none (the request's context bounds it).
 	Timeout time.Duration
+	// StepTimeout bounds connecting, the TLS handshake and waiting for the
+	// response's headers, each; 0 means Timeout, or 10 seconds without one.
+	StepTimeout time.Duration
 	// MaxRedirects is how many redirects are followed (0: 5; -1: none).
 	MaxRedirects int
 }
@@ -258,10 +261,7 @@ type ClientOptions struct {
 // was opened, and checked, for. The client never uses a proxy from the
 // environment, which would hide the real address from the check.
 func (g *Guard) Client(o ClientOptions) *http.Client {
-	step := o.Timeout
-	if step <= 0 {
-		step = 10 * time.Second
-	}
+	step := cmp.Or(o.StepTimeout, o.Timeout, 10*time.Second)
 	var d net.Dialer
 	if g != nil && g.dialer != nil {
 		d = *g.dialer
