@@ -213,10 +213,14 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	if e.Host != "" {
-		return fmt.Sprintf("%s resolves to %s, a %s address, which Relay does not connect to", e.Host, e.Addr, e.Kind)
+	a := "a"
+	if strings.ContainsRune("aeiou", rune(e.Kind[0])) {
+		a = "an"
 	}
-	return fmt.Sprintf("%s is a %s address, which Relay does not connect to", e.Addr, e.Kind)
+	if e.Host != "" {
+		return fmt.Sprintf("%s resolves to %s, %s %s address, which Relay does not connect to", e.Host, e.Addr, a, e.Kind)
+	}
+	return fmt.Sprintf("%s is %s %s address, which Relay does not connect to", e.Addr, a, e.Kind)
 }
 
 // DialContext connects to address ("host:port") as a net.Dialer does, but

@@ -91,7 +91,7 @@ func TestNotifyURLValidated(t *testing.T) {
 		"http://169.254.169.254/latest/":    "169.254.169.254 is a link-local address",
 		"http://[::1]:8080/":                "::1 is a loopback address",
 		"http://[::ffff:10.0.0.1]/":         "10.0.0.1 is a private address",
-		"http://0.0.0.0/":                   "0.0.0.0 is a unspecified address",
+		"http://0.0.0.0/":                   "0.0.0.0 is an unspecified address",
 		"https://hooks.example.com/x\r\nX:": "not a valid URL",
 	} {
 		_, err := f.a.Create(ctx, f.user, in(u))
