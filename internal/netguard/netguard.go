@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,21 +186,21 @@ func (g *Guard) Check(host string, ap netip.AddrPort) error {
 	return &RefusedError{Host: host, Addr: a, Kind: why}
 }
 
-// CheckHost checks a URL's host before anything is sent: an IP address that
-// Check refuses is refused (on any port); a name is left to the connection,
-// where what it resolves to is checked.
-func (g *Guard) CheckHost(hostport string) error {
-	host, port := hostport, "0"
-	if h, p, err := net.SplitHostPort(hostport); err == nil {
-		host, port = h, p
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	a, err := netip.ParseAddr(host)
+// CheckHost checks the host of u before anything is sent: an IP address that
+// Check refuses on the URL's port (its scheme's default when it names none)
+// is refused; a name is left to the connection, where what it resolves to is
+// checked.
+func (g *Guard) CheckHost(u *url.URL) error {
+	a, err := netip.ParseAddr(u.Hostname())
 	if err != nil {
 		return nil
 	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
 	n, _ := strconv.Atoi(port)
-	return g.Check(host, netip.AddrPortFrom(a, uint16(n)))
+	return g.Check(u.Hostname(), netip.AddrPortFrom(a, uint16(n)))
 }
 
 // RefusedError is a connection the guard did not make. Its text names the
@@ -214,7 +215,7 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string {
 	a := "a"
-	if strings.ContainsRune("aeiou", rune(e.Kind[0])) {
+	if e.Kind != "" && strings.IndexByte("aeiou", e.Kind[0]) >= 0 {
 		a = "an"
 	}
 	if e.Host != "" {

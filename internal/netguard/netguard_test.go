@@ -203,25 +203,29 @@ func TestNewRejectsBadEntries(t *testing.T) {
 }
 
 func TestCheckHost(t *testing.T) {
-	g := mustGuard(t, "10.0.0.5")
-	for host, want := range map[string]string{
-		"127.0.0.1:8080":       "loopback",
-		"[::1]":                "loopback",
-		"169.254.169.254":      "link-local",
-		"[::ffff:169.254.1.1]": "link-local",
-		"10.0.0.5":             "",
-		"10.0.0.6:80":          "private",
-		"example.com":          "", // names are checked when resolved
-		"8.8.8.8":              "",
+	g := mustGuard(t, "10.0.0.5", "10.0.0.7:80", "10.0.0.8:8443")
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:8080/":        "loopback",
+		"http://[::1]/":                 "loopback",
+		"http://169.254.169.254/latest": "link-local",
+		"http://[::ffff:169.254.1.1]/":  "link-local",
+		"http://10.0.0.5/":              "",
+		"http://10.0.0.6:80/":           "private",
+		"http://10.0.0.7/":              "", // the scheme's port
+		"https://10.0.0.7/":             "private",
+		"https://10.0.0.8:8443/x":       "",
+		"http://example.com/":           "", // names are checked when resolved
+		"http://8.8.8.8/":               "",
 	} {
-		err := g.CheckHost(host)
+		u, _ := url.Parse(raw)
+		err := g.CheckHost(u)
 		var re *RefusedError
 		got := ""
 		if errors.As(err, &re) {
 			got = re.Kind
 		}
 		if got != want {
-			t.Errorf("CheckHost(%s) = %v, want kind %q", host, err, want)
+			t.Errorf("CheckHost(%s) = %v, want kind %q", raw, err, want)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		if err := netguard.CheckURL(sc.NotifyURL); err != nil {
 			fs.Add("notify_url", "%v", err)
 		} else if u, _ := url.Parse(sc.NotifyURL); u != nil {
-			if err := s.Guard.CheckHost(u.Host); err != nil {
+			if err := s.Guard.CheckHost(u); err != nil {
 				fs.Add("notify_url", "%v (server.allowed_addresses lists the ones allowed)", err)
 			}
 		}
