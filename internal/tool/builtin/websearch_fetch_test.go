@@ -85,6 +85,37 @@ func TestFetchLoopbackRefused(t *testing.T) {
 	}
 }
 
+// TestFetchGuard: the metadata address and IPv6 loopback are refused like
+// 127.0.0.1; a page on an address of the allow-list is read, and the list
+// opens that address only.
+func TestFetchGuard(t *testing.T) {
+	pages := websearchtest.StartPages(t, map[string]websearchtest.Page{"/article": {Body: articleHTML}})
+	u, _ := url.Parse(pages.URL)
+	res := searchWithPages(t, WebFetch{Timeout: 2 * time.Second}, "http://169.254.169.254/latest/meta-data/", "http://[::1]:"+u.Port()+"/article")
+	for _, want := range []string{
+		"Page not read: 169.254.169.254 is a link-local address, which Relay does not connect to.",
+		"Page not read: ::1 is a loopback address, which Relay does not connect to.",
+	} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, res.Text)
+		}
+	}
+	guard, err := netguard.New([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = searchWithPages(t, WebFetch{Guard: guard}, pages.URL+"/article", "http://[::1]:"+u.Port()+"/article")
+	if !strings.Contains(res.Text, "Page text:\nHome | News\nRotterdam weather") {
+		t.Errorf("the allowed page was not read:\n%s", res.Text)
+	}
+	if !strings.Contains(res.Text, "Page not read: ::1 is a loopback address") {
+		t.Errorf("::1 was not refused:\n%s", res.Text)
+	}
+	if n := pages.Hits("/article"); n != 1 {
+		t.Errorf("the page server got %d requests, want 1", n)
+	}
+}
+
 // TestFetchRedirectToLoopbackRefused: a public page that redirects to a
 // loopback address, by IP or by a name that resolves to one, is refused at
 // the redirect's dial, and the loopback server never hears of it.
