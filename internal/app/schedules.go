@@ -18,7 +18,7 @@ import (
 
 // scheduleService builds the scheduler over the opened services.
 func scheduleService(cfg *config.Config, svc *services, runs *run.Service, log *slog.Logger) *schedule.Service {
-	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs,
+	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs, Guard: outboundGuard(cfg),
 		Log: log.With(slog.String("part", "scheduler")), Opts: schedule.Options{
 			RunTimeout: cfg.Scheduler.RunTimeout.Duration, MaxPerUser: cfg.Scheduler.MaxPerUser,
 			MinInterval: cfg.Scheduler.MinInterval.Duration, Grace: cfg.Scheduler.Grace.Duration,

@@ -6,9 +6,22 @@ import (
 	"strings"
 
 	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/netguard"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
+
+// outboundGuard is the guard of requests to URLs users give, letting through
+// the config's server.allowed_addresses (docs/config.md).
+func outboundGuard(cfg *config.Config) *netguard.Guard {
+	g, err := netguard.New(cfg.Server.AllowedAddresses)
+	if err != nil {
+		// Validation refused such a config already; refuse every non-public
+		// address rather than allow any.
+		return new(netguard.Guard)
+	}
+	return g
+}
 
 // webSearchTool builds the web_search tool of the config's webSearch section.
 // A provider's key and SearXNG's address fall back to the environment
@@ -36,6 +49,7 @@ func webSearchTool(e *env, cfg *config.Config, log *slog.Logger) tool.Tool {
 			MaxBytes:              ws.FetchMaxBytes,
 			Timeout:               ws.FetchTimeout.Duration,
 			AllowPrivateAddresses: ws.AllowPrivateAddresses,
+			Guard:                 outboundGuard(cfg),
 		},
 		Log: log,
 	}

@@ -102,7 +102,7 @@ agents:
 		t.Errorf("tool call %+v", tc)
 	}
 	for _, want := range []string{
-		"[1] Weather in Rotterdam\nAnchor: \\ue202turn0search0\nURL: " + pages.URL + "/rotterdam\nSnippet: 12 °C, light rain\nPage not read: 127.0.0.1 is a loopback address, which is not fetched.",
+		"[1] Weather in Rotterdam\nAnchor: \\ue202turn0search0\nURL: " + pages.URL + "/rotterdam\nSnippet: 12 °C, light rain\nPage not read: 127.0.0.1 is a loopback address, which Relay does not connect to.",
 		"[2] Rotterdam hourly forecast\nAnchor: \\ue202turn0search1\nURL: https://weather.example/rotterdam/hourly",
 	} {
 		if !strings.Contains(tc.Result, want) {

@@ -119,6 +119,11 @@ type Server struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes caps the size of a request's headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// AllowedAddresses are the non-public addresses that outbound requests to
+	// user-given URLs (schedule webhooks, web_search page fetches) may reach:
+	// IP addresses, CIDRs, host names, each optionally with a port
+	// (docs/config.md). All others are refused after name resolution.
+	AllowedAddresses []string `yaml:"allowed_addresses"`
 }
 
 // Limits are the per-user quotas and the API's rate limits (docs/config.md

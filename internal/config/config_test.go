@@ -344,7 +344,7 @@ func TestUnknownKeys(t *testing.T) {
 		want []string
 	}{
 		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
-			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes)`,
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
 			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits)`,
@@ -561,6 +561,10 @@ func TestValidation(t *testing.T) {
 		}},
 		{"collecting only at a limit that is not there", "server:\n  memory_limit_mb: 0\n  gc_percent: -1\n", []string{
 			`relay.yaml:3:15: server.gc_percent: -1 needs server.memory_limit_mb, or memory would grow without bound`,
+		}},
+		{"allowed addresses", "server:\n  allowed_addresses: [\"10.0.0.5\", \"fd00::/8\", \"host.docker.internal:11434\", \"http://10.0.0.6\", \"10.0.0.0/40\"]\n", []string{
+			`relay.yaml:2:22: server.allowed_addresses[3]: "http://10.0.0.6": a URL: give an address, a CIDR or a host name, with no scheme (give an IP address, a CIDR or a host name, each with an optional :port)`,
+			`relay.yaml:2:22: server.allowed_addresses[4]: "10.0.0.0/40": not a valid CIDR (give an IP address, a CIDR or a host name, each with an optional :port)`,
 		}},
 		{"cors origins", "server:\n  cors_origins: [\"https://app.example.com\", \"*\", app.example.com, \"https://x.example/path\"]\n", []string{
 			`relay.yaml:2:17: server.cors_origins[2]: "app.example.com" is not an origin (scheme://host[:port], e.g. https://app.example.com) or "*"`,

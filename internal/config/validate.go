@@ -13,6 +13,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/netguard"
 )
 
 // Validate checks the whole configuration and returns a fault.Invalid error that
@@ -152,6 +153,11 @@ func (v *validator) server() {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 			v.add(fmt.Sprintf("server.cors_origins[%d]", i), "%q is not an origin (scheme://host[:port], e.g. https://app.example.com) or \"*\"", o)
+		}
+	}
+	for i, e := range s.AllowedAddresses {
+		if err := netguard.CheckEntry(e); err != nil {
+			v.add(fmt.Sprintf("server.allowed_addresses[%d]", i), "%q: %v (give an IP address, a CIDR or a host name, each with an optional :port)", e, err)
 		}
 	}
 	if s.GCPercent == -1 && s.MemoryLimitMB == 0 {

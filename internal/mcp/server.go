@@ -6,7 +6,9 @@
 package mcp
 
 import (
+	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -82,37 +84,103 @@ func expandEnv(s string, getenv func(string) (string, bool)) string {
 }
 
 // userPlaceholders replaces the {{LIBRECHAT_USER_*}} placeholders (nil user:
-// none), inserting the user's values as they are, and adds each value it
-// inserted to used.
-func userPlaceholders(s string, u *User, used *[]string) string {
+// none) with the user's values, each passed through esc with the text of s
+// before it, and adds each value it inserted, as typed and as escaped, to
+// used. A value is inserted once: a placeholder it holds stays as typed.
+func userPlaceholders(s string, u *User, used *[]string, esc func(v, before string) string) string {
 	if u == nil || !strings.Contains(s, "{{LIBRECHAT_USER_") {
 		return s
 	}
-	for _, p := range [...]struct{ placeholder, value string }{
+	fields := [...]struct{ placeholder, value string }{
 		{"{{LIBRECHAT_USER_ID}}", u.ID},
 		{"{{LIBRECHAT_USER_EMAIL}}", u.Email},
 		{"{{LIBRECHAT_USER_NAME}}", u.Name},
 		{"{{LIBRECHAT_USER_USERNAME}}", u.Username},
-	} {
-		if strings.Contains(s, p.placeholder) {
-			*used = append(*used, p.value)
+	}
+	var b strings.Builder
+	i := 0
+	for {
+		j := strings.Index(s[i:], "{{LIBRECHAT_USER_")
+		if j < 0 {
+			b.WriteString(s[i:])
+			return b.String()
+		}
+		j += i
+		b.WriteString(s[i:j])
+		i = j + 2
+		inserted := false
+		for _, f := range fields {
+			if strings.HasPrefix(s[j:], f.placeholder) {
+				v := esc(f.value, s[:j])
+				*used = append(*used, f.value)
+				if v != f.value {
+					*used = append(*used, v)
+				}
+				b.WriteString(v)
+				i, inserted = j+len(f.placeholder), true
+				break
+			}
+		}
+		if !inserted {
+			b.WriteString("{{")
 		}
 	}
-	return strings.NewReplacer(
-		"{{LIBRECHAT_USER_ID}}", u.ID,
-		"{{LIBRECHAT_USER_EMAIL}}", u.Email,
-		"{{LIBRECHAT_USER_NAME}}", u.Name,
-		"{{LIBRECHAT_USER_USERNAME}}", u.Username,
-	).Replace(s)
 }
+
+// verbatim inserts a value as it is (stdio args and env: no shell reads them).
+func verbatim(v, _ string) string { return v }
+
+// urlEscape escapes a value for where it goes in a URL: in the query or the
+// fragment with url.QueryEscape, in the path with url.PathEscape (a "/" or
+// ".." in a value cannot leave its segment), and in the host (user info and
+// port included) with every byte but letters, digits and "-._~"
+// percent-encoded, so that no value can change the host a URL names: one that
+// is not a valid host name part makes the URL invalid. See docs/mcp.md.
+func urlEscape(v, before string) string {
+	if strings.ContainsAny(before, "?#") {
+		return url.QueryEscape(v)
+	}
+	if k := strings.Index(before, "://"); k >= 0 && !strings.Contains(before[k+3:], "/") {
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		return b.String()
+	}
+	return url.PathEscape(v)
+}
+
+// headerSafe makes a value safe in a header: control characters (CR and LF,
+// which would end the header and start another, NUL and the rest; tab is
+// kept) are removed. See docs/mcp.md.
+func headerSafe(v, _ string) string {
+	if !strings.ContainsFunc(v, isHeaderControl) {
+		return v
+	}
+	return strings.Map(func(r rune) rune {
+		if isHeaderControl(r) {
+			return -1
+		}
+		return r
+	}, v)
+}
+
+func isHeaderControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 
 // Resolve returns a copy of c with the placeholders of mcp.md substituted in env,
 // args, headers and url (getenv nil means the process environment).
 //
 // ${VAR} is expanded in the configured template first, and the user's values
-// (user-scoped connections only) are inserted afterwards, verbatim: a user's
-// name or email is something a user typed, and a "${OPENAI_API_KEY}" in it must
-// reach the server as those characters, never as Relay's secret.
+// (user-scoped connections only) are inserted afterwards: a user's name or
+// email is something a user typed, and a "${OPENAI_API_KEY}" in it must reach
+// the server as those characters, never as Relay's secret. In the URL each
+// value is URL-encoded for its place (urlEscape), in headers it is made
+// header-safe (headerSafe), in args and env it is inserted as it is.
 func (c ServerConfig) Resolve(u *User, getenv func(string) (string, bool)) ServerConfig {
 	out, _ := c.resolve(u, getenv)
 	return out
@@ -135,20 +203,22 @@ func (c ServerConfig) resolve(u *User, getenv func(string) (string, bool)) (Serv
 		}
 		return v, ok
 	}
-	sub := func(s string) string { return userPlaceholders(expandEnv(s, lookup), u, &used) }
+	sub := func(s string, esc func(v, before string) string) string {
+		return userPlaceholders(expandEnv(s, lookup), u, &used, esc)
+	}
 	out := c
-	out.URL = sub(c.URL)
+	out.URL = sub(c.URL, urlEscape)
 	out.Args = make([]string, len(c.Args))
 	for i, a := range c.Args {
-		out.Args[i] = sub(a)
+		out.Args[i] = sub(a, verbatim)
 	}
 	out.Env = maps.Clone(c.Env)
 	for k, v := range out.Env {
-		out.Env[k] = sub(v)
+		out.Env[k] = sub(v, verbatim)
 	}
 	out.Headers = maps.Clone(c.Headers)
 	for k, v := range out.Headers {
-		out.Headers[k] = sub(v)
+		out.Headers[k] = sub(v, headerSafe)
 	}
 	return out, used
 }

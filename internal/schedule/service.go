@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/ident"
+	"github.com/relay-ai/relay/internal/netguard"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
@@ -76,7 +77,11 @@ type Service struct {
 	// Now is the clock (nil: time.Now); Process names this process in claims.
 	Now     func() time.Time
 	Process string
-	HTTP    *http.Client
+	// Guard decides which addresses notify_url webhooks may reach (nil: no
+	// non-public one); HTTP, when nil, is a client of Guard's. See
+	// docs/config.md (server.allowed_addresses).
+	Guard *netguard.Guard
+	HTTP  *http.Client
 	// Live, when set, is this process's liveness: Process is its node, the
 	// scheduler fails the work of dead processes on each tick, and a firing
 	// that finds the previous one held by a process that missed its heartbeats
@@ -97,7 +102,7 @@ func (s *Service) init() {
 			s.Log = slog.New(slog.DiscardHandler)
 		}
 		if s.HTTP == nil {
-			s.HTTP = &http.Client{Timeout: 10 * time.Second}
+			s.HTTP = s.Guard.Client(netguard.ClientOptions{Timeout: 10 * time.Second})
 		}
 		if s.Process == "" && s.Live != nil {
 			s.Process = s.Live.ID()
@@ -177,8 +182,14 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		fs.Add("agent_id", "no agent %q that you may use", sc.AgentID)
 	}
 	if sc.NotifyURL != "" {
-		if u, err := url.Parse(sc.NotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			fs.Add("notify_url", "must be an http or https URL")
+		// The address a name resolves to is checked when sending (it may
+		// change); an address given as such is refused here already.
+		if err := netguard.CheckURL(sc.NotifyURL); err != nil {
+			fs.Add("notify_url", "%v", err)
+		} else if u, _ := url.Parse(sc.NotifyURL); u != nil {
+			if err := s.Guard.CheckHost(u); err != nil {
+				fs.Add("notify_url", "%v (server.allowed_addresses lists the ones allowed)", err)
+			}
 		}
 	}
 	now := s.Now().UTC()
@@ -541,12 +552,15 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing) {
 }
 
 // notify posts a firing's outcome to the schedule's webhook, retrying a few
-// times in the background; it never holds up the run.
+// times in the background; it never holds up the run. The URL is logged only
+// redacted (its path, query and user info may hold a token), and an address
+// the guard refuses is not tried again.
 func (s *Service) notify(ctx context.Context, sc *Schedule, f *Firing, log *slog.Logger) {
 	if sc.NotifyURL == "" {
 		return
 	}
 	body, _ := json.Marshal(map[string]any{"schedule_id": sc.ID, "schedule_name": sc.Name, "firing": f})
+	log = log.With(slog.String("notify_url", netguard.RedactURL(sc.NotifyURL)))
 	go func() {
 		for attempt := range 4 {
 			if attempt > 0 {
@@ -554,6 +568,7 @@ func (s *Service) notify(ctx context.Context, sc *Schedule, f *Firing, log *slog
 			}
 			req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", sc.NotifyURL, bytes.NewReader(body))
 			if err != nil {
+				log.Warn("schedule webhook not sent", slog.String("err", netguard.RedactError(err, sc.NotifyURL)))
 				return
 			}
 			req.Header.Set("Content-Type", "application/json")
@@ -565,7 +580,11 @@ func (s *Service) notify(ctx context.Context, sc *Schedule, f *Firing, log *slog
 				}
 				err = errors.New(resp.Status)
 			}
-			log.Warn("schedule webhook failed", slog.Int("attempt", attempt+1), slog.String("err", err.Error()))
+			if refused := (*netguard.RefusedError)(nil); errors.As(err, &refused) {
+				log.Warn("schedule webhook refused", slog.String("err", refused.Error()))
+				return
+			}
+			log.Warn("schedule webhook failed", slog.Int("attempt", attempt+1), slog.String("err", netguard.RedactError(err, sc.NotifyURL)))
 		}
 	}()
 }

@@ -8,13 +8,13 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/relay-ai/relay/internal/netguard"
 )
 
 // Defaults of WebFetch.
@@ -41,10 +41,10 @@ type WebFetch struct {
 	// by default, checked on the address actually dialled, so that neither a
 	// name that resolves to one nor a redirect to one gets through.
 	AllowPrivateAddresses bool
-
-	// permit, when set, lets through the guard an address it would refuse
-	// (tests serve a "public" page from loopback with it).
-	permit func(netip.AddrPort) bool
+	// Guard decides which addresses pages may be fetched from when
+	// AllowPrivateAddresses is false; nil refuses every non-public one. Relay
+	// passes the one of server.allowed_addresses (docs/config.md).
+	Guard *netguard.Guard
 }
 
 // fetcher reads result pages as text.
@@ -62,100 +62,13 @@ func newFetcher(o WebFetch) *fetcher {
 	if f.timeout <= 0 {
 		f.timeout = defaultFetchTimeout
 	}
-	dialer := &net.Dialer{Timeout: f.timeout, KeepAlive: 30 * time.Second}
-	if !o.AllowPrivateAddresses {
-		permit := o.permit
-		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("unexpected address %q: %w", address, err)
-			}
-			if why := nonPublic(ap.Addr()); why != "" && (permit == nil || !permit(ap)) {
-				return &refusedAddressError{addr: ap.Addr().Unmap(), why: why}
-			}
-			return nil
-		}
+	guard := o.Guard
+	if o.AllowPrivateAddresses {
+		guard = netguard.Off()
 	}
-	transport := &http.Transport{
-		// No proxy: the guard must see the page's own address, not a proxy's.
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           16,
-		IdleConnTimeout:        30 * time.Second,
-		TLSHandshakeTimeout:    f.timeout,
-		ResponseHeaderTimeout:  f.timeout,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-	f.client = &http.Client{
-		Transport: transport,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return fmt.Errorf("more than %d redirects", maxRedirects)
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("a redirect to a %s: address", req.URL.Scheme)
-			}
-			return nil
-		},
-	}
+	// Each fetch is bounded by its context (f.timeout, redirects included).
+	f.client = guard.Client(netguard.ClientOptions{StepTimeout: f.timeout, MaxRedirects: maxRedirects})
 	return f
-}
-
-// refusedAddressError is a fetch the address guard stopped.
-type refusedAddressError struct {
-	addr netip.Addr
-	why  string
-}
-
-func (e *refusedAddressError) Error() string {
-	return fmt.Sprintf("%s is a %s address, which is not fetched", e.addr, e.why)
-}
-
-// reservedPrefixes are non-public ranges that netip.Addr has no method for.
-var reservedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),     // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT, shared address space
-	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, and the broadcast address
-	netip.MustParsePrefix("::/96"),         // IPv4-compatible IPv6, deprecated
-	netip.MustParsePrefix("100::/64"),      // discard-only
-	netip.MustParsePrefix("2001:db8::/32"), // documentation
-}
-
-// nat64 is the well-known NAT64 prefix: its addresses reach the IPv4 address
-// in their last four bytes, which is what is checked.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// nonPublic says what kind of non-public address ip is ("loopback",
-// "private", …), or "" when it is a public one.
-func nonPublic(ip netip.Addr) string {
-	ip = ip.Unmap()
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		return nonPublic(netip.AddrFrom4([4]byte(b[12:])))
-	}
-	switch {
-	case !ip.IsValid():
-		return "invalid"
-	case ip.IsLoopback():
-		return "loopback"
-	case ip.IsUnspecified():
-		return "unspecified"
-	case ip.IsPrivate():
-		return "private"
-	case ip.IsLinkLocalUnicast():
-		return "link-local"
-	case ip.IsMulticast():
-		return "multicast"
-	}
-	for _, p := range reservedPrefixes {
-		if p.Contains(ip) {
-			return "reserved"
-		}
-	}
-	return ""
 }
 
 // fetch reads the page at rawURL and returns its text, cut to pageTextChars.
@@ -209,7 +122,7 @@ func (f *fetcher) fetch(ctx context.Context, rawURL string) (string, error) {
 
 // fetchCause turns a failed fetch into a short reason.
 func fetchCause(err error, timeout time.Duration) error {
-	var refused *refusedAddressError
+	var refused *netguard.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		return refused

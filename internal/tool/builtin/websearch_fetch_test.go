@@ -3,12 +3,12 @@ package builtin
 import (
 	"context"
 	"encoding/json"
-	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/relay-ai/relay/internal/netguard"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin/websearchtest"
 )
@@ -59,10 +59,11 @@ func TestFetchLoopbackRefused(t *testing.T) {
 
 	res := searchWithPages(t, WebFetch{}, pages.URL+"/article", localhost+"/article")
 	for _, want := range []string{
-		"Page not read: 127.0.0.1 is a loopback address, which is not fetched.",
+		"Page not read: 127.0.0.1 is a loopback address, which Relay does not connect to.",
+		"Page not read: localhost resolves to ",
 	} {
-		if strings.Count(res.Text, want) != 2 {
-			t.Errorf("text lacks twice %q:\n%s", want, res.Text)
+		if strings.Count(res.Text, want) != 1 {
+			t.Errorf("text lacks %q:\n%s", want, res.Text)
 		}
 	}
 	if strings.Contains(res.Text, "Rotterdam weather\n") {
@@ -84,6 +85,37 @@ func TestFetchLoopbackRefused(t *testing.T) {
 	}
 }
 
+// TestFetchGuard: the metadata address and IPv6 loopback are refused like
+// 127.0.0.1; a page on an address of the allow-list is read, and the list
+// opens that address only.
+func TestFetchGuard(t *testing.T) {
+	pages := websearchtest.StartPages(t, map[string]websearchtest.Page{"/article": {Body: articleHTML}})
+	u, _ := url.Parse(pages.URL)
+	res := searchWithPages(t, WebFetch{Timeout: 2 * time.Second}, "http://169.254.169.254/latest/meta-data/", "http://[::1]:"+u.Port()+"/article")
+	for _, want := range []string{
+		"Page not read: 169.254.169.254 is a link-local address, which Relay does not connect to.",
+		"Page not read: ::1 is a loopback address, which Relay does not connect to.",
+	} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, res.Text)
+		}
+	}
+	guard, err := netguard.New([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = searchWithPages(t, WebFetch{Guard: guard}, pages.URL+"/article", "http://[::1]:"+u.Port()+"/article")
+	if !strings.Contains(res.Text, "Page text:\nHome | News\nRotterdam weather") {
+		t.Errorf("the allowed page was not read:\n%s", res.Text)
+	}
+	if !strings.Contains(res.Text, "Page not read: ::1 is a loopback address") {
+		t.Errorf("::1 was not refused:\n%s", res.Text)
+	}
+	if n := pages.Hits("/article"); n != 1 {
+		t.Errorf("the page server got %d requests, want 1", n)
+	}
+}
+
 // TestFetchRedirectToLoopbackRefused: a public page that redirects to a
 // loopback address, by IP or by a name that resolves to one, is refused at
 // the redirect's dial, and the loopback server never hears of it.
@@ -96,12 +128,21 @@ func TestFetchRedirectToLoopbackRefused(t *testing.T) {
 		"/ok":   {Body: "<p>public page</p>"},
 	})
 	u, _ := url.Parse(public.URL)
-	publicAddr := netip.MustParseAddrPort(u.Host)
-	fetch := WebFetch{permit: func(ap netip.AddrPort) bool { return ap == publicAddr }}
+	// The "public" server is allow-listed by its address and port only.
+	guard, err := netguard.New([]string{u.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := WebFetch{Guard: guard}
 
 	res := searchWithPages(t, fetch, public.URL+"/ip", public.URL+"/name", public.URL+"/ok")
-	if n := strings.Count(res.Text, "Page not read: 127.0.0.1 is a loopback address, which is not fetched."); n != 2 {
-		t.Errorf("%d refusals, want 2:\n%s", n, res.Text)
+	for _, want := range []string{
+		"Page not read: 127.0.0.1 is a loopback address, which Relay does not connect to.",
+		"Page not read: localhost resolves to ",
+	} {
+		if n := strings.Count(res.Text, want); n != 1 {
+			t.Errorf("%d times %q, want 1:\n%s", n, want, res.Text)
+		}
 	}
 	if !strings.Contains(res.Text, "Page text:\npublic page") {
 		t.Errorf("the public page was not read:\n%s", res.Text)
@@ -156,38 +197,5 @@ func TestFetchLimits(t *testing.T) {
 	first := res.Text[i:j]
 	if !strings.Contains(first, "Page text:\nword word") || !strings.HasSuffix(strings.TrimSpace(first), "…") || len([]rune(first)) > pageTextChars+200 {
 		t.Errorf("the big page is not cut: %d characters", len([]rune(first)))
-	}
-}
-
-func TestNonPublic(t *testing.T) {
-	tests := map[string]string{
-		"127.0.0.1":            "loopback",
-		"127.9.9.9":            "loopback",
-		"::1":                  "loopback",
-		"::ffff:127.0.0.1":     "loopback",
-		"64:ff9b::7f00:1":      "loopback",
-		"10.1.2.3":             "private",
-		"172.16.0.1":           "private",
-		"192.168.1.1":          "private",
-		"fd00::1":              "private",
-		"169.254.169.254":      "link-local",
-		"fe80::1":              "link-local",
-		"0.0.0.0":              "unspecified",
-		"::":                   "unspecified",
-		"224.0.0.251":          "multicast",
-		"ff02::1":              "multicast",
-		"100.64.0.1":           "reserved",
-		"0.1.2.3":              "reserved",
-		"255.255.255.255":      "reserved",
-		"198.18.0.1":           "reserved",
-		"8.8.8.8":              "",
-		"93.184.216.34":        "",
-		"2606:4700:4700::1111": "",
-		"64:ff9b::808:808":     "",
-	}
-	for addr, want := range tests {
-		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("nonPublic(%s) = %q, want %q", addr, got, want)
-		}
 	}
 }
