@@ -28,6 +28,10 @@ var ErrUnsupported error = &fault.Error{Kind: fault.Invalid, Message: "unsupport
 // decrypt. It is classified fault.Invalid.
 var ErrEncrypted error = &fault.Error{Kind: fault.Invalid, Message: errEncrypted.Error()}
 
+// ErrBinary is returned (wrapped, saying which type) for a file read as text
+// whose bytes are not text. It is classified fault.Invalid.
+var ErrBinary error = &fault.Error{Kind: fault.Invalid, Message: "not text"}
+
 // The Notes of documents with no text.
 const (
 	// EmptyNote is the Note of an empty file.
@@ -76,7 +80,18 @@ func Detect(name string, head []byte) string { return detect(name, head) }
 // JSON is validated and indented by two spaces; plain text and Markdown keep
 // their lines. Text that is not UTF-8 has its invalid bytes replaced by
 // U+FFFD; a byte order mark is dropped (UTF-16 with one is decoded).
-func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (doc *Document, err error) {
+func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (*Document, error) {
+	return TextWithin(ctx, mime, data, Limits{}, progress)
+}
+
+// TextWithin is Text bounded by lim: over MaxDecodedBytes, MaxPages or
+// MaxOperations it fails with a *LimitError (classified fault.Invalid); over
+// MaxTextBytes the text is
+// cut there and the Note says so. Text that is not text — NUL bytes, or
+// mostly bytes that are not UTF-8 — in a file read as text fails with
+// ErrBinary.
+func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progress func(done float64)) (doc *Document, err error) {
+	lim = lim.withDefaults()
 	kind := mediaType(mime)
 	defer func() {
 		if r := recover(); r != nil {
@@ -90,15 +105,30 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 		return &Document{Note: EmptyNote}, nil
 	}
 	switch kind {
+	case HTML, "application/xhtml+xml", Markdown, Plain, "text/x-markdown", CSV, JSON:
+		if !isText(data) {
+			return nil, fmt.Errorf("%w: the %s file holds binary data", ErrBinary, label(kind))
+		}
+	}
+	cut := false
+	switch kind {
 	case PDF:
-		doc, err = pdfText(ctx, data, progress)
+		doc, err = pdfText(ctx, data, lim, progress)
 	case DOCX:
-		doc, err = docxText(ctx, data, progress)
+		doc, err = docxText(ctx, data, lim, progress)
 	case HTML, "application/xhtml+xml":
 		doc = single(htmlText(decodeText(data)))
 	case Markdown, Plain, "text/x-markdown":
+		// Text files read no more than the text they may give (UTF-16
+		// takes at most twice as many bytes).
+		if int64(len(data)) > 2*lim.MaxTextBytes {
+			data, cut = data[:2*lim.MaxTextBytes], true
+		}
 		doc = single(plainText(data))
 	case CSV:
+		if int64(len(data)) > 2*lim.MaxTextBytes {
+			data, cut = data[:2*lim.MaxTextBytes], true
+		}
 		doc = single(csvText(data))
 	case JSON:
 		var s string
@@ -110,6 +140,12 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 	}
 	if err != nil {
 		return nil, classify(ctx, kind, err)
+	}
+	if kind != PDF && kind != DOCX && len(doc.Pages) == 1 {
+		var c bool
+		if doc.Pages[0].Text, c = cutText(doc.Pages[0].Text, lim.MaxTextBytes); c || cut {
+			doc.Note = addNote(doc.Note, textCutNote(lim.MaxTextBytes))
+		}
 	}
 	if progress != nil && kind != PDF {
 		progress(1)
@@ -133,6 +169,10 @@ func classify(ctx context.Context, kind string, err error) error {
 		return fmt.Errorf("extracting text: %w", err)
 	case errors.Is(err, errEncrypted):
 		return ErrEncrypted
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le
 	}
 	if kind == JSON {
 		return fault.Wrap(fault.Invalid, err, "invalid JSON")
