@@ -68,7 +68,7 @@ func docxText(ctx context.Context, data []byte, lim Limits, progress func(float6
 		if len(doc.Pages) > lim.MaxPages {
 			return nil, w.pagesError()
 		}
-		doc.Note = textCutNote(lim.MaxTextBytes)
+		doc.Note, doc.Cut = textCutNote(lim.MaxTextBytes), true
 		return doc, nil
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", part, err)

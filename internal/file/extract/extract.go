@@ -52,6 +52,8 @@ type Document struct {
 	// Note says something a person should know about an extraction that
 	// succeeded, e.g. "no text was found (the PDF may be scanned images)".
 	Note string
+	// Cut says the text was cut at Limits.MaxTextBytes (the Note says so).
+	Cut bool
 }
 
 // Chunk is one piece of a document's text.
@@ -144,7 +146,7 @@ func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progr
 	if kind != PDF && kind != DOCX && len(doc.Pages) == 1 {
 		var c bool
 		if doc.Pages[0].Text, c = cutText(doc.Pages[0].Text, lim.MaxTextBytes); c || cut {
-			doc.Note = addNote(doc.Note, textCutNote(lim.MaxTextBytes))
+			doc.Note, doc.Cut = addNote(doc.Note, textCutNote(lim.MaxTextBytes)), true
 		}
 	}
 	if progress != nil && kind != PDF {

@@ -59,7 +59,7 @@ func pdfText(ctx context.Context, data []byte, lim Limits, progress func(float64
 			progress(float64(i+1) / float64(len(pages)))
 		}
 		if full || cut || room <= 0 {
-			doc.Note = textCutNote(d.lim.MaxTextBytes) + fmt.Sprintf(" (pages after %d were not read)", i+1)
+			doc.Note, doc.Cut = textCutNote(d.lim.MaxTextBytes)+fmt.Sprintf(" (pages after %d were not read)", i+1), true
 			return doc, nil
 		}
 	}
