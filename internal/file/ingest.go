@@ -101,7 +101,7 @@ func (s *Service) process(ctx context.Context, c *Claim, p *progress) (Outcome, 
 		return Outcome{}, failWith("unsupported type: %s", f.MIMEType)
 	case ctx.Err() != nil:
 		return Outcome{}, ctx.Err()
-	case err != nil && ectx.Err() != nil:
+	case err != nil && errors.Is(ectx.Err(), context.DeadlineExceeded):
 		return Outcome{}, failWith("reading the text took longer than %s, the limit per file (fileConfig.extractTimeout)", s.opts.ExtractTimeout)
 	case errors.As(err, &le):
 		return Outcome{}, failWith("%v (fileConfig.%s)", err, limitKeys[le.Limit])

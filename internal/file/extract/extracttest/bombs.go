@@ -45,10 +45,11 @@ func NestedFormPDF(depth, fanout int) []byte {
 	return w.buf.Bytes()
 }
 
-// StreamBombPDF writes a PDF of pages pages, each with one compressed content
-// stream that inflates to size bytes (choose it just under the per-stream
-// cap): a line of text, then comments. Repeated bytes compress about a
-// thousand times, so the file is small.
+// StreamBombPDF writes a PDF of pages pages that all share one compressed
+// content stream, which inflates to size bytes (choose it just under the
+// per-stream cap): a line of text, then comments. Repeated bytes compress
+// about a thousand times and the stream is stored once, so the file is small
+// however many pages there are.
 func StreamBombPDF(pages, size int) []byte {
 	text := "BT /F1 11 Tf 72 740 Td (Each page inflates to megabytes.) Tj ET\n"
 	pad := "%" + strings.Repeat("padding ", 127) + "\n"
@@ -58,10 +59,10 @@ func StreamBombPDF(pages, size int) []byte {
 	w.object(pagesObj, pagesDict(pages))
 	w.object(fontObj, fontDict)
 	for i := range pages {
-		w.object(PageObject(i+1), pageDict(i+1))
-		w.stream(ContentObject(i+1), "/Filter /FlateDecode", content)
+		w.object(PageObject(i+1), fmt.Sprintf("<< /Type /Page /Parent %d 0 R /Contents %d 0 R >>", pagesObj, ContentObject(1)))
 	}
-	w.xrefTable(ContentObject(pages) + 1)
+	w.stream(ContentObject(1), "/Filter /FlateDecode", content)
+	w.xrefTable(PageObject(pages) + 1)
 	return w.buf.Bytes()
 }
 
