@@ -44,7 +44,7 @@ func TestBombsEndFailed(t *testing.T) {
 	}{
 		{"form-60000.pdf", extracttest.FormBombPDF(60000), "(fileConfig.maxPdfOperations)"},
 		{"nested-forms.pdf", extracttest.NestedFormPDF(8, 10), "(fileConfig.maxPdfOperations)"},
-		{"stream-cap.pdf", extracttest.StreamBombPDF(100, 16<<20-1024), "the PDF decodes to more than 256 MB, the limit of decoded data per file (fileConfig.maxDecodedMB)"},
+		{"stream-cap.pdf", extracttest.StreamBombPDF(100, 8<<20-1024), "the PDF decodes to more than 256 MB, the limit of decoded data per file (fileConfig.maxDecodedMB)"},
 		{"gigabyte.docx", docxBomb(), "the DOCX decodes to more than 256 MB, the limit of decoded data per file (fileConfig.maxDecodedMB)"},
 		{"pages.pdf", extracttest.PDF(make([]string, 2001)...), "the PDF has more than 2000 pages, the limit of pages per file (fileConfig.maxPages)"},
 	} {
@@ -79,7 +79,7 @@ func TestTextAndChunksCapped(t *testing.T) {
 // A file whose text takes longer than the deadline to read fails saying so.
 func TestExtractTimeout(t *testing.T) {
 	b := setup(t, file.Options{Limits: extract.Limits{MaxDecodedBytes: 1 << 40}, ExtractTimeout: time.Nanosecond})
-	f := b.waitLong(t, b.owner, b.upload(t, "slow.pdf", extracttest.StreamBombPDF(1000, 16<<20-1024)).ID)
+	f := b.waitLong(t, b.owner, b.upload(t, "slow.pdf", extracttest.StreamBombPDF(1000, 8<<20-1024)).ID)
 	if f.Status != file.Failed || !strings.Contains(f.Error, "reading the text took longer than 1ns, the limit per file (fileConfig.extractTimeout)") {
 		t.Errorf("ended %s, error %q", f.Status, f.Error)
 	}
@@ -115,7 +115,7 @@ func TestUploadRefusesMismatchedBytes(t *testing.T) {
 // process.
 func TestOthersServedDuringBomb(t *testing.T) {
 	b := setup(t, file.Options{Limits: extract.Limits{MaxDecodedBytes: 1 << 40}, ExtractTimeout: time.Hour})
-	bomb := b.upload(t, "bomb.pdf", extracttest.StreamBombPDF(2000, 16<<20-1024))
+	bomb := b.upload(t, "bomb.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
 	for {
 		f, err := b.svc.Get(t.Context(), b.owner, bomb.ID)
 		if err != nil {

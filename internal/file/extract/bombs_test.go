@@ -29,7 +29,7 @@ func TestBombsFail(t *testing.T) {
 			extract.LimitOperations, "the PDF's pages run more than 20000000 operations"},
 		{"forms nested 8 deep, each drawn 10 times", extract.PDF, func() []byte { return extracttest.NestedFormPDF(8, 10) },
 			extract.LimitOperations, "the PDF's pages run more than"},
-		{"40 pages each just under the stream cap", extract.PDF, func() []byte { return extracttest.StreamBombPDF(40, 16<<20-1024) },
+		{"40 pages each just under the stream cap", extract.PDF, func() []byte { return extracttest.StreamBombPDF(40, 8<<20-1024) },
 			extract.LimitDecoded, "the PDF decodes to more than 256 MB, the limit of decoded data per file"},
 		{"2,001 pages", extract.PDF, func() []byte { return extracttest.PDF(make([]string, 2001)...) },
 			extract.LimitPages, "the PDF has more than 2000 pages"},
