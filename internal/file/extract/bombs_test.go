@@ -124,6 +124,14 @@ func TestTextLimits(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("one huge XML element", func(t *testing.T) {
+		doc := `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>` +
+			strings.Repeat("x", 5<<20) + `</w:t></w:r></w:p></w:body></w:document>`
+		_, err := extract.Text(ctx, extract.DOCX, extracttest.DOCXWithDocument(doc), nil)
+		if err == nil || !strings.Contains(err.Error(), "an XML element is larger than 4 MB") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("decoded", func(t *testing.T) {
 		_, err := extract.TextWithin(ctx, extract.DOCX, extracttest.DOCXBomb(65<<20, false), lim, nil)
 		if err == nil || err.Error() != "the DOCX decodes to more than 64 MB, the limit of decoded data per file" {

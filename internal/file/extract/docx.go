@@ -59,8 +59,6 @@ func docxText(ctx context.Context, data []byte, lim Limits, progress func(float6
 	switch {
 	case cr.n > lim.MaxDecodedBytes:
 		return nil, decodedError("DOCX", lim.MaxDecodedBytes)
-	case cr.token > maxToken:
-		return nil, fmt.Errorf("%s: an XML element is larger than %s", part, mb(maxToken))
 	case errors.As(err, &le):
 		return nil, le
 	case errors.Is(err, errTextFull):
@@ -139,7 +137,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 var errTextFull = errors.New("the text limit is reached")
 
 // errTokenTooLarge stops reading an XML token larger than maxToken.
-var errTokenTooLarge = errors.New("an XML element is too large")
+var errTokenTooLarge = fmt.Errorf("an XML element is larger than %s", mb(maxToken))
 
 type docxWriter struct {
 	pages []Page
