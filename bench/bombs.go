@@ -39,9 +39,13 @@ func benchBombs() error {
 		{"document-1GB-lying.docx", func() []byte { return extracttest.DOCXBomb(1<<30+1<<20, true) }},
 		{"pages-2001.pdf", func() []byte { return extracttest.PDF(make([]string, 2001)...) }},
 		{"text-40MB.pdf", func() []byte { return extracttest.PDF(repeatPages(page, 400, 100_000)...) }},
+		{"text-50MB.txt", func() []byte { return []byte(repeatPages(page+"\n", 1, 50<<20)[0]) }},
+		{"page-50MB.html", func() []byte {
+			return []byte("<!DOCTYPE html><html><body>" + repeatPages("<p>"+page+"</p>\n", 1, 50<<20-64)[0] + "</body></html>")
+		}},
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "bomb\tfile KB\tstatus\tseconds\tbase RSS MB\tpeak RSS MB\tgrowth MB\treason or note")
+	fmt.Fprintln(tw, "bomb\tfile KB\tstatus\tseconds\tbase RSS MB\tafter upload MB\tpeak RSS MB\tgrowth MB\treason or note")
 	for _, b := range bombs {
 		path := filepath.Join(dir, b.name)
 		data := b.data()
@@ -63,8 +67,8 @@ func benchBombs() error {
 		if reason == "" {
 			reason = r.Note
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%.0f\t%.0f\t%.0f\t%s\n", b.name, len(data)>>10, r.Status, r.Seconds,
-			mb(int(r.BaseRSS)), mb(int(r.PeakRSS)), mb(int(r.PeakRSS-r.BaseRSS)), reason)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\n", b.name, len(data)>>10, r.Status, r.Seconds,
+			mb(int(r.BaseRSS)), mb(int(r.UploadRSS)), mb(int(r.PeakRSS)), mb(int(r.PeakRSS-r.BaseRSS)), reason)
 	}
 	tw.Flush()
 	fmt.Println("\ntarget: growth < 100 MB for every bomb")

@@ -262,8 +262,10 @@ type ingestResult struct {
 	Seconds   float64 `json:"seconds"`
 	TextBytes int     `json:"text_bytes"`
 	PeakRSS   int64   `json:"peak_rss"`
-	// BaseRSS is the resident set size just before the upload.
-	BaseRSS int64 `json:"base_rss"`
+	// BaseRSS is the resident set size just before the upload, UploadRSS
+	// the peak once it is stored, before ingestion.
+	BaseRSS   int64 `json:"base_rss"`
+	UploadRSS int64 `json:"upload_rss"`
 	// Status and Error are how the ingestion ended.
 	Status file.Status `json:"status"`
 	Error  string      `json:"error,omitempty"`
@@ -321,6 +323,7 @@ func benchFilesIngest() error {
 	if err != nil {
 		return err
 	}
+	uploaded := rss("VmHWM:")
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(rctx) }()
@@ -342,7 +345,7 @@ func benchFilesIngest() error {
 	took := time.Since(start)
 	// The text ingested, about: the chunks without their 100-character overlaps.
 	return json.NewEncoder(os.Stdout).Encode(ingestResult{Seconds: took.Seconds(), TextBytes: f.Chunks * (1500 - 100),
-		PeakRSS: rss("VmHWM:"), BaseRSS: base, Status: f.Status, Error: f.Error, Note: f.Note})
+		PeakRSS: rss("VmHWM:"), BaseRSS: base, UploadRSS: uploaded, Status: f.Status, Error: f.Error, Note: f.Note})
 }
 
 // rss reads a size of this process from /proc/self/status, in bytes (0

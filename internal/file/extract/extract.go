@@ -112,25 +112,36 @@ func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progr
 			return nil, fmt.Errorf("%w: the %s file holds binary data", ErrBinary, label(kind))
 		}
 	}
-	cut := false
+	// Text types are read no further than the text they may give: as many
+	// bytes as MaxTextBytes (UTF-16 takes twice as many). JSON longer than
+	// twice that is read as plain text, since a cut would make it invalid.
+	cut, note := false, textCutNote(lim.MaxTextBytes)
+	upTo := func(n int64) {
+		if len(data) >= 2 && (data[0] == 0xFF && data[1] == 0xFE || data[0] == 0xFE && data[1] == 0xFF) {
+			n *= 2
+		}
+		if int64(len(data)) > n {
+			data, cut = data[:n], true
+		}
+	}
+	if kind == JSON && int64(len(data)) > 2*lim.MaxTextBytes {
+		kind, note = Plain, fmt.Sprintf("the JSON is over %s, twice the limit of extracted text per file, so it was read as plain text; %s", mb(2*lim.MaxTextBytes), note)
+	}
 	switch kind {
 	case PDF:
 		doc, err = pdfText(ctx, data, lim, progress)
 	case DOCX:
 		doc, err = docxText(ctx, data, lim, progress)
 	case HTML, "application/xhtml+xml":
+		if upTo(lim.MaxTextBytes); cut {
+			note = fmt.Sprintf("only the first %s of the page were read, the limit of extracted text per file; the rest is not searchable", mb(lim.MaxTextBytes))
+		}
 		doc = single(htmlText(decodeText(data)))
 	case Markdown, Plain, "text/x-markdown":
-		// Text files read no more than the text they may give (UTF-16
-		// takes at most twice as many bytes).
-		if int64(len(data)) > 2*lim.MaxTextBytes {
-			data, cut = data[:2*lim.MaxTextBytes], true
-		}
+		upTo(lim.MaxTextBytes)
 		doc = single(plainText(data))
 	case CSV:
-		if int64(len(data)) > 2*lim.MaxTextBytes {
-			data, cut = data[:2*lim.MaxTextBytes], true
-		}
+		upTo(lim.MaxTextBytes)
 		doc = single(csvText(data))
 	case JSON:
 		var s string
@@ -146,7 +157,7 @@ func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progr
 	if kind != PDF && kind != DOCX && len(doc.Pages) == 1 {
 		var c bool
 		if doc.Pages[0].Text, c = cutText(doc.Pages[0].Text, lim.MaxTextBytes); c || cut {
-			doc.Note, doc.Cut = addNote(doc.Note, textCutNote(lim.MaxTextBytes)), true
+			doc.Note, doc.Cut = addNote(doc.Note, note), true
 		}
 	}
 	if progress != nil && kind != PDF {
