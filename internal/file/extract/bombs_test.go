@@ -108,6 +108,18 @@ func TestTextLimits(t *testing.T) {
 			t.Errorf("note %q", doc.Note)
 		}
 	})
+	t.Run("HTML and JSON read to the limit", func(t *testing.T) {
+		html := "<html><body>" + strings.Repeat("<p>Lorem ipsum dolor sit amet.</p>\n", 80000) + "</body></html>"
+		doc, err := extract.TextWithin(ctx, extract.HTML, []byte(html), lim, nil)
+		if err != nil || !doc.Cut || !strings.Contains(doc.Note, "only the first 1 MB of the page were read") || textBytes(doc) > 1<<20 {
+			t.Errorf("HTML: %v, cut %v, note %q", err, doc != nil && doc.Cut, doc.Note)
+		}
+		json := "[" + strings.Repeat(`"Lorem ipsum dolor sit amet.",`, 80000) + `""]`
+		doc, err = extract.TextWithin(ctx, extract.JSON, []byte(json), lim, nil)
+		if err != nil || !doc.Cut || !strings.Contains(doc.Note, "the JSON is over 2 MB") || textBytes(doc) > 1<<20 {
+			t.Errorf("JSON: %v, note %q", err, doc.Note)
+		}
+	})
 	t.Run("pages", func(t *testing.T) {
 		_, err := extract.TextWithin(ctx, extract.PDF, extracttest.PDF(make([]string, 6)...), lim, nil)
 		if err == nil || err.Error() != "the PDF has more than 5 pages, the limit of pages per file" {
