@@ -109,7 +109,7 @@ func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progr
 	switch kind {
 	case HTML, "application/xhtml+xml", Markdown, Plain, "text/x-markdown", CSV, JSON:
 		if !isText(data) {
-			return nil, fmt.Errorf("%w: the %s file holds binary data", ErrBinary, label(kind))
+			return nil, fmt.Errorf("%w: the file holds binary data, not %s", ErrBinary, kind)
 		}
 	}
 	// Text types are read no further than the text they may give: as many
