@@ -89,8 +89,8 @@ func mb(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// TextCutNote is the Note of a document whose text was cut at
-// Limits.MaxTextBytes; %s is the limit.
+// textCutNote is the Note of a document whose text was cut at
+// Limits.MaxTextBytes.
 func textCutNote(limit int64) string {
 	return fmt.Sprintf("the text was cut at %s, the limit of extracted text per file; the rest of the file is not searchable", mb(limit))
 }
