@@ -262,6 +262,14 @@ type ingestResult struct {
 	Seconds   float64 `json:"seconds"`
 	TextBytes int     `json:"text_bytes"`
 	PeakRSS   int64   `json:"peak_rss"`
+	// BaseRSS is the resident set size just before the upload, UploadRSS
+	// the peak once it is stored, before ingestion.
+	BaseRSS   int64 `json:"base_rss"`
+	UploadRSS int64 `json:"upload_rss"`
+	// Status and Error are how the ingestion ended.
+	Status file.Status `json:"status"`
+	Error  string      `json:"error,omitempty"`
+	Note   string      `json:"note,omitempty"`
 }
 
 // benchFilesIngest is the process that ingests one file for benchFiles: it
@@ -274,6 +282,7 @@ func benchFilesIngest() error {
 	dims := flag.Int("dims", 384, "vector dimensions")
 	dir := flag.String("dir", os.TempDir(), "where the SQLite database goes")
 	pgURL := flag.String("postgres", "", "Postgres `URL`")
+	bomb := flag.Bool("bomb", false, "a failed ingestion is a result, not an error")
 	flag.Parse()
 	ctx := context.Background()
 	var (
@@ -308,11 +317,13 @@ func benchFilesIngest() error {
 		return err
 	}
 	defer in.Close()
+	base := rss("VmRSS:")
 	start := time.Now()
 	f, err := svc.Upload(ctx, u.ID, filepath.Base(*path), in, 1<<30)
 	if err != nil {
 		return err
 	}
+	uploaded := rss("VmHWM:")
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(rctx) }()
@@ -322,10 +333,10 @@ func benchFilesIngest() error {
 		if err != nil {
 			return err
 		}
-		if got.Status == file.Failed {
+		if got.Status == file.Failed && !*bomb {
 			return fmt.Errorf("ingestion failed: %s", got.Error)
 		}
-		if got.Status == file.Ready {
+		if got.Status == file.Ready || got.Status == file.Failed {
 			f = got
 			break
 		}
@@ -333,12 +344,14 @@ func benchFilesIngest() error {
 	}
 	took := time.Since(start)
 	// The text ingested, about: the chunks without their 100-character overlaps.
-	return json.NewEncoder(os.Stdout).Encode(ingestResult{Seconds: took.Seconds(), TextBytes: f.Chunks * (1500 - 100), PeakRSS: peakRSS()})
+	return json.NewEncoder(os.Stdout).Encode(ingestResult{Seconds: took.Seconds(), TextBytes: f.Chunks * (1500 - 100),
+		PeakRSS: rss("VmHWM:"), BaseRSS: base, UploadRSS: uploaded, Status: f.Status, Error: f.Error, Note: f.Note})
 }
 
-// peakRSS is the largest resident set size of this process so far, in
-// bytes, from /proc (0 where there is none).
-func peakRSS() int64 {
+// rss reads a size of this process from /proc/self/status, in bytes (0
+// where there is none): field "VmHWM:" is the peak resident set size so far,
+// "VmRSS:" the current one.
+func rss(field string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -346,7 +359,7 @@ func peakRSS() int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}

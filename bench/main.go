@@ -5,6 +5,7 @@
 //	go run ./bench chat [-chats 1000] [-sweep] [-floor]        # run overhead per turn; concurrent streaming chats
 //	go run ./bench schedules [-schedules 10000]                # scheduler latency and idle CPU
 //	go run ./bench files [-chunks 100000] [-dims 384]          # ingestion MB/s and RSS; search p50/p99
+//	go run ./bench bombs                                       # RSS growth and outcome of ingesting hostile files
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -39,6 +40,14 @@ func main() {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchFilesIngest(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench files-ingest:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "bombs" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchBombs(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench bombs:", err)
 			os.Exit(1)
 		}
 		return

@@ -14,13 +14,25 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/file/extract"
 	"github.com/relay-ai/relay/internal/store"
 )
 
 // fileService builds the file service of the config over the store: full text
 // by default, hybrid with rag.embeddings, or the RAG API of rag.api_url.
 func fileService(cfg *config.Config, st store.Store, log *slog.Logger) *file.Service {
-	opts := file.Options{Store: st, Logger: log.With(slog.String("part", "files")), VectorCacheMB: cfg.RAG.VectorCacheMB}
+	fc := cfg.FileConfig
+	opts := file.Options{
+		Store: st, Logger: log.With(slog.String("part", "files")), VectorCacheMB: cfg.RAG.VectorCacheMB,
+		Limits: extract.Limits{
+			MaxDecodedBytes: int64(fc.MaxDecodedMB) << 20,
+			MaxTextBytes:    int64(fc.MaxTextMB) << 20,
+			MaxPages:        fc.MaxPages,
+			MaxOperations:   int64(fc.MaxPDFOperations),
+		},
+		MaxChunks:      fc.MaxChunks,
+		ExtractTimeout: fc.ExtractTimeout.Duration,
+	}
 	if opts.VectorCacheMB == 0 {
 		opts.VectorCacheMB = -1 // rag.vectorCacheMB: 0 turns the cache off
 	}

@@ -777,8 +777,16 @@ func Default() *Config {
 			FetchMaxBytes: 1 << 20,
 			FetchTimeout:  Duration{10 * time.Second},
 		},
-		RAG:        RAG{InjectContext: InjectAuto, VectorCacheMB: DefaultVectorCacheMB},
-		FileConfig: FileConfig{ServerFileSizeLimit: 50},
+		RAG: RAG{InjectContext: InjectAuto, VectorCacheMB: DefaultVectorCacheMB},
+		FileConfig: FileConfig{
+			ServerFileSizeLimit: 50,
+			MaxDecodedMB:        256,
+			MaxTextMB:           8,
+			MaxChunks:           10000,
+			MaxPages:            2000,
+			MaxPDFOperations:    20_000_000,
+			ExtractTimeout:      Duration{2 * time.Minute},
+		},
 	}
 }
 
@@ -845,10 +853,28 @@ type Embeddings struct {
 // Enabled reports whether embeddings are configured.
 func (e Embeddings) Enabled() bool { return e.BaseURL != "" && e.Model != "" }
 
-// FileConfig holds the upload limits of librechat.yaml's fileConfig that Relay uses.
+// FileConfig holds the upload limits of librechat.yaml's fileConfig that Relay
+// uses, and Relay's own limits on reading a file's text (docs/config.md).
 type FileConfig struct {
 	// ServerFileSizeLimit caps an upload, in MB. Never 0 after Load.
 	ServerFileSizeLimit int `yaml:"serverFileSizeLimit"`
+	// MaxDecodedMB caps the bytes one file decodes to (PDF streams, a
+	// DOCX's document), in MB; over it the file fails.
+	MaxDecodedMB int `yaml:"maxDecodedMB"`
+	// MaxTextMB caps the text extracted from one file, in MB; the rest is
+	// dropped and the file's note says so.
+	MaxTextMB int `yaml:"maxTextMB"`
+	// MaxChunks caps the chunks of one file; the rest are dropped and the
+	// file's note says so.
+	MaxChunks int `yaml:"maxChunks"`
+	// MaxPages caps the pages of a PDF or DOCX; over it the file fails.
+	MaxPages int `yaml:"maxPages"`
+	// MaxPDFOperations caps the content-stream operators a PDF's pages run
+	// (a form drawn counts 1000); over it the file fails.
+	MaxPDFOperations int `yaml:"maxPdfOperations"`
+	// ExtractTimeout bounds the reading of one file's text; past it the
+	// file fails.
+	ExtractTimeout Duration `yaml:"extractTimeout"`
 
 	_ any `yaml:"endpoints" relay:"ignored"`
 	_ any `yaml:"avatarSizeLimit" relay:"ignored"`

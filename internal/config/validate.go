@@ -616,6 +616,24 @@ func (v *validator) rag() {
 	if fc.ServerFileSizeLimit <= 0 {
 		v.add("fileConfig.serverFileSizeLimit", "must be a number of MB greater than 0")
 	}
+	for _, l := range []struct {
+		key  string
+		n    int
+		unit string
+	}{
+		{"maxDecodedMB", fc.MaxDecodedMB, "a number of MB"},
+		{"maxTextMB", fc.MaxTextMB, "a number of MB"},
+		{"maxChunks", fc.MaxChunks, "a number"},
+		{"maxPages", fc.MaxPages, "a number"},
+		{"maxPdfOperations", fc.MaxPDFOperations, "a number"},
+	} {
+		if l.n <= 0 {
+			v.add("fileConfig."+l.key, "must be %s greater than 0", l.unit)
+		}
+	}
+	if fc.ExtractTimeout.Duration <= 0 {
+		v.add("fileConfig.extractTimeout", "must be a duration greater than 0, e.g. 2m")
+	}
 }
 
 func (v *validator) summarization() {

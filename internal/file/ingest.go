@@ -18,6 +18,14 @@ const progressEvery = 500 * time.Millisecond
 // storeBatch is how many chunks one transaction stores.
 const storeBatch = 500
 
+// limitKeys names the fileConfig key of each extraction limit
+// (docs/config.md).
+var limitKeys = map[extract.Limit]string{
+	extract.LimitDecoded:    "maxDecodedMB",
+	extract.LimitPages:      "maxPages",
+	extract.LimitOperations: "maxPdfOperations",
+}
+
 // ingestError is a reason an ingestion failed that the file's owner may read.
 type ingestError struct{ reason string }
 
@@ -83,18 +91,36 @@ func (s *Service) process(ctx context.Context, c *Claim, p *progress) (Outcome, 
 		}
 		return Outcome{Status: Ready}, nil
 	}
-	doc, err := extract.Text(ctx, f.MIMEType, data, func(done float64) { p.set(int(50 * done)) })
+	ectx, ecancel := context.WithTimeout(ctx, s.opts.ExtractTimeout)
+	doc, err := extract.TextWithin(ectx, f.MIMEType, data, s.opts.Limits, func(done float64) { p.set(int(50 * done)) })
+	ecancel()
 	data = nil // the text is all that is needed from here on
+	var le *extract.LimitError
 	switch {
 	case errors.Is(err, extract.ErrUnsupported):
 		return Outcome{}, failWith("unsupported type: %s", f.MIMEType)
 	case ctx.Err() != nil:
 		return Outcome{}, ctx.Err()
+	case err != nil && errors.Is(ectx.Err(), context.DeadlineExceeded):
+		return Outcome{}, failWith("reading the text took longer than %s, the limit per file (fileConfig.extractTimeout)", s.opts.ExtractTimeout)
+	case errors.As(err, &le):
+		return Outcome{}, failWith("%v (fileConfig.%s)", err, limitKeys[le.Limit])
 	case err != nil:
 		return Outcome{}, failWith("%v", err)
 	}
+	if doc.Cut {
+		doc.Note += " (fileConfig.maxTextMB)"
+	}
 	chunks := extract.Chunks(doc.Pages, chunkSize, chunkOverlap)
 	doc.Pages = nil
+	if len(chunks) > s.opts.MaxChunks {
+		chunks = chunks[:s.opts.MaxChunks:s.opts.MaxChunks]
+		more := fmt.Sprintf("only the first %d chunks of the text are kept, the limit per file (fileConfig.maxChunks)", s.opts.MaxChunks)
+		if doc.Note != "" {
+			more = doc.Note + "; " + more
+		}
+		doc.Note = more
+	}
 	p.set(50)
 	if len(chunks) == 0 {
 		note := doc.Note

@@ -31,6 +31,10 @@ const (
 	// DefaultPoll is how often an idle process looks for pending files that
 	// another process (or the command line) uploaded.
 	DefaultPoll = 2 * time.Second
+	// DefaultMaxChunks is how many chunks one file keeps at most.
+	DefaultMaxChunks = 10000
+	// DefaultExtractTimeout bounds the extraction of one file's text.
+	DefaultExtractTimeout = 2 * time.Minute
 )
 
 // The cuts of chunking: 1,500 characters overlapping by 100.
@@ -60,10 +64,19 @@ type Options struct {
 	// may take (0: DefaultVectorCacheMB; below 0: none, and the store scores
 	// vectors at each search). Only hybrid search uses it.
 	VectorCacheMB int
-	Workers       int
-	Lease         time.Duration
-	Poll          time.Duration
-	Logger        *slog.Logger
+	// Limits bounds the extraction of each file; zero fields take the
+	// defaults of extract.Limits.
+	Limits extract.Limits
+	// MaxChunks is how many chunks a file keeps at most (0:
+	// DefaultMaxChunks); the rest are dropped and the file's note says so.
+	MaxChunks int
+	// ExtractTimeout bounds the extraction of a file's text (0:
+	// DefaultExtractTimeout); past it the file fails.
+	ExtractTimeout time.Duration
+	Workers        int
+	Lease          time.Duration
+	Poll           time.Duration
+	Logger         *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -93,6 +106,12 @@ func NewService(opts Options) *Service {
 	}
 	if opts.EmbedBatch <= 0 {
 		opts.EmbedBatch = 64
+	}
+	if opts.MaxChunks <= 0 {
+		opts.MaxChunks = DefaultMaxChunks
+	}
+	if opts.ExtractTimeout <= 0 {
+		opts.ExtractTimeout = DefaultExtractTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -151,8 +170,9 @@ func CleanName(name string) string {
 }
 
 // Upload stores the contents read from r as a new file of owner, refusing
-// more than limit bytes (0: DefaultMaxSize) with fault.TooLarge and storing
-// nothing then. The contents go to the database part by part as they arrive;
+// more than limit bytes (0: DefaultMaxSize) with fault.TooLarge, and bytes
+// that contradict the type the name declares (extract.Check) with
+// fault.Invalid, and storing nothing then. The contents go to the database part by part as they arrive;
 // the file's record appears, pending, once all of it has. An empty file is
 // ready at once, with a note.
 func (s *Service) Upload(ctx context.Context, owner, name string, r io.Reader, limit int64) (*File, error) {
@@ -162,6 +182,10 @@ func (s *Service) Upload(ctx context.Context, owner, name string, r io.Reader, l
 	f := &File{ID: NewID(), Owner: owner, Name: CleanName(name)}
 	size, head, err := s.storeParts(ctx, f.ID, r, limit)
 	if err != nil {
+		s.dropParts(ctx, f.ID)
+		return nil, err
+	}
+	if err := extract.Check(f.Name, head); err != nil {
 		s.dropParts(ctx, f.ID)
 		return nil, err
 	}

@@ -230,6 +230,14 @@ func TestBadFiles(t *testing.T) {
 			t.Errorf("60 MB upload: message %q does not name the 50 MB limit", e.Error.Message)
 		}
 	}
+	// Bytes that contradict the declared type are refused with a reason.
+	for name, data := range map[string]string{"program.txt": "\x7fELF\x00\x01\x02\x00\x00\x00binary", "paper.pdf": "no header"} {
+		var e apiError
+		code := b.upload(t, b.annKey, name, strings.NewReader(data), false, &e)
+		if code != http.StatusBadRequest || e.Error.Code != "invalid" || !strings.Contains(e.Error.Message, "the file is named") {
+			t.Errorf("upload %s: status %d, error %+v; want 400 saying why", name, code, e.Error)
+		}
+	}
 	var list struct {
 		Data []file.File `json:"data"`
 	}

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/relay-ai/relay/internal/fault"
 )
 
 // The media types Detect returns and Text reads.
@@ -82,4 +84,64 @@ func looksText(head []byte) bool {
 		i += n
 	}
 	return true
+}
+
+// Check refuses a file whose first bytes contradict the type its name
+// declares: a .pdf without the %PDF- header, a .docx that is not a zip, a
+// text type (.txt, .md, .csv, .json, .html, …) holding binary data (see
+// isText). Content that is another readable type (a PDF named .txt) is
+// accepted: Detect reads it by its magic bytes. The error is classified
+// fault.Invalid and says why.
+func Check(name string, head []byte) error {
+	if len(head) == 0 {
+		return nil
+	}
+	ext := strings.ToLower(path.Ext(name))
+	declared, ok := byExtension[ext]
+	if !ok {
+		return nil
+	}
+	got := detect(name, head)
+	switch {
+	case declared == PDF && got != PDF:
+		return fault.New(fault.Invalid, "the file is named %s but is not a PDF: the %%PDF- header is missing", ext)
+	case declared == DOCX && got != DOCX:
+		return fault.New(fault.Invalid, "the file is named %s but is not a DOCX: it is not a zip archive", ext)
+	case declared == Zip || got == PDF || got == DOCX || got == Zip:
+		return nil
+	case !isText(head):
+		return fault.New(fault.Invalid, "the file is named %s but holds binary data, not text", ext)
+	}
+	return nil
+}
+
+// isText reports whether data, said to be text, is: UTF-16 with a byte
+// order mark, or no NUL byte in its first 8,000 bytes (git's test for binary
+// files) and less than 30% of bytes that are neither UTF-8 nor a usual
+// control character (legacy 8-bit text such as Latin-1 passes; its bytes
+// become U+FFFD; compressed or random bytes have about 60%).
+func isText(data []byte) bool {
+	if len(data) >= 2 && (data[0] == 0xFF && data[1] == 0xFE || data[0] == 0xFE && data[1] == 0xFF) {
+		return true
+	}
+	if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
+		return false
+	}
+	bad := 0
+	for i := 0; i < len(data); {
+		c := data[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b {
+				bad++
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			bad++
+		}
+		i += n
+	}
+	return bad*10 < len(data)*3
 }

@@ -12,8 +12,9 @@ import (
 	"strings"
 )
 
-// maxDocumentXML bounds the size of a DOCX's main part once uncompressed.
-const maxDocumentXML = 512 << 20
+// maxToken bounds the bytes of XML read for one token: the decoder holds a
+// token whole, so one huge run of text or attribute must not be read at once.
+const maxToken = 4 << 20
 
 // docxText reads the main document part of a DOCX as a stream of XML
 // tokens: paragraphs become lines, w:tab a tab, w:br and w:cr line breaks,
@@ -22,7 +23,12 @@ const maxDocumentXML = 512 << 20
 // layout (w:lastRenderedPageBreak), paragraphs that start a page
 // (w:pageBreakBefore) and section breaks. Breaks with no text between them
 // count once, because Word records one break in several of these ways.
-func docxText(ctx context.Context, data []byte, progress func(float64)) (*Document, error) {
+//
+// The main part is read through a limit on its inflated bytes
+// (lim.MaxDecodedBytes, whatever the zip declares), so a zip bomb fails when
+// it passes it; the text stops at lim.MaxTextBytes and more than
+// lim.MaxPages pages fail.
+func docxText(ctx context.Context, data []byte, lim Limits, progress func(float64)) (*Document, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, err
@@ -38,20 +44,38 @@ func docxText(ctx context.Context, data []byte, progress func(float64)) (*Docume
 	if f == nil {
 		return nil, fmt.Errorf("%s is missing", part)
 	}
-	if f.UncompressedSize64 > maxDocumentXML {
-		return nil, fmt.Errorf("%s is larger than %d MB", part, maxDocumentXML>>20)
+	if f.UncompressedSize64 > uint64(lim.MaxDecodedBytes) {
+		return nil, decodedError("DOCX", lim.MaxDecodedBytes)
 	}
 	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", part, err)
 	}
 	defer rc.Close()
-	cr := &countingReader{r: io.LimitReader(rc, maxDocumentXML), total: int64(f.UncompressedSize64), progress: progress}
-	w := &docxWriter{}
-	if err := w.read(ctx, xml.NewDecoder(cr)); err != nil {
+	cr := &countingReader{r: io.LimitReader(rc, lim.MaxDecodedBytes+1), total: int64(f.UncompressedSize64), progress: progress}
+	w := &docxWriter{room: lim.MaxTextBytes, maxPages: lim.MaxPages, in: cr}
+	err = w.read(ctx, xml.NewDecoder(cr))
+	var le *LimitError
+	switch {
+	case cr.n > lim.MaxDecodedBytes:
+		return nil, decodedError("DOCX", lim.MaxDecodedBytes)
+	case errors.As(err, &le):
+		return nil, le
+	case errors.Is(err, errTextFull):
+		doc := &Document{Pages: w.finish()}
+		if len(doc.Pages) > lim.MaxPages {
+			return nil, w.pagesError()
+		}
+		doc.Note, doc.Cut = textCutNote(lim.MaxTextBytes), true
+		return doc, nil
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", part, err)
 	}
-	return &Document{Pages: w.finish()}, nil
+	doc := &Document{Pages: w.finish()}
+	if len(doc.Pages) > lim.MaxPages {
+		return nil, w.pagesError()
+	}
+	return doc, nil
 }
 
 // mainPart finds the main document part from the package relationships,
@@ -90,12 +114,18 @@ type countingReader struct {
 	r        io.Reader
 	n, total int64
 	last     int64
+	// token counts the bytes read since the decoder last gave a token.
+	token    int64
 	progress func(float64)
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.token > maxToken {
+		return 0, errTokenTooLarge
+	}
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	c.token += int64(n)
 	if c.progress != nil && c.total > 0 && c.n-c.last >= 1<<20 {
 		c.last = c.n
 		c.progress(min(1, float64(c.n)/float64(c.total)))
@@ -103,14 +133,25 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errTextFull stops reading a DOCX whose text reached its limit.
+var errTextFull = errors.New("the text limit is reached")
+
+// errTokenTooLarge stops reading an XML token larger than maxToken.
+var errTokenTooLarge = fmt.Errorf("an XML element is larger than %s", mb(maxToken))
+
 type docxWriter struct {
-	pages     []Page
-	cur       strings.Builder
-	pending   bool // a page break is due before the next text
-	inText    bool // inside w:t
-	cellParas []int
-	cells     []int
-	sectBreak bool // the paragraph ends a section that starts a new page
+	pages []Page
+	cur   strings.Builder
+	// room is how many more bytes of text are kept; done is the text of
+	// the pages already flushed.
+	room, done int64
+	maxPages   int
+	in         *countingReader // when set, told of each token read
+	pending    bool            // a page break is due before the next text
+	inText     bool            // inside w:t
+	cellParas  []int
+	cells      []int
+	sectBreak  bool // the paragraph ends a section that starts a new page
 }
 
 func (w *docxWriter) pageBreak() { w.pending = true }
@@ -122,10 +163,20 @@ func (w *docxWriter) text(s string) {
 	w.cur.WriteString(s)
 }
 
+// full reports whether the text reached its limit.
+func (w *docxWriter) full() bool { return w.done+int64(w.cur.Len()) >= w.room }
+
 func (w *docxWriter) flush() {
-	w.pages = append(w.pages, Page{Number: len(w.pages) + 1, Text: normalizeSpace(w.cur.String())})
+	text := normalizeSpace(w.cur.String())
+	text, _ = cutText(text, w.room-w.done)
+	w.done += int64(len(text))
+	w.pages = append(w.pages, Page{Number: len(w.pages) + 1, Text: text})
 	w.cur.Reset()
 	w.pending = false
+}
+
+func (w *docxWriter) pagesError() error {
+	return &LimitError{LimitPages, fmt.Sprintf("the DOCX has more than %d pages, the limit of pages per file", w.maxPages)}
 }
 
 func (w *docxWriter) finish() []Page {
@@ -157,7 +208,16 @@ func (w *docxWriter) read(ctx context.Context, dec *xml.Decoder) error {
 				return err
 			}
 		}
+		if w.full() {
+			return errTextFull
+		}
+		if len(w.pages) > w.maxPages {
+			return w.pagesError()
+		}
 		tok, err := dec.Token()
+		if w.in != nil {
+			w.in.token = 0
+		}
 		if errors.Is(err, io.EOF) {
 			if len(stack) > 0 {
 				return errors.New("the XML ends early")

@@ -28,6 +28,10 @@ var ErrUnsupported error = &fault.Error{Kind: fault.Invalid, Message: "unsupport
 // decrypt. It is classified fault.Invalid.
 var ErrEncrypted error = &fault.Error{Kind: fault.Invalid, Message: errEncrypted.Error()}
 
+// ErrBinary is returned (wrapped, saying which type) for a file read as text
+// whose bytes are not text. It is classified fault.Invalid.
+var ErrBinary error = &fault.Error{Kind: fault.Invalid, Message: "not text"}
+
 // The Notes of documents with no text.
 const (
 	// EmptyNote is the Note of an empty file.
@@ -48,6 +52,8 @@ type Document struct {
 	// Note says something a person should know about an extraction that
 	// succeeded, e.g. "no text was found (the PDF may be scanned images)".
 	Note string
+	// Cut says the text was cut at Limits.MaxTextBytes (the Note says so).
+	Cut bool
 }
 
 // Chunk is one piece of a document's text.
@@ -76,7 +82,18 @@ func Detect(name string, head []byte) string { return detect(name, head) }
 // JSON is validated and indented by two spaces; plain text and Markdown keep
 // their lines. Text that is not UTF-8 has its invalid bytes replaced by
 // U+FFFD; a byte order mark is dropped (UTF-16 with one is decoded).
-func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (doc *Document, err error) {
+func Text(ctx context.Context, mime string, data []byte, progress func(done float64)) (*Document, error) {
+	return TextWithin(ctx, mime, data, Limits{}, progress)
+}
+
+// TextWithin is Text bounded by lim: over MaxDecodedBytes, MaxPages or
+// MaxOperations it fails with a *LimitError (classified fault.Invalid); over
+// MaxTextBytes the text is
+// cut there and the Note says so. Text that is not text — NUL bytes, or
+// mostly bytes that are not UTF-8 — in a file read as text fails with
+// ErrBinary.
+func TextWithin(ctx context.Context, mime string, data []byte, lim Limits, progress func(done float64)) (doc *Document, err error) {
+	lim = lim.withDefaults()
 	kind := mediaType(mime)
 	defer func() {
 		if r := recover(); r != nil {
@@ -90,15 +107,41 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 		return &Document{Note: EmptyNote}, nil
 	}
 	switch kind {
+	case HTML, "application/xhtml+xml", Markdown, Plain, "text/x-markdown", CSV, JSON:
+		if !isText(data) {
+			return nil, fmt.Errorf("%w: the file holds binary data, not %s", ErrBinary, kind)
+		}
+	}
+	// Text types are read no further than the text they may give: as many
+	// bytes as MaxTextBytes (UTF-16 takes twice as many). JSON longer than
+	// twice that is read as plain text, since a cut would make it invalid.
+	cut, note := false, textCutNote(lim.MaxTextBytes)
+	upTo := func(n int64) {
+		if len(data) >= 2 && (data[0] == 0xFF && data[1] == 0xFE || data[0] == 0xFE && data[1] == 0xFF) {
+			n *= 2
+		}
+		if int64(len(data)) > n {
+			data, cut = data[:n], true
+		}
+	}
+	if kind == JSON && int64(len(data)) > 2*lim.MaxTextBytes {
+		kind, note = Plain, fmt.Sprintf("the JSON is over %s, twice the limit of extracted text per file, so it was read as plain text; %s", mb(2*lim.MaxTextBytes), note)
+	}
+	switch kind {
 	case PDF:
-		doc, err = pdfText(ctx, data, progress)
+		doc, err = pdfText(ctx, data, lim, progress)
 	case DOCX:
-		doc, err = docxText(ctx, data, progress)
+		doc, err = docxText(ctx, data, lim, progress)
 	case HTML, "application/xhtml+xml":
+		if upTo(lim.MaxTextBytes); cut {
+			note = fmt.Sprintf("only the first %s of the page were read, the limit of extracted text per file; the rest is not searchable", mb(lim.MaxTextBytes))
+		}
 		doc = single(htmlText(decodeText(data)))
 	case Markdown, Plain, "text/x-markdown":
+		upTo(lim.MaxTextBytes)
 		doc = single(plainText(data))
 	case CSV:
+		upTo(lim.MaxTextBytes)
 		doc = single(csvText(data))
 	case JSON:
 		var s string
@@ -110,6 +153,12 @@ func Text(ctx context.Context, mime string, data []byte, progress func(done floa
 	}
 	if err != nil {
 		return nil, classify(ctx, kind, err)
+	}
+	if kind != PDF && kind != DOCX && len(doc.Pages) == 1 {
+		var c bool
+		if doc.Pages[0].Text, c = cutText(doc.Pages[0].Text, lim.MaxTextBytes); c || cut {
+			doc.Note, doc.Cut = addNote(doc.Note, note), true
+		}
 	}
 	if progress != nil && kind != PDF {
 		progress(1)
@@ -133,6 +182,10 @@ func classify(ctx context.Context, kind string, err error) error {
 		return fmt.Errorf("extracting text: %w", err)
 	case errors.Is(err, errEncrypted):
 		return ErrEncrypted
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le
 	}
 	if kind == JSON {
 		return fault.Wrap(fault.Invalid, err, "invalid JSON")

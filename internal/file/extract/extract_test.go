@@ -66,7 +66,7 @@ func TestTextFormats(t *testing.T) {
 		{"UTF-16LE", extract.Plain, "\xff\xfeh\x00\xe9\x00", "hé"},
 		{"UTF-16BE", extract.Plain, "\xfe\xff\x00h\x00\xe9", "hé"},
 		{"invalid UTF-8", extract.Plain, "caf\xe9 ok", "caf\ufffd ok"},
-		{"NUL bytes", extract.Plain, "a\x00b", "ab"},
+		{"NUL bytes past 8000", extract.Plain, strings.Repeat("a", 8000) + "\x00b", strings.Repeat("a", 8000) + "b"},
 		{"markdown", extract.Markdown, "# Title\n\n- item *one*\n- item two\n", "# Title\n\n- item *one*\n- item two"},
 		{"csv", extract.CSV, "name,city\n\"Smith, Jo\",\"New\nYork\"\n", "name, city\nSmith, Jo, New York"},
 		{"csv ragged", extract.CSV, "a,b,c\n1\n", "a, b, c\n1"},

@@ -53,7 +53,11 @@ const (
 
 // textWriter collects a page's text, deciding where spaces and line breaks go.
 type textWriter struct {
-	b       strings.Builder
+	b strings.Builder
+	// room is how many bytes of text the writer takes; past it, full is
+	// set and the rest is dropped.
+	room    int
+	full    bool
 	space   bool // a space is due before the next text
 	newline bool // a line break is due before the next text
 	last    byte // the last byte written
@@ -72,7 +76,7 @@ func (w *textWriter) addSpace() {
 }
 
 func (w *textWriter) write(s string) {
-	if s == "" {
+	if s == "" || w.full {
 		return
 	}
 	for _, r := range s {
@@ -102,6 +106,10 @@ func (w *textWriter) write(s string) {
 			w.b.WriteRune(r)
 		}
 		w.last = 'x'
+		if w.b.Len() >= w.room {
+			w.full = true
+			return
+		}
 	}
 }
 
@@ -124,6 +132,7 @@ type interp struct {
 	forms   []*pdfStream
 	glyphs  []glyph
 	warning error
+	stopped error // why the extraction was stopped (its context's error)
 }
 
 func newInterp(d *pdfDoc, out *textWriter) *interp {
@@ -135,7 +144,7 @@ func (in *interp) run(content []byte, res pdfDict) {
 	l := &lexer{b: content}
 	var ops []any
 	for {
-		if in.doc.budget <= 0 {
+		if in.doc.budget <= 0 || in.doc.ops <= 0 || in.out.full || in.stopped != nil {
 			return
 		}
 		v, err := l.object()
@@ -156,6 +165,11 @@ func (in *interp) run(content []byte, res pdfDict) {
 			}
 			ops = append(ops, v)
 			continue
+		}
+		if in.doc.ops--; in.doc.ops%stopEvery == 0 && in.doc.stop != nil {
+			if in.stopped = in.doc.stop(); in.stopped != nil {
+				return
+			}
 		}
 		in.op(l, string(op), ops, res)
 		ops = ops[:0]
@@ -356,6 +370,7 @@ func (in *interp) form(name pdfName, res pdfDict) {
 	// Running a form costs more than its bytes; charging a minimum keeps
 	// forms drawing forms from running millions of times.
 	in.doc.budget -= formCost
+	in.doc.ops -= formOperations
 	saved, savedTm, savedTlm := in.gs, in.tm, in.tlm
 	if m := in.doc.arrayOf(s.dict["Matrix"]); len(m) == 6 {
 		var fm matrix

@@ -44,21 +44,26 @@ type pdfDoc struct {
 	// from forms, or one stream used by every page, could otherwise make a
 	// small file decode without end.
 	budget int
+	// ops is how many more operators content streams may run; each form
+	// drawn costs formOperations more.
+	ops int64
+	// stop, when not nil, says why the extraction must end now (its
+	// context's error); content streams ask it every stopEvery operators.
+	stop func() error
+	// lim is what the extraction is bounded by.
+	lim Limits
 }
+
+// stopEvery is how many operators run between two questions to stop.
+const stopEvery = 4096
 
 // maxObjStreams is how many decoded object streams are kept at once.
 const maxObjStreams = 4
 
-// A document may decode to decodeBudgetFactor times its size in total, and
-// at least minDecodeBudget bytes.
-const (
-	decodeBudgetFactor = 16
-	minDecodeBudget    = 256 << 20
-)
-
 // openPDF reads the structure of a PDF: its cross-reference, following
 // incremental updates, or, when that is broken, a scan of the whole file.
-func openPDF(data []byte) (*pdfDoc, error) {
+func openPDF(data []byte, lim Limits) (*pdfDoc, error) {
+	lim = lim.withDefaults()
 	head := data[:min(len(data), 1024)]
 	if !bytes.Contains(head, []byte("%PDF-")) {
 		return nil, errors.New("not a PDF: the %PDF- header is missing")
@@ -69,7 +74,9 @@ func openPDF(data []byte) (*pdfDoc, error) {
 		stms:    map[int]*objStream{},
 		busy:    map[int]bool{},
 		fonts:   map[int]*pdfFont{},
-		budget:  max(minDecodeBudget, decodeBudgetFactor*len(data)),
+		budget:  int(min(lim.MaxDecodedBytes, int64(maxInt))),
+		ops:     lim.MaxOperations,
+		lim:     lim,
 	}
 	xerr := d.readXrefChain()
 	if xerr == nil {
@@ -665,9 +672,10 @@ type pdfPage struct {
 }
 
 // maxPages bounds the page tree walk; hostile trees can be wide as well as deep.
-const maxPages = 1 << 20
+const maxInt = int(^uint(0) >> 1)
 
-// pages walks the page tree in order.
+// pages walks the page tree in order; more pages than d.lim.MaxPages is a
+// *LimitError.
 func (d *pdfDoc) pages() ([]pdfPage, error) {
 	cat, err := d.catalog()
 	if err != nil {
@@ -699,8 +707,8 @@ func (d *pdfDoc) pages() ([]pdfPage, error) {
 		}
 		kids, hasKids := n["Kids"]
 		if t := d.nameOf(n["Type"]); t == "Page" || (!hasKids && t != "Pages") {
-			if len(out) >= maxPages {
-				return errors.New("too many pages")
+			if len(out) >= d.lim.MaxPages {
+				return &LimitError{LimitPages, fmt.Sprintf("the PDF has more than %d pages, the limit of pages per file", d.lim.MaxPages)}
 			}
 			out = append(out, pdfPage{dict: n, resources: res})
 			return nil

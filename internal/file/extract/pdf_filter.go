@@ -12,8 +12,10 @@ import (
 )
 
 // maxStreamBytes bounds one decoded stream, so that a small file that
-// inflates to gigabytes fails instead of exhausting memory.
-const maxStreamBytes = 128 << 20
+// inflates to gigabytes fails instead of exhausting memory: a stream is held
+// whole while it is read, so this bounds the memory of one extraction
+// (documented in docs/config.md).
+const maxStreamBytes = 8 << 20
 
 // errStreamTooLarge is the error for a stream that decodes to more than the limit.
 var errStreamTooLarge = errors.New("stream is larger than")
