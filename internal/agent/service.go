@@ -54,9 +54,26 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 	}
 	a := &Agent{ID: id, Spec: spec, Author: u.ID}
 	if err := s.store.CreateAgent(ctx, a); err != nil {
+		if fault.Is(err, fault.Conflict) {
+			return nil, s.taken(ctx, u, id, err)
+		}
 		return nil, err
 	}
 	return a, nil
+}
+
+// taken is the answer to u creating an agent with an id that is taken (err,
+// a conflict): to a user who may read the agent, that it exists; to anyone
+// else, only that the id cannot be used, as an invalid id is answered, so
+// that the answer does not say that an agent they cannot see exists (see
+// docs/api.md).
+func (s *Service) taken(ctx context.Context, u *auth.User, id string, err error) error {
+	if a, gerr := s.store.GetAgent(ctx, id); gerr == nil && canRead(u, a) {
+		return err
+	}
+	var fs fault.Fields
+	fs.Add("id", "is not available: choose another id")
+	return fs.Err("invalid agent")
 }
 
 // Get returns an agent u may read; agents u may not read are reported as not found
