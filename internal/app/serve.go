@@ -62,6 +62,9 @@ func configCheckCommand() *command {
 				if len(cfg.Ignored) > 0 {
 					fmt.Fprintf(e.Stderr, "ignored LibreChat keys: %s\n", strings.Join(cfg.Ignored, ", "))
 				}
+				for _, w := range configWarnings(cfg, e.Getenv) {
+					fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+				}
 				return cfg.WriteMasked(e.Stdout)
 			}
 		},
@@ -209,6 +212,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
 	}
+	logConfigWarnings(log, cfg, e.Getenv)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
