@@ -248,6 +248,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
 	mcpm := newMCPManager(e, cfg, log)
+	svc.agents.SetTools(knownTools(mcpm, log))
 	// The background parts (MCP connections, the scheduler) stop after the HTTP
 	// server and before the database closes.
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))

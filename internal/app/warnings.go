@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
@@ -119,5 +121,69 @@ var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
 func logConfigWarnings(log *slog.Logger, cfg *config.Config, getenv func(string) (string, bool)) {
 	for _, w := range configWarnings(cfg, getenv) {
 		log.Warn("config: " + w)
+	}
+}
+
+// toolListWait bounds how long saving an agent waits for an MCP server's tool
+// list (the manager caches it: this is paid once per connection).
+const toolListWait = 5 * time.Second
+
+// knownTools is the agent rule (agent.Rules.Tools) that refuses tool names no
+// built-in tool or MCP server provides (docs/api.md, "POST /api/agents"): a
+// built-in name; `all__mcp__<server>` of a configured server; or a tool key of
+// an app-scoped server that lists that tool. A tool of a configured server
+// whose tools cannot be listed now (unreachable, or user-scoped: each user's
+// connection lists its own) is accepted and logged, so that an agent can be
+// saved while a server is down; whether it has the tool is checked when the
+// agent runs.
+func knownTools(m *mcp.Manager, log *slog.Logger) func(context.Context, []string) ([]string, []string, error) {
+	builtins := []string{builtin.FileSearchName, builtin.WebSearchName}
+	list := func(ctx context.Context, server string) ([]mcp.Tool, error) {
+		s, _ := m.Server(server)
+		if s.Scope != mcp.ScopeApp {
+			return nil, fmt.Errorf("%s is user-scoped: its tools are listed per user", server)
+		}
+		ctx, cancel := context.WithTimeout(ctx, toolListWait)
+		defer cancel()
+		return m.Tools(ctx, server, nil)
+	}
+	return func(ctx context.Context, names []string) ([]string, []string, error) {
+		var unknown []string
+		for _, name := range names {
+			if slices.Contains(builtins, name) {
+				continue
+			}
+			server, tool, err := m.Resolve(name)
+			if err != nil {
+				unknown = append(unknown, name)
+				continue
+			}
+			if tool == mcp.AllTools {
+				continue
+			}
+			tools, err := list(ctx, server)
+			if err != nil {
+				log.Warn("agent tool not checked: its MCP server's tools cannot be listed now", slog.String("tool", name), slog.String("mcp_server", server), slog.String("err", err.Error()))
+				continue
+			}
+			if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Key == name || t.Name == tool }) {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) == 0 {
+			return nil, nil, nil
+		}
+		known := slices.Clone(builtins)
+		for _, s := range m.Servers() {
+			tools, err := list(ctx, s.Name)
+			if err != nil {
+				known = append(known, mcp.Key(mcp.AllTools, s.Name)+" (its tools cannot be listed now)")
+				continue
+			}
+			for _, t := range tools {
+				known = append(known, t.Key)
+			}
+		}
+		return unknown, known, nil
 	}
 }

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
 // relay config check and relay serve warn about what a valid config cannot
@@ -85,4 +88,66 @@ agents:
 			t.Errorf("warned about openAI with OPENAI_API_KEY set:\n%s", stderr)
 		}
 	})
+}
+
+// POST and PATCH /api/agents refuse tool names that no built-in tool or MCP
+// server provides, with the known names; a tool of a server that cannot be
+// reached now is accepted.
+func TestAgentUnknownToolsRefused(t *testing.T) {
+	ws := mcptest.Start(t, "websocket", mcptest.Options{})
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`server:
+  log_level: warn
+  data_dir: %s
+endpoints:
+  custom:
+    - {name: mock, apiKey: x, baseURL: http://127.0.0.1:1/v1}
+mcpServers:
+  gows:
+    url: %s
+  down:
+    type: streamable-http
+    url: http://%s/mcp
+    initTimeout: 500
+`, t.TempDir(), ws, freeAddr(t)))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	defer s.stop(t)
+	tests := []struct {
+		name  string
+		tools string
+		want  int
+	}{
+		{"built-in and MCP tools", `["file_search", "echo__mcp__gows", "echo_mcp_gows"]`, 201},
+		{"every tool of a server", `["all__mcp__gows"]`, 201},
+		{"a tool of a server that is down now", `["anything__mcp__down"]`, 201},
+		{"a tool the server does not have", `["nope__mcp__gows"]`, 400},
+		{"a server that is not configured", `["echo__mcp__nowhere"]`, 400},
+		{"no such built-in", `["calculator"]`, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e struct {
+				Error struct {
+					Fields []struct{ Field, Message string }
+				}
+			}
+			code := s.call(t, testKey, "POST", "/api/agents", `{"provider":"mock","model":"m","tools":`+tc.tools+`}`, &e)
+			if code != tc.want {
+				t.Fatalf("status %d, want %d: %+v", code, tc.want, e)
+			}
+			if tc.want == 400 {
+				if len(e.Error.Fields) != 1 || e.Error.Fields[0].Field != "tools[0]" ||
+					!strings.Contains(e.Error.Fields[0].Message, "unknown tool") ||
+					!strings.Contains(e.Error.Fields[0].Message, "echo__mcp__gows") || !strings.Contains(e.Error.Fields[0].Message, "file_search") {
+					t.Errorf("answer %+v; want tools[0] unknown, with the known tools", e)
+				}
+			}
+		})
+	}
+	var a struct{ ID string }
+	if code := s.call(t, testKey, "POST", "/api/agents", `{"provider":"mock","model":"m","tools":["echo__mcp__gows"]}`, &a); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if code := s.call(t, testKey, "PATCH", "/api/agents/"+a.ID, `{"tools":["echo__mcp__gows","made_up"]}`, nil); code != 400 {
+		t.Errorf("PATCH adding an unknown tool: %d, want 400", code)
+	}
 }
