@@ -228,7 +228,10 @@ func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any
 		r.Status, r.Error, r.FinishedAt = run.StatusFailed, reason, &finished
 		var answer *run.Message
 		if r.ResponseMessageID != "" {
-			if answer, err = scanMessage(db.queryRow(ctx, tx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, r.ResponseMessageID)); err != nil {
+			answer, err = scanMessage(db.queryRow(ctx, tx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, r.ResponseMessageID))
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // run.finished then names no answer
+			case err != nil:
 				return 0, fmt.Errorf("failing run %q: reading its answer: %w", r.ID, err)
 			}
 		} else {
