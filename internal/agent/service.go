@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
@@ -52,11 +53,31 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 	if err := s.checkFiles(ctx, u, nil, &spec); err != nil {
 		return nil, err
 	}
+	if err := s.checkTools(ctx, nil, &spec); err != nil {
+		return nil, err
+	}
 	a := &Agent{ID: id, Spec: spec, Author: u.ID}
 	if err := s.store.CreateAgent(ctx, a); err != nil {
+		if fault.Is(err, fault.Conflict) {
+			return nil, s.taken(ctx, u, id, err)
+		}
 		return nil, err
 	}
 	return a, nil
+}
+
+// taken is the answer to u creating an agent with an id that is taken (err,
+// a conflict): to a user who may read the agent, that it exists; to anyone
+// else, only that the id cannot be used, as an invalid id is answered, so
+// that the answer does not say that an agent they cannot see exists (see
+// docs/api.md).
+func (s *Service) taken(ctx context.Context, u *auth.User, id string, err error) error {
+	if a, gerr := s.store.GetAgent(ctx, id); gerr == nil && canRead(u, a) {
+		return err
+	}
+	var fs fault.Fields
+	fs.Add("id", "is not available: choose another id")
+	return fs.Err("invalid agent")
 }
 
 // Get returns an agent u may read; agents u may not read are reported as not found
@@ -117,6 +138,9 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 			return nil, err
 		}
 		if err := s.checkFiles(ctx, u, &a.Spec, &spec); err != nil {
+			return nil, err
+		}
+		if err := s.checkTools(ctx, &a.Spec, &spec); err != nil {
 			return nil, err
 		}
 		if sameSpec(a.Spec, spec) {
@@ -215,6 +239,41 @@ func fileIDs(s *Spec) []string {
 		return nil
 	}
 	return s.ToolResources.FileSearch.FileIDs
+}
+
+// SetTools sets the rule that checks an agent's tool names (Rules.Tools),
+// for a service made before the tools were known (the MCP manager starts after
+// the store). Call it before the service is used.
+func (s *Service) SetTools(f func(ctx context.Context, names []string) (unknown, known []string, err error)) {
+	s.rules.Tools = f
+}
+
+// checkTools refuses tool names in spec that no built-in tool or MCP server
+// provides, other than those the agent had before (old), with the known names.
+func (s *Service) checkTools(ctx context.Context, old, spec *Spec) error {
+	if s.rules.Tools == nil {
+		return nil
+	}
+	var added []string
+	for _, t := range spec.Tools {
+		if (old == nil || !slices.Contains(old.Tools, t)) && !slices.Contains(added, t) {
+			added = append(added, t)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	unknown, known, err := s.rules.Tools(ctx, added)
+	if err != nil {
+		return fmt.Errorf("checking the agent's tools: %w", err)
+	}
+	var fs fault.Fields
+	for i, t := range spec.Tools {
+		if slices.Contains(unknown, t) {
+			fs.Add(fmt.Sprintf("tools[%d]", i), "unknown tool %q; known tools: %s", t, strings.Join(known, ", "))
+		}
+	}
+	return fs.Err("invalid agent")
 }
 
 // checkFiles refuses file ids in spec that u may not read, other than those

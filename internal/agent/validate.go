@@ -31,6 +31,11 @@ type Rules struct {
 	// an agent cannot be made to read someone else's files. Ids an agent
 	// already has stay allowed when another user edits it.
 	Files func(ctx context.Context, u *auth.User, ids []string) ([]string, error)
+	// Tools, when set, returns which of the tool names no built-in tool or
+	// configured MCP server provides, and the names that are known, so that
+	// an agent cannot name a tool that does not exist. Names an agent already
+	// has stay allowed.
+	Tools func(ctx context.Context, names []string) (unknown, known []string, err error)
 }
 
 // Validate checks a Spec and returns a fault.Invalid error naming every bad field.

@@ -157,6 +157,8 @@ const agentBody = `{"name":"Expert","description":"d","instructions":"Today is {
 // restart, and read it again.
 func roundTrip(t *testing.T, cfg string) {
 	dir := t.TempDir()
+	// The agent's MCP tool is of a configured server, down now: it is accepted.
+	cfg += fmt.Sprintf("mcpServers:\n  everything:\n    type: streamable-http\n    url: http://%s/mcp\n    startup: false\n    initTimeout: 500\n", freeAddr(t))
 	cfgPath := writeConfig(t, dir, cfg)
 	vars := map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey}
 	s := startServer(t, cfgPath, vars)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -55,13 +56,22 @@ func mcpListCommand() *command {
 	return &command{
 		name:    "mcp list",
 		summary: "connect to the config's MCP servers and show their state",
-		detail: "App-scoped servers with startup (the default) are connected, each bounded by its\n" +
-			"initTimeout; the others show as disconnected until first use. Exits 1 when any\n" +
-			"server is in the error state.",
+		detail: "App-scoped servers are connected and asked for their tools, in parallel, each\n" +
+			"bounded by its initTimeout and timeout; user-scoped ones show as disconnected (they\n" +
+			"connect per user). Exits 1 when any server is in the error state.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			return func(ctx context.Context, e *env, _ []string) error {
 				return withMCP(ctx, e, func(_ *config.Config, m *mcp.Manager) error {
+					// Start listed the tools of the servers marked for
+					// start-up; the other app-scoped ones are asked now.
+					var g sync.WaitGroup
+					for _, s := range m.Servers() {
+						if s.Scope == mcp.ScopeApp && !s.Startup {
+							g.Go(func() { _, _ = m.Tools(ctx, s.Name, nil) }) // a failure shows in the status
+						}
+					}
+					g.Wait()
 					sts := m.Status(nil)
 					if *asJSON {
 						if err := printJSON(e.Stdout, sts); err != nil {

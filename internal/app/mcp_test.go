@@ -195,3 +195,35 @@ mcpServers:
 		t.Errorf("reconnecting an unreachable server: %d %v", code, e)
 	}
 }
+
+// relay mcp list counts each app-scoped server's tools, also for a server not
+// started at start-up: it connects and lists them instead of showing 0.
+func TestMCPListCountsTools(t *testing.T) {
+	ws := mcptest.Start(t, "websocket", mcptest.Options{})
+	cfgPath := writeConfig(t, t.TempDir(), fmt.Sprintf(`mcpServers:
+  eager:
+    url: %s
+  lazy:
+    url: %s
+    startup: false
+`, ws, ws))
+	code, out, errOut := runCLI(t, nil, "", "mcp", "tools", "eager", "--config", cfgPath, "--json")
+	var tools []json.RawMessage
+	if code != 0 || json.Unmarshal([]byte(out), &tools) != nil || len(tools) == 0 {
+		t.Fatalf("relay mcp tools eager: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, nil, "", "mcp", "list", "--json", "--config", cfgPath)
+	var sts []struct {
+		Name      string
+		State     string
+		ToolCount int `json:"tool_count"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sts) != nil || len(sts) != 2 {
+		t.Fatalf("relay mcp list: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, s := range sts {
+		if s.State != "connected" || s.ToolCount != len(tools) {
+			t.Errorf("%s: %s with %d tools; want connected with %d", s.Name, s.State, s.ToolCount, len(tools))
+		}
+	}
+}

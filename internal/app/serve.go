@@ -63,6 +63,9 @@ func configCheckCommand() *command {
 				if len(cfg.Ignored) > 0 {
 					fmt.Fprintf(e.Stderr, "ignored LibreChat keys: %s\n", strings.Join(cfg.Ignored, ", "))
 				}
+				for _, w := range configWarnings(cfg, e.Getenv) {
+					fmt.Fprintf(e.Stderr, "warning: %s\n", w)
+				}
 				return cfg.WriteMasked(e.Stdout)
 			}
 		},
@@ -210,6 +213,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
 	}
+	logConfigWarnings(log, cfg, e.Getenv)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -246,6 +250,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
 	mcpm := newMCPManager(e, cfg, log)
+	svc.agents.SetTools(knownTools(mcpm, log))
 	// The background parts (MCP connections, the scheduler) stop after the HTTP
 	// server and before the database closes.
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))

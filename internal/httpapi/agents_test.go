@@ -438,3 +438,46 @@ func TestUnknownRouteIsJSON(t *testing.T) {
 		t.Errorf("%d %+v", code, e)
 	}
 }
+
+// Creating an agent whose id is taken tells a user who may read that agent
+// that it exists (409); a user who cannot see it gets only that the id is not
+// available, as an invalid id is answered, whatever the agent is.
+func TestAgentIDTakenDoesNotRevealInvisibleAgents(t *testing.T) {
+	b := setup(t)
+	for _, body := range []string{
+		`{"id":"ann_private","provider":"openAI","model":"m"}`,
+		`{"id":"ann_shared","provider":"openAI","model":"m","shared":true}`,
+	} {
+		if code := b.do(t, b.annKey, "POST", "/api/agents", body, nil); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", body, code)
+		}
+	}
+	tests := []struct {
+		name, key, id string
+		want          int
+		exists        bool // the answer says the agent exists
+	}{
+		{"bob, ann's private id", b.bobKey, "ann_private", http.StatusBadRequest, false},
+		{"bob, ann's shared id", b.bobKey, "ann_shared", http.StatusConflict, true},
+		{"ann, her own id", b.annKey, "ann_private", http.StatusConflict, true},
+		{"an admin, ann's private id", b.adminKey, "ann_private", http.StatusConflict, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e apiError
+			code := b.do(t, tc.key, "POST", "/api/agents", `{"id":"`+tc.id+`","provider":"openAI","model":"m"}`, &e)
+			raw, _ := json.Marshal(e)
+			if code != tc.want || strings.Contains(string(raw), "exists") != tc.exists {
+				t.Errorf("status %d, answer %s; want %d, saying it exists: %v", code, raw, tc.want, tc.exists)
+			}
+			if !tc.exists && (len(e.Error.Fields) != 1 || e.Error.Fields[0].Field != "id" || strings.Contains(string(raw), "ann")) {
+				t.Errorf("answer %s; want a field error on id naming nobody", raw)
+			}
+		})
+	}
+	// Ann's agent is unchanged.
+	var got agent.Agent
+	if code := b.do(t, b.annKey, "GET", "/api/agents/ann_private", nil, &got); code != 200 || got.Author != b.annID || got.Version != 1 {
+		t.Errorf("ann's agent after bob's attempt: %d %+v", code, got)
+	}
+}

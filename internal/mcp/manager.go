@@ -203,8 +203,8 @@ func (m *Manager) Server(name string) (ServerConfig, bool) {
 	return s, ok
 }
 
-// Start connects the app-scoped servers marked for start-up, in parallel, each
-// bounded by its InitTimeout, and returns when every one has connected or failed.
+// Start connects the app-scoped servers marked for start-up and lists their
+// tools, in parallel, each bounded by its InitTimeout and Timeout, and returns when every one has connected or failed.
 // A failure is logged and kept in the server's state; it never fails Start.
 func (m *Manager) Start(ctx context.Context) {
 	var g errgroup.Group
@@ -218,7 +218,9 @@ func (m *Manager) Start(ctx context.Context) {
 			break // closed: nothing more to start
 		}
 		g.Go(func() error {
-			if _, err := c.session(ctx); err != nil {
+			// Its tools are listed too, so that its status counts them
+			// before anything asks for them.
+			if _, err := c.tools(ctx); err != nil {
 				m.log.Warn("mcp server failed to start", slog.String("mcp_server", s.Name), slog.String("err", err.Error()))
 			} else {
 				m.log.Info("mcp server connected", slog.String("mcp_server", s.Name), slog.String("transport", s.Transport))

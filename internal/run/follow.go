@@ -10,10 +10,6 @@ import (
 // followEvery is how often a run in another process is polled for events.
 const followEvery = 250 * time.Millisecond
 
-// followQuiet is how long a finished run's events may keep arriving (they
-// are written in batches after the run's status) before following stops.
-const followQuiet = 5 * time.Second
-
 // finished reports whether a run's status is final.
 func finished(s Status) bool {
 	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
@@ -21,8 +17,10 @@ func finished(s Status) bool {
 
 // follow streams the stored events of a run that another process is running,
 // from seq after, by polling the store; the channel closes after the run's
-// run.finished event, or when the run has ended without one (its process
-// died) and nothing came for followQuiet, or on stop.
+// run.finished event, or as soon as the run is found finished without one
+// (its process died and it was failed for it; the store keeps a finished
+// run's events with or before its status) once the events stored by then are
+// handed over, or on stop.
 func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan Event, func()) {
 	ch := make(chan Event, subBuffer)
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -30,7 +28,23 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 		defer close(ch)
 		t := time.NewTicker(followEvery)
 		defer t.Stop()
-		last, quietSince := after, time.Time{}
+		last := after
+		// hand passes on evs and reports whether following is over: the
+		// run.finished event was handed over or the subscriber left.
+		hand := func(evs []Event) bool {
+			for _, e := range evs {
+				select {
+				case ch <- e:
+					last = e.Seq
+				case <-fctx.Done():
+					return true
+				}
+				if e.Type == EventRunFinished {
+					return true
+				}
+			}
+			return false
+		}
 		for {
 			select {
 			case <-fctx.Done():
@@ -41,19 +55,10 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 			if err != nil {
 				return // the subscriber subscribes again from its last seq
 			}
-			for _, e := range evs {
-				select {
-				case ch <- e:
-					last = e.Seq
-				case <-fctx.Done():
-					return
-				}
-				if e.Type == EventRunFinished {
-					return
-				}
+			if hand(evs) {
+				return
 			}
 			if len(evs) > 0 {
-				quietSince = time.Time{}
 				continue
 			}
 			r, err := s.Store.GetRun(fctx, runID)
@@ -61,11 +66,11 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 				return
 			}
 			if finished(r.Status) {
-				if quietSince.IsZero() {
-					quietSince = time.Now()
-				} else if time.Since(quietSince) > followQuiet {
-					return
+				// Events stored with the status, after the look above.
+				if evs, err := s.Store.ListEvents(fctx, runID, last); err == nil {
+					hand(evs)
 				}
+				return
 			}
 		}
 	}()

@@ -105,3 +105,88 @@ func TestStreamedRebuildsTheText(t *testing.T) {
 		t.Errorf("no events gave %q, %+v", text, parts)
 	}
 }
+
+// A run whose process died is followed to its end: failed for the dead
+// process, its followers get the error and run.finished and stop; one marked
+// finished without a final event stops its followers too, and its replay
+// still ends with run.finished, made from the stored run.
+func TestFollowARunWhoseProcessDied(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail func(t *testing.T, st run.Store, r *run.Run)
+	}{
+		{"failed with its events closed", func(t *testing.T, st run.Store, r *run.Run) {
+			if n, err := st.FailStaleRuns(t.Context(), time.Now().Add(time.Hour), "the process running it stopped"); err != nil || n != 1 {
+				t.Fatalf("FailStaleRuns = %d, %v", n, err)
+			}
+		}},
+		{"failed without a final event", func(t *testing.T, st run.Store, r *run.Run) {
+			now := time.Now()
+			r.Status, r.Error, r.FinishedAt = run.StatusFailed, "the process running it stopped", &now
+			if err := st.UpdateRun(t.Context(), r); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setup(t, llmtest.New())
+			st := b.svc.Store
+			ctx := t.Context()
+			now := time.Now()
+			conv := &run.Conversation{ID: "conv_dead", UserID: b.user.ID, AgentID: "calc", CreatedAt: now, UpdatedAt: now}
+			msg := &run.Message{ID: "msg_dead", ConversationID: conv.ID, Role: run.RoleUser, Text: "hi"}
+			r := &run.Run{ID: "run_dead", UserID: b.user.ID, AgentID: "calc", ConversationID: conv.ID, UserMessageID: msg.ID,
+				Status: run.StatusRunning, StartedAt: &now}
+			if err := st.StartRun(ctx, &run.RunStart{Conversation: conv, NewConversation: true, Message: msg, Run: r}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.AppendEvents(ctx, []run.Event{
+				{RunID: r.ID, Seq: 1, Type: run.EventRunStarted, Data: []byte(`{"run_id":"run_dead"}`)},
+				{RunID: r.ID, Seq: 2, Type: run.EventMessageDelta, Data: []byte(`{"agent_id":"calc","text":"Half"}`)},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			evs, ch, stop, err := b.svc.Subscribe(ctx, b.user, r.ID, 0)
+			if err != nil || ch == nil {
+				t.Fatalf("Subscribe to the running run: channel %v, %v", ch, err)
+			}
+			defer stop()
+			tt.fail(t, st, r)
+			timeout := time.After(20 * time.Second)
+			for open := true; open; {
+				select {
+				case e, ok := <-ch:
+					if ok {
+						evs = append(evs, e)
+					}
+					open = ok
+				case <-timeout:
+					t.Fatalf("the follower of a failed run did not stop; got %d events", len(evs))
+				}
+			}
+			// A replay from the start, and one from the last event seen, end with run.finished.
+			all, ch, stop2, err := b.svc.Subscribe(ctx, b.user, r.ID, 0)
+			stop2()
+			if err != nil || ch != nil || len(all) == 0 || all[len(all)-1].Type != run.EventRunFinished ||
+				!strings.Contains(string(all[len(all)-1].Data), `"status":"failed"`) {
+				t.Fatalf("replay of the failed run: %v, channel %v, %v; want it to end with run.finished, failed", all, ch, err)
+			}
+			for i, e := range all {
+				if e.Seq != int64(i+1) {
+					t.Errorf("replayed event %d has seq %d", i, e.Seq)
+				}
+			}
+			last := all[len(all)-1].Seq
+			rest, _, stop3, err := b.svc.Subscribe(ctx, b.user, r.ID, last)
+			stop3()
+			if err != nil || len(rest) != 0 {
+				t.Errorf("replay after run.finished (%d): %v, %v; want nothing more", last, rest, err)
+			}
+			rest, _, stop4, err := b.svc.Subscribe(ctx, b.user, r.ID, 2)
+			stop4()
+			if err != nil || len(rest) == 0 || rest[len(rest)-1].Type != run.EventRunFinished {
+				t.Errorf("replay after the last delta: %v, %v; want it to end with run.finished", rest, err)
+			}
+		})
+	}
+}

@@ -491,6 +491,9 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	s.mu.Unlock()
 	if lr == nil { // finished, or running in another process
 		evs, err := s.Store.ListEvents(ctx, runID, after)
+		if err == nil && finished(r.Status) {
+			evs, err = s.closed(ctx, r, after, evs)
+		}
 		if err != nil || finished(r.Status) || (len(evs) > 0 && evs[len(evs)-1].Type == EventRunFinished) {
 			return evs, nil, func() {}, err
 		}
@@ -525,6 +528,36 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 		return evs, nil, func() {}, nil
 	}
 	return evs, ch, lr.unsubscribe(ch), nil
+}
+
+// closed returns evs, the stored events after `after` of the finished run r,
+// ending with run.finished: a run's replay always ends with it. A run that
+// ended without storing one (failed for a dead process before Relay closed
+// such runs' events, see FailedEnd) gets one made from its stored state,
+// numbered right after its last stored event and not stored; a client that
+// has had that number has seen it.
+func (s *Service) closed(ctx context.Context, r *Run, after int64, evs []Event) ([]Event, error) {
+	if len(evs) > 0 && evs[len(evs)-1].Type == EventRunFinished {
+		return evs, nil
+	}
+	last := after
+	if len(evs) > 0 {
+		last = evs[len(evs)-1].Seq
+	} else if after > 0 { // what the client has seen last, if it is stored
+		seen, err := s.Store.ListEvents(ctx, r.ID, after-1)
+		if err != nil {
+			return nil, err
+		}
+		if len(seen) == 0 || seen[0].Type == EventRunFinished {
+			return evs, nil // it had run.finished, stored or made here
+		}
+	}
+	var answer *Message
+	if r.ResponseMessageID != "" {
+		answer, _ = s.Store.GetMessage(ctx, r.ResponseMessageID) // the event says what can be said
+	}
+	end := FailedEnd(r, answer, last-1)
+	return append(evs, end[len(end)-1]), nil
 }
 
 // Abort stops a run of u's: the model stream and pending tool calls are

@@ -3,14 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/ident"
-	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
 
@@ -122,9 +119,11 @@ func (db *DB) ListNodes(ctx context.Context) ([]*schedule.Node, error) {
 }
 
 // ReapNode deletes the node if its HeartbeatAt is at or before seen and, in the
-// same transaction, marks failed, with reason as their error and the current
-// time as FinishedAt, its runs and the firings it claimed that are still queued
-// or running, and puts the files it was ingesting back to pending. The delete comes first and is the claim: of processes reaping one
+// same transaction, fails its runs still queued or running as FailStaleRuns
+// does (answer, final events), marks failed, with reason as their error and
+// the current time as FinishedAt, the firings it claimed that are still queued
+// or running, and puts the files it was ingesting back to pending. The delete
+// comes first and is the claim: of processes reaping one
 // node at once, on Postgres the others wait on its row and then find it gone,
 // and on SQLite write transactions run one at a time, so exactly one gets true.
 // A node gone already, or whose heartbeat moved past seen, gives false and
@@ -142,30 +141,22 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 		} else if !ok {
 			return errReaped
 		}
-		if err := db.answerDeadRuns(ctx, tx, id, reason); err != nil {
-			return err
-		}
-		res, err = db.exec(ctx, tx,
-			`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE node_id = ? AND status IN (?, ?)`,
-			string(run.StatusFailed), reason, now, id, string(run.StatusQueued), string(run.StatusRunning))
+		n, err := db.failRuns(ctx, tx, `node_id = ?`, []any{id}, reason)
 		if err != nil {
 			return fmt.Errorf("failing the runs of node %q: %w", id, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("failing the runs of node %q: %w", id, err)
-		}
-		r.Runs = int(n)
+		r.Runs = n
 		res, err = db.exec(ctx, tx,
 			`UPDATE schedule_firings SET status = ?, error = ?, finished_at = ? WHERE claimed_by = ? AND status IN (?, ?)`,
 			string(schedule.FiringFailed), reason, now, id, string(schedule.FiringQueued), string(schedule.FiringRunning))
 		if err != nil {
 			return fmt.Errorf("failing the firings of node %q: %w", id, err)
 		}
-		if n, err = res.RowsAffected(); err != nil {
+		nf, err := res.RowsAffected()
+		if err != nil {
 			return fmt.Errorf("failing the firings of node %q: %w", id, err)
 		}
-		r.Firings = int(n)
+		r.Firings = int(nf)
 		// Files it was ingesting go back to pending, for another process now.
 		res, err = db.exec(ctx, tx,
 			`UPDATE files SET status = 'pending', progress = 0, claim = '', claimed_by = NULL, lease_until = NULL, updated_at = ?
@@ -173,10 +164,10 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 		if err != nil {
 			return fmt.Errorf("releasing the files of node %q: %w", id, err)
 		}
-		if n, err = res.RowsAffected(); err != nil {
+		if nf, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("releasing the files of node %q: %w", id, err)
 		}
-		r.Files = int(n)
+		r.Files = int(nf)
 		return nil
 	})
 	switch {
@@ -190,52 +181,3 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 
 // errReaped ends a ReapNode transaction that found nothing to reap.
 var errReaped = errors.New("node reaped already or alive")
-
-// answerDeadRuns gives each unfinished run of the dead node an answer in its
-// conversation: the text it had streamed, as far as it was stored, and why it
-// stopped (an error part), so that the conversation does not end on an
-// unanswered message and what the user had read is not lost.
-func (db *DB) answerDeadRuns(ctx context.Context, tx *sql.Tx, node, reason string) error {
-	rows, err := db.query(ctx, tx,
-		`SELECT id, agent_id, conversation_id, user_message_id FROM runs WHERE node_id = ? AND status IN (?, ?) AND response_message_id IS NULL`,
-		node, string(run.StatusQueued), string(run.StatusRunning))
-	if err != nil {
-		return fmt.Errorf("answering the runs of node %q: %w", node, err)
-	}
-	type dead struct{ run, agent, conv, parent string }
-	var runs []dead
-	for rows.Next() {
-		var d dead
-		if err := rows.Scan(&d.run, &d.agent, &d.conv, &d.parent); err != nil {
-			rows.Close()
-			return fmt.Errorf("answering the runs of node %q: %w", node, err)
-		}
-		runs = append(runs, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("answering the runs of node %q: %w", node, err)
-	}
-	for _, d := range runs {
-		// What the run had streamed is kept: its stored events hold the text
-		// its user may already have read.
-		events, err := db.listEvents(ctx, tx, d.run, 0)
-		if err != nil {
-			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
-		}
-		text, streamed := run.Streamed(events)
-		parts, err := json.Marshal(append(streamed, run.Part{Type: run.PartError, AgentID: d.agent, Text: reason}))
-		if err != nil {
-			return err
-		}
-		msg := ident.New("msg_")
-		if _, err := db.exec(ctx, tx, `INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			msg, d.conv, d.parent, string(run.RoleAssistant), d.agent, text, jsonValue(parts), d.run, db.timeArg(db.clock())); err != nil {
-			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
-		}
-		if _, err := db.exec(ctx, tx, `UPDATE runs SET response_message_id = ? WHERE id = ?`, msg, d.run); err != nil {
-			return fmt.Errorf("answering run %q of node %q: %w", d.run, node, err)
-		}
-	}
-	return nil
-}

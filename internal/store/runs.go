@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -174,25 +175,89 @@ func (db *DB) ListRuns(ctx context.Context, f run.RunFilter) ([]*run.Run, error)
 	return out, rows.Err()
 }
 
-// FailStaleRuns marks failed, with reason as their error and the current time as
-// FinishedAt, the runs still queued or running that started before cutoff; a
-// queued run that never started counts from its CreatedAt. It returns how many
-// it marked. A process calls it as it starts, with its start time, for the runs
-// that a stopped process left behind.
+// FailStaleRuns fails the runs still queued or running that started before
+// cutoff (a queued run that never started counts from its CreatedAt), as
+// failRuns does, and returns how many. A process calls it as it starts, with
+// its start time, for the runs that a stopped process left behind.
 func (db *DB) FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error) {
-	res, err := db.exec(ctx, db.write,
-		`UPDATE runs SET status = ?, error = ?, finished_at = ?
-		 WHERE status IN (?, ?) AND COALESCE(started_at, created_at) < ?`,
-		string(run.StatusFailed), reason, db.timeArg(db.clock()),
-		string(run.StatusQueued), string(run.StatusRunning), db.timeArg(cutoff))
+	var n int
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = db.failRuns(ctx, tx, `COALESCE(started_at, created_at) < ?`, []any{db.timeArg(cutoff)}, reason)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("failing stale runs: %w", err)
 	}
-	n, err := res.RowsAffected()
+	return n, nil
+}
+
+// failRuns ends, in tx, the runs still queued or running that match where
+// (with its args), whose process is gone and will never end them: each is
+// marked failed, with reason as its error and the current time as FinishedAt;
+// gets an answer in its conversation, when it has none, with the text it had
+// streamed as far as it was stored (run.Streamed) and an error part saying
+// why it stopped; and its event log is closed with an error and a
+// run.finished event (run.FailedEnd), so that replaying its events ends as a
+// live run's does. It is the one way a run is failed for a dead process.
+func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any, reason string) (int, error) {
+	rows, err := db.query(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE status IN (?, ?) AND `+where,
+		append([]any{string(run.StatusQueued), string(run.StatusRunning)}, args...)...)
 	if err != nil {
-		return 0, fmt.Errorf("failing stale runs: %w", err)
+		return 0, err
 	}
-	return int(n), nil
+	var runs []*run.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		runs = append(runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range runs {
+		events, err := db.listEvents(ctx, tx, r.ID, 0)
+		if err != nil {
+			return 0, fmt.Errorf("failing run %q: %w", r.ID, err)
+		}
+		finished := db.clock()
+		r.Status, r.Error, r.FinishedAt = run.StatusFailed, reason, &finished
+		var answer *run.Message
+		if r.ResponseMessageID != "" {
+			answer, err = scanMessage(db.queryRow(ctx, tx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, r.ResponseMessageID))
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // run.finished then names no answer
+			case err != nil:
+				return 0, fmt.Errorf("failing run %q: reading its answer: %w", r.ID, err)
+			}
+		} else {
+			// What the run had streamed is kept: its stored events hold the
+			// text its user may already have read.
+			text, parts := run.Streamed(events)
+			answer = &run.Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: r.UserMessageID,
+				Role: run.RoleAssistant, AgentID: r.AgentID, Text: text, RunID: r.ID, CreatedAt: finished,
+				Parts: append(parts, run.Part{Type: run.PartError, AgentID: r.AgentID, Text: reason})}
+			if err := db.addMessage(ctx, tx, answer); err != nil {
+				return 0, fmt.Errorf("failing run %q: answering it: %w", r.ID, err)
+			}
+			r.ResponseMessageID = answer.ID
+		}
+		if err := db.updateRun(ctx, tx, r); err != nil {
+			return 0, fmt.Errorf("failing run %q: %w", r.ID, err)
+		}
+		var last int64
+		if len(events) > 0 {
+			last = events[len(events)-1].Seq
+		}
+		if err := db.appendEvents(ctx, tx, run.FailedEnd(r, answer, last)); err != nil {
+			return 0, fmt.Errorf("failing run %q: closing its events: %w", r.ID, err)
+		}
+	}
+	return len(runs), nil
 }
 
 // AppendEvents stores events, in one transaction: all of them or, on error, none.

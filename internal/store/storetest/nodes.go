@@ -178,6 +178,7 @@ var nodeTests = []test{
 				t.Errorf("failed run: error %q, finished %v; want %q and a finish time", got.Error, got.FinishedAt, schedule.ReasonDead)
 			}
 			if tc.want == run.StatusFailed {
+				wantClosed(t, s, got, schedule.ReasonDead)
 				// The conversation gets an answer that says why the run stopped,
 				// after what the run had streamed.
 				m, err := s.GetMessage(t.Context(), got.ResponseMessageID)

@@ -93,6 +93,41 @@ func event(runID string, seq int64, data string) run.Event {
 	return e
 }
 
+// wantClosed checks that the event log of r, a run failed for a dead process,
+// ends with an error event and run.finished saying failed with reason and
+// naming its answer, numbered after the events it had.
+func wantClosed(t *testing.T, s store.Store, r *run.Run, reason string) {
+	t.Helper()
+	evs, err := s.ListEvents(t.Context(), r.ID, 0)
+	must(t, err, "ListEvents")
+	n := len(evs)
+	if n < 2 || evs[n-2].Type != run.EventError || evs[n-1].Type != run.EventRunFinished {
+		t.Errorf("events of failed run %s end with %v; want error, run.finished", r.ID, evs)
+		return
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d of run %s has seq %d", i, r.ID, e.Seq)
+		}
+	}
+	var failed struct {
+		Message string
+		AgentID string `json:"agent_id"`
+	}
+	var fin struct {
+		Status  run.Status
+		Error   string
+		Message *run.Message
+	}
+	if err := json.Unmarshal(evs[n-2].Data, &failed); err != nil || failed.Message != reason || failed.AgentID != r.AgentID {
+		t.Errorf("error event of run %s: %s (%v); want the reason and the agent", r.ID, evs[n-2].Data, err)
+	}
+	if err := json.Unmarshal(evs[n-1].Data, &fin); err != nil || fin.Status != run.StatusFailed || fin.Error != reason ||
+		fin.Message == nil || fin.Message.ID != r.ResponseMessageID || r.ResponseMessageID == "" {
+		t.Errorf("run.finished of run %s: %s (%v); want failed, the reason and its answer %q", r.ID, evs[n-1].Data, err, r.ResponseMessageID)
+	}
+}
+
 func appendEvents(t *testing.T, s store.Store, events ...run.Event) []run.Event {
 	t.Helper()
 	must(t, s.AppendEvents(t.Context(), events), "AppendEvents")
@@ -690,6 +725,7 @@ var runTests = []test{
 				continue
 			}
 			aboutNow(t, "FinishedAt of a stale run", *got.FinishedAt, before)
+			wantClosed(t, s, got, "relay restarted «mid-run»")
 			if d := cmp.Diff(r.StartedAt, got.StartedAt); d != "" {
 				t.Errorf("FailStaleRuns changed StartedAt of %s (-want +got):\n%s", r.ID, d)
 			}

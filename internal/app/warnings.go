@@ -1,0 +1,189 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/tool/builtin"
+)
+
+// configWarnings lists what in a valid config will not work as its author may
+// expect (docs/config.md, "Warnings"): a provider with no API key (requests go
+// without authentication), apiKey: user_provided and {{…}} user variables in
+// MCP URLs and headers (per-user values Relay cannot fill yet), and config
+// agents naming tools that no built-in or configured MCP server provides.
+// `relay config check` prints them and `relay serve` logs them; none stops
+// either.
+func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []string {
+	var out []string
+	used := map[string]bool{} // providers the config's agents use, lower case
+	for _, a := range cfg.Agents {
+		used[strings.ToLower(a.Provider)] = true
+	}
+	const perUser = "each user would enter their own; Relay cannot fill per-user values yet (they come with per-user variables and MCP OAuth)"
+	builtins := []struct {
+		name, env string
+		ep        config.Endpoint
+	}{
+		{config.ProviderOpenAI, "OPENAI_API_KEY", cfg.Endpoints.OpenAI},
+		{config.ProviderAnthropic, "ANTHROPIC_API_KEY", cfg.Endpoints.Anthropic},
+		{config.ProviderGoogle, "GOOGLE_KEY", cfg.Endpoints.Google},
+	}
+	for _, b := range builtins {
+		at := "endpoints." + b.name
+		envKey, _ := getenv(b.env)
+		switch {
+		case b.ep.APIKey == userProvided && envKey == "":
+			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: %s; set the key in the config or in %s, or requests go without authentication", at, perUser, b.env))
+		case b.ep.APIKey == "" && envKey == "" && (b.ep.BaseURL != "" || used[strings.ToLower(b.name)]):
+			out = append(out, fmt.Sprintf("%s: no apiKey and %s is not set: requests go without authentication", at, b.env))
+		}
+	}
+	for i, c := range cfg.Endpoints.Custom {
+		at := fmt.Sprintf("endpoints.custom[%d] (%s)", i, c.Name)
+		switch c.APIKey {
+		case userProvided:
+			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: %s; its agents fail until the key is set in the config", at, perUser))
+		case "":
+			out = append(out, fmt.Sprintf("%s: no apiKey: requests go without authentication (fine for a local server such as Ollama)", at))
+		}
+	}
+	for _, g := range cfg.Endpoints.AzureOpenAI.Groups {
+		if g.APIKey == userProvided {
+			out = append(out, fmt.Sprintf("endpoints.azureOpenAI group %q: apiKey is user_provided: %s", g.Group, perUser))
+		}
+	}
+	for _, name := range cfg.MCPOrder {
+		s := cfg.MCPServers[name]
+		at := fmt.Sprintf("mcpServers.%s", name)
+		if v := userVars(s.URL); len(v) > 0 {
+			out = append(out, fmt.Sprintf("%s.url uses %s: %s; it is sent as written", at, strings.Join(v, ", "), perUser))
+		}
+		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
+			if v := userVars(s.Headers[h]); len(v) > 0 {
+				out = append(out, fmt.Sprintf("%s.headers.%s uses %s: %s; it is sent as written", at, h, strings.Join(v, ", "), perUser))
+			}
+		}
+	}
+	known := map[string]bool{builtin.FileSearchName: true, builtin.WebSearchName: true}
+	for _, a := range cfg.Agents {
+		for _, t := range a.Tools {
+			if known[t] {
+				continue
+			}
+			if _, server, ok := mcp.SplitKey(t); ok {
+				if mcpServerNamed(cfg, server) {
+					continue
+				}
+				out = append(out, fmt.Sprintf("agents %q: tool %q names MCP server %q, which is not in mcpServers", a.ID, t, server))
+				continue
+			}
+			out = append(out, fmt.Sprintf("agents %q: unknown tool %q (built-in tools: %s; MCP tools are <tool>__mcp__<server>)", a.ID, t, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+		}
+	}
+	return out
+}
+
+// mcpServerNamed reports whether a configured MCP server's name, normalised
+// as tool keys write it, is server.
+func mcpServerNamed(cfg *config.Config, server string) bool {
+	for _, name := range cfg.MCPOrder {
+		if name == server || mcp.NormaliseServer(name) == server {
+			return true
+		}
+	}
+	return false
+}
+
+// userVars returns the {{…}} placeholders of s that Relay cannot fill: every
+// one but {{LIBRECHAT_USER_*}}, which it fills from the user's account.
+func userVars(s string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllString(s, -1) {
+		if !strings.HasPrefix(m, "{{LIBRECHAT_USER_") && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
+
+// logConfigWarnings logs each of configWarnings.
+func logConfigWarnings(log *slog.Logger, cfg *config.Config, getenv func(string) (string, bool)) {
+	for _, w := range configWarnings(cfg, getenv) {
+		log.Warn("config: " + w)
+	}
+}
+
+// toolListWait bounds how long saving an agent waits for an MCP server's tool
+// list (the manager caches it: this is paid once per connection).
+const toolListWait = 5 * time.Second
+
+// knownTools is the agent rule (agent.Rules.Tools) that refuses tool names no
+// built-in tool or MCP server provides (docs/api.md, "POST /api/agents"): a
+// built-in name; `all__mcp__<server>` of a configured server; or a tool key of
+// an app-scoped server that lists that tool. A tool of a configured server
+// whose tools cannot be listed now (unreachable, or user-scoped: each user's
+// connection lists its own) is accepted and logged, so that an agent can be
+// saved while a server is down; whether it has the tool is checked when the
+// agent runs.
+func knownTools(m *mcp.Manager, log *slog.Logger) func(context.Context, []string) ([]string, []string, error) {
+	builtins := []string{builtin.FileSearchName, builtin.WebSearchName}
+	list := func(ctx context.Context, server string) ([]mcp.Tool, error) {
+		s, _ := m.Server(server)
+		if s.Scope != mcp.ScopeApp {
+			return nil, fmt.Errorf("%s is user-scoped: its tools are listed per user", server)
+		}
+		ctx, cancel := context.WithTimeout(ctx, toolListWait)
+		defer cancel()
+		return m.Tools(ctx, server, nil)
+	}
+	return func(ctx context.Context, names []string) ([]string, []string, error) {
+		var unknown []string
+		for _, name := range names {
+			if slices.Contains(builtins, name) {
+				continue
+			}
+			server, tool, err := m.Resolve(name)
+			if err != nil {
+				unknown = append(unknown, name)
+				continue
+			}
+			if tool == mcp.AllTools {
+				continue
+			}
+			tools, err := list(ctx, server)
+			if err != nil {
+				log.Warn("agent tool not checked: its MCP server's tools cannot be listed now", slog.String("tool", name), slog.String("mcp_server", server), slog.String("err", err.Error()))
+				continue
+			}
+			if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Key == name || t.Name == tool }) {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) == 0 {
+			return nil, nil, nil
+		}
+		known := slices.Clone(builtins)
+		for _, s := range m.Servers() {
+			tools, err := list(ctx, s.Name)
+			if err != nil {
+				known = append(known, mcp.Key(mcp.AllTools, s.Name)+" (its tools cannot be listed now)")
+				continue
+			}
+			for _, t := range tools {
+				known = append(known, t.Key)
+			}
+		}
+		return unknown, known, nil
+	}
+}
