@@ -107,7 +107,7 @@ func (e aimockRequest) systemText() string {
 	return ""
 }
 
-// TestMemoryAgentEndToEnd is the memory agent's must-show: driven by aimock,
+// TestMemoryAgentEndToEnd: driven by aimock,
 // it stores a fact on turn 1 that is in the memory block of turn 2's system
 // prompt.
 func TestMemoryAgentEndToEnd(t *testing.T) {
