@@ -17,6 +17,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // Version is Relay's version, set at build time with
@@ -60,10 +61,26 @@ func (e *env) logger(cfg *config.Config) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(e.Stderr, opts)
 	if cfg.Server.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(e.Stderr, opts))
+		h = slog.NewJSONHandler(e.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(e.Stderr, opts))
+	return slog.New(redact.NewHandler(h, e.secrets(cfg)))
+}
+
+// secrets is what the log masks (docs/config.md, "Secrets in logs and
+// errors"): the config's secrets and the bootstrap key.
+func (e *env) secrets(cfg *config.Config) *redact.Replacer {
+	getenv := e.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	var s redact.Secrets
+	s.Add(cfg.Secrets(getenv)...)
+	if k, ok := getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
+		s.Add(k)
+	}
+	return s.Replacer()
 }
 
 // command is one subcommand. setup registers its flags and returns the function that runs it.
