@@ -47,11 +47,17 @@ type IO struct {
 type env struct {
 	IO
 	configPath string
+	// redact masks the secrets of the loaded config in the command's error.
+	redact *redact.Replacer
 }
 
 // loadConfig loads the config named by --config (or found the usual way).
 func (e *env) loadConfig() (*config.Config, error) {
-	return config.Load(e.configPath, e.Getenv)
+	cfg, err := config.Load(e.configPath, e.Getenv)
+	if err == nil {
+		e.redact = e.secrets(cfg)
+	}
+	return cfg, err
 }
 
 // logger returns the logger the config asks for, writing to stderr.
@@ -65,7 +71,11 @@ func (e *env) logger(cfg *config.Config) *slog.Logger {
 	if cfg.Server.LogFormat == "json" {
 		h = slog.NewJSONHandler(e.Stderr, opts)
 	}
-	return slog.New(redact.NewHandler(h, e.secrets(cfg)))
+	r := e.redact
+	if r == nil {
+		r = e.secrets(cfg)
+	}
+	return slog.New(redact.NewHandler(h, r))
 }
 
 // secrets is what the log masks (docs/config.md, "Secrets in logs and
@@ -154,7 +164,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	if errors.As(err, &ec) {
 		return int(ec)
 	}
-	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, describe(err))
+	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, e.redact.String(describe(err)))
 	return 1
 }
 
