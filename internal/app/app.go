@@ -78,6 +78,9 @@ func (e *env) logger(cfg *config.Config) *slog.Logger {
 	return slog.New(redact.NewHandler(h, r))
 }
 
+// minLogSecret is the length of the shortest secret the log masks.
+const minLogSecret = 8
+
 // secrets is what the log masks (docs/config.md, "Secrets in logs and
 // errors"): the config's secrets and the bootstrap key.
 func (e *env) secrets(cfg *config.Config) *redact.Replacer {
@@ -85,10 +88,17 @@ func (e *env) secrets(cfg *config.Config) *redact.Replacer {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
-	var s redact.Secrets
-	s.Add(cfg.Secrets(getenv)...)
+	vals := cfg.Secrets(getenv)
 	if k, ok := getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
-		s.Add(k)
+		vals = append(vals, k)
+	}
+	var s redact.Secrets
+	for _, v := range vals {
+		// A short value (a database password such as "relay") would garble
+		// every line that holds the word; keys and tokens are longer.
+		if len(v) >= minLogSecret {
+			s.Add(v)
+		}
 	}
 	return s.Replacer()
 }

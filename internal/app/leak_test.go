@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -41,7 +42,7 @@ func noteSecret(from string, values ...string) {
 	suiteMu.Lock()
 	defer suiteMu.Unlock()
 	for _, v := range values {
-		if len(v) >= 6 && !strings.Contains(v, "${") && !strings.Contains(v, "{{") {
+		if len(v) >= minLogSecret && !strings.Contains(v, "${") && !strings.Contains(v, "{{") {
 			suiteSecrets[v] = from
 		}
 	}
@@ -114,4 +115,36 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "no secret in %d logs (checked for %d secrets)\n", n, s)
 	}
 	os.Exit(code)
+}
+
+// TestLoggerMasksSecrets: what the config and the environment hold as secrets
+// never reaches the log, whatever carries it.
+func TestLoggerMasksSecrets(t *testing.T) {
+	const apiKey, header, mcpToken = "sk-logger-test-0001", "hdr-logger-test-0002", "mcp-logger-test-0003"
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, "endpoints:\n  custom:\n    - name: gw\n      baseURL: http://127.0.0.1:1/v1\n      apiKey: "+apiKey+
+		"\n      headers:\n        X-Api-Key: "+header+"\nmcpServers:\n  remote:\n    url: http://127.0.0.1:1/mcp\n    headers:\n      Authorization: Bearer ${MCP_TOKEN}\n")
+	vars := map[string]string{"MCP_TOKEN": mcpToken, "RELAY_BOOTSTRAP_API_KEY": testKey}
+	noteVarSecrets(t, vars)
+	var buf syncBuffer
+	e := &env{IO: IO{Stderr: &buf, Getenv: testEnv(vars)}, configPath: cfgPath}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "json"} {
+		cfg.Server.LogFormat = format
+		log := e.logger(cfg).With(slog.String("auth", "Bearer "+mcpToken))
+		log.Error("calling gw with "+apiKey, slog.Any("err", fmt.Errorf("401: %s", header)), slog.Group("req", slog.String("key", testKey)))
+	}
+	keepLog(t, buf.String())
+	out := buf.String()
+	for _, s := range []string{apiKey, header, mcpToken, testKey} {
+		if strings.Contains(out, s) {
+			t.Errorf("the log holds %q:\n%s", s, out)
+		}
+	}
+	if n := strings.Count(out, "[redacted]"); n != 8 {
+		t.Errorf("%d masks in the log, want 8:\n%s", n, out)
+	}
 }
