@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// UserProvided is LibreChat's apiKey marker for a key each user enters: a
+// marker, not a secret.
+const UserProvided = "user_provided"
+
 // Secrets lists the secret values of c that logs and errors must never show
 // (docs/config.md, "Secrets in logs and errors"): the API keys of every
 // provider, web search and embeddings, the values of secret-looking provider
@@ -12,11 +16,12 @@ import (
 // arguments, and the passwords and secret-looking query values of the database,
 // MCP and provider URLs. A value that names environment variables (${VAR}, as
 // mcpServers keep them until connecting) contributes their values from getenv
-// instead; {{user}} variables are filled per user and are not known here.
+// instead; {{user}} variables are filled per user and are not known here, and
+// apiKey: user_provided is a marker, not a secret.
 func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 	var out []string
 	add := func(v string) {
-		if v == "" {
+		if v == "" || v == UserProvided {
 			return
 		}
 		if !placeholder.MatchString(v) {

@@ -17,6 +17,8 @@ func TestSecrets(t *testing.T) {
 endpoints:
   openAI:
     apiKey: ${OPENAI_KEY}
+  anthropic:
+    apiKey: user_provided
   custom:
     - name: gw
       baseURL: https://gw.example/v1?api_key=query-secret-1
