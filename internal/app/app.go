@@ -17,6 +17,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // Version is Relay's version, set at build time with
@@ -46,11 +47,17 @@ type IO struct {
 type env struct {
 	IO
 	configPath string
+	// redact masks the secrets of the loaded config in the command's error.
+	redact *redact.Replacer
 }
 
 // loadConfig loads the config named by --config (or found the usual way).
 func (e *env) loadConfig() (*config.Config, error) {
-	return config.Load(e.configPath, e.Getenv)
+	cfg, err := config.Load(e.configPath, e.Getenv)
+	if err == nil {
+		e.redact = e.secrets(cfg)
+	}
+	return cfg, err
 }
 
 // logger returns the logger the config asks for, writing to stderr.
@@ -60,10 +67,40 @@ func (e *env) logger(cfg *config.Config) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(e.Stderr, opts)
 	if cfg.Server.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(e.Stderr, opts))
+		h = slog.NewJSONHandler(e.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(e.Stderr, opts))
+	r := e.redact
+	if r == nil {
+		r = e.secrets(cfg)
+	}
+	return slog.New(redact.NewHandler(h, r))
+}
+
+// minLogSecret is the length of the shortest secret the log masks.
+const minLogSecret = 8
+
+// secrets is what the log masks (docs/config.md, "Secrets in logs and
+// errors"): the config's secrets and the bootstrap key.
+func (e *env) secrets(cfg *config.Config) *redact.Replacer {
+	getenv := e.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	vals := cfg.Secrets(getenv)
+	if k, ok := getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
+		vals = append(vals, k)
+	}
+	var s redact.Secrets
+	for _, v := range vals {
+		// A short value (a database password such as "relay") would garble
+		// every line that holds the word; keys and tokens are longer.
+		if len(v) >= minLogSecret {
+			s.Add(v)
+		}
+	}
+	return s.Replacer()
 }
 
 // command is one subcommand. setup registers its flags and returns the function that runs it.
@@ -137,7 +174,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	if errors.As(err, &ec) {
 		return int(ec)
 	}
-	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, describe(err))
+	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, e.redact.String(describe(err)))
 	return 1
 }
 

@@ -44,8 +44,10 @@ func testEnv(vars map[string]string) func(string) (string, bool) {
 // run runs a command to completion and returns its exit code and output.
 func runCLI(t *testing.T, vars map[string]string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	noteVarSecrets(t, vars)
 	var out, errb syncBuffer
 	code := Main(context.Background(), args, IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: testEnv(vars)})
+	keepLog(t, errb.String())
 	return code, out.String(), errb.String()
 }
 
@@ -63,6 +65,7 @@ func freeAddr(t *testing.T) string {
 func writeConfig(t *testing.T, dir, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, "relay.yaml")
+	noteConfigSecrets(t, body)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,8 @@ func startServer(t *testing.T, cfgPath string, vars map[string]string) *server {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{base: "http://" + addr, cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
+	noteVarSecrets(t, vars)
+	t.Cleanup(func() { keepLog(t, s.stderr.String()) }) // runs after the stop below
 	go func() {
 		s.done <- Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr}, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: s.stderr, Getenv: testEnv(vars)})
 	}()

@@ -220,8 +220,11 @@ func slicesContains(s []string, v string) bool {
 func testServeAsDocumented(t *testing.T, cfg string, vars map[string]string, addr string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
+	var stderr syncBuffer
+	noteVarSecrets(t, vars)
+	t.Cleanup(func() { keepLog(t, stderr.String()) })
 	go func() {
-		done <- Main(ctx, []string{"serve", "--addr", addr, "--config", cfg}, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: testEnv(vars)})
+		done <- Main(ctx, []string{"serve", "--addr", addr, "--config", cfg}, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: testEnv(vars)})
 	}()
 	waitFor(t, 30*time.Second, "relay serve ready on "+addr, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")

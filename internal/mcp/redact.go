@@ -1,19 +1,11 @@
 package mcp
 
 import (
-	"cmp"
 	"errors"
 	"net/url"
-	"slices"
-	"strings"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
-
-// masked stands in for a secret in errors and logs.
-const masked = "[redacted]"
-
-// minSecret is the shortest value masked: shorter ones cannot hold much of a
-// secret, and masking them would garble every message they occur in.
-const minSecret = 4
 
 // redactor cleans the errors of one connection before they are stored, logged
 // or returned: the resolved URL becomes its safe form (no user info, query or
@@ -22,51 +14,31 @@ const minSecret = 4
 // (url.Error does) and sometimes what a server echoed back; either may carry a
 // secret from the environment or another user's details.
 type redactor struct {
-	replace *strings.Replacer
+	replace *redact.Replacer
 }
 
 // newRedactor returns the redactor for a resolved config and the values that
 // resolving it substituted.
 func newRedactor(cfg ServerConfig, substituted []string) *redactor {
-	pairs := map[string]string{}
+	var secrets redact.Secrets
 	if cfg.URL != "" {
 		safe := safeURL(cfg.URL)
-		pairs[cfg.URL] = safe
+		secrets.Replace(cfg.URL, safe)
 		if u, err := url.Parse(cfg.URL); err == nil {
-			pairs[u.String()] = safe
+			secrets.Replace(u.String(), safe)
 			if u.RawQuery != "" {
-				pairs["?"+u.RawQuery] = "?" + masked
+				secrets.Replace("?"+u.RawQuery, "?"+redact.Mask)
 			}
 			if u.User != nil {
-				pairs[u.User.String()+"@"] = masked + "@"
+				secrets.Replace(u.User.String()+"@", redact.Mask+"@")
 			}
 		}
 	}
-	secrets := slices.Clone(substituted)
+	secrets.Add(substituted...)
 	for _, v := range cfg.Headers {
-		secrets = append(secrets, v)
+		secrets.Add(v)
 	}
-	for _, v := range secrets {
-		if len(v) < minSecret {
-			continue
-		}
-		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
-			if _, ok := pairs[form]; !ok {
-				pairs[form] = masked
-			}
-		}
-	}
-	// Longest first, so that a URL is replaced whole before a secret inside it.
-	olds := make([]string, 0, len(pairs))
-	for old := range pairs {
-		olds = append(olds, old)
-	}
-	slices.SortFunc(olds, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	args := make([]string, 0, 2*len(olds))
-	for _, old := range olds {
-		args = append(args, old, pairs[old])
-	}
-	return &redactor{replace: strings.NewReplacer(args...)}
+	return &redactor{replace: secrets.Replacer()}
 }
 
 // text cleans one message.
@@ -74,7 +46,7 @@ func (r *redactor) text(s string) string {
 	if r == nil {
 		return s
 	}
-	return r.replace.Replace(s)
+	return r.replace.String(s)
 }
 
 // err cleans an error. The result keeps err's identity for errors.Is (so that a

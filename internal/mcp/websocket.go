@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // wsSubprotocol is the websocket subprotocol of MCP servers: the one of the
@@ -89,17 +90,11 @@ func handshakeError(u string, resp *http.Response, err error) error {
 	return fmt.Errorf("connecting to MCP websocket %s: %w", u, err)
 }
 
-// safeURL drops the user info and query of a URL for error messages: either
-// may carry a secret substituted from the environment.
+// safeURL is a URL as error messages quote it: the user info and query masked
+// (either may carry a secret substituted from the environment), the path kept
+// for diagnostics but for segments that look like tokens.
 func safeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	return u.String()
+	return redact.URL(raw, true)
 }
 
 // NewWebSocketConn returns an [sdk.Connection] over ws, either end of an

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // Redacted stands in for the secret parts of a URL.
-const Redacted = "[redacted]"
+const Redacted = redact.Mask
 
 // CheckURL says what is wrong with raw as the address of an outbound request,
 // or nil: it must be an absolute http or https URL with a host.
@@ -29,26 +31,10 @@ func CheckURL(raw string) error {
 // RedactURL is raw as it may appear in logs and errors: its scheme, host and
 // port only, with "[redacted]" for the user info, the path and the query when
 // there are any (webhook URLs carry their token in any of the three), and no
-// fragment. Anything that does not parse is "(invalid URL)".
+// fragment. Anything that does not parse is "(invalid URL)". It is
+// redact.URL without the path.
 func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(invalid URL)"
-	}
-	var b strings.Builder
-	b.WriteString(u.Scheme)
-	b.WriteString("://")
-	if u.User != nil {
-		b.WriteString(Redacted + "@")
-	}
-	b.WriteString(u.Host)
-	if u.Path != "" && u.Path != "/" || u.RawPath != "" || u.Opaque != "" {
-		b.WriteString("/" + Redacted)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		b.WriteString("?" + Redacted)
-	}
-	return b.String()
+	return redact.URL(raw, false)
 }
 
 // RedactError is the text of err, from a request to raw, with raw replaced by
