@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -20,19 +21,66 @@ import (
 	"github.com/relay-ai/relay/internal/redact"
 )
 
-// Version is Relay's version, set at build time with
-// -ldflags "-X github.com/relay-ai/relay/internal/app.Version=v1.2.3".
-var Version = ""
+// Version, Commit and Date describe the build when it is made without the Go
+// toolchain's version-control stamp (the container image, see Dockerfile):
+//
+//	-ldflags "-X github.com/relay-ai/relay/internal/app.Version=v1.2.3 -X ….Commit=… -X ….Date=…"
+//
+// Empty means: read from the binary's build information.
+var Version, Commit, Date = "", "", ""
 
-// version returns Version, or the module version recorded in the binary.
-func version() string {
+// buildInfo is what `relay version` prints.
+type buildInfo struct {
+	Version, Commit, Date string
+	Modified              bool // built from a work tree with uncommitted changes
+}
+
+// readBuild returns the build's description: the -X values when set, else the
+// main module's version and the vcs.revision, vcs.time and vcs.modified
+// settings the Go toolchain records (bi may be nil).
+func readBuild(bi *debug.BuildInfo) buildInfo {
+	b := buildInfo{Version: "dev", Commit: "unknown", Date: "unknown"}
+	if bi != nil {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			b.Version = v
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				b.Commit = s.Value
+			case "vcs.time":
+				b.Date = s.Value
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
+			}
+		}
+	}
 	if Version != "" {
-		return Version
+		b.Version = Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if Commit != "" {
+		b.Commit, b.Modified = Commit, false
 	}
-	return "dev"
+	if Date != "" {
+		b.Date = Date
+	}
+	return b
+}
+
+// String is the line `relay version` prints, e.g.
+// "relay v1.2.3 (commit 0123abc, built 2026-01-02T03:04:05Z, go1.26.0 linux/amd64)".
+func (b buildInfo) String() string {
+	commit := b.Commit
+	if b.Modified {
+		commit += "-modified"
+	}
+	return fmt.Sprintf("relay %s (commit %s, built %s, %s %s/%s)", b.Version, commit, b.Date, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// version returns Relay's version: Version, or the module version recorded in the binary.
+func version() string {
+	bi, _ := debug.ReadBuildInfo()
+	return readBuild(bi).Version
 }
 
 // IO is where a command reads and writes, and its environment.
@@ -140,6 +188,9 @@ func Main(ctx context.Context, args []string, io IO) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" {
+		args = []string{"version"}
 	}
 	c, rest := find(cmds, args)
 	if c == nil {
@@ -271,6 +322,7 @@ func commands() []*command {
 	return append([]*command{
 		serveCommand(),
 		versionCommand(),
+		healthcheckCommand(),
 		configCheckCommand(),
 		usersAddCommand(),
 		usersListCommand(),

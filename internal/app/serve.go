@@ -5,10 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -33,14 +33,74 @@ import (
 func versionCommand() *command {
 	return &command{
 		name:    "version",
-		summary: "print Relay's version",
+		summary: "print Relay's version, commit and build date",
+		detail:  "Also `relay --version`.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			return func(_ context.Context, e *env, _ []string) error {
-				fmt.Fprintf(e.Stdout, "relay %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				bi, _ := debug.ReadBuildInfo()
+				fmt.Fprintln(e.Stdout, readBuild(bi))
 				return nil
 			}
 		},
 	}
+}
+
+func healthcheckCommand() *command {
+	return &command{
+		name:    "healthcheck",
+		args:    "[--url URL]",
+		summary: "exit 0 when the server is ready (GET /readyz answers 200), 1 otherwise",
+		detail: "Asks the server of the config's server.addr (a wildcard host is asked on 127.0.0.1), or\n" +
+			"--url. Meant for container health checks: the image has no curl.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			url := fs.String("url", "", "the readiness `URL` to ask (default: http://<server.addr>/readyz)")
+			timeout := fs.Duration("timeout", 5*time.Second, "give up after this `duration`")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usageErr("unexpected argument %q", args[0])
+				}
+				u := *url
+				if u == "" {
+					cfg, err := e.loadConfig()
+					if err != nil {
+						return err
+					}
+					u = "http://" + localAddr(cfg.Server.Addr) + "/readyz"
+				}
+				ctx, cancel := context.WithTimeout(ctx, *timeout)
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+				if err != nil {
+					return usageErr("--url: %v", err)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return fmt.Errorf("not ready: %w", err)
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("not ready: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+				}
+				fmt.Fprintln(e.Stdout, "ready")
+				return nil
+			}
+		},
+	}
+}
+
+// localAddr is the address a process on the same host dials to reach a server
+// listening on addr: a wildcard host (":3080", "0.0.0.0:3080", "[::]:3080")
+// becomes 127.0.0.1.
+func localAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func configCheckCommand() *command {
