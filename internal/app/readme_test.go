@@ -186,6 +186,13 @@ agents:
 			case synopsis == "relay serve [--addr ADDR]":
 				testServeAsDocumented(t, cfg, vars, addr)
 				return
+			case synopsis == "relay healthcheck [--url URL]":
+				s := startServer(t, cfg, vars)
+				code, out, errOut := run("", "healthcheck", "--url", s.base+"/readyz")
+				if code != 0 {
+					t.Errorf("relay healthcheck: exit %d\n%s%s", code, out, errOut)
+				}
+				return
 			case strings.HasPrefix(synopsis, "relay schedules "):
 				testSchedulesAsDocumented(t, run)
 				return
