@@ -46,6 +46,12 @@ type Config struct {
 	// file that Relay accepts and does not use, e.g. "interface" or
 	// "endpoints.custom[0].titleMethod".
 	Ignored []string `yaml:"-"`
+	// Unknown lists, in file order, the keys of the file that neither Relay nor
+	// its list of LibreChat keys knows, each as a warning with its position:
+	// `relay.yaml:3:3: unknown key "adress" in server (known: addr, ...)`.
+	// Relay skips them, as LibreChat's schema strips them; `config check
+	// --strict` refuses them.
+	Unknown []string `yaml:"-"`
 
 	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
 	// or "env RELAY_TIMEZONE"), so that validation can point at it.

@@ -361,21 +361,40 @@ func TestUnknownKeys(t *testing.T) {
 		{"in an agent edge", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: a\n        to: b\n        kind: direct\n", []string{
 			`relay.yaml:8:9: unknown key "kind" in agents[0].edges[0] (known: from, to, edgeType, prompt, excludeResults, promptKey, description)`,
 		}},
-		{"several at once, with a duplicate", "server:\n  addr: :1\n  addr: :2\nmemory:\n  tokenlimit: 5\n", []string{
-			`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
-			`relay.yaml:5:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
+		{"in an Azure group and model", "endpoints:\n  azureOpenAI:\n    groups:\n      - group: a\n        instanceName: res\n        apiVersion: \"2024-10-21\"\n        models:\n          gpt-4o:\n            deployment: x\n", []string{
+			`relay.yaml:6:9: unknown key "apiVersion" in endpoints.azureOpenAI.groups[0] (known: group, apiKey, instanceName, deploymentName, version, baseURL, additionalHeaders, serverless, addParams, dropParams, models)`,
+			`relay.yaml:9:13: unknown key "deployment" in endpoints.azureOpenAI.groups[0].models.gpt-4o (known: deploymentName, version)`,
+		}},
+		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
+			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
+			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits)`,
+			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses)`,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadYAML(t, tt.yaml, nil)
-			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
+			c, err := loadYAML(t, tt.yaml, nil)
+			if err != nil {
+				t.Fatalf("Load: %v; want unknown keys to be warnings only", err)
 			}
-			if !strings.HasPrefix(err.Error(), "invalid config relay.yaml: ") {
-				t.Errorf("error = %q, want it to name the file", err)
+			if diff := cmp.Diff(tt.want, c.Unknown); diff != "" {
+				t.Errorf("Unknown (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUnknownKeysBesideErrors checks that an unknown key does not hide, or
+// add to, the problems that make a config invalid: a duplicate key and a
+// wrong type stay fatal.
+func TestUnknownKeysBesideErrors(t *testing.T) {
+	_, err := loadYAML(t, "server:\n  addr: :1\n  addr: :2\n  adress: x\nmcpServers:\n  x:\n    url: http://h/mcp\n    timeout: abc\n    cwd: /tmp\n", nil)
+	want := []string{
+		`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
+		`relay.yaml:8:14: mcpServers.x.timeout: expected an integer, got "abc"`,
+	}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 

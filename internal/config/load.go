@@ -67,6 +67,7 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 		c.MCPOrder = d.order["mcpServers"]
 		slices.Sort(d.ignored)
 		c.Ignored = slices.Compact(d.ignored)
+		c.Unknown = d.unknown
 	}
 	c.where = d.where
 	for _, o := range envOverrides {
