@@ -13,8 +13,12 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-// DefaultFile is the file Load reads when neither --config nor RELAY_CONFIG names one.
-const DefaultFile = "relay.yaml"
+// DefaultFile is the file Load reads when neither --config, RELAY_CONFIG nor
+// CONFIG_PATH names one; LibreChatFile is the next one it looks for.
+const (
+	DefaultFile   = "relay.yaml"
+	LibreChatFile = "librechat.yaml"
+)
 
 // envOverrides are the environment variables that override the file, and the
 // paths they set.
@@ -32,8 +36,10 @@ var envOverrides = []struct {
 // Load reads the configuration, applies the environment and validates it.
 //
 // The file is path when it is not empty (the --config flag), else the file named
-// by RELAY_CONFIG, else ./relay.yaml when it exists; a file named by the first two
-// must exist. Without a file, Load uses Default. The file may be an existing
+// by RELAY_CONFIG, else the one named by CONFIG_PATH (LibreChat's variable), else
+// ./relay.yaml, else ./librechat.yaml when it exists; a file named by the first
+// three must exist. Without a file, Load uses Default. Keys the file holds that
+// Relay does not know are listed in Unknown, not errors. The file may be an existing
 // librechat.yaml: ${VAR} in its values is expanded from getenv (except in
 // mcpServers and in agent prompts), and LibreChat keys Relay does not use are
 // listed in Ignored. Then RELAY_ADDR, RELAY_DATA_DIR, RELAY_DATABASE_URL,
@@ -83,22 +89,29 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	return c, nil
 }
 
-// find returns the config file to read, or "" for defaults only.
+// find returns the config file to read, or "" for defaults only, in the order
+// of docs/config.md "Where the configuration comes from".
 func find(path string, getenv func(string) (string, bool)) (string, error) {
 	if path != "" {
 		return path, mustExist(path, "--config")
 	}
-	if p, ok := getenv("RELAY_CONFIG"); ok && p != "" {
-		return p, mustExist(p, "RELAY_CONFIG")
+	for _, name := range []string{"RELAY_CONFIG", "CONFIG_PATH"} {
+		if p, ok := getenv(name); ok && p != "" {
+			if name == "CONFIG_PATH" && (hasPrefixFold(p, "http://") || hasPrefixFold(p, "https://")) {
+				return "", fault.New(fault.Invalid, "config file %s (from CONFIG_PATH): Relay reads a local file, not a URL; download it and name the file", p)
+			}
+			return p, mustExist(p, name)
+		}
 	}
-	switch _, err := os.Stat(DefaultFile); {
-	case err == nil:
-		return DefaultFile, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return "", nil
-	default:
-		return "", fault.Wrap(fault.Invalid, err, "config file %s", DefaultFile)
+	for _, f := range []string{DefaultFile, LibreChatFile} {
+		switch _, err := os.Stat(f); {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", fault.Wrap(fault.Invalid, err, "config file %s", f)
+		}
 	}
+	return "", nil
 }
 
 func mustExist(path, from string) error {
