@@ -149,7 +149,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Stderr)
 	e := &env{IO: io}
-	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
 	run := c.setup(fs)
 	fs.Usage = func() {} // errors are reported below
 	positional, err := parseInterleaved(fs, rest)
@@ -253,7 +253,7 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\n%s\n", c.detail)
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
 	c.setup(fs)
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {

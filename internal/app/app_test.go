@@ -249,6 +249,9 @@ agents:
 	if strings.Count(log, "ignoring LibreChat keys") != 1 || !strings.Contains(log, "interface") || !strings.Contains(log, "registration") {
 		t.Errorf("ignored keys not logged once:\n%s", log)
 	}
+	if w := `msg="config loaded" file=` + cfgPath + " from=--config"; !strings.Contains(log, w) {
+		t.Errorf("the log lacks %q:\n%s", w, log)
+	}
 	// Keys Relay does not know are warnings with their position, not a failed start.
 	for _, w := range []string{`relay.yaml:14:7: unknown key \"fetchTimeout\" in endpoints.custom[0]`, `relay.yaml:15:1: unknown key \"langfuse\" at top level`} {
 		if !strings.Contains(log, w) {

@@ -223,6 +223,11 @@ func gcPercent() int {
 func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	log := e.logger(cfg)
 	TuneMemory(cfg.Server, e.Getenv, log)
+	if cfg.Path != "" {
+		log.Info("config loaded", slog.String("file", cfg.Path), slog.String("from", cfg.PathFrom))
+	} else {
+		log.Info("config: no file found, built-in defaults", slog.String("looked_for", "--config, RELAY_CONFIG, CONFIG_PATH, ./relay.yaml, ./librechat.yaml"))
+	}
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
 	}

@@ -42,6 +42,9 @@ type Config struct {
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
+	// PathFrom says what chose Path: "--config", "RELAY_CONFIG", "CONFIG_PATH"
+	// or "working directory" (./relay.yaml, then ./librechat.yaml).
+	PathFrom string `yaml:"-"`
 	// Ignored lists, sorted, the dotted paths of LibreChat keys present in the
 	// file that Relay accepts and does not use, e.g. "interface" or
 	// "endpoints.custom[0].titleMethod".

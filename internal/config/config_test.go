@@ -125,23 +125,24 @@ func TestDiscovery(t *testing.T) {
 		flag     string
 		env      map[string]string
 		wantPath string // "" for defaults only
+		wantFrom string // what chose wantPath
 		wantErr  string
 	}{
 		{name: "flag wins over RELAY_CONFIG and ./relay.yaml", files: []string{"flag.yaml", "env.yaml", "relay.yaml"},
-			flag: "flag.yaml", env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "flag.yaml"},
+			flag: "flag.yaml", env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "flag.yaml", wantFrom: "--config"},
 		{name: "RELAY_CONFIG wins over ./relay.yaml", files: []string{"env.yaml", "relay.yaml"},
-			env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "env.yaml"},
-		{name: "./relay.yaml when nothing names a file", files: []string{"relay.yaml"}, wantPath: "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "env.yaml", wantFrom: "RELAY_CONFIG"},
+		{name: "./relay.yaml when nothing names a file", files: []string{"relay.yaml"}, wantPath: "relay.yaml", wantFrom: "working directory"},
 		{name: "empty RELAY_CONFIG is unset", files: []string{"relay.yaml"},
-			env: map[string]string{"RELAY_CONFIG": ""}, wantPath: "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": ""}, wantPath: "relay.yaml", wantFrom: "working directory"},
 		{name: "RELAY_CONFIG wins over CONFIG_PATH", files: []string{"env.yaml", "lc.yaml", "relay.yaml"},
-			env: map[string]string{"RELAY_CONFIG": "env.yaml", "CONFIG_PATH": "lc.yaml"}, wantPath: "env.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "env.yaml", "CONFIG_PATH": "lc.yaml"}, wantPath: "env.yaml", wantFrom: "RELAY_CONFIG"},
 		{name: "CONFIG_PATH wins over ./relay.yaml and ./librechat.yaml", files: []string{"lc.yaml", "relay.yaml", "librechat.yaml"},
-			env: map[string]string{"CONFIG_PATH": "lc.yaml"}, wantPath: "lc.yaml"},
+			env: map[string]string{"CONFIG_PATH": "lc.yaml"}, wantPath: "lc.yaml", wantFrom: "CONFIG_PATH"},
 		{name: "empty CONFIG_PATH is unset", files: []string{"librechat.yaml"},
-			env: map[string]string{"CONFIG_PATH": ""}, wantPath: "librechat.yaml"},
-		{name: "./relay.yaml wins over ./librechat.yaml", files: []string{"librechat.yaml", "relay.yaml"}, wantPath: "relay.yaml"},
-		{name: "./librechat.yaml when there is no ./relay.yaml", files: []string{"librechat.yaml"}, wantPath: "librechat.yaml"},
+			env: map[string]string{"CONFIG_PATH": ""}, wantPath: "librechat.yaml", wantFrom: "working directory"},
+		{name: "./relay.yaml wins over ./librechat.yaml", files: []string{"librechat.yaml", "relay.yaml"}, wantPath: "relay.yaml", wantFrom: "working directory"},
+		{name: "./librechat.yaml when there is no ./relay.yaml", files: []string{"librechat.yaml"}, wantPath: "librechat.yaml", wantFrom: "working directory"},
 		{name: "defaults when there is no file"},
 		{name: "CONFIG_PATH file must exist", files: []string{"relay.yaml"},
 			env: map[string]string{"CONFIG_PATH": "/app/librechat.yaml.gone"}, wantErr: "config file /app/librechat.yaml.gone (from CONFIG_PATH) does not exist"},
@@ -175,6 +176,9 @@ func TestDiscovery(t *testing.T) {
 			}
 			if c.Path != tt.wantPath {
 				t.Errorf("Path = %q, want %q", c.Path, tt.wantPath)
+			}
+			if c.PathFrom != tt.wantFrom {
+				t.Errorf("PathFrom = %q, want %q", c.PathFrom, tt.wantFrom)
 			}
 			wantAddr := Default().Server.Addr
 			for i, f := range tt.files {
@@ -984,7 +988,7 @@ func TestWriteMasked(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the dump does not load: %v\n%s", err, b.String())
 		}
-		got.Path = ""
+		got.Path, got.PathFrom = "", ""
 		if diff := cmp.Diff(c, got, ignoreUnexported, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
@@ -1092,7 +1096,7 @@ func TestEmptyFile(t *testing.T) {
 		if c.Path != "relay.yaml" {
 			t.Errorf("%q: Path = %q", text, c.Path)
 		}
-		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path")); diff != "" {
+		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path", "PathFrom")); diff != "" {
 			t.Errorf("%q: config (-want +got):\n%s", text, diff)
 		}
 	}

@@ -52,7 +52,7 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
-	file, err := find(path, getenv)
+	file, from, err := find(path, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid config " + file,
 				Fields: []fault.FieldError{syntaxProblem(file, err)}}
 		}
-		c.Path = file
+		c.Path, c.PathFrom = file, from
 		d.decodeFile(&doc, c)
 		c.MCPOrder = d.order["mcpServers"]
 		slices.Sort(d.ignored)
@@ -91,27 +91,29 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 
 // find returns the config file to read, or "" for defaults only, in the order
 // of docs/config.md "Where the configuration comes from".
-func find(path string, getenv func(string) (string, bool)) (string, error) {
+// from says what chose it: "--config", "RELAY_CONFIG", "CONFIG_PATH" or
+// "working directory".
+func find(path string, getenv func(string) (string, bool)) (file, from string, err error) {
 	if path != "" {
-		return path, mustExist(path, "--config")
+		return path, "--config", mustExist(path, "--config")
 	}
 	for _, name := range []string{"RELAY_CONFIG", "CONFIG_PATH"} {
 		if p, ok := getenv(name); ok && p != "" {
 			if name == "CONFIG_PATH" && (hasPrefixFold(p, "http://") || hasPrefixFold(p, "https://")) {
-				return "", fault.New(fault.Invalid, "config file %s (from CONFIG_PATH): Relay reads a local file, not a URL; download it and name the file", p)
+				return "", "", fault.New(fault.Invalid, "config file %s (from CONFIG_PATH): Relay reads a local file, not a URL; download it and name the file", p)
 			}
-			return p, mustExist(p, name)
+			return p, name, mustExist(p, name)
 		}
 	}
 	for _, f := range []string{DefaultFile, LibreChatFile} {
 		switch _, err := os.Stat(f); {
 		case err == nil:
-			return f, nil
+			return f, "working directory", nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return "", fault.Wrap(fault.Invalid, err, "config file %s", f)
+			return "", "", fault.Wrap(fault.Invalid, err, "config file %s", f)
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 func mustExist(path, from string) error {
