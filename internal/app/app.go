@@ -55,6 +55,7 @@ type env struct {
 func (e *env) loadConfig() (*config.Config, error) {
 	cfg, err := config.Load(e.configPath, e.Getenv)
 	if err == nil {
+		e.Getenv = cfg.Getenv // the .env beside the config counts as environment
 		e.redact = e.secrets(cfg)
 	}
 	return cfg, err

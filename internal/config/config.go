@@ -55,6 +55,10 @@ type Config struct {
 	// Relay skips them, as LibreChat's schema strips them; `config check
 	// --strict` refuses them.
 	Unknown []string `yaml:"-"`
+	// DotEnv is the .env file Load read variables from, "" when there was none.
+	DotEnv string `yaml:"-"`
+	// getenv is the environment Load used, .env included.
+	getenv func(string) (string, bool)
 
 	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
 	// or "env RELAY_TIMEZONE"), so that validation can point at it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ var envOverrides = []struct {
 // listed in Ignored. Then RELAY_ADDR, RELAY_DATA_DIR, RELAY_DATABASE_URL,
 // RELAY_TIMEZONE and RELAY_LOG_LEVEL override the file when set and not empty.
 // Command-line flags are the caller's to apply afterwards (then call Validate).
+// Variables of the .env file beside the config file (of the working directory
+// without one) count as environment where the real environment lacks them;
+// Config.Getenv looks them up the same way.
 //
 // getenv nil means os.LookupEnv. Errors are fault.Invalid and name every problem
 // with its dotted path and, where known, file:line:column.
@@ -56,7 +60,13 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	dotEnv, vars, err := readDotEnv(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	getenv = withDotEnv(getenv, vars)
 	c := Default()
+	c.DotEnv, c.getenv = dotEnv, getenv
 	d := newDecoder(file, getenv)
 	if file != "" {
 		data, err := os.ReadFile(file)
@@ -194,4 +204,13 @@ func ptr[T any](v T) *T { return &v }
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// Getenv looks a variable up in the environment Load used: the real one, then
+// the .env file it read (DotEnv).
+func (c *Config) Getenv(name string) (string, bool) {
+	if c.getenv == nil {
+		return os.LookupEnv(name)
+	}
+	return c.getenv(name)
 }
