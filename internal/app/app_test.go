@@ -223,7 +223,7 @@ registration:
 endpoints:
   custom:
     - name: ollama
-      baseURL: http://127.0.0.1:11434/v1
+      baseURL: ${OLLAMA_BASE_URL}
       apiKey: ollama
       models: {default: [llama3.1]}
       fetchTimeout: 5
@@ -235,6 +235,10 @@ agents:
     provider: ollama
     model: llama3.1
 `)
+	// ${OLLAMA_BASE_URL} comes from the .env beside the config.
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("# LibreChat's\nOLLAMA_BASE_URL=\"http://127.0.0.1:11434/v1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey}
 	s := startServer(t, cfgPath, vars)
 	var a map[string]any
@@ -249,8 +253,10 @@ agents:
 	if strings.Count(log, "ignoring LibreChat keys") != 1 || !strings.Contains(log, "interface") || !strings.Contains(log, "registration") {
 		t.Errorf("ignored keys not logged once:\n%s", log)
 	}
-	if w := `msg="config loaded" file=` + cfgPath + " from=--config"; !strings.Contains(log, w) {
-		t.Errorf("the log lacks %q:\n%s", w, log)
+	for _, w := range []string{`msg="config loaded" file=` + cfgPath + " from=--config", `msg="config: variables read" file=` + filepath.Join(dir, ".env")} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
 	}
 	// Keys Relay does not know are warnings with their position, not a failed start.
 	for _, w := range []string{`relay.yaml:14:7: unknown key \"fetchTimeout\" in endpoints.custom[0]`, `relay.yaml:15:1: unknown key \"langfuse\" at top level`} {

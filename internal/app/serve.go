@@ -228,6 +228,9 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	} else {
 		log.Info("config: no file found, built-in defaults", slog.String("looked_for", "--config, RELAY_CONFIG, CONFIG_PATH, ./relay.yaml, ./librechat.yaml"))
 	}
+	if cfg.DotEnv != "" {
+		log.Info("config: variables read", slog.String("file", cfg.DotEnv))
+	}
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
 	}
