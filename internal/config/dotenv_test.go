@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,5 +89,38 @@ func TestLoadDotEnv(t *testing.T) {
 	}
 	if v, _ := d.Getenv("GROQ_URL"); d.Path != "" || d.DotEnv != ".env" || v != "http://wrong" {
 		t.Errorf("defaults: Path %q DotEnv %q GROQ_URL %q", d.Path, d.DotEnv, v)
+	}
+}
+
+// A librechat.yaml of a newer LibreChat loads: its unknown keys are warnings
+// with their position, and the keys Relay uses still take effect.
+func TestNewerLibreChatConfigLoads(t *testing.T) {
+	c, err := Load("testdata/newer/librechat.yaml", envOf(map[string]string{"GROQ_API_KEY": "gsk-1"}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var got []string
+	for _, u := range c.Unknown {
+		got = append(got, u[:strings.Index(u, " (known:")])
+	}
+	const f = "testdata/newer/librechat.yaml"
+	want := []string{
+		f + `:7:1: unknown key "permissions" at top level`,
+		f + `:10:1: unknown key "langfuse" at top level`,
+		f + `:12:1: unknown key "filters" at top level`,
+		f + `:15:3: unknown key "allowedAddresses" in endpoints`,
+		f + `:30:3: unknown key "maxInputTokens" in memory`,
+		f + `:35:5: unknown key "cwd" in mcpServers.files`,
+		f + `:39:5: unknown key "requestHeaders" in mcpServers.search`,
+		f + `:41:5: unknown key "proxy" in mcpServers.search`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(c.Ignored, "endpoints.custom[0].models.fetch") {
+		t.Errorf("Ignored = %v, want endpoints.custom[0].models.fetch (a LibreChat key Relay knows)", c.Ignored)
+	}
+	if e := c.Endpoints.Custom[0]; e.APIKey != "gsk-1" || c.Memory.TokenLimit != 2000 || c.Endpoints.Agents.MaxToolResultChars != 20000 || c.MCPServers["files"].Command != "npx" {
+		t.Errorf("the keys Relay uses did not take effect: %+v", c)
 	}
 }
