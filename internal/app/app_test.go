@@ -451,6 +451,13 @@ func TestCLI(t *testing.T) {
 			t.Errorf("config check --strict: exit %d, want 1 and %q:\n%s", code, w, stderr)
 		}
 	}
+	newer := filepath.Join("..", "config", "testdata", "newer", "librechat.yaml")
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--config", newer); code != 0 || strings.Count(stderr, `: unknown key "`) != 8 {
+		t.Errorf("config check of a newer librechat.yaml: exit %d, want 0 and 8 unknown keys:\n%s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", newer); code != 1 || strings.Count(stderr, `: unknown key "`) != 8 {
+		t.Errorf("config check --strict of a newer librechat.yaml: exit %d, want 1 and 8 unknown keys:\n%s", code, stderr)
+	}
 	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", cfgPath); code != 0 {
 		t.Errorf("config check --strict on a config without unknown keys: exit %d\n%s", code, stderr)
 	}
