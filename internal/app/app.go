@@ -103,6 +103,7 @@ type env struct {
 func (e *env) loadConfig() (*config.Config, error) {
 	cfg, err := config.Load(e.configPath, e.Getenv)
 	if err == nil {
+		e.Getenv = cfg.Getenv // the .env beside the config counts as environment
 		e.redact = e.secrets(cfg)
 	}
 	return cfg, err
@@ -200,7 +201,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Stderr)
 	e := &env{IO: io}
-	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
 	run := c.setup(fs)
 	fs.Usage = func() {} // errors are reported below
 	positional, err := parseInterleaved(fs, rest)
@@ -304,7 +305,7 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\n%s\n", c.detail)
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else ./relay.yaml if present, else built-in defaults)")
+	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
 	c.setup(fs)
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {

@@ -223,15 +223,22 @@ registration:
 endpoints:
   custom:
     - name: ollama
-      baseURL: http://127.0.0.1:11434/v1
+      baseURL: ${OLLAMA_BASE_URL}
       apiKey: ollama
       models: {default: [llama3.1]}
+      fetchTimeout: 5
+langfuse:
+  publicKey: pk-lf-1
 agents:
   - id: regulations
     name: Regulations
     provider: ollama
     model: llama3.1
 `)
+	// ${OLLAMA_BASE_URL} comes from the .env beside the config.
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("# LibreChat's\nOLLAMA_BASE_URL=\"http://127.0.0.1:11434/v1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey}
 	s := startServer(t, cfgPath, vars)
 	var a map[string]any
@@ -245,6 +252,17 @@ agents:
 	log := s.stderr.String()
 	if strings.Count(log, "ignoring LibreChat keys") != 1 || !strings.Contains(log, "interface") || !strings.Contains(log, "registration") {
 		t.Errorf("ignored keys not logged once:\n%s", log)
+	}
+	for _, w := range []string{`msg="config loaded" file=` + cfgPath + " from=--config", `msg="config: variables read" file=` + filepath.Join(dir, ".env")} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
+	}
+	// Keys Relay does not know are warnings with their position, not a failed start.
+	for _, w := range []string{`relay.yaml:14:7: unknown key \"fetchTimeout\" in endpoints.custom[0]`, `relay.yaml:15:1: unknown key \"langfuse\" at top level`} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the log lacks %s:\n%s", w, log)
+		}
 	}
 	if strings.Contains(log, testKey) {
 		t.Errorf("the log holds the bootstrap key:\n%s", log)
@@ -325,7 +343,7 @@ func TestServeBadStarts(t *testing.T) {
 		{"postgres down", "database:\n  url: postgres://relay:s3cretpw@" + closed + "/relay\n  connect_timeout: 1s", nil, nil, []string{closed}},
 		{"bad database url", "database:\n  url: mysql://x/y", nil, nil, []string{"database.url", "mysql"}},
 		{"malformed yaml", "server:\n  addr: [unclosed\n", nil, nil, []string{"relay.yaml:"}},
-		{"unknown key", "server:\n  adress: x\n", nil, nil, []string{"relay.yaml:2:3", "adress"}},
+		{"wrong type for a known key", "server:\n  adress: x\n  shutdown_timeout: soon\n", nil, nil, []string{"relay.yaml:3:21", "server.shutdown_timeout"}},
 		{"bad bootstrap key", "server:\n  data_dir: " + filepath.Join(dir, "d2"), nil, map[string]string{"RELAY_BOOTSTRAP_API_KEY": "rk-short"}, []string{"RELAY_BOOTSTRAP_API_KEY"}},
 	}
 	for _, tc := range tests {
@@ -417,6 +435,31 @@ func TestCLI(t *testing.T) {
 	code, out, stderr = runCLI(t, nil, "", "config", "check", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "ollama") || strings.Contains(out, "sk-verysecretvalue") {
 		t.Errorf("config check: %d\n%s\n%s", code, out, stderr)
+	}
+
+	// Unknown keys: warnings with their position, errors with --strict.
+	unknownPath := writeConfig(t, t.TempDir(), "server:\n  adress: x\npermissions:\n  agents: {use: true}\n")
+	code, _, stderr = runCLI(t, nil, "", "config", "check", "--config", unknownPath)
+	for _, w := range []string{`warning: ` + unknownPath + `:2:3: unknown key "adress" in server`, `warning: ` + unknownPath + `:3:1: unknown key "permissions" at top level`} {
+		if code != 0 || !strings.Contains(stderr, w) {
+			t.Errorf("config check with unknown keys: exit %d, want 0 and %q:\n%s", code, w, stderr)
+		}
+	}
+	code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", unknownPath)
+	for _, w := range []string{"--strict", unknownPath + `:2:3: unknown key "adress" in server`, unknownPath + `:3:1: unknown key "permissions"`} {
+		if code != 1 || !strings.Contains(stderr, w) {
+			t.Errorf("config check --strict: exit %d, want 1 and %q:\n%s", code, w, stderr)
+		}
+	}
+	newer := filepath.Join("..", "config", "testdata", "newer", "librechat.yaml")
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--config", newer); code != 0 || strings.Count(stderr, `: unknown key "`) != 8 {
+		t.Errorf("config check of a newer librechat.yaml: exit %d, want 0 and 8 unknown keys:\n%s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", newer); code != 1 || strings.Count(stderr, `: unknown key "`) != 8 {
+		t.Errorf("config check --strict of a newer librechat.yaml: exit %d, want 1 and 8 unknown keys:\n%s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", cfgPath); code != 0 {
+		t.Errorf("config check --strict on a config without unknown keys: exit %d\n%s", code, stderr)
 	}
 	code, out, _ = runCLI(t, nil, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "relay ") {

@@ -108,12 +108,22 @@ func configCheckCommand() *command {
 		name:    "config check",
 		summary: "validate the config and print it as Relay sees it, secrets masked",
 		detail: "Exits 1 and lists every problem when the config is invalid. LibreChat keys that Relay\n" +
-			"does not use are listed as ignored.",
+			"does not use are listed as ignored; keys Relay does not know are warnings with their\n" +
+			"position, errors with --strict.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			strict := fs.Bool("strict", false, "treat unknown keys as errors (exit 1)")
 			return func(_ context.Context, e *env, _ []string) error {
 				cfg, err := e.loadConfig()
 				if err != nil {
 					return err
+				}
+				if *strict && len(cfg.Unknown) > 0 {
+					fe := &fault.Error{Kind: fault.Invalid, Message: "invalid config " + cfg.Path + " (--strict): unknown keys"}
+					for _, u := range cfg.Unknown {
+						where, msg, _ := strings.Cut(u, ": ")
+						fe.Fields = append(fe.Fields, fault.FieldError{Field: where, Message: msg})
+					}
+					return fe
 				}
 				src := cfg.Path
 				if src == "" {
@@ -122,6 +132,9 @@ func configCheckCommand() *command {
 				fmt.Fprintf(e.Stderr, "config OK: %s\n", src)
 				if len(cfg.Ignored) > 0 {
 					fmt.Fprintf(e.Stderr, "ignored LibreChat keys: %s\n", strings.Join(cfg.Ignored, ", "))
+				}
+				for _, u := range cfg.Unknown {
+					fmt.Fprintf(e.Stderr, "warning: %s\n", u)
 				}
 				for _, w := range configWarnings(cfg, e.Getenv) {
 					fmt.Fprintf(e.Stderr, "warning: %s\n", w)
@@ -270,8 +283,19 @@ func gcPercent() int {
 func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	log := e.logger(cfg)
 	TuneMemory(cfg.Server, e.Getenv, log)
+	if cfg.Path != "" {
+		log.Info("config loaded", slog.String("file", cfg.Path), slog.String("from", cfg.PathFrom))
+	} else {
+		log.Info("config: no file found, built-in defaults", slog.String("looked_for", "--config, RELAY_CONFIG, CONFIG_PATH, ./relay.yaml, ./librechat.yaml"))
+	}
+	if cfg.DotEnv != "" {
+		log.Info("config: variables read", slog.String("file", cfg.DotEnv))
+	}
 	if len(cfg.Ignored) > 0 {
 		log.Warn("config: ignoring LibreChat keys Relay does not use", slog.String("keys", strings.Join(cfg.Ignored, ", ")))
+	}
+	for _, u := range cfg.Unknown {
+		log.Warn("config: " + u)
 	}
 	logConfigWarnings(log, cfg, e.Getenv)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

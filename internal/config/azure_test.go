@@ -194,31 +194,6 @@ func TestAzureProblems(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown keys in a group and in a model",
-			yaml: `endpoints:
-  azureOpenAI:
-    groups:
-      - group: a
-        instanceName: res
-        apiVersion: "2024-10-21"
-        models:
-          gpt-4o:
-            deployment: x
-`,
-			want: []string{
-				`relay.yaml:6:9: unknown key "apiVersion" in endpoints.azureOpenAI.groups[0] (known: group, apiKey, instanceName, deploymentName, version, baseURL, additionalHeaders, serverless, addParams, dropParams, models)`,
-				`relay.yaml:9:13: unknown key "deployment" in endpoints.azureOpenAI.groups[0].models.gpt-4o (known: deploymentName, version)`,
-			},
-		},
-		{
-			name: "unknown key at the endpoint level",
-			yaml: `endpoints:
-  azureOpenAI:
-    group: a
-`,
-			want: []string{`relay.yaml:3:5: unknown key "group" in endpoints.azureOpenAI (known: groups, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate)`},
-		},
-		{
 			name: "bad model value, no models, no name, duplicate group, bad baseURL",
 			yaml: `endpoints:
   azureOpenAI:

@@ -42,10 +42,23 @@ type Config struct {
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
+	// PathFrom says what chose Path: "--config", "RELAY_CONFIG", "CONFIG_PATH"
+	// or "working directory" (./relay.yaml, then ./librechat.yaml).
+	PathFrom string `yaml:"-"`
 	// Ignored lists, sorted, the dotted paths of LibreChat keys present in the
 	// file that Relay accepts and does not use, e.g. "interface" or
 	// "endpoints.custom[0].titleMethod".
 	Ignored []string `yaml:"-"`
+	// Unknown lists, in file order, the keys of the file that neither Relay nor
+	// its list of LibreChat keys knows, each as a warning with its position:
+	// `relay.yaml:3:3: unknown key "adress" in server (known: addr, ...)`.
+	// Relay skips them, as LibreChat's schema strips them; `config check
+	// --strict` refuses them.
+	Unknown []string `yaml:"-"`
+	// DotEnv is the .env file Load read variables from, "" when there was none.
+	DotEnv string `yaml:"-"`
+	// getenv is the environment Load used, .env included.
+	getenv func(string) (string, bool)
 
 	// where maps a dotted path to where its value came from ("relay.yaml:7:13"
 	// or "env RELAY_TIMEZONE"), so that validation can point at it.

@@ -125,16 +125,29 @@ func TestDiscovery(t *testing.T) {
 		flag     string
 		env      map[string]string
 		wantPath string // "" for defaults only
+		wantFrom string // what chose wantPath
 		wantErr  string
 	}{
 		{name: "flag wins over RELAY_CONFIG and ./relay.yaml", files: []string{"flag.yaml", "env.yaml", "relay.yaml"},
-			flag: "flag.yaml", env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "flag.yaml"},
+			flag: "flag.yaml", env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "flag.yaml", wantFrom: "--config"},
 		{name: "RELAY_CONFIG wins over ./relay.yaml", files: []string{"env.yaml", "relay.yaml"},
-			env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "env.yaml"},
-		{name: "./relay.yaml when nothing names a file", files: []string{"relay.yaml"}, wantPath: "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "env.yaml"}, wantPath: "env.yaml", wantFrom: "RELAY_CONFIG"},
+		{name: "./relay.yaml when nothing names a file", files: []string{"relay.yaml"}, wantPath: "relay.yaml", wantFrom: "working directory"},
 		{name: "empty RELAY_CONFIG is unset", files: []string{"relay.yaml"},
-			env: map[string]string{"RELAY_CONFIG": ""}, wantPath: "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": ""}, wantPath: "relay.yaml", wantFrom: "working directory"},
+		{name: "RELAY_CONFIG wins over CONFIG_PATH", files: []string{"env.yaml", "lc.yaml", "relay.yaml"},
+			env: map[string]string{"RELAY_CONFIG": "env.yaml", "CONFIG_PATH": "lc.yaml"}, wantPath: "env.yaml", wantFrom: "RELAY_CONFIG"},
+		{name: "CONFIG_PATH wins over ./relay.yaml and ./librechat.yaml", files: []string{"lc.yaml", "relay.yaml", "librechat.yaml"},
+			env: map[string]string{"CONFIG_PATH": "lc.yaml"}, wantPath: "lc.yaml", wantFrom: "CONFIG_PATH"},
+		{name: "empty CONFIG_PATH is unset", files: []string{"librechat.yaml"},
+			env: map[string]string{"CONFIG_PATH": ""}, wantPath: "librechat.yaml", wantFrom: "working directory"},
+		{name: "./relay.yaml wins over ./librechat.yaml", files: []string{"librechat.yaml", "relay.yaml"}, wantPath: "relay.yaml", wantFrom: "working directory"},
+		{name: "./librechat.yaml when there is no ./relay.yaml", files: []string{"librechat.yaml"}, wantPath: "librechat.yaml", wantFrom: "working directory"},
 		{name: "defaults when there is no file"},
+		{name: "CONFIG_PATH file must exist", files: []string{"relay.yaml"},
+			env: map[string]string{"CONFIG_PATH": "/app/librechat.yaml.gone"}, wantErr: "config file /app/librechat.yaml.gone (from CONFIG_PATH) does not exist"},
+		{name: "CONFIG_PATH as a URL", files: []string{"relay.yaml"},
+			env: map[string]string{"CONFIG_PATH": "https://example.com/librechat.yaml"}, wantErr: "config file https://example.com/librechat.yaml (from CONFIG_PATH): Relay reads a local file, not a URL; download it and name the file"},
 		{name: "flag file must exist", files: []string{"relay.yaml"}, flag: "missing.yaml",
 			wantErr: "config file missing.yaml (from --config) does not exist"},
 		{name: "RELAY_CONFIG file must exist", files: []string{"relay.yaml"},
@@ -163,6 +176,9 @@ func TestDiscovery(t *testing.T) {
 			}
 			if c.Path != tt.wantPath {
 				t.Errorf("Path = %q, want %q", c.Path, tt.wantPath)
+			}
+			if c.PathFrom != tt.wantFrom {
+				t.Errorf("PathFrom = %q, want %q", c.PathFrom, tt.wantFrom)
 			}
 			wantAddr := Default().Server.Addr
 			for i, f := range tt.files {
@@ -361,21 +377,40 @@ func TestUnknownKeys(t *testing.T) {
 		{"in an agent edge", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: a\n        to: b\n        kind: direct\n", []string{
 			`relay.yaml:8:9: unknown key "kind" in agents[0].edges[0] (known: from, to, edgeType, prompt, excludeResults, promptKey, description)`,
 		}},
-		{"several at once, with a duplicate", "server:\n  addr: :1\n  addr: :2\nmemory:\n  tokenlimit: 5\n", []string{
-			`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
-			`relay.yaml:5:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
+		{"in an Azure group and model", "endpoints:\n  azureOpenAI:\n    groups:\n      - group: a\n        instanceName: res\n        apiVersion: \"2024-10-21\"\n        models:\n          gpt-4o:\n            deployment: x\n", []string{
+			`relay.yaml:6:9: unknown key "apiVersion" in endpoints.azureOpenAI.groups[0] (known: group, apiKey, instanceName, deploymentName, version, baseURL, additionalHeaders, serverless, addParams, dropParams, models)`,
+			`relay.yaml:9:13: unknown key "deployment" in endpoints.azureOpenAI.groups[0].models.gpt-4o (known: deploymentName, version)`,
+		}},
+		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
+			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
+			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits)`,
+			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses)`,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadYAML(t, tt.yaml, nil)
-			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
+			c, err := loadYAML(t, tt.yaml, nil)
+			if err != nil {
+				t.Fatalf("Load: %v; want unknown keys to be warnings only", err)
 			}
-			if !strings.HasPrefix(err.Error(), "invalid config relay.yaml: ") {
-				t.Errorf("error = %q, want it to name the file", err)
+			if diff := cmp.Diff(tt.want, c.Unknown); diff != "" {
+				t.Errorf("Unknown (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUnknownKeysBesideErrors checks that an unknown key does not hide, or
+// add to, the problems that make a config invalid: a duplicate key and a
+// wrong type stay fatal.
+func TestUnknownKeysBesideErrors(t *testing.T) {
+	_, err := loadYAML(t, "server:\n  addr: :1\n  addr: :2\n  adress: x\nmcpServers:\n  x:\n    url: http://h/mcp\n    timeout: abc\n    cwd: /tmp\n", nil)
+	want := []string{
+		`relay.yaml:3:3: duplicate key "addr" in server (first at line 2)`,
+		`relay.yaml:8:14: mcpServers.x.timeout: expected an integer, got "abc"`,
+	}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 
@@ -953,7 +988,7 @@ func TestWriteMasked(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the dump does not load: %v\n%s", err, b.String())
 		}
-		got.Path = ""
+		got.Path, got.PathFrom = "", ""
 		if diff := cmp.Diff(c, got, ignoreUnexported, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
@@ -1061,7 +1096,7 @@ func TestEmptyFile(t *testing.T) {
 		if c.Path != "relay.yaml" {
 			t.Errorf("%q: Path = %q", text, c.Path)
 		}
-		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path")); diff != "" {
+		if diff := cmp.Diff(Default(), c, ignoreUnexported, cmpopts.IgnoreFields(Config{}, "Path", "PathFrom")); diff != "" {
 			t.Errorf("%q: config (-want +got):\n%s", text, diff)
 		}
 	}

@@ -23,6 +23,8 @@ type decoder struct {
 	getenv func(string) (string, bool)
 
 	ignored []string
+	// unknown are the keys Relay does not know, as "file:line:col: unknown key ...".
+	unknown []string
 	// where maps each decoded path to the position of its value.
 	where map[string]string
 	// order holds the key order of every decoded map of structs, by path.
@@ -151,7 +153,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, raw b
 		seen[k.Value] = k
 		f, ok := lookup(fields, k.Value)
 		if !ok {
-			d.add(k, "", "unknown key %q %s (known: %s)", k.Value, inPath(path), known(fields))
+			// LibreChat strips keys its schema does not know; Relay warns and
+			// goes on (docs/config.md, "Unknown keys").
+			d.unknown = append(d.unknown, fmt.Sprintf("%s: unknown key %q %s (known: %s)", d.pos(k), k.Value, inPath(path), known(fields)))
 			continue
 		}
 		kp := joinPath(path, k.Value)

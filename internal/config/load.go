@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,8 +14,12 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-// DefaultFile is the file Load reads when neither --config nor RELAY_CONFIG names one.
-const DefaultFile = "relay.yaml"
+// DefaultFile is the file Load reads when neither --config, RELAY_CONFIG nor
+// CONFIG_PATH names one; LibreChatFile is the next one it looks for.
+const (
+	DefaultFile   = "relay.yaml"
+	LibreChatFile = "librechat.yaml"
+)
 
 // envOverrides are the environment variables that override the file, and the
 // paths they set.
@@ -32,13 +37,18 @@ var envOverrides = []struct {
 // Load reads the configuration, applies the environment and validates it.
 //
 // The file is path when it is not empty (the --config flag), else the file named
-// by RELAY_CONFIG, else ./relay.yaml when it exists; a file named by the first two
-// must exist. Without a file, Load uses Default. The file may be an existing
+// by RELAY_CONFIG, else the one named by CONFIG_PATH (LibreChat's variable), else
+// ./relay.yaml, else ./librechat.yaml when it exists; a file named by the first
+// three must exist. Without a file, Load uses Default. Keys the file holds that
+// Relay does not know are listed in Unknown, not errors. The file may be an existing
 // librechat.yaml: ${VAR} in its values is expanded from getenv (except in
 // mcpServers and in agent prompts), and LibreChat keys Relay does not use are
 // listed in Ignored. Then RELAY_ADDR, RELAY_DATA_DIR, RELAY_DATABASE_URL,
 // RELAY_TIMEZONE and RELAY_LOG_LEVEL override the file when set and not empty.
 // Command-line flags are the caller's to apply afterwards (then call Validate).
+// Variables of the .env file beside the config file (of the working directory
+// without one) count as environment where the real environment lacks them;
+// Config.Getenv looks them up the same way.
 //
 // getenv nil means os.LookupEnv. Errors are fault.Invalid and name every problem
 // with its dotted path and, where known, file:line:column.
@@ -46,11 +56,17 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
-	file, err := find(path, getenv)
+	file, from, err := find(path, getenv)
 	if err != nil {
 		return nil, err
 	}
+	dotEnv, vars, err := readDotEnv(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	getenv = withDotEnv(getenv, vars)
 	c := Default()
+	c.DotEnv, c.getenv = dotEnv, getenv
 	d := newDecoder(file, getenv)
 	if file != "" {
 		data, err := os.ReadFile(file)
@@ -62,11 +78,12 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid config " + file,
 				Fields: []fault.FieldError{syntaxProblem(file, err)}}
 		}
-		c.Path = file
+		c.Path, c.PathFrom = file, from
 		d.decodeFile(&doc, c)
 		c.MCPOrder = d.order["mcpServers"]
 		slices.Sort(d.ignored)
 		c.Ignored = slices.Compact(d.ignored)
+		c.Unknown = d.unknown
 	}
 	c.where = d.where
 	for _, o := range envOverrides {
@@ -82,22 +99,31 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	return c, nil
 }
 
-// find returns the config file to read, or "" for defaults only.
-func find(path string, getenv func(string) (string, bool)) (string, error) {
+// find returns the config file to read, or "" for defaults only, in the order
+// of docs/config.md "Where the configuration comes from".
+// from says what chose it: "--config", "RELAY_CONFIG", "CONFIG_PATH" or
+// "working directory".
+func find(path string, getenv func(string) (string, bool)) (file, from string, err error) {
 	if path != "" {
-		return path, mustExist(path, "--config")
+		return path, "--config", mustExist(path, "--config")
 	}
-	if p, ok := getenv("RELAY_CONFIG"); ok && p != "" {
-		return p, mustExist(p, "RELAY_CONFIG")
+	for _, name := range []string{"RELAY_CONFIG", "CONFIG_PATH"} {
+		if p, ok := getenv(name); ok && p != "" {
+			if name == "CONFIG_PATH" && (hasPrefixFold(p, "http://") || hasPrefixFold(p, "https://")) {
+				return "", "", fault.New(fault.Invalid, "config file %s (from CONFIG_PATH): Relay reads a local file, not a URL; download it and name the file", p)
+			}
+			return p, name, mustExist(p, name)
+		}
 	}
-	switch _, err := os.Stat(DefaultFile); {
-	case err == nil:
-		return DefaultFile, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return "", nil
-	default:
-		return "", fault.Wrap(fault.Invalid, err, "config file %s", DefaultFile)
+	for _, f := range []string{DefaultFile, LibreChatFile} {
+		switch _, err := os.Stat(f); {
+		case err == nil:
+			return f, "working directory", nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", "", fault.Wrap(fault.Invalid, err, "config file %s", f)
+		}
 	}
+	return "", "", nil
 }
 
 func mustExist(path, from string) error {
@@ -178,4 +204,13 @@ func ptr[T any](v T) *T { return &v }
 
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// Getenv looks a variable up in the environment Load used: the real one, then
+// the .env file it read (DotEnv).
+func (c *Config) Getenv(name string) (string, bool) {
+	if c.getenv == nil {
+		return os.LookupEnv(name)
+	}
+	return c.getenv(name)
 }
