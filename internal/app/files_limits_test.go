@@ -74,9 +74,13 @@ fileConfig:
 	// Every page decodes the same 8 MB stream again: with the decoding
 	// limit raised, this runs for minutes.
 	slow := upload("slow.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
+	started := time.Now().Add(time.Minute)
 	for f := get(slow); f.Status != "processing" || f.Progress == 0; f = get(slow) {
 		if f.Status == "failed" || f.Status == "ready" {
 			t.Fatalf("the slow bomb ended %s: %s", f.Status, f.Error)
+		}
+		if time.Now().After(started) {
+			t.Fatalf("the slow bomb is still %s", f.Status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

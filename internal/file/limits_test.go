@@ -116,10 +116,14 @@ func TestUploadRefusesMismatchedBytes(t *testing.T) {
 func TestOthersServedDuringBomb(t *testing.T) {
 	b := setup(t, file.Options{Limits: extract.Limits{MaxDecodedBytes: 1 << 40}, ExtractTimeout: time.Hour})
 	bomb := b.upload(t, "bomb.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
+	started := time.Now().Add(30 * time.Second)
 	for {
 		f, err := b.svc.Get(t.Context(), b.owner, bomb.ID)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if time.Now().After(started) {
+			t.Fatalf("the bomb is still %s after 30 s", f.Status)
 		}
 		if f.Status == file.Processing && f.Progress > 0 {
 			break

@@ -57,8 +57,8 @@ const DefaultSummaryPrompt = "The messages below are the oldest part of a conver
 	"Write plain sentences, no preamble."
 
 // Summarizer returns the Window.Summarize that asks models for the summary
-// of the dropped messages, written one per line as agents.md's buffer does
-// (Human:, AI:, Tool:).
+// of the dropped messages, written one per line (Human:, AI:, Tool:) as
+// docs/config.md "summarization" says.
 func Summarizer(models Models, sm Summary) func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
 	return func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
 		provider, model := cmp.Or(sm.Provider, a.Provider), cmp.Or(sm.Model, a.Model)
