@@ -11,6 +11,7 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/window"
 )
 
 // PartClientCall is, in an answer, a call of a function the client declared
@@ -51,7 +52,7 @@ func (c *Client) has(name string) bool {
 // the body does not carry both (OpenAI refuses max_tokens with
 // max_completion_tokens).
 var paramAliases = [][]string{
-	{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens", "maxTokens"},
+	window.ReplyKeys,
 	{"top_p", "topP"},
 	{"stop", "stop_sequences", "stopSequences"},
 }

@@ -45,9 +45,9 @@ const DefaultReply = 4096
 // (LibreChat's name). It configures Relay and is never sent to the provider.
 const MaxContextTokensKey = "maxContextTokens"
 
-// replyKeys are the model parameters that bound the reply, in the order they
+// ReplyKeys are the model parameters that bound the reply, in the order they
 // are looked at.
-var replyKeys = []string{"max_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens", "max_output_tokens"}
+var ReplyKeys = []string{"max_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens", "max_output_tokens"}
 
 // Resolve returns the budget of an agent's requests: the agent's
 // maxContextTokens model parameter as it is; else the model's context window
@@ -68,7 +68,7 @@ func Resolve(params map[string]any, model string, configured int) Budget {
 		}
 	}
 	b.Reply = min(DefaultReply, b.Context/4)
-	for _, k := range replyKeys {
+	for _, k := range ReplyKeys {
 		if n, ok := intParam(params, k); ok && n > 0 {
 			b.Reply = n
 			break
