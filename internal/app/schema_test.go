@@ -1,72 +1,23 @@
 package app
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
-
-// serverSchemas asks server-everything over stdio for its tools by hand and
-// returns each tool's input schema as it wrote it, compacted.
-func serverSchemas(t *testing.T, everything string) map[string]string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", everything, "stdio")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	sc := bufio.NewScanner(out)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var resp struct {
-			ID     int
-			Result struct {
-				Tools []struct {
-					Name        string
-					InputSchema json.RawMessage
-				}
-			}
-		}
-		if json.Unmarshal(sc.Bytes(), &resp) != nil || resp.ID != 2 {
-			continue
-		}
-		schemas := map[string]string{}
-		for _, tl := range resp.Result.Tools {
-			var b bytes.Buffer
-			if err := json.Compact(&b, tl.InputSchema); err != nil {
-				t.Fatal(err)
-			}
-			schemas[tl.Name] = b.String()
-		}
-		return schemas
-	}
-	t.Fatalf("server-everything never answered tools/list: %v", sc.Err())
-	return nil
-}
 
 // TestToolSchemasReachTheModelAsPublished: server-everything's tools reach
 // the model with their input schemas as the server published them, keys in
 // its order — aimock's journal compared with the server's own tools/list.
 func TestToolSchemasReachTheModelAsPublished(t *testing.T) {
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
-	want := serverSchemas(t, everything)
+	want := mcptest.PublishedSchemas(t, everything)
 	mock := llmtest.StartAimock(t, `{"fixtures":[{"match":{"userMessage":"schemas"},"response":{"content":"ok"}}]}`)
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
