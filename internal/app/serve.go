@@ -28,6 +28,7 @@ import (
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/token"
+	"github.com/relay-ai/relay/web"
 )
 
 func versionCommand() *command {
@@ -414,6 +415,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Version:      version(),
 		CORSOrigins:  cfg.Server.CORSOrigins,
 		Quota:        quotas,
+		UI:           web.Dist(),
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))

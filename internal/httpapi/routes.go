@@ -65,7 +65,10 @@ func (s *Server) routes() http.Handler {
 	// Who am I: the user behind the API key.
 	mux.Handle("GET /api/me", s.authed(s.me))
 
-	// Everything else is a JSON 404 (or 405), never an HTML page.
+	// The web UI (docs/ui.md): every other GET is a file of its build or
+	// its index.html. Anything else is a JSON 404 (or 405), as is an
+	// unknown path under /api/ or /v1/.
+	mux.HandleFunc("GET /", s.ui())
 	mux.HandleFunc("/", s.notFound)
 
 	return s.recoverPanics(s.logRequests(s.cors(s.limitClients(s.capBodies(mux)))))

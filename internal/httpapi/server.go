@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"io/fs"
 	"log"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,9 @@ type Options struct {
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string
+	// UI is the web UI's built files (web.Dist); nil serves no UI, and
+	// every path outside the API is a JSON 404.
+	UI fs.FS
 	// Quota holds the per-user quotas and the rate limits per API key and
 	// client address (limits); nil means none.
 	Quota *quota.Service

@@ -1,0 +1,30 @@
+// Every page of the UI: its path pattern and the component, loaded when first
+// visited so the first page stays small. `admin` pages are hidden from users.
+import type { Component } from 'svelte';
+
+export interface Route {
+  pattern: string;
+  load: () => Promise<{ default: Component<any> }>;
+  title: string;
+  public?: boolean;
+  admin?: boolean;
+}
+
+export const routes: Route[] = [
+  { pattern: '/signin', load: () => import('./routes/SignIn.svelte'), title: 'Sign in', public: true },
+  { pattern: '/setup', load: () => import('./routes/Setup.svelte'), title: 'Set up Relay', public: true },
+  { pattern: '/', load: () => import('./routes/Chat.svelte'), title: 'Chat' },
+  { pattern: '/c/:id', load: () => import('./routes/Chat.svelte'), title: 'Chat' },
+  { pattern: '/agents', load: () => import('./routes/Agents.svelte'), title: 'Agents' },
+  { pattern: '/agents/new', load: () => import('./routes/AgentBuilder.svelte'), title: 'New agent' },
+  { pattern: '/agents/:id', load: () => import('./routes/AgentBuilder.svelte'), title: 'Agent' },
+  { pattern: '/files', load: () => import('./routes/Files.svelte'), title: 'Files' },
+  { pattern: '/schedules', load: () => import('./routes/Schedules.svelte'), title: 'Schedules' },
+  { pattern: '/schedules/:id', load: () => import('./routes/Schedule.svelte'), title: 'Schedule' },
+  { pattern: '/runs', load: () => import('./routes/Runs.svelte'), title: 'Runs' },
+  { pattern: '/runs/:id', load: () => import('./routes/Run.svelte'), title: 'Run' },
+  { pattern: '/memories', load: () => import('./routes/Memories.svelte'), title: 'Memories' },
+  { pattern: '/settings', load: () => import('./routes/Settings.svelte'), title: 'Settings' },
+  { pattern: '/admin/users', load: () => import('./routes/AdminUsers.svelte'), title: 'Users', admin: true },
+  { pattern: '/admin/mcp', load: () => import('./routes/AdminMCP.svelte'), title: 'MCP servers', admin: true },
+];
