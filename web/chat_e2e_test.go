@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -146,8 +147,22 @@ func sendChat(t *testing.T, ctx context.Context, text string) {
 	run(t, ctx, "sending "+text,
 		chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery),
 		chromedp.SendKeys(`#composer-text`, text, chromedp.ByQuery),
-		chromedp.SendKeys(`#composer-text`, "\r", chromedp.ByQuery),
+		chromedp.Focus(`#composer-text`, chromedp.ByQuery),
+		pressEnter(),
 	)
+}
+
+// pressEnter presses Enter in the focused element as a person does: a key
+// down and up. (chromedp.SendKeys adds a character event, which types a new
+// line even when the page handles the key.)
+func pressEnter() chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		down := input.DispatchKeyEvent(input.KeyDown).WithKey("Enter").WithCode("Enter").WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13)
+		if err := down.Do(ctx); err != nil {
+			return err
+		}
+		return input.DispatchKeyEvent(input.KeyUp).WithKey("Enter").WithCode("Enter").WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13).Do(ctx)
+	})
 }
 
 // waitAnswered waits until the last answer is complete: it is stored (its id
