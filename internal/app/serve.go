@@ -18,6 +18,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
@@ -424,6 +425,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		SignIns: quota.NewSignIns(quota.SignInLimits{PerEmail: cfg.Auth.LoginLimit.PerEmail,
 			PerAddress: cfg.Auth.LoginLimit.PerAddress, Window: cfg.Auth.LoginLimit.Window.Duration}, nil),
 		PublicURL: cfg.Server.PublicURL,
+		OIDC:      oidcClient(cfg),
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))
@@ -488,6 +490,18 @@ func bootstrap(ctx context.Context, e *env, svc *services, log *slog.Logger) err
 	}
 	log.Info("bootstrap admin key ensured", slog.String("user_id", u.ID), slog.String("email", u.Email))
 	return nil
+}
+
+// oidcClient is the single sign-on of auth.oidc, nil when it is off.
+func oidcClient(cfg *config.Config) *oidc.Client {
+	o := cfg.Auth.OIDC
+	if !o.Enabled() {
+		return nil
+	}
+	return oidc.New(oidc.Config{
+		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: cfg.OIDCRedirectURL(),
+		Scopes: o.Scopes, Label: o.Label, AutoCreate: o.AutoCreate == nil || *o.AutoCreate,
+	})
 }
 
 // setupLink returns the link that creates the first admin, with a fresh

@@ -178,7 +178,7 @@ func (s *Service) Login(ctx context.Context, email, password, userAgent string) 
 // StartSession starts a session of u.
 func (s *Service) StartSession(ctx context.Context, u *User, userAgent string) (*SignIn, error) {
 	if u.Disabled {
-		return nil, fault.New(fault.Forbidden, "this account is disabled")
+		return nil, ErrDisabled
 	}
 	if len(userAgent) > maxUserAgent {
 		userAgent = strings.ToValidUTF8(userAgent[:maxUserAgent], "")
@@ -488,6 +488,15 @@ type Claims struct {
 	Name          string
 }
 
+// The refusals of SignInIdentity, each a fault.Forbidden with a message for
+// the person signing in.
+var (
+	ErrDisabled        = fault.New(fault.Forbidden, "this account is disabled")
+	ErrNoAccount       = fault.New(fault.Forbidden, "no account for this email; ask an admin")
+	ErrEmailUnverified = fault.New(fault.Forbidden, "the provider has not verified this email address")
+	ErrNoEmail         = fault.New(fault.Forbidden, "the provider gave no email address")
+)
+
 // SignInIdentity returns the user of an OpenID Connect sign-in: the one its
 // identity (issuer and subject) belongs to; else the user with its email,
 // when the provider verified that email, who then gets the identity; else,
@@ -512,10 +521,10 @@ func (s *Service) SignInIdentity(ctx context.Context, c Claims, autoCreate bool)
 	}
 	email := strings.ToLower(strings.TrimSpace(c.Email))
 	if email == "" || !validEmail(email) {
-		return nil, fault.New(fault.Forbidden, "the provider gave no email address for this account")
+		return nil, ErrNoEmail
 	}
 	if !c.EmailVerified {
-		return nil, fault.New(fault.Forbidden, "the provider has not verified this account's email address")
+		return nil, ErrEmailUnverified
 	}
 	u, err := s.store.GetUserByEmail(ctx, email)
 	switch {
@@ -523,7 +532,7 @@ func (s *Service) SignInIdentity(ctx context.Context, c Claims, autoCreate bool)
 	case !fault.Is(err, fault.NotFound):
 		return nil, fmt.Errorf("looking up a user by email: %w", err)
 	case !autoCreate:
-		return nil, fault.New(fault.Forbidden, "no account for %s: ask an admin to create one", email)
+		return nil, ErrNoAccount
 	default:
 		if u, err = s.newUser(email, c.Name, RoleUser, ""); err != nil {
 			return nil, err
@@ -551,10 +560,10 @@ func (s *Service) SignInIdentity(ctx context.Context, c Claims, autoCreate bool)
 	return u, nil
 }
 
-// enabled returns u, or fault.Forbidden when u is disabled.
+// enabled returns u, or ErrDisabled.
 func enabled(u *User) (*User, error) {
 	if u.Disabled {
-		return nil, fault.New(fault.Forbidden, "this account is disabled")
+		return nil, ErrDisabled
 	}
 	return u, nil
 }

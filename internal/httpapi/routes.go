@@ -73,6 +73,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/auth/logout", s.sameOrigin(s.logout))
 	mux.Handle("POST /api/auth/logout-all", s.authed(s.logoutAll))
 	mux.Handle("POST /api/auth/setup", s.sameOrigin(s.setup))
+	mux.HandleFunc("GET /api/auth/oidc/login", s.oidcLogin)
+	mux.HandleFunc("GET /api/auth/oidc/callback", s.oidcCallback)
 
 	// Users (admins) and API keys (docs/api.md "Users", "API keys").
 	mux.Handle("GET /api/users", s.authed(s.admin("list users", s.listUsers)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
@@ -61,6 +62,9 @@ type Options struct {
 	// Secure (as it is for a request over TLS), and its origin passes the
 	// cross-origin check of cookie requests. "" means neither.
 	PublicURL string
+	// OIDC signs people in with an OpenID Connect provider (auth.oidc); nil
+	// means single sign-on is off.
+	OIDC *oidc.Client
 }
 
 // Server holds the handlers' dependencies.
