@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/relay-ai/relay/internal/llm/llmtest"
@@ -95,11 +94,6 @@ type chatter struct {
 func newChatter(t *testing.T, r *relay, browser []chromedp.ExecAllocatorOption, email string) *chatter {
 	t.Helper()
 	const password = "correct horse battery staple"
-	if code := r.call(t, adminKey, "GET", "/api/auth/status", nil, nil); code == http.StatusNotFound { // TEMP until auth is merged
-		ctx := newPerson(t, browser)
-		run(t, ctx, "sending the admin key", network.Enable(), network.SetExtraHTTPHeaders(network.Headers{"Authorization": "Bearer " + adminKey}))
-		return &chatter{ctx: ctx, key: adminKey, email: email}
-	}
 	id := r.addUser(t, email, strings.Split(email, "@")[0], password, "user")
 	var k struct {
 		Secret string `json:"secret"`
@@ -438,6 +432,3 @@ func TestMemoriesPage(t *testing.T) {
 		t.Errorf("memories after the deletion: HTTP %d, %v", code, list.Data)
 	}
 }
-
-// Until the sign-in routes are on this branch, the network helper below is unused.
-var _ = network.SetExtraHTTPHeaders
