@@ -146,6 +146,14 @@ func sendChat(t *testing.T, ctx context.Context, text string) {
 	)
 }
 
+// retype replaces the text of the input or textarea of sel by typing text.
+func retype(sel, text string) chromedp.Action {
+	return chromedp.Tasks{
+		chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).select()`, sel), nil),
+		chromedp.SendKeys(sel, text, chromedp.ByQuery),
+	}
+}
+
 // pressEnter presses Enter in the focused element as a person does: a key
 // down and up. (chromedp.SendKeys adds a character event, which types a new
 // line even when the page handles the key.)
@@ -430,5 +438,114 @@ func TestMemoriesPage(t *testing.T) {
 	}
 	if code := r.call(t, ann.key, "GET", "/api/memories", nil, &list); code != http.StatusOK || len(list.Data) != 0 {
 		t.Errorf("memories after the deletion: HTTP %d, %v", code, list.Data)
+	}
+}
+
+// TestChatBranchesStopAndErrors: regenerating the first answer and editing
+// the first question make branches with ‹ n/m › switchers; Stop ends an
+// answer being written; a provider's failure is said on the answer; a chat
+// is renamed in place and deleted from the list.
+func TestChatBranchesStopAndErrors(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
+ {"match":{"userMessage":"first question","sequenceIndex":0},"response":{"content":"Answer one."}},
+ {"match":{"userMessage":"first question","sequenceIndex":1},"response":{"content":"Answer two."}},
+ {"match":{"userMessage":"edited question"},"response":{"content":"Edited answer."}},
+ {"match":{"userMessage":"slow please"},"response":{"content":%q},"latency":200,"chunkSize":4},
+ {"match":{"userMessage":"fail please"},"response":{"error":{"message":"the model is overloaded","type":"server_error"},"status":400}}]}`,
+		strings.Repeat("A long answer that takes its time. ", 20)))
+	r := startRelay(t, mockEndpointConfig(mock, ""), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	openChat(t, ctx, r.Base)
+	pickAgent(t, ctx, "Writer")
+	sendChat(t, ctx, "first question")
+	waitAnswered(t, ctx, "Answer one.")
+
+	// Regenerate: a second answer, and a switcher on it.
+	run(t, ctx, "regenerating the answer", chromedp.Click(`[data-testid=message][data-role=assistant] button[aria-label="Regenerate answer"]`, chromedp.ByQuery))
+	waitAnswered(t, ctx, "Answer two.")
+	waitText(t, ctx, `[data-testid=message][data-role=assistant] [data-testid=switcher]`, "2/2")
+	run(t, ctx, "going back to the first answer", chromedp.Click(`[data-testid=message][data-role=assistant] button[aria-label="Previous answer"]`, chromedp.ByQuery))
+	waitAnswered(t, ctx, "Answer one.")
+	waitText(t, ctx, `[data-testid=message][data-role=assistant] [data-testid=switcher]`, "1/2")
+	var users int
+	run(t, ctx, "counting the questions", chromedp.Evaluate(`document.querySelectorAll('[data-testid=message][data-role=user]').length`, &users))
+	if users != 1 {
+		t.Errorf("%d questions shown, want 1", users)
+	}
+
+	// Edit the question: a new branch with its own answer.
+	run(t, ctx, "editing the question",
+		chromedp.Click(`[data-testid=message][data-role=user] button[aria-label="Edit message"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=message][data-role=user] textarea`, chromedp.ByQuery),
+		retype(`[data-testid=message][data-role=user] textarea`, "edited question"),
+		pressEnter(),
+	)
+	waitAnswered(t, ctx, "Edited answer.")
+	waitText(t, ctx, `[data-testid=message][data-role=user]`, "edited question")
+	waitText(t, ctx, `[data-testid=message][data-role=user] [data-testid=switcher]`, "2/2")
+	run(t, ctx, "going back to the first question", chromedp.Click(`[data-testid=message][data-role=user] button[aria-label="Previous edit"]`, chromedp.ByQuery))
+	waitText(t, ctx, `[data-testid=message][data-role=user]`, "first question")
+	waitAnswered(t, ctx, "Answer two.") // the newest answer of that branch
+	waitText(t, ctx, `[data-testid=message][data-role=user] [data-testid=switcher]`, "1/2")
+	run(t, ctx, "going to the edit again", chromedp.Click(`[data-testid=message][data-role=user] button[aria-label="Next edit"]`, chromedp.ByQuery))
+	waitAnswered(t, ctx, "Edited answer.")
+	screenshot(t, ctx, "chat-branches")
+
+	// Stop: the answer ends where it was.
+	sendChat(t, ctx, "slow please")
+	waitText(t, ctx, `[data-testid=message][data-role=assistant]`, "A long answer")
+	run(t, ctx, "stopping the answer", chromedp.Click(`[data-testid=stop]`, chromedp.ByQuery))
+	waitAnswered(t, ctx, "A long answer")
+	run(t, ctx, "waiting for the message box", chromedp.WaitVisible(`[data-testid=send]`, chromedp.ByQuery))
+	if s := answerText(t, ctx); strings.Count(s, "A long answer") >= 20 {
+		t.Errorf("the stopped answer is complete:\n%s", s)
+	}
+	waitText(t, ctx, `[data-testid=message][data-role=assistant]`, "You stopped this answer.")
+
+	// A provider's failure is said on the answer.
+	sendChat(t, ctx, "fail please")
+	run(t, ctx, "waiting for the error",
+		chromedp.Poll(`(() => {
+			const a = [...document.querySelectorAll('[data-testid=message][data-role=assistant]')].pop();
+			return !!a && !a.dataset.messageId.startsWith('live:') && !!a.querySelector('[data-testid=answer-error]');
+		})()`, nil, chromedp.WithPollingTimeout(60*time.Second)))
+	waitText(t, ctx, `[data-testid=answer-error]`, "Writer could not answer.")
+	waitText(t, ctx, `[data-testid=answer-error]`, "the model is overloaded")
+
+	// Rename the chat in the list, then delete it.
+	conv := `[data-testid=conversation]`
+	run(t, ctx, "renaming the chat",
+		chromedp.Click(conv+` button[aria-label^="Rename"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(conv+` input`, chromedp.ByQuery),
+		retype(conv+` input`, "Branch tests"),
+		pressEnter(),
+		chromedp.WaitNotPresent(conv+` input`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, conv, "Branch tests")
+	waitText(t, ctx, `.chat-title`, "Branch tests")
+	var list struct {
+		Data []struct{ ID, Title string }
+	}
+	if code := r.call(t, ann.key, "GET", "/api/conversations", nil, &list); code != http.StatusOK || len(list.Data) != 1 || list.Data[0].Title != "Branch tests" {
+		t.Fatalf("conversations after the rename: HTTP %d %+v", code, list.Data)
+	}
+	run(t, ctx, "deleting the chat",
+		chromedp.Click(conv+` button[aria-label^="Delete"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog[open] [data-testid=confirm-delete]`, chromedp.ByQuery),
+		chromedp.Click(`dialog[open] [data-testid=confirm-delete]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(conv, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=chat-empty]`, chromedp.ByQuery),
+	)
+	var url string
+	run(t, ctx, "reading the address", chromedp.Location(&url))
+	if url != r.Base+"/" {
+		t.Errorf("after deleting the open chat the address is %s, want a new chat", url)
+	}
+	if code := r.call(t, ann.key, "GET", "/api/conversations/"+list.Data[0].ID, nil, nil); code != http.StatusNotFound {
+		t.Errorf("the deleted conversation: HTTP %d, want 404", code)
 	}
 }
