@@ -9,6 +9,7 @@ package web_test
 //     the MCP server `everything`.
 //   - createAgent: an agent made through the API.
 //   - newChatter: a user signed in in a new browser, with an API key of theirs.
+//   - startCutProxy: a TCP proxy to a relay whose connections a test cuts.
 //   - openChat, pickAgent, sendChat, waitAnswered, answerText: driving the chat.
 //
 // Stable selectors of the chat page: [data-testid=agent-picker] (the agent
@@ -25,10 +26,13 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +97,12 @@ type chatter struct {
 // an API key, starts a browser for them and signs them in.
 func newChatter(t *testing.T, r *relay, browser []chromedp.ExecAllocatorOption, email string) *chatter {
 	t.Helper()
+	return newChatterAt(t, r, r.Base, browser, email)
+}
+
+// newChatterAt is newChatter with the browser going to base (a proxy of r).
+func newChatterAt(t *testing.T, r *relay, base string, browser []chromedp.ExecAllocatorOption, email string) *chatter {
+	t.Helper()
 	const password = "correct horse battery staple"
 	id := r.addUser(t, email, strings.Split(email, "@")[0], password, "user")
 	var k struct {
@@ -102,7 +112,7 @@ func newChatter(t *testing.T, r *relay, browser []chromedp.ExecAllocatorOption, 
 		t.Fatalf("creating a key for %s: HTTP %d", email, code)
 	}
 	ctx := newPerson(t, browser)
-	signIn(t, ctx, r.Base, email, password)
+	signIn(t, ctx, base, email, password)
 	return &chatter{ctx: ctx, key: k.Secret, email: email}
 }
 
@@ -547,5 +557,101 @@ func TestChatBranchesStopAndErrors(t *testing.T) {
 	}
 	if code := r.call(t, ann.key, "GET", "/api/conversations/"+list.Data[0].ID, nil, nil); code != http.StatusNotFound {
 		t.Errorf("the deleted conversation: HTTP %d, want 404", code)
+	}
+}
+
+// cutProxy is a TCP proxy to a relay whose open connections a test can cut,
+// as a lost network does; new connections go through as before.
+type cutProxy struct {
+	Base  string
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// startCutProxy proxies a free local port to the relay at base; it stops when
+// the test ends.
+func startCutProxy(t *testing.T, base string) *cutProxy {
+	t.Helper()
+	target := strings.TrimPrefix(base, "http://")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{Base: "http://" + l.Addr().String(), conns: map[net.Conn]bool{}}
+	t.Cleanup(func() {
+		l.Close()
+		p.cut()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[u] = true, true
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// cut closes every connection open through the proxy.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// TestChatReconnectsAfterNetworkLoss: the connection of an answer being
+// written is cut; the page says it is reconnecting, picks the stream up from
+// the last event it had, and the answer completes with nothing lost or twice.
+func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
+	browser := newBrowser(t)
+	words := make([]string, 60)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%02d", i)
+	}
+	answer := strings.Join(words, " ") + "."
+	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
+ {"match":{"userMessage":"count"},"response":{"content":%q},"latency":120,"chunkSize":4}]}`, answer))
+	r := startRelay(t, mockEndpointConfig(mock, ""), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	createAgent(t, r, adminKey, map[string]any{"name": "Counter", "instructions": "Count."})
+	proxy := startCutProxy(t, r.Base)
+	ann := newChatterAt(t, r, proxy.Base, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	openChat(t, ctx, proxy.Base)
+	pickAgent(t, ctx, "Counter")
+	sendChat(t, ctx, "count")
+	waitText(t, ctx, `[data-testid=message][data-role=assistant]`, "w05")
+	proxy.cut()
+	run(t, ctx, "seeing that the page reconnects",
+		chromedp.Poll(`!!document.querySelector('[data-testid=reconnecting]')`, nil, chromedp.WithPollingTimeout(20*time.Second)))
+	var live string
+	run(t, ctx, "reading the answer while it is written", chromedp.Poll(`(() => {
+		const a = document.querySelector('[data-testid=message][data-role=assistant][data-message-id^="live:"] .markdown');
+		if (!a) return 'finished';
+		const s = a.innerText.trim();
+		return s.includes('w30') ? s : false;
+	})()`, &live, chromedp.WithPollingTimeout(30*time.Second)))
+	if live != "finished" && !strings.HasPrefix(answer, live) {
+		t.Errorf("the answer being written after the reconnection:\n%s\nwant the start of:\n%s", live, answer)
+	}
+	waitAnswered(t, ctx, "w59.")
+	var got string
+	run(t, ctx, "reading the answer", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=message][data-role=assistant] .markdown')].pop().innerText.trim()`, &got))
+	if got != answer {
+		t.Errorf("the answer after the reconnection:\n%s\nwant:\n%s", got, answer)
 	}
 }

@@ -483,12 +483,17 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+// A stream with nothing on it for this long (Relay sends a heartbeat every
+// 15 s) is taken for lost and opened again.
+const STALL_MS = 45000;
+
 /**
  * Reads a run's events until run.finished: first from res (the answer of
- * POST /api/chat) when given, then, whenever the stream is lost, again from
- * GET /api/runs/{id}/events with Last-Event-ID, waiting 1, 2, 4 … 15 s between
- * attempts. Returns the run.finished event, or null when signal aborts. A run
- * that is gone (404) ends with an ApiError.
+ * POST /api/chat) when given, then, whenever the stream is lost or stalls,
+ * again from GET /api/runs/{id}/events with Last-Event-ID, waiting 1, 2, 4 …
+ * 15 s between attempts (at once when the browser comes back online).
+ * Returns the run.finished event, or null when signal aborts. A run that is
+ * gone (404) ends with an ApiError.
  */
 export async function followRun(
   runId: string,
@@ -501,28 +506,42 @@ export async function followRun(
   let attempt = 0;
   for (;;) {
     if (signal.aborted) return null;
+    const stream = new AbortController();
+    const stop = () => stream.abort();
+    signal.addEventListener('abort', stop);
+    let stall: ReturnType<typeof setTimeout> | undefined;
+    const alive = () => {
+      clearTimeout(stall);
+      stall = setTimeout(stop, STALL_MS);
+    };
     try {
+      alive();
       if (!res) {
         res = await raw('GET', `/api/runs/${encodeURIComponent(runId)}/events`, undefined, {
-          signal,
+          signal: stream.signal,
           headers: { Accept: 'text/event-stream', 'Last-Event-ID': String(last) },
         });
         if (attempt > 0) h.onRetry(0, 0);
         attempt = 0;
       }
-      for await (const e of readEvents(res, signal)) {
+      for await (const e of readEvents(res, stream.signal, alive)) {
         const ev = decodeEvent(e);
         if (!ev) continue;
         if (ev.id && ev.id <= last) continue;
         if (ev.id) last = ev.id;
+        if (attempt > 0) h.onRetry(0, 0);
         attempt = 0;
         h.onEvent(ev);
         if (ev.type === 'run.finished') return ev;
       }
       if (signal.aborted) return null;
     } catch (e) {
-      if (signal.aborted || (e as Error).name === 'AbortError') return null;
+      if (signal.aborted) return null;
       if (e instanceof ApiError && e.status !== 0 && e.status < 500 && e.status !== 429) throw e;
+    } finally {
+      clearTimeout(stall);
+      signal.removeEventListener('abort', stop);
+      stream.abort();
     }
     res = undefined;
     attempt++;
