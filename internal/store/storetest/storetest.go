@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Agents", agentTests},
 		{"List", listTests},
 		{"Sync", syncTests},
+		{"Sharing", sharingTests},
 		{"Memories", memoryTests},
 		{"Files", fileTests},
 		{"Runs", runTests},
