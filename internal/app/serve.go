@@ -404,6 +404,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Retrieval:    retrieval(cfg),
 		Auth:         svc.auth,
 		Agents:       svc.agents,
+		Groups:       auth.NewGroups(svc.store),
 		MCP:          mcpm,
 		Memory:       svc.memory,
 		Files:        svc.files,

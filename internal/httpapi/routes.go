@@ -17,8 +17,19 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PATCH /api/agents/{id}", s.authed(s.patchAgent))
 	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
 	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
+	mux.Handle("POST /api/agents/{id}/versions/{version}/restore", s.authed(s.restoreVersion))
+	mux.Handle("GET /api/agents/{id}/shares", s.authed(s.agentShares))
+	mux.Handle("PUT /api/agents/{id}/shares", s.authed(s.setAgentShares))
 	mux.Handle("POST /api/agents/{id}/prompt", s.authed(s.previewPrompt))
 	mux.Handle("GET /api/agents/{id}/graph", s.authed(s.agentGraph))
+
+	// Groups and the principals agents are shared with (docs/api.md "Sharing").
+	mux.Handle("GET /api/groups", s.authed(s.listGroups))
+	mux.Handle("POST /api/groups", s.authed(s.createGroup))
+	mux.Handle("GET /api/groups/{id}", s.authed(s.getGroup))
+	mux.Handle("PATCH /api/groups/{id}", s.authed(s.patchGroup))
+	mux.Handle("DELETE /api/groups/{id}", s.authed(s.deleteGroup))
+	mux.Handle("GET /api/principals", s.authed(s.searchPrincipals))
 
 	// Memories: what Relay remembers about the calling user.
 	mux.Handle("GET /api/memories", s.authed(s.listMemories))

@@ -24,6 +24,8 @@ import (
 type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
+	// Groups serves /api/groups and /api/principals; nil answers 503 there.
+	Groups *auth.Groups
 	MCP    *mcp.Manager
 	// Runs runs agents for chat messages.
 	Runs *run.Service
