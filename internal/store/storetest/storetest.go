@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", memoryTests},
 		{"Files", fileTests},
 		{"Runs", runTests},
+		{"RunList", runListTests},
 		{"RunBatches", runBatchTests},
 		{"Schedules", scheduleTests},
 		{"Nodes", nodeTests},
