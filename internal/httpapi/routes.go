@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 
 	// Chat and runs (docs/api.md).
 	mux.Handle("POST /api/chat", s.authed(s.chat))
+	mux.Handle("GET /api/runs", s.authed(s.listRuns))
 	mux.Handle("GET /api/runs/{id}", s.authed(s.getRun))
 	mux.Handle("GET /api/runs/{id}/events", s.authed(s.runEvents))
 	mux.Handle("POST /api/runs/{id}/abort", s.authed(s.abortRun))

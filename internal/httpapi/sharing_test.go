@@ -53,7 +53,9 @@ func setupWorld(t *testing.T, names ...string) *world {
 	w := &world{store: st, auth: auth.NewService(st, nil), keys: map[string]string{}, users: map[string]*auth.User{},
 		now: time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)}
 	w.agents = agent.NewService(st, agent.Rules{Providers: []string{"openAI"}})
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+		return llmtest.Turn{Text: []string{"ok"}, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}
+	})
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
 	prep := &run.Preparer{Agents: w.agents, MCP: m, Location: time.UTC}
