@@ -63,6 +63,7 @@ func (s *Server) routes() http.Handler {
 	// Scheduled agents (agents.md "Schedules").
 	mux.Handle("GET /api/schedules", s.authed(s.listSchedules))
 	mux.Handle("POST /api/schedules", s.authed(s.createSchedule))
+	mux.Handle("GET /api/schedules/preview", s.authed(s.previewSchedule))
 	mux.Handle("GET /api/schedules/{id}", s.authed(s.getSchedule))
 	mux.Handle("PATCH /api/schedules/{id}", s.authed(s.patchSchedule))
 	mux.Handle("DELETE /api/schedules/{id}", s.authed(s.deleteSchedule))

@@ -141,6 +141,9 @@ func (w *world) agentAs(t *testing.T, who, id string, spec agent.Spec) *agent.Ag
 // share replaces an agent's shares as the admin.
 func (w *world) share(t *testing.T, id string, shares ...map[string]string) {
 	t.Helper()
+	if shares == nil {
+		shares = []map[string]string{}
+	}
 	if code, body := w.do(t, "admin", "PUT", "/api/agents/"+id+"/shares", map[string]any{"shares": shares}, nil); code != 200 {
 		t.Fatalf("sharing %s: %d %s", id, code, body)
 	}
