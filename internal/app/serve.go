@@ -413,6 +413,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
+		Catalog:      catalog(cfg),
 		CORSOrigins:  cfg.Server.CORSOrigins,
 		Quota:        quotas,
 	})

@@ -77,6 +77,8 @@ func (s *Server) routes() http.Handler {
 
 	// Who am I: the user behind the API key.
 	mux.Handle("GET /api/me", s.authed(s.me))
+	// What the configuration offers to build agents with (docs/api.md).
+	mux.Handle("GET /api/config", s.authed(s.config))
 
 	// Everything else is a JSON 404 (or 405), never an HTML page.
 	mux.HandleFunc("/", s.notFound)
