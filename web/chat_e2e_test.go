@@ -185,7 +185,9 @@ func waitAnswered(t *testing.T, ctx context.Context, text string) {
 		const a = [...document.querySelectorAll('[data-testid=message][data-role=assistant]')].pop();
 		return !!a && !a.dataset.messageId.startsWith('live:') && a.innerText.includes(%q);
 	})()`, text)
-	run(t, ctx, fmt.Sprintf("waiting for the answer %q", text), chromedp.Poll(js, nil, chromedp.WithPollingTimeout(60*time.Second)))
+	// Polled by time, not by animation frame: a tab in the background has none.
+	run(t, ctx, fmt.Sprintf("waiting for the answer %q", text), chromedp.Poll(js, nil,
+		chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
 // answerText is the text of the last answer on the page.
@@ -616,9 +618,11 @@ func (p *cutProxy) cut() {
 // TestChatReconnectsAfterNetworkLoss: the connection of an answer being
 // written is cut; the page says it is reconnecting, picks the stream up from
 // the last event it had, and the answer completes with nothing lost or twice.
+// Another tab opening the chat meanwhile finds the run (GET /api/runs) and
+// follows it live.
 func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
 	browser := newBrowser(t)
-	words := make([]string, 60)
+	words := make([]string, 100)
 	for i := range words {
 		words[i] = fmt.Sprintf("w%02d", i)
 	}
@@ -648,7 +652,19 @@ func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
 	if live != "finished" && !strings.HasPrefix(answer, live) {
 		t.Errorf("the answer being written after the reconnection:\n%s\nwant the start of:\n%s", live, answer)
 	}
-	waitAnswered(t, ctx, "w59.")
+
+	// Another tab, with no record of the run, finds it running and follows it too.
+	var url string
+	run(t, ctx, "reading the address", chromedp.Location(&url))
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	run(t, tab, "opening the chat in another tab",
+		chromedp.Navigate(url),
+		chromedp.Poll(`!!document.querySelector('[data-testid=message][data-role=assistant][data-message-id^="live:"]')`, nil,
+			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+	waitAnswered(t, tab, "w99.")
+
+	waitAnswered(t, ctx, "w99.")
 	var got string
 	run(t, ctx, "reading the answer", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=message][data-role=assistant] .markdown')].pop().innerText.trim()`, &got))
 	if got != answer {
