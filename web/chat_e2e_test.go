@@ -341,6 +341,27 @@ func TestChatCitesUploadedFile(t *testing.T) {
 		chromedp.WaitVisible(`[data-testid=attachment][data-status=ready]`, chromedp.ByQuery))
 	waitText(t, ctx, `[data-testid=attachment]`, "Ready")
 
+	// A file Relay refuses says why, and can be removed.
+	bad := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(bad, []byte{0x00, 0x01, 0x02, 0xff, 0xfe, 0x00, 0x10, 0x80, 0x00, 0x00}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "attaching a file that is not text",
+		chromedp.SetUploadFiles(`#composer-files`, []string{bad}, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=attachment][data-status=failed]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `[data-testid=attachment][data-status=failed]`, "notes.txt")
+	var reason string
+	run(t, ctx, "reading why", chromedp.Text(`[data-testid=attachment][data-status=failed] .chip-err`, &reason, chromedp.ByQuery))
+	if reason == "" {
+		t.Error("the refused file does not say why")
+	}
+	waitText(t, ctx, `.composer .foot`, "Remove the files that failed")
+	run(t, ctx, "removing it",
+		chromedp.Click(`[data-testid=attachment][data-status=failed] button[aria-label="Remove notes.txt"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`[data-testid=attachment][data-status=failed]`, chromedp.ByQuery),
+	)
+
 	sendChat(t, ctx, "When are the relief valves inspected?")
 	waitAnswered(t, ctx, "18 months")
 	waitText(t, ctx, `[data-testid=message][data-role=user]`, "safety-manual.md")
@@ -364,6 +385,19 @@ func TestChatCitesUploadedFile(t *testing.T) {
 		t.Errorf("the citation links to %q, want the source naming the file", target)
 	}
 	screenshot(t, ctx, "chat-citations")
+
+	// A file uploaded before is attached from the list of uploads.
+	run(t, ctx, "picking an uploaded file",
+		chromedp.Click(`button[aria-label="Attach uploaded files"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog[open] input[type=checkbox]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `dialog[open]`, "safety-manual.md")
+	run(t, ctx, "attaching it",
+		chromedp.Click(`dialog[open] input[type=checkbox]:not([disabled])`, chromedp.ByQuery),
+		chromedp.Click(`//dialog[@open]//button[contains(., "Attach 1 file")]`, chromedp.BySearch),
+		chromedp.WaitVisible(`[data-testid=attachment][data-status=ready]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `[data-testid=attachment]`, "safety-manual.md")
 }
 
 // TestAnswersRenderInert: an answer with an image whose onerror runs script
