@@ -201,7 +201,7 @@ func answerText(t *testing.T, ctx context.Context) string {
 	return s
 }
 
-// slowText is the answer aimock streams slowly, eight characters every 150 ms
+// slowText is the answer aimock streams slowly, eight characters every 200 ms
 // (about eight seconds): long enough to reload the page while it is written.
 const slowText = "The sum of 2 and 3 is 5. To check it, I asked the get-sum tool of the everything server, " +
 	"which added the two numbers for me. Adding two and three gives five, whichever order they come in, " +
@@ -217,7 +217,7 @@ func TestChatStreamsToolCallAndResumesAfterReload(t *testing.T) {
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
 	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
  {"match":{"userMessage":"2+3","hasToolResult":false},"response":{"toolCalls":[{"name":"get-sum__mcp__everything","arguments":"{\"a\":2,\"b\":3}"}]}},
- {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":%q},"latency":150,"chunkSize":8}]}`, slowText))
+ {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":%q},"latency":200,"chunkSize":8}]}`, slowText))
 	r := startRelay(t, mockEndpointConfig(mock, everything), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	createAgent(t, r, adminKey, map[string]any{
 		"name": "Calculator", "description": "Adds numbers with the get-sum tool.",
