@@ -230,6 +230,7 @@ func TestChatStreamsToolCallAndResumesAfterReload(t *testing.T) {
 	openChat(t, ctx, r.Base)
 	pickAgent(t, ctx, "Calculator")
 	waitText(t, ctx, `[data-testid=chat-empty]`, "Adds numbers with the get-sum tool.")
+	run(t, ctx, "marking the page", chromedp.Evaluate(`window.__page = document.querySelector('.chat-page'); true`, nil))
 	sendChat(t, ctx, "2+3")
 
 	// The tool call: a card naming the tool and its server, with the result.
@@ -251,6 +252,11 @@ func TestChatStreamsToolCallAndResumesAfterReload(t *testing.T) {
 	run(t, ctx, "reading the address", chromedp.Location(&url))
 	if !strings.Contains(url, "/c/conv_") {
 		t.Errorf("the address is %s while the answer streams, want /c/<conversation>", url)
+	}
+	var same bool
+	run(t, ctx, "checking the page was not made again", chromedp.Evaluate(`window.__page === document.querySelector('.chat-page')`, &same))
+	if !same {
+		t.Error("going to the conversation's address made the page again: the stream was interrupted")
 	}
 
 	// Reloading mid-stream: the answer goes on where it was.
