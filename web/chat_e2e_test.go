@@ -711,3 +711,28 @@ func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
 		t.Errorf("the answer after the reconnection:\n%s\nwant:\n%s", got, answer)
 	}
 }
+
+// TestChatWithoutAgentsSaysWhatToDo: with no agent to chat with, the chat says
+// so and links to making one; the message box cannot send.
+func TestChatWithoutAgentsSaysWhatToDo(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, "server:\n  data_dir: %DATA%\n  log_level: warn\n", map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+	openChat(t, ctx, r.Base)
+	waitText(t, ctx, `[data-testid=chat-empty]`, "No agents yet")
+	var href string
+	var ok bool
+	run(t, ctx, "finding the link",
+		chromedp.AttributeValue(`[data-testid=chat-empty] a`, "href", &href, &ok, chromedp.ByQuery))
+	if href != "/agents/new" {
+		t.Errorf("the empty chat links to %q, want /agents/new", href)
+	}
+	waitText(t, ctx, `.composer .foot`, "Create an agent to start chatting.")
+	var disabled bool
+	run(t, ctx, "trying to send", chromedp.SendKeys(`#composer-text`, "hello", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('[data-testid=send]').disabled`, &disabled))
+	if !disabled {
+		t.Error("the message box can send with no agent")
+	}
+}
