@@ -271,15 +271,28 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, 
 	if sc.UserID != u.ID && !u.IsAdmin() {
 		return nil, fault.New(fault.NotFound, "schedule %q not found", id)
 	}
-	if fs, err := s.Store.ListFirings(ctx, id, 1); err == nil && len(fs) > 0 {
-		sc.LastStatus = string(fs[0].Status)
-	}
+	s.lastStatus(ctx, sc)
 	return sc, nil
 }
 
-// List returns u's schedules.
+// lastStatus sets sc.LastStatus to the status of its latest firing, which
+// the stored schedule does not hold for a firing run by hand (RunNow).
+func (s *Service) lastStatus(ctx context.Context, sc *Schedule) {
+	if fs, err := s.Store.ListFirings(ctx, sc.ID, 1); err == nil && len(fs) > 0 {
+		sc.LastStatus = string(fs[0].Status)
+	}
+}
+
+// List returns u's schedules, each with its last status, as Get does.
 func (s *Service) List(ctx context.Context, u *auth.User) ([]*Schedule, error) {
-	return s.Store.ListSchedules(ctx, u.ID)
+	list, err := s.Store.ListSchedules(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range list {
+		s.lastStatus(ctx, sc)
+	}
+	return list, nil
 }
 
 // Update changes a schedule of u's.
