@@ -62,8 +62,28 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))
 	mux.Handle("POST /api/mcp/servers/{name}/reconnect", s.authed(s.mcpReconnect))
 
-	// Who am I: the user behind the API key.
+	// Who am I: the user behind the API key or session.
 	mux.Handle("GET /api/me", s.authed(s.me))
+	mux.Handle("PUT /api/me/password", s.authed(s.changePassword))
+
+	// Signing in to the web UI (docs/api.md "Authentication"): no
+	// authentication, and never from another site.
+	mux.HandleFunc("GET /api/auth/status", s.authStatus)
+	mux.Handle("POST /api/auth/login", s.sameOrigin(s.login))
+	mux.Handle("POST /api/auth/logout", s.sameOrigin(s.logout))
+	mux.Handle("POST /api/auth/logout-all", s.authed(s.logoutAll))
+	mux.Handle("POST /api/auth/setup", s.sameOrigin(s.setup))
+	mux.HandleFunc("GET /api/auth/oidc/login", s.oidcLogin)
+	mux.HandleFunc("GET /api/auth/oidc/callback", s.oidcCallback)
+
+	// Users (admins) and API keys (docs/api.md "Users", "API keys").
+	mux.Handle("GET /api/users", s.authed(s.admin("list users", s.listUsers)))
+	mux.Handle("POST /api/users", s.authed(s.admin("create users", s.createUser)))
+	mux.Handle("GET /api/users/{id}", s.authed(s.admin("read users", s.getUser)))
+	mux.Handle("PATCH /api/users/{id}", s.authed(s.admin("change users", s.patchUser)))
+	mux.Handle("GET /api/keys", s.authed(s.listKeys))
+	mux.Handle("POST /api/keys", s.authed(s.createKey))
+	mux.Handle("DELETE /api/keys/{id}", s.authed(s.deleteKey))
 
 	// The web UI (docs/ui.md): every other GET is a file of its build or
 	// its index.html. Anything else is a JSON 404 (or 405), as is an

@@ -9,10 +9,12 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
@@ -57,12 +59,24 @@ type Options struct {
 	// Quota holds the per-user quotas and the rate limits per API key and
 	// client address (limits); nil means none.
 	Quota *quota.Service
+	// SignIns counts failed sign-ins per email and client address
+	// (auth.login_limit); nil means no limit.
+	SignIns *quota.SignIns
+	// PublicURL is server.public_url: when it is https the session cookie is
+	// Secure (as it is for a request over TLS), and its origin passes the
+	// cross-origin check of cookie requests. "" means neither.
+	PublicURL string
+	// OIDC signs people in with an OpenID Connect provider (auth.oidc); nil
+	// means single sign-on is off.
+	OIDC *oidc.Client
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	opts Options
 	log  *slog.Logger
+	// cop refuses cross-origin state-changing requests signed in by cookie.
+	cop *http.CrossOriginProtection
 }
 
 // New returns the HTTP handler for Relay's API.
@@ -73,8 +87,22 @@ func New(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, cop: http.NewCrossOriginProtection()}
+	if o := publicOrigin(opts.PublicURL); o != "" {
+		if err := s.cop.AddTrustedOrigin(o); err != nil {
+			s.log.Warn("server.public_url is not an origin the cross-origin check can trust", slog.String("origin", o), slog.Any("err", err))
+		}
+	}
 	return s.routes()
+}
+
+// publicOrigin is the scheme://host[:port] of a public URL, "" when there is none.
+func publicOrigin(public string) string {
+	u, err := url.Parse(public)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // Conns are the HTTP server's bounds on connections and headers
