@@ -172,6 +172,11 @@ export function isLive(status?: string): boolean {
   return !!status && !FINAL.has(status);
 }
 
+/** A one-off schedule that has fired: it turned itself off and has nothing left to do. */
+export function isDone(s: Schedule): boolean {
+  return s.type === 'once' && !s.enabled && !!s.run_at && Date.parse(s.run_at) <= Date.now() && !!(s.last_status || s.last_run_at);
+}
+
 /** Every agent the caller may see, for pickers and names (id → agent). */
 export async function loadAgents(): Promise<Agent[]> {
   const all: Agent[] = [];

@@ -192,7 +192,7 @@ export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
         break;
       case 'run.finished':
         finished = true;
-        answer = data.message?.text ?? '';
+        answer = answerText(data.message);
         break;
     }
     last = Math.max(last, t);
@@ -253,6 +253,14 @@ export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
   const agents = [...new Set([d.agent_id, ...steps.map((s) => s.agent)].filter(Boolean))];
   const end = Math.max(runEnd, ...steps.map((s) => s.end));
   return { steps, start: runStart, end, answer: finished ? answer || streamed : streamed, agents };
+}
+
+/** The saved answer's text: its text parts, a paragraph each (the message's
+ * text runs them together), or its text. */
+function answerText(m: any): string {
+  const parts = Array.isArray(m?.parts) ? m.parts.filter((p: any) => p?.type === 'text' && p.text) : [];
+  if (parts.length) return parts.map((p: any) => String(p.text).trim()).join('\n\n');
+  return m?.text ?? '';
 }
 
 /** Pretty JSON of a body (a parsed value, or text that may be JSON). */
