@@ -33,6 +33,8 @@ export interface Schedule {
   next_run_at?: string;
   last_run_at?: string;
   last_status?: string;
+  /** the agent's name, while its owner may use it */
+  agent_name?: string;
   created_at: string;
   updated_at: string;
 }
@@ -74,6 +76,9 @@ export interface Run {
   created_at: string;
   started_at?: string;
   finished_at?: string;
+  /** the first words of the user's message (runs list) */
+  text?: string;
+  /** the schedule whose firing started the run (runs list) */
   schedule_id?: string;
 }
 
@@ -91,6 +96,9 @@ export interface ModelRequest {
   agent_id: string;
   body: unknown;
   sent_at: string;
+  /** when the answer ended or failed (absent from runs stored by an older Relay) */
+  finished_at?: string;
+  usage?: Usage;
 }
 
 export interface ToolCallRecord {
@@ -105,12 +113,17 @@ export interface ToolCallRecord {
   duration: number;
   step: number;
   created_at: string;
+  started_at?: string;
+  finished_at?: string;
+  duration_ms?: number;
 }
 
 export interface RunDetail extends Run {
   events: RunEvent[];
   requests: ModelRequest[];
   tool_calls: ToolCallRecord[];
+  /** the run's agents, its own first, with names when the caller may still see them */
+  agents?: { id: string; name?: string }[];
 }
 
 export interface Agent {

@@ -81,6 +81,25 @@ interface AgentState {
 
 const ms = (iso?: string) => (iso ? Date.parse(iso) : NaN);
 
+/** The step of a request that no event tells of, at its own times when it has them. */
+function bare(agent: string, i: number, r: ModelRequest, at: number): ModelStep {
+  const a = ms(r.sent_at);
+  const b = ms(r.finished_at);
+  const timed = Number.isFinite(a) && Number.isFinite(b) && b >= a;
+  return {
+    kind: 'model',
+    key: `model-${agent}-${i + 1}`,
+    agent,
+    turn: i + 1,
+    start: timed ? a : at,
+    end: timed ? b : at,
+    open: false,
+    request: r,
+    usage: r.usage?.total_tokens ? r.usage : undefined,
+    text: '',
+  };
+}
+
 /** Builds the timeline of a run; now is the end of steps still going. */
 export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
   const events = [...(d.events ?? [])].sort((a, b) => a.seq - b.seq);
@@ -212,19 +231,28 @@ export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
       const lastTurn = i === s.turns.length - 1;
       st.open = live && lastTurn && turn.modelEnd === undefined;
       if (st.open) st.end = now;
-      st.request = reqs[i];
+      const req = reqs[i];
+      st.request = req;
+      // A Relay that keeps each request's own times and usage says exactly.
+      if (req?.finished_at) {
+        const a = ms(req.sent_at);
+        const b = ms(req.finished_at);
+        if (Number.isFinite(a) && Number.isFinite(b) && b >= a) {
+          st.start = a;
+          st.end = b;
+          st.open = false;
+        }
+      }
+      if (req?.usage && req.usage.total_tokens && !st.usage) st.usage = req.usage;
     });
     // Turns that left no event (an empty answer): their bodies still show.
     for (let i = s.turns.length; i < reqs.length; i++) {
-      const at = s.boundary;
-      order.push({ kind: 'model', key: `model-${agent}-${i + 1}`, agent, turn: i + 1, start: at, end: at, open: false, request: reqs[i], text: '' });
+      order.push(bare(agent, i, reqs[i], s.boundary));
     }
     byAgent.delete(agent);
   }
   for (const [agent, reqs] of byAgent) {
-    reqs.forEach((r, i) =>
-      order.push({ kind: 'model', key: `model-${agent}-${i + 1}`, agent, turn: i + 1, start: runStart, end: runStart, open: false, request: r, text: '' }),
-    );
+    reqs.forEach((r, i) => order.push(bare(agent, i, r, runStart)));
   }
 
   // Tool calls the events do not have (or still open) take the stored record.
@@ -240,7 +268,14 @@ export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
       step.isError = rec.is_error;
       step.open = false;
     }
-    if (step.durationMs === undefined && rec.duration) {
+    const a = ms(rec.started_at);
+    const b = ms(rec.finished_at);
+    if (Number.isFinite(a) && Number.isFinite(b) && b >= a) {
+      step.start = a;
+      step.end = b;
+    }
+    if (typeof rec.duration_ms === 'number') step.durationMs = rec.duration_ms;
+    else if (step.durationMs === undefined && rec.duration) {
       step.durationMs = rec.duration / 1e6;
       step.end = step.start + step.durationMs;
     }
