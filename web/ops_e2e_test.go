@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -438,4 +439,55 @@ func TestAdminCreatesUserAndDisables(t *testing.T) {
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery),
 	)
 	waitText(t, bob, ".error-note", "wrong email or password")
+}
+
+// TestRunTraceFollowsALiveRun: the trace of a run that is still going shows
+// it as running and grows as its events arrive, until it has succeeded, with
+// no reload.
+func TestRunTraceFollowsALiveRun(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, `{"fixtures":[
+ {"match":{"userMessage":"Summarise the incident rules slowly"},"latency":250,"chunkSize":6,
+  "response":{"content":"Operators report every incident to the authority within 24 hours, then send a full report within a month, naming the cause and the measures taken."}}]}`)
+	r := startRelay(t, fmt.Sprintf(`server:
+  data_dir: %%DATA%%
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+`, mock), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
+	key := r.userKey(t, ann)
+	var ag struct{ ID string }
+	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Summariser", "provider": "mock", "model": "m"}, &ag); code != http.StatusCreated {
+		t.Fatalf("creating the agent: %d", code)
+	}
+
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
+
+	body, _ := json.Marshal(map[string]string{"agent_id": ag.ID, "text": "Summarise the incident rules slowly"})
+	req, _ := http.NewRequest("POST", r.Base+"/api/chat", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := resp.Header.Get("Relay-Run-Id")
+	done := make(chan struct{})
+	go func() { defer close(done); io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
+	t.Cleanup(func() { <-done })
+	if runID == "" {
+		t.Fatalf("no Relay-Run-Id: %d", resp.StatusCode)
+	}
+
+	run(t, ctx, "opening the run while it goes",
+		chromedp.Navigate(r.Base+"/runs/"+runID),
+		chromedp.WaitVisible(`[data-status=running]`, chromedp.ByQuery),
+	)
+	waitJS(t, ctx, "the run succeeds on the page", `!!document.querySelector('h1 + [data-status=succeeded], .title [data-status=succeeded]')`, 60*time.Second)
+	waitText(t, ctx, "[data-testid=run-answer]", "naming the cause and the measures taken.")
+	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Operators report every incident")
 }
