@@ -76,9 +76,9 @@ func me(t *testing.T, base, cookie string) (int, map[string]any) {
 	return resp.StatusCode, u
 }
 
-// A first start prints a one-time setup link whose token creates the first
-// admin; every start prints one while no admin can sign in (the bootstrap
-// admin has no password), and none once one can.
+// A first start on an empty database prints a one-time setup link whose
+// token creates the first admin; every start prints one while no admin can
+// sign in (the bootstrap admin has no password), and none once one can.
 func TestServePrintsTheSetupLink(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+"\n")
@@ -86,7 +86,7 @@ func TestServePrintsTheSetupLink(t *testing.T) {
 	const password = "first admin password"
 	noteSecret(t.Name()+" password", password)
 
-	s := startServer(t, cfgPath, vars)
+	s := startServer(t, cfgPath, nil)
 	first := waitSetupLink(t, s)
 	s.stop(t)
 	s = startServer(t, cfgPath, vars)

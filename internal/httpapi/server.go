@@ -27,6 +27,8 @@ import (
 type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
+	// Groups serves /api/groups and /api/principals; nil answers 503 there.
+	Groups *auth.Groups
 	MCP    *mcp.Manager
 	// Runs runs agents for chat messages.
 	Runs *run.Service
@@ -48,8 +50,11 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
-	// Version is reported by /healthz.
+	// Version is reported by /healthz and /api/config.
 	Version string
+	// Catalog is what GET /api/config answers (its Version is Version's);
+	// nil answers no providers, no tools and no features.
+	Catalog *Catalog
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string
