@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -258,6 +259,38 @@ mcpServers:
 	// Collapsed again, so that the whole timeline is in the picture.
 	run(t, ctx, "closing the body", chromedp.Click(`[data-testid=step][data-kind=model] details.json summary`, chromedp.ByQuery))
 	screenshot(t, ctx, "run-trace")
+
+	// The run is on the runs page; chosen there, it is exported for Ragas.
+	dir := t.TempDir()
+	run(t, ctx, "exporting the run for Ragas",
+		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir),
+		chromedp.Navigate(r.Base+"/runs"),
+		chromedp.WaitVisible(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
+		chromedp.Click(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
+		chromedp.Click(`[data-testid=export-ragas]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, ".ok-note", "Exported 1 sample")
+	var sample string
+	deadline := time.Now().Add(20 * time.Second)
+	for sample == "" {
+		if m, _ := filepath.Glob(filepath.Join(dir, "relay-ragas-*.jsonl")); len(m) == 1 {
+			if b, err := os.ReadFile(m[0]); err == nil && strings.HasSuffix(string(b), "\n") {
+				sample = string(b)
+			}
+		}
+		if sample == "" && time.Now().After(deadline) {
+			entries, _ := os.ReadDir(dir)
+			t.Fatalf("no relay-ragas-YYYYMMDD.jsonl downloaded; the download folder has %v", entries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var got struct {
+		UserInput string `json:"user_input"`
+		Response  string `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(sample)), &got); err != nil || got.UserInput != prompt || !strings.Contains(got.Response, "The weekly check is done") {
+		t.Errorf("the Ragas sample %q (%v); want the prompt and the answer", sample, err)
+	}
 }
 
 // TestCrossSiteFormPostRefused: while Ann is signed in, pages of another
