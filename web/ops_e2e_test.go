@@ -420,9 +420,9 @@ func TestFilesPageUploadsAndShowsReady(t *testing.T) {
 }
 
 // TestAdminCreatesUserAndDisables: an admin adds a user with a password on
-// the users page; the user signs in in their own browser; the admin disables
-// them, and their next page load sends them to the sign-in page. The admin's
-// own row cannot be disabled.
+// the users page and puts them in a group; the user signs in in their own
+// browser; the admin disables them, and their next page load sends them to
+// the sign-in page. The admin's own row cannot be disabled.
 func TestAdminCreatesUserAndDisables(t *testing.T) {
 	browser := newBrowser(t)
 	r := startRelay(t, "server:\n  data_dir: %DATA%\n  log_level: warn\n", map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
@@ -451,6 +451,24 @@ func TestAdminCreatesUserAndDisables(t *testing.T) {
 		t.Errorf("the admin can disable or demote themself on the users page")
 	}
 	waitText(t, admin, `[data-testid=user-row][data-email="boss@example.com"]`, "cannot demote or disable yourself")
+
+	run(t, admin, "putting Bob in a group",
+		chromedp.Click(byText("button", "New group"), chromedp.BySearch),
+		chromedp.WaitVisible(`dialog input[name=group_name]`, chromedp.ByQuery),
+		chromedp.SendKeys(`dialog input[name=group_name]`, "Reviewers", chromedp.ByQuery),
+		chromedp.Click(`//dialog//label[contains(., "bob@example.com")]/input`, chromedp.BySearch),
+		chromedp.Click(byText("button", "Save group"), chromedp.BySearch),
+	)
+	waitText(t, admin, "[data-testid=group-row]", "1 member: Bob")
+	var groups struct {
+		Data []struct {
+			Name      string   `json:"name"`
+			MemberIDs []string `json:"member_ids"`
+		} `json:"data"`
+	}
+	if code := r.call(t, adminKey, "GET", "/api/groups", nil, &groups); code != http.StatusOK || len(groups.Data) != 1 || groups.Data[0].Name != "Reviewers" || len(groups.Data[0].MemberIDs) != 1 {
+		t.Errorf("groups after the page made one: %d %+v", code, groups.Data)
+	}
 
 	bob := newPerson(t, browser)
 	signIn(t, bob, r.Base, "bob@example.com", "bob's long password")

@@ -168,6 +168,7 @@ export interface MCPTool {
 export interface Group {
   id: string;
   name: string;
+  /** admins only; absent when the group has no members */
   member_ids: string[];
   created_at?: string;
 }
