@@ -197,7 +197,7 @@ mcpServers:
 	// the browser's wall-clock time, a few seconds ahead.
 	var want string
 	run(t, ctx, "choosing a time a few seconds ahead", chromedp.Evaluate(`(() => {
-		const d = new Date(Date.now() + 12000); d.setMilliseconds(0);
+		const d = new Date(Date.now() + 15000); d.setMilliseconds(0);
 		const p = n => String(n).padStart(2, '0');
 		const el = document.querySelector('dialog form input[name=run_at]');
 		el.value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
