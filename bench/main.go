@@ -6,6 +6,7 @@
 //	go run ./bench schedules [-schedules 10000]                # scheduler latency and idle CPU
 //	go run ./bench files [-chunks 100000] [-dims 384]          # ingestion MB/s and RSS; search p50/p99
 //	go run ./bench bombs                                       # RSS growth and outcome of ingesting hostile files
+//	go run ./bench ui [-sessions 50]                           # first-page JS, first paint, RSS of signed-in sessions streaming
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -88,6 +89,14 @@ func main() {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchChat(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench chat:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "ui" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		if err := benchUI(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench ui:", err)
 			os.Exit(1)
 		}
 		return

@@ -9,6 +9,8 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     assetsDir: 'assets',
+    // dist/.vite/manifest.json says which files each page loads (go run ./bench ui).
+    manifest: true,
     // Relay sends a Content-Security-Policy without inline scripts.
     modulePreload: { polyfill: false },
     chunkSizeWarningLimit: 600,

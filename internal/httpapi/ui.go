@@ -2,8 +2,9 @@ package httpapi
 
 import (
 	"bytes"
-	"io"
+	"compress/gzip"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -17,20 +18,60 @@ import (
 const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob: https:; " +
 	"connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+// uiFile is one file of the UI's build, held in memory with its gzip form
+// when that is smaller (scripts, styles, the page).
+type uiFile struct {
+	name string
+	raw  []byte
+	gz   []byte
+}
+
+// loadUI reads every file of the build. The build is small (a few hundred
+// KB), so it is read and compressed once, at start-up.
+func loadUI(fsys fs.FS) (map[string]*uiFile, error) {
+	files := map[string]*uiFile{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		f := &uiFile{name: p, raw: b}
+		switch path.Ext(p) {
+		case ".js", ".css", ".html", ".svg", ".json", ".txt", ".map":
+			var buf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+			_, _ = zw.Write(b)
+			_ = zw.Close()
+			if buf.Len() < len(b) {
+				f.gz = buf.Bytes()
+			}
+		}
+		files[p] = f
+		return nil
+	})
+	return files, err
+}
+
 // ui serves the web UI (docs/ui.md): a file of the build when the path names
 // one, else index.html, so that the single-page app's own paths (/agents/…)
 // load it. Paths under /api/ and /v1/ are never the UI: an unknown one is
 // the API's JSON 404. Hashed assets are cached for a year; index.html is
-// revalidated every time so that a new build is picked up at once.
+// revalidated every time so that a new build is picked up at once. Clients
+// that accept gzip get it.
 func (s *Server) ui() http.HandlerFunc {
 	if s.opts.UI == nil {
 		return s.notFound
 	}
-	index, err := fs.ReadFile(s.opts.UI, "index.html")
-	if err != nil {
+	files, err := loadUI(s.opts.UI)
+	if err != nil || files["index.html"] == nil {
+		if err != nil {
+			s.log.Error("the web UI's build cannot be read; serving no UI", "err", err)
+		}
 		return s.notFound
 	}
-	files := http.FileServerFS(s.opts.UI)
 	modtime := time.Now()
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -43,24 +84,45 @@ func (s *Server) ui() http.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		name := strings.TrimPrefix(path.Clean(p), "/")
-		if name != "" && name != "index.html" {
-			if st, err := fs.Stat(s.opts.UI, name); err == nil && !st.IsDir() {
-				if strings.HasPrefix(name, "assets/") {
-					h.Set("Cache-Control", "public, max-age=31536000, immutable")
-				} else {
-					h.Set("Cache-Control", "no-cache")
-				}
-				files.ServeHTTP(w, r)
-				return
+		f := files[name]
+		switch {
+		case f != nil && name != "index.html":
+			if strings.HasPrefix(name, "assets/") {
+				h.Set("Cache-Control", "public, max-age=31536000, immutable")
+			} else {
+				h.Set("Cache-Control", "no-cache")
 			}
-			if path.Ext(name) != "" && !strings.Contains(path.Base(name), "@") {
-				// A missing file (an old asset, a typo): a plain 404, not the app.
-				http.NotFound(w, r)
-				return
+		case name != "" && path.Ext(name) != "":
+			// A missing file (an old asset, a typo): a plain 404, not the app.
+			http.NotFound(w, r)
+			return
+		default:
+			f = files["index.html"]
+			h.Set("Content-Security-Policy", uiCSP)
+			h.Set("Cache-Control", "no-cache")
+		}
+		if ct := mime.TypeByExtension(path.Ext(f.name)); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		body := f.raw
+		if f.gz != nil {
+			h.Add("Vary", "Accept-Encoding")
+			if acceptsGzip(r) {
+				h.Set("Content-Encoding", "gzip")
+				body = f.gz
 			}
 		}
-		h.Set("Content-Security-Policy", uiCSP)
-		h.Set("Cache-Control", "no-cache")
-		http.ServeContent(w, r, "index.html", modtime, io.ReadSeeker(bytes.NewReader(index)))
+		http.ServeContent(w, r, f.name, modtime, bytes.NewReader(body))
 	}
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(strings.TrimSpace(q), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }

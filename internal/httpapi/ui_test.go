@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,7 @@ func TestUIServed(t *testing.T) {
 		"index.html":        {Data: []byte("<!doctype html><title>Relay</title>")},
 		"assets/index-1.js": {Data: []byte("console.log(1)")},
 		"favicon.svg":       {Data: []byte("<svg/>")},
+		"assets/big-2.js":   {Data: []byte(strings.Repeat("console.log('relay');\n", 200))},
 	}
 	h := httpapi.New(httpapi.Options{UI: ui})
 	get := func(path string) (*http.Response, string) {
@@ -53,7 +55,27 @@ func TestUIServed(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want the JSON 404", path, res.StatusCode, body)
 		}
 	}
+	// A client that accepts gzip gets the compressed asset, which unpacks
+	// to the file.
+	req := httptest.NewRequest("GET", "/assets/big-2.js", nil)
+	req.Header.Set("Accept-Encoding", "br, gzip;q=0.8")
 	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Header().Get("Content-Encoding") != "gzip" || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/javascript") {
+		t.Fatalf("gzip asset: headers %v", rec.Header())
+	}
+	zr, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(zr); string(b) != string(ui["assets/big-2.js"].Data) {
+		t.Errorf("gzip asset unpacks to %d bytes, want the file", len(b))
+	}
+	if res, body := get("/assets/big-2.js"); res.Header.Get("Content-Encoding") != "" || body != string(ui["assets/big-2.js"].Data) {
+		t.Errorf("asset without Accept-Encoding: %q, %d bytes", res.Header.Get("Content-Encoding"), len(body))
+	}
+
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/agents", nil))
 	if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"not_found"`) {
 		t.Errorf("POST /agents: %d %q, want the JSON 404", rec.Code, rec.Body.String())
