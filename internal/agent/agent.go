@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/ident"
 
 	"context"
@@ -157,6 +158,9 @@ type Agent struct {
 	Version   int       `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Permission is what the user who asked may do with the agent (Service
+	// sets it; the store does not keep it): owner, editor or viewer.
+	Permission Role `json:"permission,omitempty"`
 }
 
 // Version is one kept version of an agent's Spec.
@@ -169,8 +173,9 @@ type Version struct {
 
 // ListOptions filters and pages a list of agents.
 type ListOptions struct {
-	// VisibleTo limits the list to the agents that user may read: their own, shared
-	// ones and shared config agents. Empty means every agent.
+	// VisibleTo limits the list to the agents that user may read: their own,
+	// those shared with everyone (config agents included), and those shared
+	// with the user or one of their groups. Empty means every agent.
 	VisibleTo string
 	// Limit is the page size; the store treats values < 1 as 100.
 	Limit int
@@ -183,6 +188,10 @@ type Page struct {
 	Agents []*Agent `json:"data"`
 	// NextCursor fetches the following page; empty on the last one.
 	NextCursor string `json:"next_cursor,omitempty"`
+	// Granted holds, by agent id, the highest role that shares grant the
+	// ListOptions.VisibleTo user on the agents of the page, directly or
+	// through a group; agents with no such share are absent.
+	Granted map[string]Role `json:"-"`
 }
 
 // Store is what the agent package needs from storage. Methods return a fault.NotFound
@@ -203,6 +212,19 @@ type Store interface {
 	// no longer in the list stop being managed. An agent id that exists but was
 	// created through the API is a fault.Conflict.
 	SyncManagedAgents(ctx context.Context, agents []*Agent) (SyncResult, error)
+
+	// AgentRole returns the highest role an agent's shares grant a user,
+	// directly or through one of their groups; RoleNone when none does.
+	AgentRole(ctx context.Context, agentID, userID string) (Role, error)
+	// AgentShares lists an agent's shares with the names (and users'
+	// emails) of their principals: users first, then groups, each by name.
+	AgentShares(ctx context.Context, agentID string) ([]Share, error)
+	// SetAgentShares replaces an agent's shares, in one transaction. A
+	// principal that does not exist is fault.NotFound.
+	SetAgentShares(ctx context.Context, agentID string, shares []Share) error
+	// GetUser and GetGroup look up the principals of shares.
+	GetUser(ctx context.Context, id string) (*auth.User, error)
+	GetGroup(ctx context.Context, id string) (*auth.Group, error)
 }
 
 // SyncResult counts what SyncManagedAgents did.

@@ -114,8 +114,9 @@ type Outcome struct {
 	Messages []prompt.Message
 	// Tools are every tool call with its result, in order.
 	Tools []ToolRecord
-	// Requests are the exact bodies sent to the provider, one per model turn.
-	Requests [][]byte
+	// Requests are the exact bodies sent to the provider, one per model turn,
+	// with when each was sent and answered.
+	Requests []Request
 	Usage    llm.Usage
 	Steps    int
 	// StoppedBy is the tool call that ended the loop through Stop, if any.
@@ -124,6 +125,16 @@ type Outcome struct {
 	// not run, their results for the caller to give. The last assistant
 	// message of Messages holds them, without tool messages answering them.
 	Handed []prompt.ToolCall
+}
+
+// Request is one model turn's request as it was sent, for a run's trace.
+type Request struct {
+	// Body is the exact body sent to the provider.
+	Body []byte
+	// SentAt is when the turn began; DoneAt when its answer ended (or failed).
+	SentAt, DoneAt time.Time
+	// Usage is the turn's tokens, as the provider reported them.
+	Usage llm.Usage
 }
 
 // ErrStepLimit is wrapped by the error of a loop that reached its step limit.
@@ -166,6 +177,7 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 			start = max(0, start-(n-len(req.Messages)))
 		}
 		out.Steps = step
+		sent := time.Now()
 		turn, err := o.Model.Stream(ctx, req, func(e llm.Event) {
 			switch e.Kind {
 			case llm.EventText:
@@ -177,7 +189,7 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 			}
 		})
 		if turn != nil {
-			out.Requests = append(out.Requests, turn.Sent)
+			out.Requests = append(out.Requests, Request{Body: turn.Sent, SentAt: sent.UTC(), DoneAt: time.Now().UTC(), Usage: turn.Usage})
 			out.Usage = out.Usage.Add(turn.Usage)
 			if turn.Usage != (llm.Usage{}) {
 				emit(Event{Kind: EventUsage, Usage: turn.Usage})

@@ -24,17 +24,6 @@ func NewService(store Store, rules Rules) *Service {
 	return &Service{store: store, rules: rules}
 }
 
-// canRead reports whether u may use a: admins see everything, others their own
-// agents and shared ones.
-func canRead(u *auth.User, a *Agent) bool {
-	return u.IsAdmin() || a.Shared || (a.Author != "" && a.Author == u.ID)
-}
-
-// canWrite reports whether u may change a (managed agents are refused separately).
-func canWrite(u *auth.User, a *Agent) bool {
-	return u.IsAdmin() || (a.Author != "" && a.Author == u.ID)
-}
-
 func notFound(id string) error { return fault.New(fault.NotFound, "agent %q not found", id) }
 
 // Create validates spec and stores a new agent authored by u. An empty id gets a
@@ -63,6 +52,7 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 		}
 		return nil, err
 	}
+	a.Permission = RoleOwner
 	return a, nil
 }
 
@@ -72,46 +62,94 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 // that the answer does not say that an agent they cannot see exists (see
 // docs/api.md).
 func (s *Service) taken(ctx context.Context, u *auth.User, id string, err error) error {
-	if a, gerr := s.store.GetAgent(ctx, id); gerr == nil && canRead(u, a) {
-		return err
+	if a, gerr := s.store.GetAgent(ctx, id); gerr == nil {
+		if r, rerr := s.role(ctx, u, a); rerr == nil && r != RoleNone {
+			return err
+		}
 	}
 	var fs fault.Fields
 	fs.Add("id", "is not available: choose another id")
 	return fs.Err("invalid agent")
 }
 
-// Get returns an agent u may read; agents u may not read are reported as not found
-// so that their existence does not leak.
+// Get returns an agent u may use, whole, with u's Permission: this is the
+// one rule of who may use an agent (read it, chat with it, schedule it,
+// preview its prompt, reach it in a graph), that every caller goes through.
+// Agents u may not use are reported as not found so that their existence does
+// not leak. What u may be shown of it is Show's.
 func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Agent, error) {
 	a, err := s.store.GetAgent(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if !canRead(u, a) {
+	r, err := s.role(ctx, u, a)
+	if err != nil {
+		return nil, err
+	}
+	if r == RoleNone {
 		return nil, notFound(id)
 	}
+	a.Permission = r
 	return a, nil
 }
 
-// List returns a page of the agents u may read.
+// Show returns an agent u may use as u may see it: a viewer does not see the
+// ids of its files (ForViewer).
+func (s *Service) Show(ctx context.Context, u *auth.User, id string) (*Agent, error) {
+	a, err := s.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	return shown(a), nil
+}
+
+// List returns a page of the agents u may use, each with u's Permission and
+// as u may see it.
 func (s *Service) List(ctx context.Context, u *auth.User, opts ListOptions) (*Page, error) {
 	opts.VisibleTo = u.ID
 	if u.IsAdmin() {
 		opts.VisibleTo = ""
 	}
-	return s.store.ListAgents(ctx, opts)
-}
-
-// Versions returns the kept versions of an agent u may read.
-func (s *Service) Versions(ctx context.Context, u *auth.User, id string) ([]Version, error) {
-	if _, err := s.Get(ctx, u, id); err != nil {
+	page, err := s.store.ListAgents(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
-	return s.store.AgentVersions(ctx, id)
+	for i, a := range page.Agents {
+		switch {
+		case u.IsAdmin() || (a.Author != "" && a.Author == u.ID):
+			a.Permission = RoleOwner
+		default:
+			a.Permission = page.Granted[a.ID]
+			if a.Shared {
+				a.Permission = higher(a.Permission, RoleViewer)
+			}
+		}
+		page.Agents[i] = shown(a)
+	}
+	return page, nil
+}
+
+// Versions returns the kept versions of an agent u may use; a viewer's
+// lack the ids of the agent's files, as the agent does (Show).
+func (s *Service) Versions(ctx context.Context, u *auth.User, id string) ([]Version, error) {
+	a, err := s.Get(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := s.store.AgentVersions(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.Permission == RoleViewer {
+		for i := range vs {
+			vs[i].Spec = vs[i].Spec.withoutFiles()
+		}
+	}
+	return vs, nil
 }
 
 // readOnlyFields are the fields of an Agent that only Relay sets.
-var readOnlyFields = []string{"id", "author", "managed", "version", "created_at", "updated_at"}
+var readOnlyFields = []string{"id", "author", "managed", "version", "created_at", "updated_at", "permission"}
 
 // ReadOnlyField reports whether name is a field of Agent that clients cannot set.
 func ReadOnlyField(name string) bool { return slices.Contains(readOnlyFields, name) }
@@ -126,13 +164,16 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 	}
 	// A concurrent update moves the version under us; re-read and re-apply a few times.
 	for attempt := 0; ; attempt++ {
-		a, err := s.writable(ctx, u, id)
+		a, err := s.writable(ctx, u, id, RoleEditor)
 		if err != nil {
 			return nil, err
 		}
 		spec, err := applyPatch(a.Spec, patch)
 		if err != nil {
 			return nil, err
+		}
+		if spec.Shared != a.Shared && !a.Permission.AtLeast(RoleOwner) {
+			return nil, fault.New(fault.Forbidden, "agent %q is shared with you as %s; only an owner may change whom it is shared with (shared)", id, a.Permission)
 		}
 		if err := s.rules.Validate(&spec); err != nil {
 			return nil, err
@@ -157,16 +198,56 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 	}
 }
 
-// Delete removes an agent and its versions.
+// Delete removes an agent with its versions and shares; its owners may.
 func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
-	if _, err := s.writable(ctx, u, id); err != nil {
+	if _, err := s.writable(ctx, u, id, RoleOwner); err != nil {
 		return err
 	}
 	return s.store.DeleteAgent(ctx, id)
 }
 
-// writable loads an agent u may change, refusing managed ones with a Conflict.
-func (s *Service) writable(ctx context.Context, u *auth.User, id string) (*Agent, error) {
+// Restore stores version v of an agent as its next version, keeping every
+// earlier one: the change of a PATCH that sets the whole spec of v, which
+// its editors and owners may make. Whom the agent is shared with (shared)
+// stays as it is now. The version's tools and files are allowed back as they
+// were, as a PATCH keeps the names an agent has; the rest is validated
+// again. A version equal to the current spec changes nothing.
+func (s *Service) Restore(ctx context.Context, u *auth.User, id string, v int) (*Agent, error) {
+	for attempt := 0; ; attempt++ {
+		a, err := s.writable(ctx, u, id, RoleEditor)
+		if err != nil {
+			return nil, err
+		}
+		vs, err := s.store.AgentVersions(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(vs, func(x Version) bool { return x.Version == v })
+		if i < 0 {
+			return nil, fault.New(fault.NotFound, "agent %q has no version %d", id, v)
+		}
+		spec := vs[i].Spec
+		spec.Shared = a.Shared
+		if err := s.rules.Validate(&spec); err != nil {
+			return nil, err
+		}
+		if sameSpec(a.Spec, spec) {
+			return a, nil
+		}
+		a.Spec = spec
+		err = s.store.UpdateAgent(ctx, a)
+		if err == nil {
+			return a, nil
+		}
+		if !fault.Is(err, fault.Conflict) || attempt == 4 {
+			return nil, err
+		}
+	}
+}
+
+// writable loads an agent on which u holds at least min, refusing managed
+// ones with a Conflict.
+func (s *Service) writable(ctx context.Context, u *auth.User, id string, min Role) (*Agent, error) {
 	a, err := s.Get(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -174,8 +255,12 @@ func (s *Service) writable(ctx context.Context, u *auth.User, id string) (*Agent
 	if a.Managed {
 		return nil, fault.New(fault.Conflict, "agent %q is defined in the config file and is read-only through the API; change it in the config", id)
 	}
-	if !canWrite(u, a) {
-		return nil, fault.New(fault.Forbidden, "agent %q is shared with you but belongs to another user; only its author or an admin may change it", id)
+	if !a.Permission.AtLeast(min) {
+		what := "change it"
+		if min == RoleOwner {
+			what = "delete it"
+		}
+		return nil, fault.New(fault.Forbidden, "agent %q is shared with you as %s; only an %s may %s", id, a.Permission, article(min), what)
 	}
 	return a, nil
 }

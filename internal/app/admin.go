@@ -49,14 +49,11 @@ func usersAddCommand() *command {
 				}
 				in := auth.NewUser{Email: *email, DisplayName: *name, Role: auth.Role(*role)}
 				if *pwStdin {
-					line, err := bufio.NewReader(e.Stdin).ReadString('\n')
-					if err != nil && err != io.EOF {
-						return fmt.Errorf("reading the password: %w", err)
+					pw, err := readPassword(e)
+					if err != nil {
+						return err
 					}
-					in.Password = strings.TrimRight(line, "\r\n")
-					if in.Password == "" {
-						return usageErr("--password-stdin: standard input held no password")
-					}
+					in.Password = pw
 				}
 				return withServices(ctx, e, func(svc *services) error {
 					u, err := svc.auth.CreateUser(ctx, in)
@@ -64,6 +61,87 @@ func usersAddCommand() *command {
 						return err
 					}
 					fmt.Fprintln(e.Stdout, u.ID)
+					return nil
+				})
+			}
+		},
+	}
+}
+
+// readPassword reads a password from the first line of standard input.
+func readPassword(e *env) (string, error) {
+	line, err := bufio.NewReader(e.Stdin).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	pw := strings.TrimRight(line, "\r\n")
+	if pw == "" {
+		return "", usageErr("--password-stdin: standard input held no password")
+	}
+	return pw, nil
+}
+
+func usersPasswdCommand() *command {
+	return &command{
+		name:    "users passwd",
+		args:    "ID|EMAIL",
+		summary: "set a user's password (for signing in to the UI); their sessions end",
+		detail: "The first line of standard input is the new password (at least 8 characters). Every\n" +
+			"session of the user ends; their API keys keep working.",
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			pwStdin := fs.Bool("password-stdin", false, "read the password from standard input (required)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("expected one user id or email")
+				}
+				if !*pwStdin {
+					return usageErr("--password-stdin is required: the password is read from standard input, never from the command line")
+				}
+				pw, err := readPassword(e)
+				if err != nil {
+					return err
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					u, err := svc.auth.SetPassword(ctx, args[0], pw)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.Stderr, "password of %s set; their sessions ended\n", u.Email)
+					return nil
+				})
+			}
+		},
+	}
+}
+
+// usersDisableCommand is `users disable` (disabled) or `users enable`.
+func usersDisableCommand(disabled bool) *command {
+	name, summary, detail := "users enable", "let a disabled user sign in and use their keys again",
+		"Their keys work again; their sessions ended when they were disabled, so they sign in again."
+	if disabled {
+		name, summary, detail = "users disable", "disable a user: their keys and sessions stop working at once",
+			"Their sessions end, their API keys are refused until 'relay users enable', and they cannot sign in."
+	}
+	return &command{
+		name:    name,
+		args:    "ID|EMAIL",
+		summary: summary,
+		detail:  detail,
+		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("expected one user id or email")
+				}
+				return withServices(ctx, e, func(svc *services) error {
+					u, err := svc.auth.SetDisabled(ctx, args[0], disabled)
+					if err != nil {
+						return err
+					}
+					state := "enabled"
+					if u.Disabled {
+						state = "disabled"
+					}
+					fmt.Fprintf(e.Stderr, "%s is %s\n", u.Email, state)
 					return nil
 				})
 			}
@@ -87,9 +165,9 @@ func usersListCommand() *command {
 						return printJSON(e.Stdout, us)
 					}
 					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tROLE\tCREATED")
+					fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tROLE\tPASSWORD\tDISABLED\tCREATED")
 					for _, u := range us {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.ID, u.Email, u.DisplayName, u.Role, u.CreatedAt.Format(time.RFC3339))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%t\t%s\n", u.ID, u.Email, u.DisplayName, u.Role, u.HasPassword(), u.Disabled, u.CreatedAt.Format(time.RFC3339))
 					}
 					return tw.Flush()
 				})

@@ -140,6 +140,7 @@ agents:
 		"--name N":           "Bob",
 		"--name LABEL":       "laptop",
 		"--user ID|EMAIL":    "ann@example.com",
+		"ID|EMAIL":           "ann@example.com",
 		"--user ID":          annID,
 		"revoke KEY_ID":      keyID,
 		"AGENT_ID":           "worker",

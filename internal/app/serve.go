@@ -18,6 +18,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
@@ -236,6 +237,7 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 		memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
 			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 	}
+	s.auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
 	s.files = fileService(cfg, st, log)
 	s.tokens = token.NewCounters(0)
 	defs := make([]*agent.Agent, len(cfg.Agents))
@@ -322,8 +324,12 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
 	svc, err := open(ctx, cfg, log)
+	var setupURL string
 	if err == nil {
 		err = bootstrap(ctx, e, svc, log)
+		if err == nil {
+			setupURL, err = setupLink(ctx, cfg, svc, ln.Addr().String())
+		}
 		if err != nil {
 			svc.store.Close()
 		}
@@ -397,6 +403,8 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	bg.Go(func() { _ = live.Run(bgCtx) })
 	// Every process ingests uploaded files; the database gives each file to one.
 	bg.Go(func() { _ = ingest.Run(bgCtx) })
+	// Expired sessions and setup tokens are deleted now and every hour.
+	bg.Go(func() { sweepSessions(bgCtx, svc.auth, log, time.Hour) })
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,
@@ -405,6 +413,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Retrieval:    retrieval(cfg),
 		Auth:         svc.auth,
 		Agents:       svc.agents,
+		Groups:       auth.NewGroups(svc.store),
 		MCP:          mcpm,
 		Memory:       svc.memory,
 		Files:        svc.files,
@@ -413,12 +422,20 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
+		Catalog:      catalog(cfg),
 		CORSOrigins:  cfg.Server.CORSOrigins,
 		Quota:        quotas,
 		UI:           web.Dist(),
+		SignIns: quota.NewSignIns(quota.SignInLimits{PerEmail: cfg.Auth.LoginLimit.PerEmail,
+			PerAddress: cfg.Auth.LoginLimit.PerAddress, Window: cfg.Auth.LoginLimit.Window.Duration}, nil),
+		PublicURL: cfg.Server.PublicURL,
+		OIDC:      oidcClient(cfg),
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", svc.store.Engine()))
+	if setupURL != "" {
+		printSetupLink(e, log, setupURL)
+	}
 
 	select {
 	case err = <-served:
@@ -477,6 +494,68 @@ func bootstrap(ctx context.Context, e *env, svc *services, log *slog.Logger) err
 	}
 	log.Info("bootstrap admin key ensured", slog.String("user_id", u.ID), slog.String("email", u.Email))
 	return nil
+}
+
+// oidcClient is the single sign-on of auth.oidc, nil when it is off.
+func oidcClient(cfg *config.Config) *oidc.Client {
+	o := cfg.Auth.OIDC
+	if !o.Enabled() {
+		return nil
+	}
+	return oidc.New(oidc.Config{
+		Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: cfg.OIDCRedirectURL(),
+		Scopes: o.Scopes, Label: o.Label, AutoCreate: o.AutoCreate == nil || *o.AutoCreate,
+	})
+}
+
+// setupLink returns the link that creates the first admin, with a fresh
+// one-time token, when no admin can sign in; else "". The link is on
+// server.public_url, or on the address listened on (addr). Its token is in
+// the fragment, which browsers never send, so that it stays out of access logs.
+func setupLink(ctx context.Context, cfg *config.Config, svc *services, addr string) (string, error) {
+	required, err := svc.auth.SetupRequired(ctx)
+	if err != nil || !required {
+		return "", err
+	}
+	token, _, err := svc.auth.NewSetupToken(ctx)
+	if err != nil {
+		return "", err
+	}
+	base := strings.TrimRight(cfg.Server.PublicURL, "/")
+	if base == "" {
+		base = "http://" + localAddr(addr)
+	}
+	return base + "/setup#" + token, nil
+}
+
+// printSetupLink shows the setup link in the log and, plainly, to the person
+// starting Relay.
+func printSetupLink(e *env, log *slog.Logger, link string) {
+	log.Warn("setup required: no admin can sign in; open the setup link to create the first admin",
+		slog.String("url", link), slog.Duration("valid_for", auth.SetupTokenTTL))
+	fmt.Fprintf(e.Stderr, "\nNo admin can sign in yet. Open this link within %d hours to create the first admin (it works once):\n\n    %s\n\n",
+		int(auth.SetupTokenTTL.Hours()), link)
+}
+
+// sweepSessions deletes expired sessions and setup tokens now and then every
+// period, until ctx is done.
+func sweepSessions(ctx context.Context, a *auth.Service, log *slog.Logger, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		sessions, tokens, err := a.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("deleting expired sessions", slog.Any("err", err))
+		case sessions+tokens > 0:
+			log.Debug("expired sessions deleted", slog.Int("sessions", sessions), slog.Int("setup_tokens", tokens))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // ready checks that the database answers; migrations were applied when it opened.

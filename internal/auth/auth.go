@@ -1,5 +1,8 @@
-// Package auth owns users and API keys: who a request comes from, what role they
-// hold, and how keys are made, stored (hashed), checked and revoked.
+// Package auth owns users and how they prove who they are: API keys for
+// programs, passwords and server-side sessions for the web UI, the one-time
+// setup link of a first start, and identities at an OpenID Connect provider
+// (docs/api.md "Authentication"). Secrets (keys, session and setup tokens) are
+// stored only as their SHA-256; passwords only as bcrypt hashes.
 package auth
 
 import (
@@ -7,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/mail"
 	"strings"
@@ -34,12 +38,28 @@ type User struct {
 	Role        Role      `json:"role"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Disabled users are refused: their keys and sessions stop working at
+	// once, and they cannot sign in.
+	Disabled bool `json:"disabled"`
 	// PasswordHash is a bcrypt hash, or empty when the user has no password.
+	// It is never written out; the JSON form says has_password instead.
 	PasswordHash string `json:"-"`
 }
 
 // IsAdmin reports whether the user holds the admin role.
 func (u *User) IsAdmin() bool { return u != nil && u.Role == RoleAdmin }
+
+// HasPassword reports whether the user may sign in with a password.
+func (u *User) HasPassword() bool { return u.PasswordHash != "" }
+
+// MarshalJSON writes the user with has_password, and never the hash.
+func (u User) MarshalJSON() ([]byte, error) {
+	type plain User // without this method
+	return json.Marshal(struct {
+		plain
+		HasPassword bool `json:"has_password"`
+	}{plain(u), u.HasPassword()})
+}
 
 // Key is a stored API key. The key itself is never stored, only its SHA-256.
 type Key struct {
@@ -60,13 +80,21 @@ type Store interface {
 	GetUser(ctx context.Context, id string) (*User, error)
 	GetUserByEmail(ctx context.Context, email string) (*User, error)
 	ListUsers(ctx context.Context) ([]*User, error)
+	// UpdateUser stores the user's email, name, role, password hash and
+	// disabled flag.
 	UpdateUser(ctx context.Context, u *User) error
 	CreateKey(ctx context.Context, k *Key) error
+	// GetKey returns the key with that id, revoked or not.
+	GetKey(ctx context.Context, id string) (*Key, error)
 	// GetKeyByHash returns the key with that hash, revoked or not.
 	GetKeyByHash(ctx context.Context, hash string) (*Key, error)
 	ListKeys(ctx context.Context, userID string) ([]*Key, error)
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 	TouchKey(ctx context.Context, id string, at time.Time) error
+
+	SessionStore
+	SetupStore
+	IdentityStore
 }
 
 const (
@@ -124,16 +152,18 @@ func HashSecret(secret string) string {
 
 // Service creates users and keys and authenticates requests.
 type Service struct {
-	store Store
-	now   func() time.Time
+	store      Store
+	now        func() time.Time
+	sessionTTL time.Duration
 }
 
 // NewService returns a Service over store. now may be nil for time.Now.
+// Sessions last DefaultSessionTTL unless SetSessionTTL says otherwise.
 func NewService(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now}
+	return &Service{store: store, now: now, sessionTTL: DefaultSessionTTL}
 }
 
 // NewUser describes a user to create.
@@ -150,7 +180,7 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (*User, error) {
 	email := strings.ToLower(strings.TrimSpace(in.Email))
 	if email == "" {
 		fs.Add("email", "required")
-	} else if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
+	} else if !validEmail(email) {
 		fs.Add("email", "%q is not an email address", in.Email)
 	}
 	role := in.Role
@@ -160,32 +190,69 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (*User, error) {
 	if role != RoleAdmin && role != RoleUser {
 		fs.Add("role", "must be admin or user")
 	}
-	if in.Password != "" && len(in.Password) < 8 {
-		fs.Add("password", "at least 8 characters")
-	}
-	if len(in.Password) > 72 {
-		fs.Add("password", "at most 72 bytes")
+	if in.Password != "" {
+		checkPassword(&fs, "password", in.Password)
 	}
 	if err := fs.Err("invalid user"); err != nil {
 		return nil, err
 	}
-	name := strings.TrimSpace(in.DisplayName)
-	if name == "" {
-		name = email[:strings.IndexByte(email, '@')]
-	}
-	now := s.now().UTC()
-	u := &User{ID: NewUserID(), Email: email, DisplayName: name, Role: role, CreatedAt: now, UpdatedAt: now}
-	if in.Password != "" {
-		h, err := bcrypt.GenerateFromPassword([]byte(in.Password), bcrypt.DefaultCost)
-		if err != nil {
-			return nil, fmt.Errorf("hashing password: %w", err)
-		}
-		u.PasswordHash = string(h)
+	u, err := s.newUser(email, in.DisplayName, role, in.Password)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		return nil, err
 	}
 	return u, nil
+}
+
+// validEmail reports whether email, lower-cased and trimmed, is a bare address.
+func validEmail(email string) bool {
+	a, err := mail.ParseAddress(email)
+	return err == nil && a.Address == email
+}
+
+// newUser makes the record of a validated new user, its password hashed.
+func (s *Service) newUser(email, displayName string, role Role, password string) (*User, error) {
+	name := strings.TrimSpace(displayName)
+	if name == "" {
+		name = email[:strings.IndexByte(email, '@')]
+	}
+	now := s.now().UTC()
+	u := &User{ID: NewUserID(), Email: email, DisplayName: name, Role: role, CreatedAt: now, UpdatedAt: now}
+	if password != "" {
+		h, err := hashPassword(password)
+		if err != nil {
+			return nil, err
+		}
+		u.PasswordHash = h
+	}
+	return u, nil
+}
+
+// Password lengths: bcrypt reads only the first 72 bytes, so a longer
+// password would be cut without a word.
+const (
+	MinPassword = 8
+	MaxPassword = 72
+)
+
+// checkPassword adds field's problem when password is too short or too long.
+func checkPassword(fs *fault.Fields, field, password string) {
+	switch {
+	case len(password) < MinPassword:
+		fs.Add(field, "at least %d characters", MinPassword)
+	case len(password) > MaxPassword:
+		fs.Add(field, "at most %d bytes", MaxPassword)
+	}
+}
+
+func hashPassword(password string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return "", fmt.Errorf("hashing password: %w", err)
+	}
+	return string(h), nil
 }
 
 // CheckPassword reports whether password is the user's password.
@@ -231,6 +298,16 @@ func (s *Service) ListKeys(ctx context.Context, userID string) ([]*Key, error) {
 // ListUsers lists every user.
 func (s *Service) ListUsers(ctx context.Context) ([]*User, error) { return s.store.ListUsers(ctx) }
 
+// GetUser returns the user with that id.
+func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
+	return s.store.GetUser(ctx, id)
+}
+
+// GetKey returns the key with that id (its record, never the secret).
+func (s *Service) GetKey(ctx context.Context, id string) (*Key, error) {
+	return s.store.GetKey(ctx, id)
+}
+
 // errBadKey is the one answer to every failed authentication, so that a caller
 // learns nothing about which keys exist.
 var errBadKey = fault.New(fault.Unauthorized, "invalid or revoked API key")
@@ -254,6 +331,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	u, err := s.store.GetUser(ctx, k.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("loading key owner: %w", err)
+	}
+	if u.Disabled {
+		return nil, errBadKey
 	}
 	now := s.now().UTC()
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchPeriod {

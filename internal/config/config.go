@@ -8,6 +8,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ type Config struct {
 	Scheduler  Scheduler  `yaml:"scheduler"`
 	// Limits are the per-user quotas and the API's rate limits.
 	Limits Limits `yaml:"limits"`
+	// Auth is how people sign in to the web UI: sessions, failed sign-ins,
+	// OpenID Connect.
+	Auth Auth `yaml:"auth"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
@@ -137,6 +141,77 @@ type Server struct {
 	// IP addresses, CIDRs, host names, each optionally with a port
 	// (docs/config.md). All others are refused after name resolution.
 	AllowedAddresses []string `yaml:"allowed_addresses"`
+	// PublicURL is the URL people open to reach Relay (scheme://host[:port]
+	// and an optional path), behind whatever proxy: the first start's setup
+	// link, the OpenID Connect redirect and the session cookie's Secure flag
+	// (an https URL) come from it. "" means http://<addr>.
+	PublicURL string `yaml:"public_url"`
+}
+
+// Auth is how people sign in to the web UI (docs/api.md "Authentication").
+type Auth struct {
+	// SessionTTL is how long a session lasts unused; each use moves its end.
+	SessionTTL Duration `yaml:"session_ttl"`
+	// LoginLimit bounds failed sign-ins.
+	LoginLimit LoginLimit `yaml:"login_limit"`
+	// OIDC is sign-in with an OpenID Connect provider; off without an issuer.
+	OIDC OIDC `yaml:"oidc"`
+}
+
+// LoginLimit bounds failed sign-ins per email and per client address within
+// a window; 0 means no limit for each.
+type LoginLimit struct {
+	PerEmail   int      `yaml:"per_email"`
+	PerAddress int      `yaml:"per_address"`
+	Window     Duration `yaml:"window"`
+}
+
+// OIDC is sign-in with an OpenID Connect provider (docs/config.md "auth").
+type OIDC struct {
+	// Issuer is the provider's issuer URL; "" turns OIDC off.
+	Issuer string `yaml:"issuer,omitempty"`
+	// ClientID and ClientSecret are Relay's credentials at the provider. The
+	// secret is masked in dumps and logs.
+	ClientID     string `yaml:"client_id,omitempty"`
+	ClientSecret string `yaml:"client_secret,omitempty"`
+	// RedirectURL is where the provider sends the browser back; "" means
+	// <server.public_url>/api/auth/oidc/callback.
+	RedirectURL string `yaml:"redirect_url,omitempty"`
+	// Scopes are asked for; openid is always among them.
+	Scopes []string `yaml:"scopes,omitempty"`
+	// Label is the sign-in button's text.
+	Label string `yaml:"label,omitempty"`
+	// AutoCreate makes a user (role user) for a person the provider knows
+	// and Relay does not; nil means true.
+	AutoCreate *bool `yaml:"auto_create,omitempty"`
+}
+
+// Enabled reports whether OIDC sign-in is configured.
+func (o OIDC) Enabled() bool { return o.Issuer != "" }
+
+// OIDCRedirectURL returns where the provider sends people back: redirect_url, or
+// the callback route under the public URL.
+func (c *Config) OIDCRedirectURL() string {
+	if c.Auth.OIDC.RedirectURL != "" {
+		return c.Auth.OIDC.RedirectURL
+	}
+	return c.PublicURL() + "/api/auth/oidc/callback"
+}
+
+// PublicURL returns server.public_url without a trailing slash, or
+// http://<addr> (a wildcard host as 127.0.0.1) when it is not set.
+func (c *Config) PublicURL() string {
+	if u := strings.TrimRight(c.Server.PublicURL, "/"); u != "" {
+		return u
+	}
+	host, port, err := net.SplitHostPort(c.Server.Addr)
+	if err != nil {
+		return "http://" + c.Server.Addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // Limits are the per-user quotas and the API's rate limits (docs/config.md
@@ -770,6 +845,11 @@ func Default() *Config {
 			API:  RateLimits{KeyPerMinute: 600, IPPerMinute: 1200},
 		},
 		Database: Database{ConnectTimeout: Duration{30 * time.Second}},
+		Auth: Auth{
+			SessionTTL: Duration{7 * 24 * time.Hour},
+			LoginLimit: LoginLimit{PerEmail: 10, PerAddress: 30, Window: Duration{15 * time.Minute}},
+			OIDC:       OIDC{Scopes: []string{"openid", "email", "profile"}, Label: "Single sign-on", AutoCreate: ptr(true)},
+		},
 		Scheduler: Scheduler{
 			RunTimeout:        Duration{30 * time.Minute},
 			HeartbeatInterval: Duration{5 * time.Second},

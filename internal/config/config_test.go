@@ -360,10 +360,10 @@ func TestUnknownKeys(t *testing.T) {
 		want []string
 	}{
 		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
-			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses)`,
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
-			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits)`,
+			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits, auth)`,
 		}},
 		{"in a custom endpoint", "endpoints:\n  custom:\n    - name: Groq\n      baseURL: https://api.groq.com/openai/v1\n      titelConvo: true\n", []string{
 			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate, tokenConfig)`,
@@ -383,8 +383,8 @@ func TestUnknownKeys(t *testing.T) {
 		}},
 		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
 			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
-			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits)`,
-			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses)`,
+			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits, auth)`,
+			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
 		}},
 	}
 	for _, tt := range tests {
@@ -604,6 +604,23 @@ func TestValidation(t *testing.T) {
 		{"cors origins", "server:\n  cors_origins: [\"https://app.example.com\", \"*\", app.example.com, \"https://x.example/path\"]\n", []string{
 			`relay.yaml:2:17: server.cors_origins[2]: "app.example.com" is not an origin (scheme://host[:port], e.g. https://app.example.com) or "*"`,
 			`relay.yaml:2:17: server.cors_origins[3]: "https://x.example/path" is not an origin (scheme://host[:port], e.g. https://app.example.com) or "*"`,
+		}},
+		{"public url", "server:\n  public_url: relay.example.com\n", []string{
+			`relay.yaml:2:15: server.public_url: "relay.example.com" is not the URL people open (scheme://host[:port][/path], e.g. https://relay.example.com)`,
+		}},
+		{"auth", "auth:\n  session_ttl: 30s\n  login_limit: {per_email: -1, per_address: 5, window: 0}\n", []string{
+			`relay.yaml:2:16: auth.session_ttl: must be at least 1m, got 30s`,
+			`relay.yaml:3:28: auth.login_limit.per_email: must be 0 (no limit) or more`,
+			`relay.yaml:3:56: auth.login_limit.window: must be greater than 0`,
+		}},
+		{"oidc without an issuer", "auth:\n  oidc:\n    client_id: relay\n", []string{
+			`relay.yaml:3:5: auth.oidc.issuer: required with client_id, client_secret or redirect_url (the provider's issuer URL, e.g. https://accounts.google.com)`,
+		}},
+		{"oidc", "auth:\n  oidc:\n    issuer: accounts.example.com\n    redirect_url: ftp://x\n    scopes: [email]\n", []string{
+			`relay.yaml:3:13: auth.oidc.issuer: must be an http:// or https:// URL with a host, got "accounts.example.com"`,
+			`relay.yaml:3:5: auth.oidc.client_id: required with an issuer`,
+			`relay.yaml:4:19: auth.oidc.redirect_url: must be an http:// or https:// URL with a host, got "ftp://x"`,
+			`relay.yaml:5:13: auth.oidc.scopes: must include openid, got [email]`,
 		}},
 		{"database", "database:\n  url: mysql://root:hunter2@db/relay\n  connect_timeout: 0\n", []string{
 			`relay.yaml:2:8: database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`,

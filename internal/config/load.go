@@ -163,6 +163,12 @@ func (c *Config) complete() {
 	if c.Memory.Personalize == nil {
 		c.Memory.Personalize = ptr(true)
 	}
+	if c.Auth.OIDC.AutoCreate == nil {
+		c.Auth.OIDC.AutoCreate = ptr(true)
+	}
+	if c.Auth.OIDC.Label == "" {
+		c.Auth.OIDC.Label = Default().Auth.OIDC.Label
+	}
 	for name, s := range c.MCPServers {
 		if s.Type == "http" {
 			s.Type = TransportStreamableHTTP

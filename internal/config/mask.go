@@ -91,6 +91,8 @@ func (c *Config) masked() *Config {
 	for _, u := range []*string{&ws.SearxngInstanceURL, &ws.BraveAPIURL, &ws.TavilyAPIURL, &ws.SerperAPIURL} {
 		*u = maskURL(*u)
 	}
+	m.Auth.OIDC.ClientSecret = maskValue(c.Auth.OIDC.ClientSecret)
+	m.Auth.OIDC.Scopes = slices.Clone(c.Auth.OIDC.Scopes)
 	m.RAG.Embeddings.APIKey = maskValue(c.RAG.Embeddings.APIKey)
 	m.RAG.Embeddings.BaseURL = maskURL(c.RAG.Embeddings.BaseURL)
 	m.RAG.APIURL = maskURL(c.RAG.APIURL)

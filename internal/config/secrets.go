@@ -113,6 +113,7 @@ func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 	for _, k := range []string{ws.SearxngAPIKey, ws.BraveAPIKey, ws.TavilyAPIKey, ws.SerperAPIKey} {
 		add(k)
 	}
+	add(c.Auth.OIDC.ClientSecret)
 	add(c.RAG.Embeddings.APIKey)
 	addURL(c.RAG.Embeddings.BaseURL)
 	addURL(c.RAG.APIURL)

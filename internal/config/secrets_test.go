@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,6 +39,11 @@ mcpServers:
     env:
       GITHUB_TOKEN: env-secret-4
       LOG_LEVEL: debug
+auth:
+  oidc:
+    issuer: https://idp.example.com
+    client_id: relay
+    client_secret: oidc-secret-6
 `
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,8 +57,48 @@ mcpServers:
 	got := c.Secrets(getenv)
 	slices.Sort(got)
 	got = slices.Compact(got)
-	want := []string{"arg-secret-3", "dbpass-123", "env-secret-4", "header-secret-2", "mcp-token-5", "query-secret-1", "sk-custom-0001", "sk-openai-0000"}
+	want := []string{"arg-secret-3", "dbpass-123", "env-secret-4", "header-secret-2", "mcp-token-5", "oidc-secret-6", "query-secret-1", "sk-custom-0001", "sk-openai-0000"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+}
+
+// The OIDC client secret is masked in the dump, its client id and issuer are not.
+func TestOIDCSecretMasked(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "relay.yaml")
+	body := "server:\n  public_url: https://relay.example.com/\nauth:\n  oidc:\n    issuer: https://idp.example.com\n    client_id: relay-client\n    client_secret: oidc-literal-secret-7\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteMasked(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "oidc-literal-secret-7") || !strings.Contains(out, "client_secret: '****'") || !strings.Contains(out, "client_id: relay-client") {
+		t.Errorf("dump:\n%s", out)
+	}
+	if c.Auth.OIDC.ClientSecret != "oidc-literal-secret-7" {
+		t.Errorf("masking changed the config itself")
+	}
+	if got, want := c.OIDCRedirectURL(), "https://relay.example.com/api/auth/oidc/callback"; got != want {
+		t.Errorf("OIDCRedirectURL() = %q, want %q", got, want)
+	}
+	if !*c.Auth.OIDC.AutoCreate || c.Auth.OIDC.Label != "Single sign-on" || !slices.Equal(c.Auth.OIDC.Scopes, []string{"openid", "email", "profile"}) {
+		t.Errorf("OIDC defaults: %+v", c.Auth.OIDC)
+	}
+}
+
+func TestPublicURLDefault(t *testing.T) {
+	for addr, want := range map[string]string{"127.0.0.1:3080": "http://127.0.0.1:3080", ":8080": "http://127.0.0.1:8080", "[::]:80": "http://127.0.0.1:80", "relay.internal:3080": "http://relay.internal:3080"} {
+		c := Default()
+		c.Server.Addr = addr
+		if got := c.PublicURL(); got != want {
+			t.Errorf("PublicURL() with addr %q = %q, want %q", addr, got, want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
@@ -40,6 +41,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.rag()
 	v.scheduler()
 	v.limits()
+	v.auth()
 
 	all := decoded
 	for _, p := range v.problems {
@@ -158,6 +160,12 @@ func (v *validator) server() {
 	for i, e := range s.AllowedAddresses {
 		if err := netguard.CheckEntry(e); err != nil {
 			v.add(fmt.Sprintf("server.allowed_addresses[%d]", i), "%q: %v (give an IP address, a CIDR or a host name, each with an optional :port)", e, err)
+		}
+	}
+	if s.PublicURL != "" {
+		u, err := url.Parse(s.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			v.add("server.public_url", "%q is not the URL people open (scheme://host[:port][/path], e.g. https://relay.example.com)", maskURL(s.PublicURL))
 		}
 	}
 	if s.GCPercent == -1 && s.MemoryLimitMB == 0 {
@@ -530,6 +538,38 @@ func (v *validator) limits() {
 		} else if n.v < 0 {
 			v.add("limits."+n.key, "must be 0 (no limit) or more")
 		}
+	}
+}
+
+func (v *validator) auth() {
+	a := v.c.Auth
+	if a.SessionTTL.Duration < time.Minute {
+		v.add("auth.session_ttl", "must be at least 1m, got %s", a.SessionTTL.Duration)
+	}
+	l := a.LoginLimit
+	if l.PerEmail < 0 {
+		v.add("auth.login_limit.per_email", "must be 0 (no limit) or more")
+	}
+	if l.PerAddress < 0 {
+		v.add("auth.login_limit.per_address", "must be 0 (no limit) or more")
+	}
+	if l.Window.Duration <= 0 && (l.PerEmail > 0 || l.PerAddress > 0) {
+		v.add("auth.login_limit.window", "must be greater than 0")
+	}
+	o := a.OIDC
+	if !o.Enabled() {
+		if o.ClientID != "" || o.ClientSecret != "" || o.RedirectURL != "" {
+			v.add("auth.oidc.issuer", "required with client_id, client_secret or redirect_url (the provider's issuer URL, e.g. https://accounts.google.com)")
+		}
+		return
+	}
+	v.baseURL("auth.oidc.issuer", o.Issuer)
+	if o.ClientID == "" {
+		v.add("auth.oidc.client_id", "required with an issuer")
+	}
+	v.baseURL("auth.oidc.redirect_url", o.RedirectURL)
+	if !slices.Contains(o.Scopes, "openid") {
+		v.add("auth.oidc.scopes", "must include openid, got %v", o.Scopes)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/graph"
 )
@@ -33,7 +35,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.opts.Agents.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	a, err := s.opts.Agents.Show(r.Context(), userFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -88,6 +90,65 @@ func (s *Server) agentVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": vs})
+}
+
+// restoreVersion answers POST /api/agents/{id}/versions/{version}/restore:
+// the version's spec becomes the agent's next version.
+func (s *Server) restoreVersion(w http.ResponseWriter, r *http.Request) {
+	v, err := strconv.Atoi(r.PathValue("version"))
+	if err != nil || v < 1 {
+		s.writeError(w, r, fault.New(fault.NotFound, "agent %q has no version %q", r.PathValue("id"), r.PathValue("version")))
+		return
+	}
+	a, err := s.opts.Agents.Restore(r.Context(), userFrom(r.Context()), r.PathValue("id"), v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// agentShares answers GET /api/agents/{id}/shares.
+func (s *Server) agentShares(w http.ResponseWriter, r *http.Request) {
+	shares, err := s.opts.Agents.Shares(r.Context(), userFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": shares})
+}
+
+// setAgentSharesRequest is the body of PUT /api/agents/{id}/shares.
+type setAgentSharesRequest struct {
+	Shares []struct {
+		PrincipalType auth.PrincipalType `json:"principal_type"`
+		PrincipalID   string             `json:"principal_id"`
+		Role          agent.Role         `json:"role"`
+	} `json:"shares"`
+}
+
+// setAgentShares answers PUT /api/agents/{id}/shares: the list given
+// replaces the agent's shares.
+func (s *Server) setAgentShares(w http.ResponseWriter, r *http.Request) {
+	var req setAgentSharesRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Shares == nil {
+		s.writeError(w, r, &fault.Error{Kind: fault.Invalid, Message: "invalid shares", Fields: []fault.FieldError{{Field: "shares", Message: "required: the whole list of shares ([] for none)"}}})
+		return
+	}
+	in := make([]agent.Share, len(req.Shares))
+	for i, sh := range req.Shares {
+		in[i] = agent.Share{PrincipalType: sh.PrincipalType, PrincipalID: sh.PrincipalID, Role: sh.Role}
+	}
+	shares, err := s.opts.Agents.SetShares(r.Context(), userFrom(r.Context()), r.PathValue("id"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": shares})
 }
 
 // readOnly rewords "unknown field" for the fields of an agent that only Relay sets.

@@ -269,31 +269,70 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// whose reads ?user= of a list or an export: whose records the caller asks
+// for, as a user id ("" for everyone's). Without it, def. Anyone may name
+// themself (by id or email); only an admin may name another user (an unknown
+// one is 404) or "all" (everyone's); anyone else gets 403 naming user.
+func (s *Server) whose(r *http.Request, def string) (string, error) {
+	u := userFrom(r.Context())
+	ref := strings.TrimSpace(r.URL.Query().Get("user"))
+	switch {
+	case ref == "":
+		return def, nil
+	case ref == u.ID || strings.EqualFold(ref, u.Email):
+		return u.ID, nil
+	case !u.IsAdmin():
+		return "", fault.New(fault.Forbidden, "user: only an admin may ask for another user's runs")
+	case ref == "all":
+		return "", nil
+	}
+	other, err := s.opts.Auth.FindUser(r.Context(), ref)
+	if err != nil {
+		return "", err
+	}
+	return other.ID, nil
+}
+
+// listRuns answers GET /api/runs?agent_id=&status=&limit=&cursor=&user=:
+// the caller's runs, newest first, paged; an admin may ask for another
+// user's (user=ID or EMAIL) or everyone's (user=all).
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	n, err := limit(r, 50)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u := userFrom(r.Context())
+	q := r.URL.Query()
+	rq := run.RunQuery{AgentID: q.Get("agent_id"), Status: run.Status(q.Get("status")), Limit: n, Cursor: q.Get("cursor")}
+	if rq.UserID, err = s.whose(r, u.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.opts.Runs.List(r.Context(), u, rq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
 // exportRagas writes the user's succeeded runs (everyone's, for admins) as a
-// Ragas dataset: ?agent=ID&since=YYYY-MM-DD&multi_turn=true&user=ID|EMAIL. Only
-// an admin may name another user.
+// Ragas dataset: ?agent=ID&since=YYYY-MM-DD&multi_turn=true&user=ID|EMAIL, or
+// the runs named by ?run_id=A&run_id=B. Only an admin may name another user,
+// or another user's run.
 func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	q := r.URL.Query()
 	opts := run.RagasOptions{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
-	if !u.IsAdmin() {
-		opts.UserID = u.ID
+	def := u.ID
+	if u.IsAdmin() {
+		def = ""
 	}
-	if ref := strings.TrimSpace(q.Get("user")); ref != "" {
-		switch {
-		case ref == u.ID || strings.EqualFold(ref, u.Email):
-			opts.UserID = u.ID
-		case !u.IsAdmin():
-			s.writeError(w, r, fault.New(fault.Forbidden, "user: only an admin may export another user's runs"))
-			return
-		default:
-			other, err := s.opts.Auth.FindUser(r.Context(), ref)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			opts.UserID = other.ID
-		}
+	var err error
+	if opts.UserID, err = s.whose(r, def); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.DateOnly, v)
@@ -305,8 +344,43 @@ func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Since = t
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	if _, err := s.opts.Runs.ExportRagas(r.Context(), w, opts); err != nil {
-		s.log.ErrorContext(r.Context(), "ragas export", "err", err)
+	if ids, ok := q["run_id"]; ok {
+		for _, name := range []string{"agent", "since", "user"} {
+			if q.Has(name) {
+				s.writeError(w, r, &fault.Error{Kind: fault.Invalid, Message: "invalid export", Fields: []fault.FieldError{{
+					Field: name, Message: "not with run_id: the runs named are exported"}}})
+				return
+			}
+		}
+		opts.RunIDs = ids // of the caller's runs, or anyone's for an admin (def)
 	}
+	ew := &exportWriter{w: w}
+	if _, err := s.opts.Runs.ExportRagas(r.Context(), ew, opts); err != nil {
+		if !ew.started {
+			s.writeError(w, r, err)
+			return
+		}
+		s.log.ErrorContext(r.Context(), "ragas export", "err", err)
+		return
+	}
+	if !ew.started {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// exportWriter writes an export's lines, sending its headers with the first:
+// an error found before any line is still answered with its own status.
+type exportWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (e *exportWriter) Write(p []byte) (int, error) {
+	if !e.started {
+		e.started = true
+		e.w.Header().Set("Content-Type", "application/x-ndjson")
+		e.w.WriteHeader(http.StatusOK)
+	}
+	return e.w.Write(p)
 }

@@ -14,7 +14,10 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-type userKey struct{}
+type (
+	userKey    struct{}
+	sessionKey struct{}
+)
 
 // userFrom returns the authenticated user of a request that went through authed.
 func userFrom(ctx context.Context) *auth.User {
@@ -22,13 +25,36 @@ func userFrom(ctx context.Context) *auth.User {
 	return u
 }
 
-// authed wraps h so that it only runs for a request with a valid API key.
+// sessionFrom returns the session of a request authed by its cookie, or nil
+// for one authed by an API key.
+func sessionFrom(ctx context.Context) *auth.Session {
+	sess, _ := ctx.Value(sessionKey{}).(*auth.Session)
+	return sess
+}
+
+// sessionID is the id of the request's session, "" for an API key.
+func sessionID(ctx context.Context) string {
+	if sess := sessionFrom(ctx); sess != nil {
+		return sess.ID
+	}
+	return ""
+}
+
+// authed wraps h so that it only runs for a request with a valid API key
+// (Authorization: Bearer) or, failing that, a valid session cookie. A
+// cookie request that changes something must come from Relay's own origin
+// (sameOriginCheck); a key request need not, since a browser never adds a key
+// by itself (docs/api.md "Authentication").
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := bearer(r)
 		if !ok {
+			if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+				s.sessionAuthed(w, r, c.Value, h)
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="relay"`)
-			s.refuse(w, r, fault.New(fault.Unauthorized, "missing API key: send Authorization: Bearer <key>"))
+			s.refuse(w, r, fault.New(fault.Unauthorized, "missing API key: send Authorization: Bearer <key>, or sign in"))
 			return
 		}
 		u, err := s.opts.Auth.Authenticate(r.Context(), secret)
@@ -45,6 +71,69 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
+}
+
+// sessionAuthed runs h for the user of the session token, after the
+// cross-origin check. A refused token's cookie is cleared; a session whose
+// end moved gets its cookie again with the new expiry.
+func (s *Server) sessionAuthed(w http.ResponseWriter, r *http.Request, token string, h http.HandlerFunc) {
+	if err := s.sameOriginCheck(r); err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	u, sess, err := s.opts.Auth.AuthenticateSession(r.Context(), token)
+	if err != nil {
+		if fault.Is(err, fault.Unauthorized) {
+			s.clearSessionCookie(w, r)
+		}
+		s.refuse(w, r, err)
+		return
+	}
+	if sess.Renewed {
+		s.setSessionCookie(w, r, token)
+	}
+	// A session is rate-limited as a key of its own (limits.api.key_per_minute).
+	if err := s.opts.Quota.AllowKey(u, "session:"+sess.ID); err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	ctx := context.WithValue(context.WithValue(r.Context(), userKey{}, u), sessionKey{}, sess)
+	h(w, r.WithContext(ctx))
+}
+
+// sameOriginCheck refuses a state-changing request (not GET, HEAD or
+// OPTIONS) that a browser sent from another origin: Sec-Fetch-Site other
+// than same-origin or none, or, from browsers without it, an Origin whose
+// host is not the request's (server.public_url's origin is trusted too). Such
+// a request may carry the session cookie without its user knowing.
+func (s *Server) sameOriginCheck(r *http.Request) error {
+	if err := s.cop.Check(r); err != nil {
+		return fault.New(fault.Forbidden, "cross-origin request refused: a request signed in with the session cookie must come from Relay's own pages (%s %s)", r.Method, r.URL.Path)
+	}
+	return nil
+}
+
+// sameOrigin wraps the sign-in routes, which take no authentication, in
+// sameOriginCheck: another site must not sign a browser in or out.
+func (s *Server) sameOrigin(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.sameOriginCheck(r); err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+		h(w, r)
+	})
+}
+
+// admin wraps an authed handler so that only admins get to it.
+func (s *Server) admin(what string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !userFrom(r.Context()).IsAdmin() {
+			s.writeError(w, r, fault.New(fault.Forbidden, "only admins may %s", what))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // limitClients takes one request of the client's address from its token

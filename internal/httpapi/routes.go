@@ -17,8 +17,19 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("PATCH /api/agents/{id}", s.authed(s.patchAgent))
 	mux.Handle("DELETE /api/agents/{id}", s.authed(s.deleteAgent))
 	mux.Handle("GET /api/agents/{id}/versions", s.authed(s.agentVersions))
+	mux.Handle("POST /api/agents/{id}/versions/{version}/restore", s.authed(s.restoreVersion))
+	mux.Handle("GET /api/agents/{id}/shares", s.authed(s.agentShares))
+	mux.Handle("PUT /api/agents/{id}/shares", s.authed(s.setAgentShares))
 	mux.Handle("POST /api/agents/{id}/prompt", s.authed(s.previewPrompt))
 	mux.Handle("GET /api/agents/{id}/graph", s.authed(s.agentGraph))
+
+	// Groups and the principals agents are shared with (docs/api.md "Sharing").
+	mux.Handle("GET /api/groups", s.authed(s.listGroups))
+	mux.Handle("POST /api/groups", s.authed(s.createGroup))
+	mux.Handle("GET /api/groups/{id}", s.authed(s.getGroup))
+	mux.Handle("PATCH /api/groups/{id}", s.authed(s.patchGroup))
+	mux.Handle("DELETE /api/groups/{id}", s.authed(s.deleteGroup))
+	mux.Handle("GET /api/principals", s.authed(s.searchPrincipals))
 
 	// Memories: what Relay remembers about the calling user.
 	mux.Handle("GET /api/memories", s.authed(s.listMemories))
@@ -34,6 +45,7 @@ func (s *Server) routes() http.Handler {
 
 	// Chat and runs (docs/api.md).
 	mux.Handle("POST /api/chat", s.authed(s.chat))
+	mux.Handle("GET /api/runs", s.authed(s.listRuns))
 	mux.Handle("GET /api/runs/{id}", s.authed(s.getRun))
 	mux.Handle("GET /api/runs/{id}/events", s.authed(s.runEvents))
 	mux.Handle("POST /api/runs/{id}/abort", s.authed(s.abortRun))
@@ -51,6 +63,7 @@ func (s *Server) routes() http.Handler {
 	// Scheduled agents (agents.md "Schedules").
 	mux.Handle("GET /api/schedules", s.authed(s.listSchedules))
 	mux.Handle("POST /api/schedules", s.authed(s.createSchedule))
+	mux.Handle("GET /api/schedules/preview", s.authed(s.previewSchedule))
 	mux.Handle("GET /api/schedules/{id}", s.authed(s.getSchedule))
 	mux.Handle("PATCH /api/schedules/{id}", s.authed(s.patchSchedule))
 	mux.Handle("DELETE /api/schedules/{id}", s.authed(s.deleteSchedule))
@@ -62,8 +75,31 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))
 	mux.Handle("POST /api/mcp/servers/{name}/reconnect", s.authed(s.mcpReconnect))
 
-	// Who am I: the user behind the API key.
+	// Who am I: the user behind the API key or session.
 	mux.Handle("GET /api/me", s.authed(s.me))
+	mux.Handle("PUT /api/me/password", s.authed(s.changePassword))
+
+	// What the configuration offers to build agents with (docs/api.md).
+	mux.Handle("GET /api/config", s.authed(s.config))
+
+	// Signing in to the web UI (docs/api.md "Authentication"): no
+	// authentication, and never from another site.
+	mux.HandleFunc("GET /api/auth/status", s.authStatus)
+	mux.Handle("POST /api/auth/login", s.sameOrigin(s.login))
+	mux.Handle("POST /api/auth/logout", s.sameOrigin(s.logout))
+	mux.Handle("POST /api/auth/logout-all", s.authed(s.logoutAll))
+	mux.Handle("POST /api/auth/setup", s.sameOrigin(s.setup))
+	mux.HandleFunc("GET /api/auth/oidc/login", s.oidcLogin)
+	mux.HandleFunc("GET /api/auth/oidc/callback", s.oidcCallback)
+
+	// Users (admins) and API keys (docs/api.md "Users", "API keys").
+	mux.Handle("GET /api/users", s.authed(s.admin("list users", s.listUsers)))
+	mux.Handle("POST /api/users", s.authed(s.admin("create users", s.createUser)))
+	mux.Handle("GET /api/users/{id}", s.authed(s.admin("read users", s.getUser)))
+	mux.Handle("PATCH /api/users/{id}", s.authed(s.admin("change users", s.patchUser)))
+	mux.Handle("GET /api/keys", s.authed(s.listKeys))
+	mux.Handle("POST /api/keys", s.authed(s.createKey))
+	mux.Handle("DELETE /api/keys/{id}", s.authed(s.deleteKey))
 
 	// The web UI (docs/ui.md): every other GET is a file of its build or
 	// its index.html. Anything else is a JSON 404 (or 405), as is an

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/schedule"
 )
 
@@ -88,4 +91,45 @@ func (s *Server) scheduleRuns(w http.ResponseWriter, r *http.Request) {
 		fs = []*schedule.Firing{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": fs})
+}
+
+// previewSchedule answers GET /api/schedules/preview?cron=&timezone=&count=
+// (or run_at=): when a schedule written so would fire next, computed as the
+// scheduler computes it.
+func (s *Server) previewSchedule(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	in := schedule.PreviewInput{Cron: q.Get("cron"), Timezone: q.Get("timezone")}
+	var fs fault.Fields
+	if v := q.Get("count"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			fs.Add("count", "must be a whole number from 1 to %d", schedule.MaxPreview)
+		}
+		in.Count = n
+		if n == 0 {
+			in.Count = -1 // given as 0: out of range, not the default
+		}
+	}
+	if v := q.Get("run_at"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			fs.Add("run_at", "must be an RFC 3339 time, such as 2026-03-29T07:00:00+02:00")
+		} else {
+			in.RunAt = &t
+		}
+	}
+	if err := fs.Err("invalid schedule"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	times, err := s.opts.Schedules.Preview(in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]string, len(times))
+	for i, t := range times {
+		out[i] = t.Format(time.RFC3339)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"times": out})
 }

@@ -9,10 +9,12 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
@@ -25,6 +27,8 @@ import (
 type Options struct {
 	Auth   *auth.Service
 	Agents *agent.Service
+	// Groups serves /api/groups and /api/principals; nil answers 503 there.
+	Groups *auth.Groups
 	MCP    *mcp.Manager
 	// Runs runs agents for chat messages.
 	Runs *run.Service
@@ -46,8 +50,11 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
-	// Version is reported by /healthz.
+	// Version is reported by /healthz and /api/config.
 	Version string
+	// Catalog is what GET /api/config answers (its Version is Version's);
+	// nil answers no providers, no tools and no features.
+	Catalog *Catalog
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string
@@ -57,12 +64,24 @@ type Options struct {
 	// Quota holds the per-user quotas and the rate limits per API key and
 	// client address (limits); nil means none.
 	Quota *quota.Service
+	// SignIns counts failed sign-ins per email and client address
+	// (auth.login_limit); nil means no limit.
+	SignIns *quota.SignIns
+	// PublicURL is server.public_url: when it is https the session cookie is
+	// Secure (as it is for a request over TLS), and its origin passes the
+	// cross-origin check of cookie requests. "" means neither.
+	PublicURL string
+	// OIDC signs people in with an OpenID Connect provider (auth.oidc); nil
+	// means single sign-on is off.
+	OIDC *oidc.Client
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	opts Options
 	log  *slog.Logger
+	// cop refuses cross-origin state-changing requests signed in by cookie.
+	cop *http.CrossOriginProtection
 }
 
 // New returns the HTTP handler for Relay's API.
@@ -73,8 +92,22 @@ func New(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger, cop: http.NewCrossOriginProtection()}
+	if o := publicOrigin(opts.PublicURL); o != "" {
+		if err := s.cop.AddTrustedOrigin(o); err != nil {
+			s.log.Warn("server.public_url is not an origin the cross-origin check can trust", slog.String("origin", o), slog.Any("err", err))
+		}
+	}
 	return s.routes()
+}
+
+// publicOrigin is the scheme://host[:port] of a public URL, "" when there is none.
+func publicOrigin(public string) string {
+	u, err := url.Parse(public)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // Conns are the HTTP server's bounds on connections and headers

@@ -14,6 +14,24 @@ const (
 	phUser     = "current_user"
 )
 
+// Placeholder is one placeholder that ReplacePlaceholders fills, as written
+// in instructions, and what it becomes.
+type Placeholder struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Placeholders lists the placeholders ReplacePlaceholders fills, for those
+// who write instructions (the web UI's editor, GET /api/config).
+func Placeholders() []Placeholder {
+	return []Placeholder{
+		{"{{" + phDate + "}}", "Today's date in the user's time zone (a schedule's: its own), as YYYY-MM-DD and the weekday number, 0 for Sunday: 2026-03-30 (1)."},
+		{"{{" + phDatetime + "}}", "The date and time in the user's time zone, as YYYY-MM-DD HH:mm:ss and the weekday number: 2026-03-30 07:00:00 (1)."},
+		{"{{" + phISO + "}}", "The date and time in UTC, ISO 8601 with milliseconds: 2026-03-30T05:00:00.000Z."},
+		{"{{" + phUser + "}}", "The user's display name; left as it is when the user has none."},
+	}
+}
+
 // ReplacePlaceholders replaces, case-insensitively, {{current_date}},
 // {{current_datetime}}, {{iso_datetime}} and {{current_user}} in text
 // (spec/prompt.md §5). Dates are those of now in loc (nil: now's own

@@ -632,3 +632,18 @@ func TestSegmentsTrimmedAsJavaScriptDoes(t *testing.T) {
 		t.Errorf("system message %q, want %q", got, want)
 	}
 }
+
+// Every placeholder Placeholders lists is one ReplacePlaceholders fills, so
+// that the list a UI shows is the one the assembler honours.
+func TestPlaceholdersListIsWhatIsReplaced(t *testing.T) {
+	now := time.Date(2026, 3, 30, 5, 0, 0, 0, time.UTC)
+	list := prompt.Placeholders()
+	if len(list) != 4 {
+		t.Errorf("%d placeholders listed, want 4", len(list))
+	}
+	for _, p := range list {
+		if got := prompt.ReplacePlaceholders(p.Name, now, time.UTC, "Ann"); got == p.Name || strings.Contains(got, "{{") || p.Description == "" {
+			t.Errorf("%s: replaced by %q, described %q", p.Name, got, p.Description)
+		}
+	}
+}

@@ -521,8 +521,10 @@ func (f *flow) record(id string, out *agent.Outcome, said *said) {
 	}
 	f.usage = f.usage.Add(out.Usage)
 	f.runMsgs = append(f.runMsgs, out.Messages...)
-	for _, b := range out.Requests {
-		f.requests = append(f.requests, ModelRequest{RunID: f.r.ID, Seq: len(f.requests) + 1, AgentID: id, Body: json.RawMessage(b), SentAt: time.Now().UTC()})
+	for _, rq := range out.Requests {
+		done := rq.DoneAt
+		f.requests = append(f.requests, ModelRequest{RunID: f.r.ID, Seq: len(f.requests) + 1, AgentID: id, Body: json.RawMessage(rq.Body),
+			SentAt: rq.SentAt, FinishedAt: &done, Usage: rq.Usage})
 	}
 }
 

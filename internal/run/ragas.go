@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
@@ -26,6 +27,12 @@ type RagasOptions struct {
 	// Retrieval reports whether a tool's output is retrieved context: file_search
 	// and the MCP tools the config marks as retrieval.
 	Retrieval func(toolName string) bool
+	// RunIDs, when set, are the runs to export, in this order (each once),
+	// in place of those that UserID, AgentID and Since select. Each must be
+	// a succeeded run of UserID (when set): an unknown run, or another
+	// user's, is fault.NotFound, one that did not succeed fault.Invalid,
+	// before anything is written.
+	RunIDs []string
 }
 
 // ragasMessage is one message of a multi-turn sample.
@@ -54,7 +61,15 @@ type multiTurn struct {
 // ExportRagas writes one JSONL sample per succeeded run matching o, oldest
 // first, and returns how many it wrote.
 func (s *Service) ExportRagas(ctx context.Context, w io.Writer, o RagasOptions) (int, error) {
-	runs, err := s.Store.ListRuns(ctx, RunFilter{UserID: o.UserID, AgentID: o.AgentID, Status: StatusSucceeded, Since: o.Since})
+	var (
+		runs []*Run
+		err  error
+	)
+	if o.RunIDs != nil {
+		runs, err = s.selected(ctx, o)
+	} else {
+		runs, err = s.Store.ListRuns(ctx, RunFilter{UserID: o.UserID, AgentID: o.AgentID, Status: StatusSucceeded, Since: o.Since})
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -80,6 +95,34 @@ func (s *Service) ExportRagas(ctx context.Context, w io.Writer, o RagasOptions) 
 		n++
 	}
 	return n, nil
+}
+
+// selected loads the runs o.RunIDs names, each once, checking each as
+// RagasOptions.RunIDs says.
+func (s *Service) selected(ctx context.Context, o RagasOptions) ([]*Run, error) {
+	var (
+		runs []*Run
+		seen = map[string]bool{}
+	)
+	for _, id := range o.RunIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r, err := s.Store.GetRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if o.UserID != "" && r.UserID != o.UserID {
+			return nil, fault.New(fault.NotFound, "run %q not found", id)
+		}
+		if r.Status != StatusSucceeded {
+			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid export", Fields: []fault.FieldError{{
+				Field: "run_id", Message: fmt.Sprintf("run %q is %s: only succeeded runs are exported", id, r.Status)}}}
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
 }
 
 func (s *Service) answer(ctx context.Context, r *Run) (question, answer string, err error) {

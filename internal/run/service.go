@@ -588,12 +588,31 @@ func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, 
 	return s.Store.GetRun(ctx, runID)
 }
 
-// Detail is a run with what it sent and did.
+// Detail is a run with what it sent and did: what a trace of it shows.
 type Detail struct {
 	*Run
 	Events   []Event        `json:"events"`
 	Requests []ModelRequest `json:"requests"`
-	Tools    []ToolCall     `json:"tool_calls"`
+	Tools    []ToolTrace    `json:"tool_calls"`
+	// Agents are the agents that took part (the run's own first, then the
+	// others in the order they first sent a request or called a tool), with
+	// their names when the user may still see them.
+	Agents []AgentRef `json:"agents"`
+}
+
+// ToolTrace is a tool call as a run's trace shows it: when it started and
+// finished (its record is stored as it finishes) and how long it took.
+type ToolTrace struct {
+	ToolCall
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// AgentRef names an agent of a run.
+type AgentRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 }
 
 // Get returns one of u's runs with its events, model requests and tool calls.
@@ -612,10 +631,66 @@ func (s *Service) Get(ctx context.Context, u *auth.User, runID string) (*Detail,
 	if d.Requests, err = s.Store.ListModelRequests(ctx, runID); err != nil {
 		return nil, err
 	}
-	if d.Tools, err = s.Store.ListToolCalls(ctx, runID); err != nil {
+	calls, err := s.Store.ListToolCalls(ctx, runID)
+	if err != nil {
 		return nil, err
 	}
+	d.Tools = make([]ToolTrace, len(calls))
+	for i, c := range calls {
+		d.Tools[i] = ToolTrace{ToolCall: c, StartedAt: c.CreatedAt.Add(-c.Duration), FinishedAt: c.CreatedAt, DurationMS: c.Duration.Milliseconds()}
+	}
+	d.Agents = s.agentsOf(ctx, u, d)
 	return d, nil
+}
+
+// agentsOf lists the agents of a run: its own, then those its requests and
+// tool calls name, in order of appearance, with the names u may see.
+func (s *Service) agentsOf(ctx context.Context, u *auth.User, d *Detail) []AgentRef {
+	ids := []string{d.AgentID}
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, r := range d.Requests {
+		add(r.AgentID)
+	}
+	for _, t := range d.Tools {
+		add(t.AgentID)
+	}
+	out := make([]AgentRef, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if s.Prep != nil && s.Prep.Agents != nil {
+			if a, err := s.Prep.Agents.Get(ctx, u, id); err == nil {
+				out[i].Name = a.Name
+			}
+		}
+	}
+	return out
+}
+
+// List returns one page of runs, newest first: u's own, or for an admin
+// those of q.UserID (everyone's when it is empty). Each run's Text is the
+// first words of its user message, as a conversation's first title is made.
+func (s *Service) List(ctx context.Context, u *auth.User, q RunQuery) (*RunPage, error) {
+	if !u.IsAdmin() {
+		q.UserID = u.ID
+	}
+	switch q.Status {
+	case "", StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled:
+	default:
+		return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid run list", Fields: []fault.FieldError{{
+			Field: "status", Message: fmt.Sprintf("unknown status %q (queued, running, succeeded, failed or cancelled)", q.Status)}}}
+	}
+	page, err := s.Store.RunPage(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range page.Runs {
+		page.Runs[i].Text = fallbackTitle(page.Runs[i].Text)
+	}
+	return page, nil
 }
 
 // Wait blocks until a run of this process ends (for tests and the CLI).

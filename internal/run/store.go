@@ -117,7 +117,13 @@ type ModelRequest struct {
 	Seq     int             `json:"seq"`
 	AgentID string          `json:"agent_id"`
 	Body    json.RawMessage `json:"body"`
-	SentAt  time.Time       `json:"sent_at"`
+	// SentAt is when the request was sent; FinishedAt when the provider's
+	// answer ended, or the request failed (absent for requests of runs
+	// stored before Relay kept it).
+	SentAt     time.Time  `json:"sent_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Usage is the tokens of this model turn, as the provider reported them.
+	Usage llm.Usage `json:"usage"`
 }
 
 // ToolCall is one tool call made during a run, with its result.
@@ -135,6 +141,43 @@ type RunFilter struct {
 	Status  Status
 	// Since keeps runs created at or after it.
 	Since time.Time
+}
+
+// RunQuery selects one page of runs for a list, newest first.
+type RunQuery struct {
+	UserID  string // "" for every user's
+	AgentID string
+	Status  Status
+	// Limit is the page size; the store treats values < 1 as 50.
+	Limit int
+	// Cursor is the NextCursor of the previous page, or empty for the first.
+	Cursor string
+}
+
+// RunItem is a run as a list shows it (docs/api.md "GET /api/runs").
+type RunItem struct {
+	ID             string `json:"id"`
+	UserID         string `json:"user_id"`
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id"`
+	Status         Status `json:"status"`
+	Error          string `json:"error,omitempty"`
+	// Text is the first words of the user's message (as a conversation's
+	// first title is made); the store gives its first characters.
+	Text string `json:"text"`
+	// ScheduleID names the schedule whose firing started the run, if one did.
+	ScheduleID string     `json:"schedule_id,omitempty"`
+	Usage      llm.Usage  `json:"usage"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// RunPage is one page of a run list, newest first.
+type RunPage struct {
+	Runs []RunItem `json:"data"`
+	// NextCursor fetches the following page; empty on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // RunStart is what begins a run, stored together by Store.StartRun.
@@ -184,6 +227,9 @@ type Store interface {
 	GetRun(ctx context.Context, id string) (*Run, error)
 	// ListRuns lists finished runs matching f, oldest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// RunPage lists one page of the runs q selects, newest first (by
+	// creation, then id); a bad cursor is fault.Invalid.
+	RunPage(ctx context.Context, q RunQuery) (*RunPage, error)
 	// FailStaleRuns marks runs still queued or running that started before
 	// cutoff as failed with reason, and returns how many it marked.
 	FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error)

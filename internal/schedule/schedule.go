@@ -22,16 +22,19 @@ const (
 
 // Schedule runs an agent with a prompt, on a cron expression or once.
 type Schedule struct {
-	ID       string     `json:"id"`
-	UserID   string     `json:"user_id"`
-	AgentID  string     `json:"agent_id"`
-	Name     string     `json:"name"`
-	Prompt   string     `json:"prompt"`
-	Type     Type       `json:"type"`
-	Cron     string     `json:"cron,omitempty"`
-	RunAt    *time.Time `json:"run_at,omitempty"`
-	Timezone string     `json:"timezone"`
-	Enabled  bool       `json:"enabled"`
+	ID      string `json:"id"`
+	UserID  string `json:"user_id"`
+	AgentID string `json:"agent_id"`
+	// AgentName is the agent's name, for display, when its owner may still
+	// use it; the store does not keep it.
+	AgentName string     `json:"agent_name,omitempty"`
+	Name      string     `json:"name"`
+	Prompt    string     `json:"prompt"`
+	Type      Type       `json:"type"`
+	Cron      string     `json:"cron,omitempty"`
+	RunAt     *time.Time `json:"run_at,omitempty"`
+	Timezone  string     `json:"timezone"`
+	Enabled   bool       `json:"enabled"`
 	// NotifyURL, when set, receives each firing's result as JSON.
 	NotifyURL  string     `json:"notify_url,omitempty"`
 	NextRunAt  *time.Time `json:"next_run_at,omitempty"`

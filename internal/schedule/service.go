@@ -173,13 +173,20 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	if err != nil {
 		fs.Add("timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam)", sc.Timezone)
 	}
+	// A paused schedule's agent is not checked unless it changes, so that a
+	// schedule whose agent is no longer shared with its owner can be paused.
 	if sc.AgentID == "" {
 		fs.Add("agent_id", "required")
-	} else if _, err := s.Agents.Get(ctx, u, sc.AgentID); err != nil {
-		if !fault.Is(err, fault.NotFound) {
+	} else if sc.Enabled || in.AgentID != nil {
+		a, err := s.Agents.Get(ctx, u, sc.AgentID)
+		switch {
+		case fault.Is(err, fault.NotFound):
+			fs.Add("agent_id", "no agent %q that you may use", sc.AgentID)
+		case err != nil:
 			return err
+		default:
+			sc.AgentName = a.Name
 		}
-		fs.Add("agent_id", "no agent %q that you may use", sc.AgentID)
 	}
 	if sc.NotifyURL != "" {
 		// The address a name resolves to is checked when sending (it may
@@ -196,23 +203,9 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	var next *time.Time
 	switch sc.Type {
 	case Recurring:
-		if sc.Cron == "" {
-			fs.Add("cron", "required for a recurring schedule (5 fields: minute hour day-of-month month day-of-week)")
-			break
-		}
-		c, err := ParseCron(sc.Cron)
-		if err != nil {
-			fs.Add("cron", "%s", err.Error())
-			break
-		}
-		if loc != nil {
-			if gap := MinInterval(c, now, loc, 50); gap > 0 && gap < s.Opts.MinInterval {
-				fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
-			}
+		if c := s.checkCron(&fs, sc.Cron, loc, now); c != nil {
 			if t, ok := c.Next(now, loc); ok {
 				next = &t
-			} else {
-				fs.Add("cron", "never fires")
 			}
 		}
 	case Once:
@@ -236,6 +229,99 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		sc.NextRunAt = next
 	}
 	return nil
+}
+
+// checkCron parses expr and checks that it fires, and not more often than
+// Opts.MinInterval, in loc after now, adding what is wrong to fs under
+// "cron". It returns the expression when loc is known and nothing is wrong.
+func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, now time.Time) *Cron {
+	if expr == "" {
+		fs.Add("cron", "required for a recurring schedule (5 fields: minute hour day-of-month month day-of-week)")
+		return nil
+	}
+	c, err := ParseCron(expr)
+	if err != nil {
+		fs.Add("cron", "%s", err.Error())
+		return nil
+	}
+	if loc == nil {
+		return nil
+	}
+	if gap := MinInterval(c, now, loc, 50); gap > 0 && gap < s.Opts.MinInterval {
+		fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
+		return nil
+	}
+	if _, ok := c.Next(now, loc); !ok {
+		fs.Add("cron", "never fires")
+		return nil
+	}
+	return c
+}
+
+// MaxPreview is the most firing times Preview gives.
+const MaxPreview = 20
+
+// PreviewInput asks when a schedule would fire: a cron expression or a
+// one-off time, in a time zone (UTC when empty), Count times (5 when 0).
+type PreviewInput struct {
+	Cron     string
+	RunAt    *time.Time
+	Timezone string
+	Count    int
+}
+
+// Preview returns the next firing times of a schedule written as in says,
+// from now, computed exactly as the scheduler computes them (Cron.Next: on a
+// DST change a skipped time fires once at the next valid minute and a
+// repeated one once, at its first occurrence), each in the time zone. Input
+// that a schedule would be refused for is fault.Invalid naming its fields.
+func (s *Service) Preview(in PreviewInput) ([]time.Time, error) {
+	s.init()
+	var fs fault.Fields
+	tz := strings.TrimSpace(in.Timezone)
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		fs.Add("timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam)", tz)
+		loc = nil
+	}
+	if in.Count == 0 {
+		in.Count = 5
+	}
+	if in.Count < 1 || in.Count > MaxPreview {
+		fs.Add("count", "must be 1 to %d", MaxPreview)
+	}
+	now := s.Now().UTC()
+	cronExpr := strings.TrimSpace(in.Cron)
+	var c *Cron
+	switch {
+	case cronExpr != "" && in.RunAt != nil:
+		fs.Add("run_at", "give cron or run_at, not both")
+	case in.RunAt != nil:
+		if !in.RunAt.After(now) {
+			fs.Add("run_at", "must be in the future")
+		}
+	default:
+		c = s.checkCron(&fs, cronExpr, loc, now)
+	}
+	if err := fs.Err("invalid schedule"); err != nil {
+		return nil, err
+	}
+	if in.RunAt != nil {
+		return []time.Time{in.RunAt.In(loc)}, nil
+	}
+	var out []time.Time
+	for t := now; len(out) < in.Count; {
+		next, ok := c.Next(t, loc)
+		if !ok {
+			break
+		}
+		out = append(out, next.In(loc))
+		t = next
+	}
+	return out, nil
 }
 
 // Create validates and stores a new schedule of u's.
@@ -274,12 +360,33 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, 
 	if fs, err := s.Store.ListFirings(ctx, id, 1); err == nil && len(fs) > 0 {
 		sc.LastStatus = string(fs[0].Status)
 	}
+	s.nameAgents(ctx, u, sc)
 	return sc, nil
 }
 
 // List returns u's schedules.
 func (s *Service) List(ctx context.Context, u *auth.User) ([]*Schedule, error) {
-	return s.Store.ListSchedules(ctx, u.ID)
+	scs, err := s.Store.ListSchedules(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.nameAgents(ctx, u, scs...)
+	return scs, nil
+}
+
+// nameAgents sets the AgentName of each schedule whose agent u may use.
+func (s *Service) nameAgents(ctx context.Context, u *auth.User, scs ...*Schedule) {
+	names := map[string]string{}
+	for _, sc := range scs {
+		name, ok := names[sc.AgentID]
+		if !ok {
+			if a, err := s.Agents.Get(ctx, u, sc.AgentID); err == nil {
+				name = a.Name
+			}
+			names[sc.AgentID] = name
+		}
+		sc.AgentName = name
+	}
 }
 
 // Update changes a schedule of u's.

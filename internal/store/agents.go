@@ -140,7 +140,9 @@ func (db *DB) GetAgent(ctx context.Context, id string) (*agent.Agent, error) {
 }
 
 // ListAgents returns one page of agents ordered by creation time, then id.
-// VisibleTo keeps the agents that user wrote and the shared ones.
+// VisibleTo keeps the agents that user wrote, those shared with everyone and
+// those whose shares name the user or one of their groups; the page's Granted
+// then holds the roles those shares grant.
 func (db *DB) ListAgents(ctx context.Context, opts agent.ListOptions) (*agent.Page, error) {
 	limit := opts.Limit
 	switch {
@@ -154,8 +156,8 @@ func (db *DB) ListAgents(ctx context.Context, opts agent.ListOptions) (*agent.Pa
 		args  []any
 	)
 	if opts.VisibleTo != "" {
-		where = append(where, `(author = ? OR shared)`)
-		args = append(args, opts.VisibleTo)
+		where = append(where, `(author = ? OR shared OR EXISTS (SELECT 1 FROM agent_shares WHERE agent_shares.agent_id = agents.id AND `+sharedWith+`))`)
+		args = append(args, opts.VisibleTo, opts.VisibleTo, opts.VisibleTo)
 	}
 	if opts.Cursor != "" {
 		at, id, err := decodeCursor(opts.Cursor)
@@ -192,6 +194,15 @@ func (db *DB) ListAgents(ctx context.Context, opts agent.ListOptions) (*agent.Pa
 		page.Agents = page.Agents[:limit]
 		last := page.Agents[limit-1]
 		page.NextCursor = encodeCursor(last.CreatedAt, last.ID)
+	}
+	if opts.VisibleTo != "" {
+		ids := make([]string, len(page.Agents))
+		for i, a := range page.Agents {
+			ids[i] = a.ID
+		}
+		if page.Granted, err = db.grantedRoles(ctx, opts.VisibleTo, ids); err != nil {
+			return nil, err
+		}
 	}
 	return page, nil
 }
@@ -265,13 +276,16 @@ func (db *DB) updateAgent(ctx context.Context, tx *sql.Tx, id string, version in
 	return db.insertVersion(ctx, tx, id, version+1, spec, now)
 }
 
-// DeleteAgent removes an agent and every kept version of it.
+// DeleteAgent removes an agent, every kept version of it and its shares.
 func (db *DB) DeleteAgent(ctx context.Context, id string) error {
 	return db.inTx(ctx, func(tx *sql.Tx) error {
 		// The foreign key cascades too; deleting versions first keeps that true
 		// even on a connection where foreign keys were left off.
 		if _, err := db.exec(ctx, tx, `DELETE FROM agent_versions WHERE agent_id = ?`, id); err != nil {
 			return fmt.Errorf("deleting versions of agent %q: %w", id, err)
+		}
+		if _, err := db.exec(ctx, tx, `DELETE FROM agent_shares WHERE agent_id = ?`, id); err != nil {
+			return fmt.Errorf("deleting shares of agent %q: %w", id, err)
 		}
 		res, err := db.exec(ctx, tx, `DELETE FROM agents WHERE id = ?`, id)
 		if err != nil {

@@ -44,6 +44,10 @@ type Dialect struct {
 	// each other's inserts. Engines whose write transactions are already serialized
 	// leave it empty.
 	SyncLock string
+	// SetupLock, when set, is run first in the transaction of CompleteSetup, so
+	// that setups with different tokens at once make one admin. Engines whose
+	// write transactions are already serialized leave it empty.
+	SetupLock string
 	// VectorScore is the expression of the cosine similarity of the stored
 	// vector c.embedding and the one ? it holds (float32 little-endian), or ""
 	// when the engine cannot compute it and Relay scores the vectors itself.

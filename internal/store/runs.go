@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
@@ -567,7 +568,7 @@ func plainType(t string) bool {
 // AddModelRequest stores one request body a run sent, kept byte for byte. The
 // body must be JSON and Seq 1 or more; a Seq the run has already is
 // fault.Conflict, a missing run fault.NotFound. A zero SentAt is the current
-// time; the stored one is written back to r.
+// time; the stored SentAt and FinishedAt are written back to r.
 func (db *DB) AddModelRequest(ctx context.Context, r *run.ModelRequest) error {
 	return db.addModelRequest(ctx, db.write, r)
 }
@@ -581,10 +582,11 @@ func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelReques
 	case !json.Valid(r.Body):
 		return fault.New(fault.Invalid, "model request %d of run %q: body is not JSON", r.Seq, r.RunID)
 	}
-	sent := db.stamp(r.SentAt)
+	sent, finished := db.stamp(r.SentAt), storedPtr(r.FinishedAt)
 	_, err := db.exec(ctx, q,
-		`INSERT INTO model_requests (run_id, seq, agent_id, body, sent_at) VALUES (?, ?, ?, ?, ?)`,
-		r.RunID, r.Seq, r.AgentID, string(r.Body), db.timeArg(sent))
+		`INSERT INTO model_requests (`+modelRequestColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.RunID, r.Seq, r.AgentID, string(r.Body), db.timeArg(sent), db.nullTimeArg(finished),
+		r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens)
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -594,15 +596,17 @@ func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelReques
 	default:
 		return fmt.Errorf("storing model request %d of run %q: %w", r.Seq, r.RunID, err)
 	}
-	r.SentAt = sent
+	r.SentAt, r.FinishedAt = sent, finished
 	return nil
 }
+
+const modelRequestColumns = `run_id, seq, agent_id, body, sent_at, finished_at, prompt_tokens, completion_tokens, total_tokens`
 
 // ListModelRequests returns a run's model requests in Seq order, bodies byte for
 // byte as sent; none for an unknown run.
 func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelRequest, error) {
 	rows, err := db.query(ctx, db.read,
-		`SELECT run_id, seq, agent_id, body, sent_at FROM model_requests WHERE run_id = ? ORDER BY seq`, runID)
+		`SELECT `+modelRequestColumns+` FROM model_requests WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
 	}
@@ -613,7 +617,8 @@ func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelR
 			r    run.ModelRequest
 			body []byte
 		)
-		if err := rows.Scan(&r.RunID, &r.Seq, &r.AgentID, &body, timeDest{&r.SentAt}); err != nil {
+		if err := rows.Scan(&r.RunID, &r.Seq, &r.AgentID, &body, timeDest{&r.SentAt}, nullTimeDest{&r.FinishedAt},
+			&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens); err != nil {
 			return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
 		}
 		r.Body = json.RawMessage(body)
@@ -713,4 +718,89 @@ func (db *DB) ListToolCalls(ctx context.Context, runID string) ([]run.ToolCall, 
 		return nil, fmt.Errorf("listing tool calls of run %q: %w", runID, err)
 	}
 	return calls, nil
+}
+
+// Page sizes of RunPage.
+const (
+	DefaultRunPage = 50
+	MaxRunPage     = 1000
+)
+
+// previewRunes is how much of a run's user message RunPage reads: enough for
+// the first words that a list shows.
+const previewRunes = 400
+
+// RunPage lists one page of the runs q selects, newest first (by creation
+// time, then id), each with the first characters of its user message and the
+// schedule whose firing started it.
+func (db *DB) RunPage(ctx context.Context, q run.RunQuery) (*run.RunPage, error) {
+	limit := q.Limit
+	switch {
+	case limit < 1:
+		limit = DefaultRunPage
+	case limit > MaxRunPage:
+		limit = MaxRunPage
+	}
+	var (
+		where []string
+		args  = []any{previewRunes}
+	)
+	if q.UserID != "" {
+		where = append(where, `r.user_id = ?`)
+		args = append(args, q.UserID)
+	}
+	if q.AgentID != "" {
+		where = append(where, `r.agent_id = ?`)
+		args = append(args, q.AgentID)
+	}
+	if q.Status != "" {
+		where = append(where, `r.status = ?`)
+		args = append(args, string(q.Status))
+	}
+	if q.Cursor != "" {
+		at, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, `(r.created_at, r.id) < (?, ?)`)
+		args = append(args, db.timeArg(at), id)
+	}
+	query := `SELECT r.id, r.user_id, r.agent_id, r.conversation_id, r.status, r.error,
+		r.prompt_tokens, r.completion_tokens, r.total_tokens, r.created_at, r.started_at, r.finished_at,
+		COALESCE(SUBSTR(m.text, 1, ?), ''),
+		(SELECT MIN(f.schedule_id) FROM schedule_firings f WHERE f.run_id = r.id)
+		FROM runs r LEFT JOIN messages m ON m.id = r.user_message_id`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY r.created_at DESC, r.id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := db.query(ctx, db.read, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	defer rows.Close()
+	page := &run.RunPage{Runs: []run.RunItem{}}
+	for rows.Next() {
+		var (
+			x     run.RunItem
+			sched sql.NullString
+		)
+		if err := rows.Scan(&x.ID, &x.UserID, &x.AgentID, &x.ConversationID, &x.Status, &x.Error,
+			&x.Usage.PromptTokens, &x.Usage.CompletionTokens, &x.Usage.TotalTokens,
+			timeDest{&x.CreatedAt}, nullTimeDest{&x.StartedAt}, nullTimeDest{&x.FinishedAt}, &x.Text, &sched); err != nil {
+			return nil, fmt.Errorf("listing runs: %w", err)
+		}
+		x.ScheduleID = sched.String
+		page.Runs = append(page.Runs, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		last := page.Runs[limit-1]
+		page.NextCursor = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
 }

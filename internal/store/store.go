@@ -22,6 +22,7 @@ import (
 // Store is everything Relay keeps, behind one engine.
 type Store interface {
 	auth.Store
+	auth.GroupStore
 	agent.Store
 	memory.Store
 	file.Storage

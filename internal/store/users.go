@@ -11,14 +11,14 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-const userColumns = `id, email, display_name, role, password_hash, created_at, updated_at`
+const userColumns = `id, email, display_name, role, password_hash, created_at, updated_at, disabled`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanUser(r rowScanner) (*auth.User, error) {
 	var u auth.User
 	err := r.Scan(&u.ID, &u.Email, &u.DisplayName, &u.Role, nullStringDest{&u.PasswordHash},
-		timeDest{&u.CreatedAt}, timeDest{&u.UpdatedAt})
+		timeDest{&u.CreatedAt}, timeDest{&u.UpdatedAt}, &u.Disabled)
 	if err != nil {
 		return nil, err
 	}
@@ -28,14 +28,18 @@ func scanUser(r rowScanner) (*auth.User, error) {
 // CreateUser inserts u. Its timestamps are stored in UTC to the microsecond and
 // written back to u in that form; zero ones become the current time.
 func (db *DB) CreateUser(ctx context.Context, u *auth.User) error {
+	return db.insertUser(ctx, db.write, u)
+}
+
+func (db *DB) insertUser(ctx context.Context, q querier, u *auth.User) error {
 	if u.ID == "" {
 		return fault.New(fault.Invalid, "user id is required")
 	}
 	created, updated := db.stamp(u.CreatedAt), db.stamp(u.UpdatedAt)
-	_, err := db.exec(ctx, db.write,
-		`INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.exec(ctx, q,
+		`INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.ID, u.Email, u.DisplayName, string(u.Role), nullString(u.PasswordHash),
-		db.timeArg(created), db.timeArg(updated))
+		db.timeArg(created), db.timeArg(updated), u.Disabled)
 	if err != nil {
 		if db.d.IsUniqueViolation(err) {
 			return db.userConflict(ctx, u.ID, u.Email, err)
@@ -109,13 +113,14 @@ func (db *DB) ListUsers(ctx context.Context) ([]*auth.User, error) {
 	return users, nil
 }
 
-// UpdateUser stores u's email, display name, role, password hash and UpdatedAt
-// (the current time when zero, written back to u). CreatedAt never changes.
+// UpdateUser stores u's email, display name, role, password hash, disabled
+// flag and UpdatedAt (the current time when zero, written back to u).
+// CreatedAt never changes.
 func (db *DB) UpdateUser(ctx context.Context, u *auth.User) error {
 	updated := db.stamp(u.UpdatedAt)
 	res, err := db.exec(ctx, db.write,
-		`UPDATE users SET email = ?, display_name = ?, role = ?, password_hash = ?, updated_at = ? WHERE id = ?`,
-		u.Email, u.DisplayName, string(u.Role), nullString(u.PasswordHash), db.timeArg(updated), u.ID)
+		`UPDATE users SET email = ?, display_name = ?, role = ?, password_hash = ?, disabled = ?, updated_at = ? WHERE id = ?`,
+		u.Email, u.DisplayName, string(u.Role), nullString(u.PasswordHash), u.Disabled, db.timeArg(updated), u.ID)
 	if err != nil {
 		if db.d.IsUniqueViolation(err) {
 			return db.userConflict(ctx, u.ID, u.Email, err)
@@ -178,6 +183,18 @@ func (db *DB) CreateKey(ctx context.Context, k *auth.Key) error {
 	}
 	k.CreatedAt, k.LastUsedAt, k.RevokedAt = created, lastUsed, revoked
 	return nil
+}
+
+// GetKey returns the key with that id, revoked or not.
+func (db *DB) GetKey(ctx context.Context, id string) (*auth.Key, error) {
+	k, err := scanKey(db.queryRow(ctx, db.read, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fault.New(fault.NotFound, "API key %q not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting API key %q: %w", id, err)
+	}
+	return k, nil
 }
 
 // GetKeyByHash returns the key with that hash, revoked or not.

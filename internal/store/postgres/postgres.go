@@ -48,10 +48,12 @@ const (
 )
 
 // Advisory lock keys ("RELAY" and a number): one for migrations, one for syncing
-// managed agents. Every Relay process using the database agrees on them.
+// managed agents, one for the first start's setup. Every Relay process using the
+// database agrees on them.
 const (
 	migrationLockKey int64 = 0x52454c41590001
 	syncLockKey      int64 = 0x52454c41590002
+	setupLockKey     int64 = 0x52454c41590003
 )
 
 // Open connects to the Postgres database at connString (a postgres:// URL or
@@ -228,6 +230,7 @@ func dialect() store.Dialect {
 		},
 		LockMigrations: lockMigrations,
 		SyncLock:       fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
+		SetupLock:      fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, setupLockKey),
 		// No VectorScore: vectors are scored in Go (see docs/config.md, rag).
 	}
 }

@@ -274,3 +274,21 @@ func TestRefusedValueIsInvalid(t *testing.T) {
 		t.Errorf("a time out of range: %v (kind %q), want invalid", err, fault.KindOf(err))
 	}
 }
+
+// Deleting a user deletes their shares and group memberships: the foreign
+// keys of migration 0014 cascade.
+func TestUserDeletionRemovesShares(t *testing.T) {
+	url := freshSchema(t)
+	s := open(t, url)
+	storetest.UserDeletion(t, s, func(t *testing.T, id string) {
+		cfg, err := pgx.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := stdlib.OpenDB(*cfg)
+		defer raw.Close()
+		if _, err := raw.ExecContext(t.Context(), `DELETE FROM users WHERE id = $1`, id); err != nil {
+			t.Fatalf("deleting user %s: %v", id, err)
+		}
+	})
+}

@@ -209,3 +209,20 @@ func TestConcurrentOpen(t *testing.T) {
 		t.Errorf("second handle does not see the first one's write: %v", err)
 	}
 }
+
+// Deleting a user deletes their shares and group memberships: the foreign
+// keys of migration 0014 cascade.
+func TestUserDeletionRemovesShares(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.db")
+	s := open(t, path)
+	storetest.UserDeletion(t, s, func(t *testing.T, id string) {
+		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.ExecContext(t.Context(), `DELETE FROM users WHERE id = ?`, id); err != nil {
+			t.Fatalf("deleting user %s: %v", id, err)
+		}
+	})
+}

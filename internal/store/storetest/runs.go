@@ -847,11 +847,13 @@ var runTests = []test{
 		if !json.Valid([]byte(exactBody)) {
 			t.Fatalf("exactBody is not JSON")
 		}
-		r := &run.ModelRequest{RunID: c.run.ID, Seq: 1, AgentID: "agent_writer", Body: json.RawMessage(exactBody), SentAt: at(7)}
+		done := at(8)
+		r := &run.ModelRequest{RunID: c.run.ID, Seq: 1, AgentID: "agent_writer", Body: json.RawMessage(exactBody), SentAt: at(7),
+			FinishedAt: &done, Usage: llm.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}}
 		nonZeroFields(t, "the model request", *r)
 		must(t, s.AddModelRequest(ctx, r), "AddModelRequest")
-		if r.SentAt != stored(at(7)) {
-			t.Errorf("AddModelRequest left SentAt %v, want %v", r.SentAt, stored(at(7)))
+		if r.SentAt != stored(at(7)) || *r.FinishedAt != stored(at(8)) {
+			t.Errorf("AddModelRequest left SentAt %v, FinishedAt %v; want %v, %v", r.SentAt, r.FinishedAt, stored(at(7)), stored(at(8)))
 		}
 		got := listModelRequests(t, s, c.run.ID)
 		if d := cmp.Diff([]run.ModelRequest{*r}, got); d != "" {
@@ -861,7 +863,12 @@ var runTests = []test{
 			if string(got[0].Body) != exactBody {
 				t.Errorf("body came back changed:\n got %s\nwant %s", got[0].Body, exactBody)
 			}
-			wantUTC(t, "SentAt", got[0].SentAt)
+			wantUTC(t, "SentAt", got[0].SentAt, *got[0].FinishedAt)
+		}
+		// A request stored without FinishedAt (as by an older Relay) reads back without one.
+		must(t, s.AddModelRequest(ctx, &run.ModelRequest{RunID: c.run.ID, Seq: 2, AgentID: "a", Body: json.RawMessage(`{}`)}), "AddModelRequest")
+		if got := listModelRequests(t, s, c.run.ID); len(got) != 2 || got[1].FinishedAt != nil || got[1].Usage != (llm.Usage{}) {
+			t.Errorf("a request without FinishedAt: %+v", got)
 		}
 	}},
 	{"ModelRequestsInSeqOrder", func(t *testing.T, s store.Store) {

@@ -110,7 +110,7 @@ var scheduleTests = []test{
 		sc := newSchedule(u.ID, 10)
 		sc.RunAt, sc.LastRunAt, sc.LastStatus = ptr(at(50)), ptr(at(5)), string(schedule.FiringSucceeded)
 		sc.NotifyURL = "https://hooks.example.com/relay?token=«x»"
-		nonZeroFields(t, "the schedule", *sc)
+		nonZeroFields(t, "the schedule", *sc, "AgentName") // not stored: the service looks it up
 		must(t, s.CreateSchedule(t.Context(), sc), "CreateSchedule")
 		want := &schedule.Schedule{
 			ID: sc.ID, UserID: u.ID, AgentID: "agent_helper", Name: "Morning «digest» 🚀",

@@ -1,0 +1,115 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+)
+
+// The preview gives the times the scheduler would fire at, in the schedule's
+// time zone: across Europe/Amsterdam's spring-forward night a skipped 02:30
+// fires once at 03:00, and a repeated one in autumn fires once.
+func TestSchedulePreview(t *testing.T) {
+	w := setupWorld(t, "ann")
+	times := func(query string) (int, []string, string) {
+		var out struct{ Times []string }
+		code, body := w.do(t, "ann", "GET", "/api/schedules/preview?"+query, nil, &out)
+		return code, out.Times, body
+	}
+	for _, tc := range []struct {
+		name, now, query string
+		want             []string
+	}{
+		{"spring forward", "2026-03-27T12:00:00Z", "cron=30+2+*+*+*&timezone=Europe/Amsterdam&count=3",
+			[]string{"2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00"}},
+		{"fall back", "2026-10-24T12:00:00Z", "cron=30+2+*+*+*&timezone=Europe/Amsterdam&count=2",
+			[]string{"2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"}},
+		{"weekdays across the change", "2026-03-27T12:00:00Z", "cron=0+7+*+*+MON-FRI&timezone=Europe/Amsterdam&count=2",
+			[]string{"2026-03-30T07:00:00+02:00", "2026-03-31T07:00:00+02:00"}},
+		{"five by default, UTC by default", "2026-03-27T12:00:00Z", "cron=@daily",
+			[]string{"2026-03-28T00:00:00Z", "2026-03-29T00:00:00Z", "2026-03-30T00:00:00Z", "2026-03-31T00:00:00Z", "2026-04-01T00:00:00Z"}},
+		{"a one-off", "2026-03-27T12:00:00Z", "run_at=2026-04-01T09:00:00Z&timezone=Europe/Amsterdam",
+			[]string{"2026-04-01T11:00:00+02:00"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.now, _ = time.Parse(time.RFC3339, tc.now)
+			code, got, body := times(tc.query)
+			if code != 200 || !slices.Equal(got, tc.want) {
+				t.Errorf("%d %s\n got %v\nwant %v", code, body, got, tc.want)
+			}
+		})
+	}
+	if _, got, _ := times("cron=*+*+*+*+*&count=20"); len(got) != 20 {
+		t.Errorf("20 times asked, %d given", len(got))
+	}
+
+	w.now = time.Date(2026, 3, 27, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ query, field string }{
+		{"cron=61+*+*+*+*", "cron"},
+		{"cron=0+7+*+*", "cron"},
+		{"cron=", "cron"},
+		{"cron=0+0+30+2+*", "cron"}, // never fires
+		{"cron=@daily&timezone=Mars/Olympus", "timezone"},
+		{"cron=@daily&count=21", "count"},
+		{"cron=@daily&count=0", "count"},
+		{"cron=@daily&count=x", "count"},
+		{"run_at=2026-03-01T00:00:00Z", "run_at"},
+		{"run_at=tomorrow", "run_at"},
+		{"cron=@daily&run_at=2026-04-01T09:00:00Z", "run_at"},
+	} {
+		code, _, body := times(tc.query)
+		var e apiError
+		_ = json.Unmarshal([]byte(body), &e)
+		if code != 400 || len(e.Error.Fields) == 0 || e.Error.Fields[0].Field != tc.field {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.query, code, body, tc.field)
+		}
+	}
+}
+
+// PATCH enabled pauses a schedule (no next firing) and resumes it (the next
+// one from now); a schedule shows its agent's name. A schedule whose agent
+// was unshared from its owner can still be paused.
+func TestSchedulePauseResume(t *testing.T) {
+	w := setupWorld(t, "ann", "vic")
+	w.agentAs(t, "ann", "digest", agent.Spec{Name: "Morning digest"})
+	w.share(t, "digest", w.userShare("vic", "viewer"))
+	type sched struct {
+		ID        string
+		Enabled   bool
+		AgentName string     `json:"agent_name"`
+		NextRunAt *time.Time `json:"next_run_at"`
+	}
+	var sc sched
+	if code, body := w.do(t, "vic", "POST", "/api/schedules", `{"agent_id":"digest","name":"daily","prompt":"news?","cron":"0 7 * * *","timezone":"Europe/Amsterdam"}`, &sc); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if sc.AgentName != "Morning digest" || sc.NextRunAt == nil || !sc.NextRunAt.Equal(time.Date(2026, 3, 21, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("created: %+v", sc)
+	}
+	sc = sched{ID: sc.ID} // the answers leave out what is unset
+	if code, body := w.do(t, "vic", "PATCH", "/api/schedules/"+sc.ID, `{"enabled":false}`, &sc); code != 200 || sc.Enabled || sc.NextRunAt != nil {
+		t.Errorf("pause: %d %s", code, body)
+	}
+	w.now = time.Date(2026, 4, 2, 12, 0, 0, 0, time.UTC)
+	if code, body := w.do(t, "vic", "PATCH", "/api/schedules/"+sc.ID, `{"enabled":true}`, &sc); code != 200 || !sc.Enabled || sc.NextRunAt == nil ||
+		!sc.NextRunAt.Equal(time.Date(2026, 4, 3, 5, 0, 0, 0, time.UTC)) {
+		t.Errorf("resume: %d %s", code, body)
+	}
+	var list struct{ Data []sched }
+	w.do(t, "vic", "GET", "/api/schedules", nil, &list)
+	if len(list.Data) != 1 || list.Data[0].AgentName != "Morning digest" {
+		t.Errorf("list: %+v", list.Data)
+	}
+
+	w.share(t, "digest")
+	if code, body := w.do(t, "vic", "PATCH", "/api/schedules/"+sc.ID, `{"enabled":false}`, &sc); code != 200 || sc.Enabled {
+		t.Errorf("pausing after the agent was unshared: %d %s", code, body)
+	}
+	if code, body := w.do(t, "vic", "PATCH", "/api/schedules/"+sc.ID, `{"enabled":true}`, nil); code != 400 || !strings.Contains(body, "agent_id") {
+		t.Errorf("resuming after the agent was unshared: %d %s", code, body)
+	}
+}
