@@ -93,12 +93,12 @@ func TestBuilderAddsMCPToolAndPreviewShowsIt(t *testing.T) {
 	)
 	waitJS(t, ctx, "the placeholder is in the instructions",
 		`document.querySelector('textarea[name=instructions]').value.endsWith('Today is {{current_date}}')`)
-	run(t, ctx, "choosing the provider", fillField(`#agent-provider`, "mock"), settle())
-	model := `#agent-model-select` // the models the server lists for the provider
-	if !isTrue(t, ctx, `document.querySelector('#agent-model-select') !== null`) {
-		model = `#agent-model` // a server that lists none: the name is typed
-	}
-	run(t, ctx, "choosing the model", fillField(model, "mock-large"), fillField(`#param-temperature`, "0.2"))
+	run(t, ctx, "choosing the model among those the server lists for the provider",
+		fillField(`#agent-provider`, "mock"),
+		chromedp.WaitVisible(`#agent-model-select`, chromedp.ByQuery),
+		fillField(`#agent-model-select`, "mock-large"),
+		fillField(`#param-temperature`, "0.2"),
+	)
 	const tool = `input[name=tool][value="get-sum__mcp__everything"]`
 	run(t, ctx, "ticking the MCP tool get-sum of everything",
 		chromedp.WaitVisible(tool, chromedp.ByQuery),

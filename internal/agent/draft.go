@@ -19,13 +19,16 @@ func (s *Service) Draft(ctx context.Context, u *auth.User, id string, patch map[
 			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid agent", Fields: []fault.FieldError{{Field: k, Message: "read-only"}}}
 		}
 	}
-	a, err := s.writable(ctx, u, id)
+	a, err := s.writable(ctx, u, id, RoleEditor)
 	if err != nil {
 		return nil, err
 	}
 	spec, err := applyPatch(a.Spec, patch)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Shared != a.Shared && !a.Permission.AtLeast(RoleOwner) {
+		return nil, fault.New(fault.Forbidden, "agent %q is shared with you as %s; only an owner may change whom it is shared with (shared)", id, a.Permission)
 	}
 	if err := s.rules.Validate(&spec); err != nil {
 		return nil, err
