@@ -296,8 +296,11 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // settle waits for two animation frames, so that a resize or an update has
-// been laid out and painted.
+// been laid out and painted, and for the CSS transitions it started (the
+// side menu sliding away at phone width) to end.
 func settle() chromedp.Action {
-	return chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil,
+	return chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
+		.then(() => Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => {}))))
+		.then(() => new Promise(r => requestAnimationFrame(() => r(true))))`, nil,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
 }
