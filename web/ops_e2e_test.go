@@ -19,6 +19,7 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -176,6 +177,8 @@ mcpServers:
 	}
 
 	ctx := newPerson(t, browser)
+	// A browser far from UTC, so that the time typed is read in its zone.
+	run(t, ctx, "putting the browser in Auckland", emulation.SetTimezoneOverride("Pacific/Auckland"))
 	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
 	const prompt = "Add 2 and 3 for the weekly check"
 	run(t, ctx, "opening the new schedule form",
@@ -188,10 +191,16 @@ mcpServers:
 		chromedp.Click(`dialog form input[name=type][value=once]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`dialog form input[name=run_at]`, chromedp.ByQuery),
 	)
-	var step string
-	run(t, ctx, "reading the date field", chromedp.AttributeValue(`dialog form input[name=run_at]`, "step", &step, nil, chromedp.ByQuery))
+	var step, zone string
+	run(t, ctx, "reading the date field and the zone",
+		chromedp.AttributeValue(`dialog form input[name=run_at]`, "step", &step, nil, chromedp.ByQuery),
+		chromedp.Value(`dialog form input[name=timezone]`, &zone, chromedp.ByQuery),
+	)
 	if step != "1" {
 		t.Errorf("the date and time field has step %q; want 1 (seconds)", step)
+	}
+	if zone != "Pacific/Auckland" {
+		t.Errorf("the time zone is %q; want the browser's, Pacific/Auckland", zone)
 	}
 	// The browser's own time zone is the form's default: the time typed is
 	// the browser's wall-clock time, a few seconds ahead.
