@@ -46,8 +46,8 @@ func fill(sel, value string) chromedp.Action {
 	})()`, sel, sel, value), nil)
 }
 
-// waitJS polls a JavaScript condition for up to d.
-func waitJS(t *testing.T, ctx context.Context, what, js string, d time.Duration) {
+// waitJSWithin polls a JavaScript condition for up to d.
+func waitJSWithin(t *testing.T, ctx context.Context, what, js string, d time.Duration) {
 	t.Helper()
 	run(t, ctx, what, chromedp.Poll(js, nil, chromedp.WithPollingTimeout(d)))
 }
@@ -213,7 +213,7 @@ mcpServers:
 		el.dispatchEvent(new Event('input', {bubbles: true}));
 		return d.toISOString();
 	})()`, &want))
-	waitJS(t, ctx, "the preview shows the time", `!!document.querySelector('[data-testid=fire-preview] li')`, 20*time.Second)
+	waitJSWithin(t, ctx, "the preview shows the time", `!!document.querySelector('[data-testid=fire-preview] li')`, 20*time.Second)
 	run(t, ctx, "creating the schedule",
 		chromedp.Click(byText("button", "Create schedule"), chromedp.BySearch),
 		chromedp.WaitVisible(`[data-testid=next-run] time`, chromedp.ByQuery),
@@ -227,7 +227,7 @@ mcpServers:
 	}
 	waitText(t, ctx, "h1", "Weekly check")
 
-	waitJS(t, ctx, "the firing succeeds", `!!document.querySelector('[data-testid=firing][data-status=succeeded] [data-testid=trace-link]')`, 60*time.Second)
+	waitJSWithin(t, ctx, "the firing succeeds", `!!document.querySelector('[data-testid=firing][data-status=succeeded] [data-testid=trace-link]')`, 60*time.Second)
 	screenshot(t, ctx, "schedules")
 
 	run(t, ctx, "opening the run's trace",
@@ -416,7 +416,7 @@ func TestFilesPageUploadsAndShowsReady(t *testing.T) {
 	)
 	waitText(t, ctx, ".empty", "file search")
 	run(t, ctx, "choosing a file", chromedp.SetUploadFiles(`input[data-testid=file-input]`, []string{path}, chromedp.ByQuery))
-	waitJS(t, ctx, "the file becomes ready", `!!document.querySelector('[data-testid=file-row][data-name="incident-rules.txt"][data-status=ready]')`, 60*time.Second)
+	waitJSWithin(t, ctx, "the file becomes ready", `!!document.querySelector('[data-testid=file-row][data-name="incident-rules.txt"][data-status=ready]')`, 60*time.Second)
 	waitText(t, ctx, "[data-testid=file-row]", "2.4 KB")
 	run(t, ctx, "deleting the file",
 		chromedp.Click(`button[aria-label="Delete incident-rules.txt"]`, chromedp.ByQuery),
@@ -547,7 +547,7 @@ endpoints:
 		chromedp.Navigate(r.Base+"/runs/"+runID),
 		chromedp.WaitVisible(`[data-status=running]`, chromedp.ByQuery),
 	)
-	waitJS(t, ctx, "the run succeeds on the page", `!!document.querySelector('h1 + [data-status=succeeded], .title [data-status=succeeded]')`, 60*time.Second)
+	waitJSWithin(t, ctx, "the run succeeds on the page", `!!document.querySelector('h1 + [data-status=succeeded], .title [data-status=succeeded]')`, 60*time.Second)
 	waitText(t, ctx, "[data-testid=run-answer]", "naming the cause and the measures taken.")
 	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Operators report every incident")
 }

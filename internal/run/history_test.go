@@ -161,6 +161,51 @@ func TestConversationAloneContinuesTheLatestBranch(t *testing.T) {
 	}
 }
 
+// TestNoParentStartsABranchFromTheStart: run.NoParent as the parent makes a
+// new first message, whose run is sent no history, and the conversation alone
+// then continues that branch.
+func TestNoParentStartsABranchFromTheStart(t *testing.T) {
+	model := llmtest.New(
+		llmtest.Turn{Text: []string{"One."}},
+		llmtest.Turn{Text: []string{"Two."}},
+		llmtest.Turn{Text: []string{"One, again."}},
+		llmtest.Turn{Text: []string{"Three."}},
+		llmtest.Turn{Text: []string{"Four."}},
+	)
+	b := setup(t, model)
+	d1 := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "1"})
+	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "2", ConversationID: d1.ConversationID})
+	d1b := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "1, edited", ConversationID: d1.ConversationID, ParentMessageID: run.NoParent})
+	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "3", ConversationID: d1.ConversationID})
+	reqs := model.Requests()
+	roles := func(i int) []string {
+		var got []string
+		for _, m := range reqs[i].Messages[1:] {
+			got = append(got, string(m.Role)+": "+m.Content)
+		}
+		return got
+	}
+	if diff := cmp.Diff([]string{"user: 1, edited"}, roles(2)); diff != "" {
+		t.Errorf("the new first message's request (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"user: 1, edited", "assistant: One, again.", "user: 3"}, roles(3)); diff != "" {
+		t.Errorf("the next turn's request (-want +got):\n%s", diff)
+	}
+	th, err := b.svc.Conversation(context.Background(), b.user, d1.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range th.Messages {
+		if m.ID == d1b.UserMessageID && m.ParentID != "" {
+			t.Errorf("the new first message has the parent %q", m.ParentID)
+		}
+	}
+	// A new conversation may name it too: it has no parent anyway.
+	if d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "4", ParentMessageID: run.NoParent}); d.Status != run.StatusSucceeded {
+		t.Errorf("a new conversation with NoParent: %+v", d.Run)
+	}
+}
+
 func TestUnknownOrForeignConversationIsNotFound(t *testing.T) {
 	b := setup(t, llmtest.New(llmtest.Turn{Text: []string{"Hi."}}))
 	ctx := context.Background()

@@ -168,6 +168,12 @@ type ChatRequest struct {
 	Client *Client `json:"-"`
 }
 
+// NoParent, as a chat request's parent_message_id, makes the message a new
+// first message of its conversation: a sibling of the first one, which starts
+// a branch with no history (editing the first message, regenerating its
+// answer). It is LibreChat's id of "no parent" (docs/api.md "POST /api/chat").
+const NoParent = "00000000-0000-0000-0000-000000000000"
+
 // delta is the data of a message.delta event, the one streamed most.
 type delta struct {
 	AgentID string `json:"agent_id"`
@@ -276,6 +282,11 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 // latest message, the leaf of the branch written last, and req.ParentMessageID
 // is set to it (docs/api.md "Conversations").
 func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req *ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []prompt.Message, files []string, err error) {
+	// NoParent asks for a new first message: a branch from the start.
+	newRoot := req.ParentMessageID == NoParent
+	if newRoot {
+		req.ParentMessageID = ""
+	}
 	if req.ConversationID == "" {
 		if req.ParentMessageID != "" {
 			return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
@@ -305,7 +316,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 	if req.ParentMessageID != "" && byID[req.ParentMessageID] == nil {
 		return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id %q is not a message of this conversation", req.ParentMessageID)
 	}
-	if req.ParentMessageID == "" && len(msgs) > 0 {
+	if req.ParentMessageID == "" && len(msgs) > 0 && !newRoot {
 		// Listed oldest first: the last is the newest message, which nothing
 		// answers yet, so a leaf.
 		req.ParentMessageID = msgs[len(msgs)-1].ID

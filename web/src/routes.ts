@@ -10,11 +10,15 @@ export interface Route {
   admin?: boolean;
 }
 
+// One loader for the paths of one page, so that going from one to the other
+// (a new chat getting its id) keeps the page mounted (App.svelte).
+const chat = () => import('./routes/Chat.svelte');
+
 export const routes: Route[] = [
   { pattern: '/signin', load: () => import('./routes/SignIn.svelte'), title: 'Sign in', public: true },
   { pattern: '/setup', load: () => import('./routes/Setup.svelte'), title: 'Set up Relay', public: true },
-  { pattern: '/', load: () => import('./routes/Chat.svelte'), title: 'Chat' },
-  { pattern: '/c/:id', load: () => import('./routes/Chat.svelte'), title: 'Chat' },
+  { pattern: '/', load: chat, title: 'Chat' },
+  { pattern: '/c/:id', load: chat, title: 'Chat' },
   { pattern: '/agents', load: () => import('./routes/Agents.svelte'), title: 'Agents' },
   { pattern: '/agents/new', load: () => import('./routes/AgentBuilder.svelte'), title: 'New agent' },
   { pattern: '/agents/:id', load: () => import('./routes/AgentBuilder.svelte'), title: 'Agent' },

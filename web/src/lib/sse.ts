@@ -8,10 +8,16 @@ export interface SSEvent {
   data: string;
 }
 
-/** Yields each event of an SSE body until it ends or signal aborts. */
-export async function* readEvents(res: Response, signal?: AbortSignal): AsyncGenerator<SSEvent> {
+/**
+ * Yields each event of an SSE body until it ends or signal aborts (which
+ * cancels a read that is waiting). onData, when given, is called for every
+ * piece of the body, heartbeat comments included: a sign the stream is alive.
+ */
+export async function* readEvents(res: Response, signal?: AbortSignal, onData?: () => void): AsyncGenerator<SSEvent> {
   if (!res.body) return;
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  signal?.addEventListener('abort', cancel);
   let buf = '';
   let ev: SSEvent = { id: '', event: 'message', data: '' };
   let hasData = false;
@@ -20,6 +26,7 @@ export async function* readEvents(res: Response, signal?: AbortSignal): AsyncGen
       if (signal?.aborted) return;
       const { value, done } = await reader.read();
       if (done) return;
+      onData?.();
       buf += value;
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
@@ -46,6 +53,7 @@ export async function* readEvents(res: Response, signal?: AbortSignal): AsyncGen
       }
     }
   } finally {
+    signal?.removeEventListener('abort', cancel);
     reader.releaseLock();
   }
 }
