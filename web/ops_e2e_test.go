@@ -33,19 +33,6 @@ func byText(tag, text string) string {
 	return fmt.Sprintf(`//%s[normalize-space()=%q]`, tag, text)
 }
 
-// fill sets an input's value as typing would (an input event), for inputs
-// that keys cannot fill reliably, such as datetime-local.
-func fill(sel, value string) chromedp.Action {
-	return chromedp.Evaluate(fmt.Sprintf(`(() => {
-		const el = document.querySelector(%q);
-		if (!el) throw new Error('no element %s');
-		el.value = %q;
-		el.dispatchEvent(new Event('input', {bubbles: true}));
-		el.dispatchEvent(new Event('change', {bubbles: true}));
-		return true;
-	})()`, sel, sel, value), nil)
-}
-
 // waitJSWithin polls a JavaScript condition for up to d.
 func waitJSWithin(t *testing.T, ctx context.Context, what, js string, d time.Duration) {
 	t.Helper()
@@ -58,16 +45,6 @@ func location(t *testing.T, ctx context.Context) string {
 	var u string
 	run(t, ctx, "reading the address", chromedp.Location(&u))
 	return u
-}
-
-// userKey makes an API key for a user, as an admin, and returns its secret.
-func (r *relay) userKey(t *testing.T, userID string) string {
-	t.Helper()
-	var k struct{ Secret string }
-	if code := r.call(t, adminKey, "POST", "/api/keys", map[string]any{"name": "test", "user_id": userID}, &k); code != http.StatusCreated || k.Secret == "" {
-		t.Fatalf("creating a key for %s: %d", userID, code)
-	}
-	return k.Secret
 }
 
 // TestFirstStartSetupSignOutSignIn: a Relay started on an empty data
@@ -118,7 +95,7 @@ func TestFirstStartSetupSignOutSignIn(t *testing.T) {
 		t.Errorf("the app's menu shows after a wrong password")
 	}
 	run(t, ctx, "signing in with the right password",
-		fill(`input[name=password]`, password),
+		fillField(`input[name=password]`, password),
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`nav#nav`, chromedp.ByQuery),
 	)
@@ -169,7 +146,7 @@ mcpServers:
     args: [%q, stdio]
 `, mock, everything), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
-	key := r.userKey(t, ann)
+	key := r.keyFor(t, ann)
 	var ag struct{ ID string }
 	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Calculator", "provider": "mock", "model": "calc-1",
 		"instructions": "You add numbers with the get-sum tool.", "tools": []string{"get-sum__mcp__everything"}}, &ag); code != http.StatusCreated {
@@ -518,7 +495,7 @@ endpoints:
       baseURL: %s/v1
 `, mock), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
-	key := r.userKey(t, ann)
+	key := r.keyFor(t, ann)
 	var ag struct{ ID string }
 	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Summariser", "provider": "mock", "model": "m"}, &ag); code != http.StatusCreated {
 		t.Fatalf("creating the agent: %d", code)
