@@ -528,3 +528,33 @@ endpoints:
 	waitText(t, ctx, "[data-testid=run-answer]", "naming the cause and the measures taken.")
 	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Operators report every incident")
 }
+
+// TestAdminSeesMCPServersAndReconnects: the MCP servers page lists the
+// configured server with its state; its tools are listed with their
+// descriptions, can be filtered, and Reconnect says how it went.
+func TestAdminSeesMCPServersAndReconnects(t *testing.T) {
+	browser := newBrowser(t)
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	r := startRelay(t, fmt.Sprintf("server:\n  data_dir: %%DATA%%\n  log_level: warn\nmcpServers:\n  everything:\n    command: node\n    args: [%q, stdio]\n", everything), adminEnv())
+	r.addUser(t, "boss@example.com", "Boss", "the boss's long password", "admin")
+
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "boss@example.com", "the boss's long password")
+	run(t, ctx, "showing the tools of server-everything",
+		chromedp.Navigate(r.Base+"/admin/mcp"),
+		chromedp.WaitVisible(`[data-testid=mcp-server][data-name=everything]`, chromedp.ByQuery),
+		chromedp.Click(`[aria-controls="tools-everything"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=mcp-tool]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, "[data-testid=mcp-tool]", "get-sum__mcp__everything")
+	waitText(t, ctx, "[data-testid=mcp-tool]", "Returns the sum of two numbers")
+	waitText(t, ctx, "[data-testid=mcp-server][data-state=connected]", "Connected")
+	run(t, ctx, "filtering the tools", fillField(`#tools-everything input[type=search]`, "sum"))
+	var shown int
+	run(t, ctx, "counting the tools shown", chromedp.Evaluate(`document.querySelectorAll('#tools-everything [data-testid=mcp-tool]').length`, &shown))
+	if shown != 1 {
+		t.Errorf("%d tools match “sum”; want get-sum alone", shown)
+	}
+	run(t, ctx, "reconnecting", chromedp.Click(`//li[@data-name="everything"]//button[normalize-space()="Reconnect"]`, chromedp.BySearch))
+	waitText(t, ctx, "[data-testid=reconnect-outcome]", "Reconnected")
+}
