@@ -558,3 +558,62 @@ func TestAdminSeesMCPServersAndReconnects(t *testing.T) {
 	run(t, ctx, "reconnecting", chromedp.Click(`//li[@data-name="everything"]//button[normalize-space()="Reconnect"]`, chromedp.BySearch))
 	waitText(t, ctx, "[data-testid=reconnect-outcome]", "Reconnected")
 }
+
+// TestSettingsPasswordAndKeys: on the settings page a user changes their
+// password (a wrong current one is refused where it was typed), creates an
+// API key whose secret is shown once and works, and revokes it.
+func TestSettingsPasswordAndKeys(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, "server:\n  data_dir: %DATA%\n  log_level: warn\n", adminEnv())
+	r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
+
+	run(t, ctx, "changing the password with a wrong current one",
+		chromedp.Navigate(r.Base+"/settings"),
+		chromedp.WaitVisible(`input[name=current]`, chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=current]`, "not my password", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=new]`, "ann's new long password", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=repeat]`, "ann's new long password", chromedp.ByQuery),
+		chromedp.Click(byText("button", "Change password"), chromedp.BySearch),
+	)
+	waitText(t, ctx, "label", "This is not your current password.")
+	run(t, ctx, "changing it with the right one",
+		fillField(`input[name=current]`, "ann's long password"),
+		chromedp.Click(byText("button", "Change password"), chromedp.BySearch),
+	)
+	waitText(t, ctx, ".ok-note", "Your password is changed")
+
+	run(t, ctx, "creating a key",
+		chromedp.SendKeys(`input[name=key_name]`, "laptop", chromedp.ByQuery),
+		chromedp.Click(byText("button", "Create key"), chromedp.BySearch),
+		chromedp.WaitVisible(`[data-testid=key-secret]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, "[data-testid=new-key]", "you won't see it again")
+	var secret string
+	run(t, ctx, "reading the secret", chromedp.Text(`[data-testid=key-secret]`, &secret, chromedp.ByQuery))
+	var me struct {
+		Email string `json:"email"`
+	}
+	if code := r.call(t, secret, "GET", "/api/me", nil, &me); code != http.StatusOK || me.Email != "ann@example.com" {
+		t.Fatalf("the new key: %d %+v", code, me)
+	}
+	run(t, ctx, "revoking it",
+		chromedp.Click(byText("button", "I have copied it"), chromedp.BySearch),
+		chromedp.Click(`button[aria-label="Revoke laptop"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog [data-testid=confirm]`, chromedp.ByQuery),
+		chromedp.Click(`dialog [data-testid=confirm]`, chromedp.ByQuery),
+	)
+	waitJS(t, ctx, "the key is gone from the list", `!document.querySelector('[data-testid=key-row][data-name=laptop]')`)
+	if code := r.call(t, secret, "GET", "/api/me", nil, nil); code != http.StatusUnauthorized {
+		t.Errorf("the revoked key answered %d; want 401", code)
+	}
+	var page string
+	run(t, ctx, "reading the page", chromedp.Text("main", &page, chromedp.ByQuery))
+	if strings.Contains(page, secret) {
+		t.Errorf("the secret is still on the page after it was dismissed")
+	}
+
+	run(t, ctx, "signing out", chromedp.Click(`//nav[@id="nav"]//button[normalize-space()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery))
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's new long password")
+}
