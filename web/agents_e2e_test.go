@@ -150,7 +150,8 @@ func TestBuilderAddsMCPToolAndPreviewShowsIt(t *testing.T) {
 }
 
 // A person connects an agent to another in the graph editor's form: the
-// graph draws the saved handoff and the agent's edges hold it.
+// graph draws the saved handoff and the agent's edges hold it; a drag in the
+// graph adds one too.
 func TestGraphEditorAddsHandoffEdge(t *testing.T) {
 	alloc := newBrowser(t)
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
@@ -189,6 +190,33 @@ func TestGraphEditorAddsHandoffEdge(t *testing.T) {
 		got.Edges[0]["description"] != "Questions about permits" || got.Version != 2 {
 		t.Errorf("the agent's edges after saving: %+v (version %d)", got.Edges, got.Version)
 	}
+
+	// Dragging from the agent's lower dot onto another agent, placed in the
+	// graph with "Show an agent…", adds a handoff to it.
+	c := r.makeAgent(t, key, map[string]any{"name": "Summariser", "provider": "mock", "model": "mock-small"})
+	run(t, ctx, "reloading and placing the third agent in the graph",
+		chromedp.Reload(),
+		chromedp.WaitVisible(`[data-testid=agent-graph] .svelte-flow__node`, chromedp.ByQuery),
+		chromedp.WaitVisible(`select[aria-label^="Show another agent"]`, chromedp.ByQuery),
+		fillField(`select[aria-label^="Show another agent"]`, c.ID),
+		chromedp.Evaluate(`document.querySelector('#graph-title').scrollIntoView()`, nil),
+	)
+	waitJS(t, ctx, "the third agent is in the graph", fmt.Sprintf(`document.querySelector('[data-testid=graph-node][data-agent-id=%q]') !== null`, c.ID))
+	var from, to []float64
+	run(t, ctx, "finding where to drag",
+		settle(),
+		chromedp.Evaluate(fmt.Sprintf(`(() => { const r = document.querySelector('.svelte-flow__node[data-id=%q] .svelte-flow__handle.source').getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`, a.ID), &from),
+		chromedp.Evaluate(fmt.Sprintf(`(() => { const r = document.querySelector('.svelte-flow__node[data-id=%q]').getBoundingClientRect(); return [r.x + r.width/3, r.y + r.height/2]; })()`, c.ID), &to),
+	)
+	run(t, ctx, "dragging from the agent to the third one",
+		chromedp.MouseEvent("mousePressed", from[0], from[1], chromedp.ButtonLeft),
+		chromedp.MouseEvent("mouseMoved", (from[0]+to[0])/2, (from[1]+to[1])/2, chromedp.ButtonLeft),
+		chromedp.MouseEvent("mouseMoved", to[0], to[1], chromedp.ButtonLeft),
+		chromedp.MouseEvent("mouseReleased", to[0], to[1], chromedp.ButtonLeft),
+	)
+	waitJS(t, ctx, "the dragged edge is drawn, unsaved", fmt.Sprintf(`document.querySelector(%q) !== null`,
+		fmt.Sprintf(`.svelte-flow__edge[data-source=%q][data-target=%q][data-type=handoff][data-unsaved=true]`, a.ID, c.ID)))
+	waitJS(t, ctx, "the edge's form is open on it", fmt.Sprintf(`document.querySelector('input[name=edge-to][value=%q]')?.checked === true`, c.ID))
 }
 
 // An owner shares an agent with a colleague as a viewer in the share dialog:
