@@ -295,12 +295,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	run(t, ctx, "restoring the viewport", chromedp.EmulateViewport(1280, 900))
 }
 
-// settle waits for two animation frames and for the CSS transitions running
-// then (a drawer sliding away when the width changes), so that a resize or an
-// update has been laid out and painted.
+// settle waits for two animation frames, so that a resize or an update has
+// been laid out and painted, and for the CSS transitions it started (the
+// side menu sliding away at phone width) to end.
 func settle() chromedp.Action {
-	return chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() =>
-		Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => {})))
-			.then(() => requestAnimationFrame(() => r(true))))))`, nil,
+	return chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
+		.then(() => Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => {}))))
+		.then(() => new Promise(r => requestAnimationFrame(() => r(true))))`, nil,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
 }

@@ -22,6 +22,9 @@ type promptRequest struct {
 	// conversations: its history is sent too, and fitted into the budget.
 	ConversationID  string `json:"conversation_id"`
 	ParentMessageID string `json:"parent_message_id"`
+	// Spec holds unsaved edits of the agent, fields as PATCH takes them: the
+	// preview is of the agent as it would be with them (the builder's preview).
+	Spec map[string]json.RawMessage `json:"spec"`
 }
 
 func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +74,14 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rr.History = history
+	}
+	if len(req.Spec) > 0 {
+		draft, err := s.opts.Agents.Draft(r.Context(), u, rr.AgentID, req.Spec)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rr.Agent = draft
 	}
 	out, err := s.opts.Prompt.Prepare(r.Context(), u, rr)
 	if err != nil {

@@ -357,18 +357,27 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, 
 	if sc.UserID != u.ID && !u.IsAdmin() {
 		return nil, fault.New(fault.NotFound, "schedule %q not found", id)
 	}
-	if fs, err := s.Store.ListFirings(ctx, id, 1); err == nil && len(fs) > 0 {
-		sc.LastStatus = string(fs[0].Status)
-	}
+	s.lastStatus(ctx, sc)
 	s.nameAgents(ctx, u, sc)
 	return sc, nil
 }
 
-// List returns u's schedules.
+// lastStatus sets sc.LastStatus to the status of its latest firing, which
+// the stored schedule does not hold for a firing run by hand (RunNow).
+func (s *Service) lastStatus(ctx context.Context, sc *Schedule) {
+	if fs, err := s.Store.ListFirings(ctx, sc.ID, 1); err == nil && len(fs) > 0 {
+		sc.LastStatus = string(fs[0].Status)
+	}
+}
+
+// List returns u's schedules, each with its last status, as Get does.
 func (s *Service) List(ctx context.Context, u *auth.User) ([]*Schedule, error) {
 	scs, err := s.Store.ListSchedules(ctx, u.ID)
 	if err != nil {
 		return nil, err
+	}
+	for _, sc := range scs {
+		s.lastStatus(ctx, sc)
 	}
 	s.nameAgents(ctx, u, scs...)
 	return scs, nil

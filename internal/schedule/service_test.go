@@ -174,6 +174,35 @@ func TestMissedAndOneOff(t *testing.T) {
 	}
 }
 
+// TestListHasLastStatus: the list of schedules says how each one's latest
+// firing went, a firing run by hand included, as one schedule's GET does.
+func TestListHasLastStatus(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	ran, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Ran"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Never"), Prompt: str("Go"), Cron: str("0 8 * * *")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.RunNow(ctx, f.user, ran.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFinished(t, ran.ID, 1)
+	list, err := f.a.List(ctx, f.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, sc := range list {
+		got[sc.Name] = sc.LastStatus
+	}
+	if want := map[string]string{"Ran": string(FiringSucceeded), "Never": ""}; got["Ran"] != want["Ran"] || got["Never"] != want["Never"] || len(got) != 2 {
+		t.Errorf("last statuses %v, want %v", got, want)
+	}
+}
+
 func TestValidation(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))

@@ -1,1 +1,0 @@
-import{b as e,d as t,f as n,h as r,m as i,p as a,v as o,x as s}from"./index-CM0DJw7L.js";var c=r(`<p class="error-note" role="alert"> </p>`);function l(r,l){var u=i(),d=e(u),f=e=>{var t=c(),r=s(t,!0);o(()=>n(r,l.message)),a(e,t)};t(d,e=>{l.message&&e(f)}),a(r,u)}export{l as t};

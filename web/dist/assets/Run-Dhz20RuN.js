@@ -1,1 +1,0 @@
-import{O as e,S as t,f as n,h as r,p as i,v as a,x as o,y as s}from"./index-CM0DJw7L.js";var c=r(`<section class="page"><h1>Run</h1> <p> </p></section>`);function l(r,l){var u=c(),d=t(s(u),2),f=o(d,!0);e(u),a(e=>n(f,e),[()=>JSON.stringify(l.params)]),i(r,u)}export{l as default};
