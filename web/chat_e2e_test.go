@@ -297,8 +297,12 @@ func TestChatLabelsHandoffAgent(t *testing.T) {
 	ann := newChatter(t, r, browser, "ann@example.com")
 	ctx := ann.ctx
 
-	openChat(t, ctx, r.Base)
-	pickAgent(t, ctx, "Front Desk")
+	// The agent builder's "Chat with it" link opens a chat with the agent.
+	run(t, ctx, "opening a chat with Front Desk",
+		chromedp.Navigate(r.Base+"/?agent=front-desk"),
+		chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `[data-testid=agent-picker]`, "Front Desk")
 	sendChat(t, ctx, "Are the valves fine?")
 	waitAnswered(t, ctx, "all clear")
 	waitText(t, ctx, `[data-testid=handoff]`, "Handed off to Valve Specialist")
