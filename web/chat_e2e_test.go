@@ -185,7 +185,9 @@ func waitAnswered(t *testing.T, ctx context.Context, text string) {
 		const a = [...document.querySelectorAll('[data-testid=message][data-role=assistant]')].pop();
 		return !!a && !a.dataset.messageId.startsWith('live:') && a.innerText.includes(%q);
 	})()`, text)
-	run(t, ctx, fmt.Sprintf("waiting for the answer %q", text), chromedp.Poll(js, nil, chromedp.WithPollingTimeout(60*time.Second)))
+	// Polled by time, not by animation frame: a tab in the background has none.
+	run(t, ctx, fmt.Sprintf("waiting for the answer %q", text), chromedp.Poll(js, nil,
+		chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
 // answerText is the text of the last answer on the page.
@@ -199,7 +201,7 @@ func answerText(t *testing.T, ctx context.Context) string {
 	return s
 }
 
-// slowText is the answer aimock streams slowly, eight characters every 150 ms
+// slowText is the answer aimock streams slowly, eight characters every 200 ms
 // (about eight seconds): long enough to reload the page while it is written.
 const slowText = "The sum of 2 and 3 is 5. To check it, I asked the get-sum tool of the everything server, " +
 	"which added the two numbers for me. Adding two and three gives five, whichever order they come in, " +
@@ -215,7 +217,7 @@ func TestChatStreamsToolCallAndResumesAfterReload(t *testing.T) {
 	everything := mcptest.Peer(t, "PEER_EVERYTHING")
 	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
  {"match":{"userMessage":"2+3","hasToolResult":false},"response":{"toolCalls":[{"name":"get-sum__mcp__everything","arguments":"{\"a\":2,\"b\":3}"}]}},
- {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":%q},"latency":150,"chunkSize":8}]}`, slowText))
+ {"match":{"userMessage":"2+3","hasToolResult":true},"response":{"content":%q},"latency":200,"chunkSize":8}]}`, slowText))
 	r := startRelay(t, mockEndpointConfig(mock, everything), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	createAgent(t, r, adminKey, map[string]any{
 		"name": "Calculator", "description": "Adds numbers with the get-sum tool.",
@@ -339,6 +341,27 @@ func TestChatCitesUploadedFile(t *testing.T) {
 		chromedp.WaitVisible(`[data-testid=attachment][data-status=ready]`, chromedp.ByQuery))
 	waitText(t, ctx, `[data-testid=attachment]`, "Ready")
 
+	// A file Relay refuses says why, and can be removed.
+	bad := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(bad, []byte{0x00, 0x01, 0x02, 0xff, 0xfe, 0x00, 0x10, 0x80, 0x00, 0x00}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "attaching a file that is not text",
+		chromedp.SetUploadFiles(`#composer-files`, []string{bad}, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=attachment][data-status=failed]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `[data-testid=attachment][data-status=failed]`, "notes.txt")
+	var reason string
+	run(t, ctx, "reading why", chromedp.Text(`[data-testid=attachment][data-status=failed] .chip-err`, &reason, chromedp.ByQuery))
+	if reason == "" {
+		t.Error("the refused file does not say why")
+	}
+	waitText(t, ctx, `.composer .foot`, "Remove the files that failed")
+	run(t, ctx, "removing it",
+		chromedp.Click(`[data-testid=attachment][data-status=failed] button[aria-label="Remove notes.txt"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`[data-testid=attachment][data-status=failed]`, chromedp.ByQuery),
+	)
+
 	sendChat(t, ctx, "When are the relief valves inspected?")
 	waitAnswered(t, ctx, "18 months")
 	waitText(t, ctx, `[data-testid=message][data-role=user]`, "safety-manual.md")
@@ -362,6 +385,19 @@ func TestChatCitesUploadedFile(t *testing.T) {
 		t.Errorf("the citation links to %q, want the source naming the file", target)
 	}
 	screenshot(t, ctx, "chat-citations")
+
+	// A file uploaded before is attached from the list of uploads.
+	run(t, ctx, "picking an uploaded file",
+		chromedp.Click(`button[aria-label="Attach uploaded files"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog[open] input[type=checkbox]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `dialog[open]`, "safety-manual.md")
+	run(t, ctx, "attaching it",
+		chromedp.Click(`dialog[open] input[type=checkbox]:not([disabled])`, chromedp.ByQuery),
+		chromedp.Click(`//dialog[@open]//button[contains(., "Attach 1 file")]`, chromedp.BySearch),
+		chromedp.WaitVisible(`[data-testid=attachment][data-status=ready]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, `[data-testid=attachment]`, "safety-manual.md")
 }
 
 // TestAnswersRenderInert: an answer with an image whose onerror runs script
@@ -616,9 +652,11 @@ func (p *cutProxy) cut() {
 // TestChatReconnectsAfterNetworkLoss: the connection of an answer being
 // written is cut; the page says it is reconnecting, picks the stream up from
 // the last event it had, and the answer completes with nothing lost or twice.
+// Another tab opening the chat meanwhile finds the run (GET /api/runs) and
+// follows it live.
 func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
 	browser := newBrowser(t)
-	words := make([]string, 60)
+	words := make([]string, 100)
 	for i := range words {
 		words[i] = fmt.Sprintf("w%02d", i)
 	}
@@ -648,7 +686,19 @@ func TestChatReconnectsAfterNetworkLoss(t *testing.T) {
 	if live != "finished" && !strings.HasPrefix(answer, live) {
 		t.Errorf("the answer being written after the reconnection:\n%s\nwant the start of:\n%s", live, answer)
 	}
-	waitAnswered(t, ctx, "w59.")
+
+	// Another tab, with no record of the run, finds it running and follows it too.
+	var url string
+	run(t, ctx, "reading the address", chromedp.Location(&url))
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	run(t, tab, "opening the chat in another tab",
+		chromedp.Navigate(url),
+		chromedp.Poll(`!!document.querySelector('[data-testid=message][data-role=assistant][data-message-id^="live:"]')`, nil,
+			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+	waitAnswered(t, tab, "w99.")
+
+	waitAnswered(t, ctx, "w99.")
 	var got string
 	run(t, ctx, "reading the answer", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=message][data-role=assistant] .markdown')].pop().innerText.trim()`, &got))
 	if got != answer {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -30,19 +31,6 @@ import (
 // and links named by what they say.
 func byText(tag, text string) string {
 	return fmt.Sprintf(`//%s[normalize-space()=%q]`, tag, text)
-}
-
-// fill sets an input's value as typing would (an input event), for inputs
-// that keys cannot fill reliably, such as datetime-local.
-func fill(sel, value string) chromedp.Action {
-	return chromedp.Evaluate(fmt.Sprintf(`(() => {
-		const el = document.querySelector(%q);
-		if (!el) throw new Error('no element %s');
-		el.value = %q;
-		el.dispatchEvent(new Event('input', {bubbles: true}));
-		el.dispatchEvent(new Event('change', {bubbles: true}));
-		return true;
-	})()`, sel, sel, value), nil)
 }
 
 // waitJSWithin polls a JavaScript condition for up to d.
@@ -57,16 +45,6 @@ func location(t *testing.T, ctx context.Context) string {
 	var u string
 	run(t, ctx, "reading the address", chromedp.Location(&u))
 	return u
-}
-
-// userKey makes an API key for a user, as an admin, and returns its secret.
-func (r *relay) userKey(t *testing.T, userID string) string {
-	t.Helper()
-	var k struct{ Secret string }
-	if code := r.call(t, adminKey, "POST", "/api/keys", map[string]any{"name": "test", "user_id": userID}, &k); code != http.StatusCreated || k.Secret == "" {
-		t.Fatalf("creating a key for %s: %d", userID, code)
-	}
-	return k.Secret
 }
 
 // TestFirstStartSetupSignOutSignIn: a Relay started on an empty data
@@ -117,7 +95,7 @@ func TestFirstStartSetupSignOutSignIn(t *testing.T) {
 		t.Errorf("the app's menu shows after a wrong password")
 	}
 	run(t, ctx, "signing in with the right password",
-		fill(`input[name=password]`, password),
+		fillField(`input[name=password]`, password),
 		chromedp.Click(`form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`nav#nav`, chromedp.ByQuery),
 	)
@@ -168,7 +146,7 @@ mcpServers:
     args: [%q, stdio]
 `, mock, everything), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
-	key := r.userKey(t, ann)
+	key := r.keyFor(t, ann)
 	var ag struct{ ID string }
 	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Calculator", "provider": "mock", "model": "calc-1",
 		"instructions": "You add numbers with the get-sum tool.", "tools": []string{"get-sum__mcp__everything"}}, &ag); code != http.StatusCreated {
@@ -176,6 +154,8 @@ mcpServers:
 	}
 
 	ctx := newPerson(t, browser)
+	// A browser far from UTC, so that the time typed is read in its zone.
+	run(t, ctx, "putting the browser in Auckland", emulation.SetTimezoneOverride("Pacific/Auckland"))
 	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
 	const prompt = "Add 2 and 3 for the weekly check"
 	run(t, ctx, "opening the new schedule form",
@@ -188,10 +168,16 @@ mcpServers:
 		chromedp.Click(`dialog form input[name=type][value=once]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`dialog form input[name=run_at]`, chromedp.ByQuery),
 	)
-	var step string
-	run(t, ctx, "reading the date field", chromedp.AttributeValue(`dialog form input[name=run_at]`, "step", &step, nil, chromedp.ByQuery))
+	var step, zone string
+	run(t, ctx, "reading the date field and the zone",
+		chromedp.AttributeValue(`dialog form input[name=run_at]`, "step", &step, nil, chromedp.ByQuery),
+		chromedp.Value(`dialog form input[name=timezone]`, &zone, chromedp.ByQuery),
+	)
 	if step != "1" {
 		t.Errorf("the date and time field has step %q; want 1 (seconds)", step)
+	}
+	if zone != "Pacific/Auckland" {
+		t.Errorf("the time zone is %q; want the browser's, Pacific/Auckland", zone)
 	}
 	// The browser's own time zone is the form's default: the time typed is
 	// the browser's wall-clock time, a few seconds ahead.
@@ -509,7 +495,7 @@ endpoints:
       baseURL: %s/v1
 `, mock), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
 	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
-	key := r.userKey(t, ann)
+	key := r.keyFor(t, ann)
 	var ag struct{ ID string }
 	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Summariser", "provider": "mock", "model": "m"}, &ag); code != http.StatusCreated {
 		t.Fatalf("creating the agent: %d", code)
@@ -541,4 +527,93 @@ endpoints:
 	waitJSWithin(t, ctx, "the run succeeds on the page", `!!document.querySelector('h1 + [data-status=succeeded], .title [data-status=succeeded]')`, 60*time.Second)
 	waitText(t, ctx, "[data-testid=run-answer]", "naming the cause and the measures taken.")
 	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Operators report every incident")
+}
+
+// TestAdminSeesMCPServersAndReconnects: the MCP servers page lists the
+// configured server with its state; its tools are listed with their
+// descriptions, can be filtered, and Reconnect says how it went.
+func TestAdminSeesMCPServersAndReconnects(t *testing.T) {
+	browser := newBrowser(t)
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	r := startRelay(t, fmt.Sprintf("server:\n  data_dir: %%DATA%%\n  log_level: warn\nmcpServers:\n  everything:\n    command: node\n    args: [%q, stdio]\n", everything), adminEnv())
+	r.addUser(t, "boss@example.com", "Boss", "the boss's long password", "admin")
+
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "boss@example.com", "the boss's long password")
+	run(t, ctx, "showing the tools of server-everything",
+		chromedp.Navigate(r.Base+"/admin/mcp"),
+		chromedp.WaitVisible(`[data-testid=mcp-server][data-name=everything]`, chromedp.ByQuery),
+		chromedp.Click(`[aria-controls="tools-everything"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=mcp-tool]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, "[data-testid=mcp-tool]", "get-sum__mcp__everything")
+	waitText(t, ctx, "[data-testid=mcp-tool]", "Returns the sum of two numbers")
+	waitText(t, ctx, "[data-testid=mcp-server][data-state=connected]", "Connected")
+	run(t, ctx, "filtering the tools", fillField(`#tools-everything input[type=search]`, "sum"))
+	var shown int
+	run(t, ctx, "counting the tools shown", chromedp.Evaluate(`document.querySelectorAll('#tools-everything [data-testid=mcp-tool]').length`, &shown))
+	if shown != 1 {
+		t.Errorf("%d tools match “sum”; want get-sum alone", shown)
+	}
+	run(t, ctx, "reconnecting", chromedp.Click(`//li[@data-name="everything"]//button[normalize-space()="Reconnect"]`, chromedp.BySearch))
+	waitText(t, ctx, "[data-testid=reconnect-outcome]", "Reconnected")
+}
+
+// TestSettingsPasswordAndKeys: on the settings page a user changes their
+// password (a wrong current one is refused where it was typed), creates an
+// API key whose secret is shown once and works, and revokes it.
+func TestSettingsPasswordAndKeys(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, "server:\n  data_dir: %DATA%\n  log_level: warn\n", adminEnv())
+	r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
+
+	run(t, ctx, "changing the password with a wrong current one",
+		chromedp.Navigate(r.Base+"/settings"),
+		chromedp.WaitVisible(`input[name=current]`, chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=current]`, "not my password", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=new]`, "ann's new long password", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name=repeat]`, "ann's new long password", chromedp.ByQuery),
+		chromedp.Click(byText("button", "Change password"), chromedp.BySearch),
+	)
+	waitText(t, ctx, "label", "This is not your current password.")
+	run(t, ctx, "changing it with the right one",
+		fillField(`input[name=current]`, "ann's long password"),
+		chromedp.Click(byText("button", "Change password"), chromedp.BySearch),
+	)
+	waitText(t, ctx, ".ok-note", "Your password is changed")
+
+	run(t, ctx, "creating a key",
+		chromedp.SendKeys(`input[name=key_name]`, "laptop", chromedp.ByQuery),
+		chromedp.Click(byText("button", "Create key"), chromedp.BySearch),
+		chromedp.WaitVisible(`[data-testid=key-secret]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, "[data-testid=new-key]", "you won't see it again")
+	var secret string
+	run(t, ctx, "reading the secret", chromedp.Text(`[data-testid=key-secret]`, &secret, chromedp.ByQuery))
+	var me struct {
+		Email string `json:"email"`
+	}
+	if code := r.call(t, secret, "GET", "/api/me", nil, &me); code != http.StatusOK || me.Email != "ann@example.com" {
+		t.Fatalf("the new key: %d %+v", code, me)
+	}
+	run(t, ctx, "revoking it",
+		chromedp.Click(byText("button", "I have copied it"), chromedp.BySearch),
+		chromedp.Click(`button[aria-label="Revoke laptop"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog [data-testid=confirm]`, chromedp.ByQuery),
+		chromedp.Click(`dialog [data-testid=confirm]`, chromedp.ByQuery),
+	)
+	waitJS(t, ctx, "the key is gone from the list", `!document.querySelector('[data-testid=key-row][data-name=laptop]')`)
+	if code := r.call(t, secret, "GET", "/api/me", nil, nil); code != http.StatusUnauthorized {
+		t.Errorf("the revoked key answered %d; want 401", code)
+	}
+	var page string
+	run(t, ctx, "reading the page", chromedp.Text("main", &page, chromedp.ByQuery))
+	if strings.Contains(page, secret) {
+		t.Errorf("the secret is still on the page after it was dismissed")
+	}
+
+	run(t, ctx, "signing out", chromedp.Click(`//nav[@id="nav"]//button[normalize-space()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery))
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's new long password")
 }

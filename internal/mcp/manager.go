@@ -489,10 +489,10 @@ type conn struct {
 	state          State
 	sess           *Session
 	lastErr        string
-	connectedSince time.Time
-	toolList       []Tool // nil: not listed yet, or changed since
-	toolsGen       uint64 // counts the changes of the server's tools, so that a listing older than one is not kept
-	failures       int    // failed attempts since the server last worked; see Options.StableAfter
+	connectedSince time.Time // with its monotonic reading, for StableAfter; shown in UTC
+	toolList       []Tool    // nil: not listed yet, or changed since
+	toolsGen       uint64    // counts the changes of the server's tools, so that a listing older than one is not kept
+	failures       int       // failed attempts since the server last worked; see Options.StableAfter
 	lastAttempt    time.Time
 	attempt        chan struct{} // closed when the connect in flight ends; nil when none
 	retry          *time.Timer   // the scheduled reconnect, if any
@@ -526,7 +526,7 @@ func (c *conn) status() ServerStatus {
 	defer c.mu.Unlock()
 	st := ServerStatus{State: c.state, LastError: c.lastErr, ToolCount: len(c.toolList)}
 	if c.state == StateConnected {
-		t := c.connectedSince
+		t := c.connectedSince.UTC()
 		st.ConnectedSince = &t
 	}
 	return st
@@ -643,7 +643,7 @@ func (c *conn) startAttemptLocked() {
 			return
 		}
 		// failures is kept: a server that only connects has not shown it works.
-		c.sess, c.state, c.lastErr, c.connectedSince = sess, StateConnected, "", time.Now().UTC()
+		c.sess, c.state, c.lastErr, c.connectedSince = sess, StateConnected, "", time.Now()
 		c.toolList = nil
 		go c.watch(sess)
 	}()
