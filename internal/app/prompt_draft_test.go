@@ -89,6 +89,21 @@ agents:
 		t.Errorf("Bob previewing the shared agent: %d", code)
 	}
 	if code := s.call(t, bobKey, "POST", "/api/agents/draft/prompt", `{"text":"hi","spec":{"instructions":"Bob's words."}}`, &refused); code != 403 {
-		t.Errorf("Bob previewing edits of Ann's agent: %d %+v, want 403", code, refused)
+		t.Errorf("Bob, a viewer, previewing edits: %d %+v, want 403", code, refused)
+	}
+
+	// As an editor Bob may preview his edits, but not one of shared, which only owners change.
+	var bob struct {
+		ID string `json:"id"`
+	}
+	s.call(t, bobKey, "GET", "/api/me", "", &bob)
+	if code := s.call(t, testKey, "PUT", "/api/agents/draft/shares", fmt.Sprintf(`{"shares":[{"principal_type":"user","principal_id":%q,"role":"editor"}]}`, bob.ID), nil); code != 200 {
+		t.Fatalf("sharing with Bob as an editor: %d", code)
+	}
+	if code := s.call(t, bobKey, "POST", "/api/agents/draft/prompt", `{"text":"hi","spec":{"instructions":"Bob's words."}}`, &b); code != 200 || !strings.Contains(b.Messages[0].Content, "Bob's words.") {
+		t.Errorf("Bob, an editor, previewing edits: %d %+v", code, b.Messages)
+	}
+	if code := s.call(t, bobKey, "POST", "/api/agents/draft/prompt", `{"text":"hi","spec":{"shared":false}}`, &refused); code != 403 {
+		t.Errorf("Bob, an editor, previewing a change of shared: %d %+v, want 403", code, refused)
 	}
 }

@@ -1,1 +1,0 @@
-import{G as e,J as t,U as n,Y as r,ft as i,pt as a,q as o,st as s}from"./api-DSOYbrtM.js";var c=r(`<p class="error-note" role="alert"> </p>`);function l(r,l){var u=t(),d=i(u),f=t=>{var n=c(),r=a(n,!0);s(()=>e(r,l.message)),o(t,n)};n(d,e=>{l.message&&e(f)}),o(r,u)}export{l as t};
