@@ -531,8 +531,10 @@ func setupLink(ctx context.Context, cfg *config.Config, svc *services, addr stri
 // printSetupLink shows the setup link in the log and, plainly, to the person
 // starting Relay.
 func printSetupLink(e *env, log *slog.Logger, link string) {
-	log.Warn("setup required: no admin can sign in; open the setup link to create the first admin",
-		slog.String("url", link), slog.Duration("valid_for", auth.SetupTokenTTL))
+	// The link holds a one-time credential: it goes to the console only,
+	// never into a log record that log pipelines keep.
+	log.Warn("setup required: no admin can sign in; open the one-time setup link printed on the console to create the first admin",
+		slog.Duration("valid_for", auth.SetupTokenTTL))
 	fmt.Fprintf(e.Stderr, "\nNo admin can sign in yet. Open this link within %d hours to create the first admin (it works once):\n\n    %s\n\n",
 		int(auth.SetupTokenTTL.Hours()), link)
 }
