@@ -102,6 +102,46 @@ export const patch = <T>(path: string, body?: unknown, opts?: RequestOptions) =>
 export const put = <T>(path: string, body?: unknown, opts?: RequestOptions) => api<T>('PUT', path, body, opts);
 export const del = <T>(path: string, opts?: RequestOptions) => api<T>('DELETE', path, undefined, opts);
 
+/**
+ * Uploads a file as multipart/form-data (field `file`) to path, reporting the
+ * part sent (0–1) to onProgress. fetch has no upload progress, so this uses
+ * XMLHttpRequest; refusals come back as ApiError like every other request.
+ */
+export function upload<T>(path: string, file: File, onProgress?: (fraction: number) => void, signal?: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', path);
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.withCredentials = true;
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress?.(e.loaded / e.total);
+    };
+    xhr.onload = async () => {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        onProgress?.(1);
+        try {
+          resolve(JSON.parse(xhr.responseText));
+        } catch {
+          reject(new ApiError(xhr.status, 'internal', 'The server sent an answer that could not be read.'));
+        }
+        return;
+      }
+      const headers = new Headers();
+      const ra = xhr.getResponseHeader('Retry-After');
+      if (ra) headers.set('Retry-After', ra);
+      const err = await errorFrom(new Response(xhr.responseText || null, { status: xhr.status, statusText: xhr.statusText, headers }));
+      if (xhr.status === 401) onUnauthorized();
+      reject(err);
+    };
+    xhr.onerror = () => reject(new ApiError(0, 'network', 'The upload was cut off: Relay cannot be reached. Check your connection and try again.'));
+    xhr.onabort = () => reject(new DOMException('The upload was cancelled.', 'AbortError'));
+    signal?.addEventListener('abort', () => xhr.abort());
+    const form = new FormData();
+    form.append('file', file, file.name);
+    xhr.send(form);
+  });
+}
+
 /** Builds a query string from the defined values. */
 export function query(params: Record<string, string | number | boolean | undefined | null | string[]>): string {
   const q = new URLSearchParams();

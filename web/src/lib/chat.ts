@@ -2,7 +2,7 @@
 // parts (docs/api.md "Chat and runs"), the tree of branches, the answer built
 // from a run's events, citations, uploads and the runs to resume after a
 // reload. Nothing here touches the DOM.
-import { ApiError, errorFrom, get, raw } from './api';
+import { ApiError, get, raw, upload } from './api';
 import { readEvents, type SSEvent } from './sse';
 
 export interface Agent {
@@ -633,38 +633,10 @@ export function plainRunError(msg: string): string {
 
 /**
  * Uploads a file as POST /api/files does (multipart field "file") and reports
- * the bytes sent; resolves with the stored file, pending.
+ * the bytes sent in percent; resolves with the stored file, pending.
  */
 export function uploadFile(file: File, onProgress: (pct: number) => void, signal?: AbortSignal): Promise<FileRec> {
-  return new Promise((resolve, reject) => {
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', '/api/files');
-    xhr.setRequestHeader('Accept', 'application/json');
-    xhr.withCredentials = true;
-    xhr.upload.onprogress = (e) => {
-      if (e.lengthComputable) onProgress(Math.round((e.loaded / e.total) * 100));
-    };
-    xhr.onload = async () => {
-      if (xhr.status >= 200 && xhr.status < 300) {
-        try {
-          resolve(JSON.parse(xhr.responseText));
-        } catch {
-          reject(new ApiError(xhr.status, 'internal', 'The server sent an answer that could not be read.'));
-        }
-        return;
-      }
-      const headers = new Headers();
-      const ra = xhr.getResponseHeader('Retry-After');
-      if (ra) headers.set('Retry-After', ra);
-      reject(await errorFrom(new Response(xhr.responseText || null, { status: xhr.status, statusText: xhr.statusText, headers })));
-    };
-    xhr.onerror = () => reject(new ApiError(0, 'network', 'Relay cannot be reached. Check your connection and try again.'));
-    xhr.onabort = () => reject(new DOMException('aborted', 'AbortError'));
-    signal?.addEventListener('abort', () => xhr.abort());
-    const form = new FormData();
-    form.append('file', file, file.name);
-    xhr.send(form);
-  });
+  return upload<FileRec>('/api/files', file, (f) => onProgress(Math.round(f * 100)), signal);
 }
 
 /** Asks for a file until it is ready or failed, calling onUpdate with each answer. */

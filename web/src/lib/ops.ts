@@ -1,7 +1,7 @@
 // What the operations pages share: the shapes of files, schedules, runs,
 // keys, users and MCP servers as the API returns them (docs/api.md), and
 // helpers for uploads with progress, downloads, cron in words and time zones.
-import { ApiError, errorFrom, get, query } from './api';
+import { ApiError, get, query, upload } from './api';
 
 export interface FileItem {
   id: string;
@@ -211,41 +211,9 @@ export function agentName(agents: Agent[] | Map<string, Agent>, id?: string): st
   return a?.name || id;
 }
 
-/**
- * Uploads one file as multipart/form-data (field `file`), reporting the part
- * sent (0–1). fetch has no upload progress, so this uses XMLHttpRequest.
- */
+/** Uploads one file (POST /api/files), reporting the part sent (0–1). */
 export function uploadFile(file: File, onProgress: (fraction: number) => void, signal?: AbortSignal): Promise<FileItem> {
-  return new Promise((resolve, reject) => {
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', '/api/files');
-    xhr.setRequestHeader('Accept', 'application/json');
-    xhr.upload.onprogress = (e) => {
-      if (e.lengthComputable && e.total > 0) onProgress(e.loaded / e.total);
-    };
-    xhr.onload = async () => {
-      if (xhr.status >= 200 && xhr.status < 300) {
-        onProgress(1);
-        try {
-          resolve(JSON.parse(xhr.responseText));
-        } catch {
-          reject(new ApiError(xhr.status, 'internal', 'Relay answered with something that is not a file.'));
-        }
-        return;
-      }
-      const headers = new Headers();
-      const ra = xhr.getResponseHeader('Retry-After');
-      if (ra) headers.set('Retry-After', ra);
-      const res = new Response(xhr.responseText || null, { status: xhr.status, statusText: xhr.statusText, headers });
-      reject(await errorFrom(res));
-    };
-    xhr.onerror = () => reject(new ApiError(0, 'network', 'The upload was cut off: Relay cannot be reached. Check your connection and try again.'));
-    xhr.onabort = () => reject(new DOMException('The upload was cancelled.', 'AbortError'));
-    signal?.addEventListener('abort', () => xhr.abort());
-    const form = new FormData();
-    form.append('file', file, file.name);
-    xhr.send(form);
-  });
+  return upload<FileItem>('/api/files', file, onProgress, signal);
 }
 
 /** What an upload's refusal means, in words. */
@@ -279,30 +247,6 @@ export function ymd(d = new Date()): string {
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}`;
 }
 
-/** Copies text to the clipboard; false when the browser refuses. */
-export async function copyText(text: string): Promise<boolean> {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    // Older browsers or no permission: a hidden textarea and execCommand.
-    const ta = document.createElement('textarea');
-    ta.value = text;
-    ta.setAttribute('readonly', '');
-    ta.style.position = 'fixed';
-    ta.style.opacity = '0';
-    document.body.appendChild(ta);
-    ta.select();
-    let ok = false;
-    try {
-      ok = document.execCommand('copy');
-    } catch {
-      ok = false;
-    }
-    ta.remove();
-    return ok;
-  }
-}
 
 // ---- Cron in words -------------------------------------------------------
 

@@ -1,4 +1,4 @@
-// Copying text for the chat's copy buttons: the Clipboard API where the page
+// Copying text for the UI's copy buttons: the Clipboard API where the page
 // may use it (https, localhost), else a selected textarea and execCommand.
 
 /** Copies text; true when it worked. */

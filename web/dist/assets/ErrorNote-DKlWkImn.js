@@ -1,0 +1,1 @@
+import{G as e,J as t,U as n,Y as r,ct as i,mt as a,pt as o,q as s}from"./api-CGyj_XbG.js";var c=r(`<p class="error-note" role="alert"> </p>`);function l(r,l){var u=t(),d=o(u),f=t=>{var n=c(),r=a(n,!0);i(()=>e(r,l.message)),s(t,n)};n(d,e=>{l.message&&e(f)}),s(r,u)}export{l as t};
