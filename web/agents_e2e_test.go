@@ -297,6 +297,13 @@ func TestSharingViewerCanChatNotEdit(t *testing.T) {
 	if status, _ := browserFetch(t, bob, "PATCH", "/api/agents/"+a.ID, map[string]any{"name": "Bob's now"}); status != http.StatusForbidden {
 		t.Errorf("a viewer's PATCH: %d, want 403", status)
 	}
+	// And on the chat page, through the builder's link.
+	run(t, bob, "following the link to chat with the agent",
+		chromedp.Click(`[data-testid=chat-with]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery),
+	)
+	sendChat(t, bob, "hello")
+	waitAnswered(t, bob, "Hi there, how can I help?")
 
 	carol := newPerson(t, alloc)
 	signIn(t, carol, r.Base, "carol@example.com", "carol-password-1")
