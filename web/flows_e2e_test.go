@@ -103,8 +103,18 @@ func TestDrawHandoffThenChat(t *testing.T) {
 		chromedp.WaitVisible(target, chromedp.ByQuery),
 		chromedp.Click(target, chromedp.ByQuery),
 		chromedp.Click(`input[name=edge-type][value=handoff]`, chromedp.ByQuery),
-		chromedp.Click(`[data-testid=edge-submit]`, chromedp.ByQuery),
 	)
+	// The form may still be settling when it is clicked (the agents it lists
+	// arrive after it opens, on a busy machine well after): a choice that did
+	// not hold is made again before the edge is added.
+	waitJS(t, ctx, "the target and the type are chosen", `(() => {
+		const to = document.querySelector('input[name=edge-to][value="specialist"]');
+		const type = document.querySelector('input[name=edge-type][value=handoff]');
+		if (to && !to.checked) to.click();
+		if (type && !type.checked) type.click();
+		return !!to && !!type && to.checked && type.checked;
+	})()`)
+	run(t, ctx, "adding the edge", chromedp.Click(`[data-testid=edge-submit]`, chromedp.ByQuery))
 	waitJS(t, ctx, "the graph draws the unsaved handoff",
 		`document.querySelector('.svelte-flow__edge[data-source="front-desk"][data-target="specialist"][data-type=handoff][data-unsaved=true]') !== null`)
 	run(t, ctx, "saving", chromedp.Click(`[data-testid=save-agent]`, chromedp.ByQuery))
