@@ -8,6 +8,7 @@ package web_test
 
 import (
 	"context"
+	"log"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -228,7 +229,13 @@ func newPerson(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Con
 	t.Helper()
 	alloc, cancelA := chromedp.NewExecAllocator(context.Background(), browser...)
 	t.Cleanup(cancelA)
-	ctx, cancel := chromedp.NewContext(alloc)
+	// chromedp's complaints about browser events it does not know (newer
+	// Chromium sends some) are left out; its other errors are printed.
+	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+			log.Print(msg)
+		}
+	}))
 	t.Cleanup(cancel)
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("starting the browser: %v", err)
