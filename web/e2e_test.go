@@ -8,11 +8,11 @@ package web_test
 
 import (
 	"context"
-	"log"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
