@@ -114,9 +114,14 @@ func TestDrawHandoffThenChat(t *testing.T) {
 		if (type && !type.checked) type.click();
 		return !!to && !!type && to.checked && type.checked;
 	})()`)
-	run(t, ctx, "adding the edge", chromedp.Click(`[data-testid=edge-submit]`, chromedp.ByQuery))
-	waitJS(t, ctx, "the graph draws the unsaved handoff",
-		`document.querySelector('.svelte-flow__edge[data-source="front-desk"][data-target="specialist"][data-type=handoff][data-unsaved=true]') !== null`)
+	// "Add edge" closes the form when it takes; a press that did not land
+	// while the form settled is made again.
+	waitJS(t, ctx, "the graph draws the unsaved handoff", `(() => {
+		if (document.querySelector('.svelte-flow__edge[data-source="front-desk"][data-target="specialist"][data-type=handoff][data-unsaved=true]')) return true;
+		const add = document.querySelector('[data-testid=edge-submit]');
+		if (add) add.click();
+		return false;
+	})()`)
 	run(t, ctx, "saving", chromedp.Click(`[data-testid=save-agent]`, chromedp.ByQuery))
 	waitText(t, ctx, `[data-testid=notice]`, "Saved as version 2")
 	waitJS(t, ctx, "the graph draws the saved handoff",
