@@ -157,31 +157,13 @@ func ReadOnlyField(name string) bool { return slices.Contains(readOnlyFields, na
 // Patch applies a merge patch to an agent: each field present replaces the stored
 // value and null clears it. A patch that changes nothing keeps the version.
 func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[string]json.RawMessage) (*Agent, error) {
-	for k := range patch {
-		if ReadOnlyField(k) {
-			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid agent", Fields: []fault.FieldError{{Field: k, Message: "read-only"}}}
-		}
+	if err := checkPatchFields(patch); err != nil {
+		return nil, err
 	}
 	// A concurrent update moves the version under us; re-read and re-apply a few times.
 	for attempt := 0; ; attempt++ {
-		a, err := s.writable(ctx, u, id, RoleEditor)
+		a, spec, err := s.patched(ctx, u, id, patch)
 		if err != nil {
-			return nil, err
-		}
-		spec, err := applyPatch(a.Spec, patch)
-		if err != nil {
-			return nil, err
-		}
-		if spec.Shared != a.Shared && !a.Permission.AtLeast(RoleOwner) {
-			return nil, fault.New(fault.Forbidden, "agent %q is shared with you as %s; only an owner may change whom it is shared with (shared)", id, a.Permission)
-		}
-		if err := s.rules.Validate(&spec); err != nil {
-			return nil, err
-		}
-		if err := s.checkFiles(ctx, u, &a.Spec, &spec); err != nil {
-			return nil, err
-		}
-		if err := s.checkTools(ctx, &a.Spec, &spec); err != nil {
 			return nil, err
 		}
 		if sameSpec(a.Spec, spec) {
@@ -196,6 +178,44 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 			return nil, err
 		}
 	}
+}
+
+// checkPatchFields refuses a patch that names a field clients may not set.
+func checkPatchFields(patch map[string]json.RawMessage) error {
+	for k := range patch {
+		if ReadOnlyField(k) {
+			return &fault.Error{Kind: fault.Invalid, Message: "invalid agent", Fields: []fault.FieldError{{Field: k, Message: "read-only"}}}
+		}
+	}
+	return nil
+}
+
+// patched reads the agent as u, who must be allowed to change it, and
+// returns it with the spec the patch makes of it, checked as any change is:
+// only an owner changes shared, and the spec must be valid and name only
+// files and tools u may give it. Patch stores that spec; Draft does not.
+func (s *Service) patched(ctx context.Context, u *auth.User, id string, patch map[string]json.RawMessage) (*Agent, Spec, error) {
+	a, err := s.writable(ctx, u, id, RoleEditor)
+	if err != nil {
+		return nil, Spec{}, err
+	}
+	spec, err := applyPatch(a.Spec, patch)
+	if err != nil {
+		return nil, Spec{}, err
+	}
+	if spec.Shared != a.Shared && !a.Permission.AtLeast(RoleOwner) {
+		return nil, Spec{}, fault.New(fault.Forbidden, "agent %q is shared with you as %s; only an owner may change whom it is shared with (shared)", id, a.Permission)
+	}
+	if err := s.rules.Validate(&spec); err != nil {
+		return nil, Spec{}, err
+	}
+	if err := s.checkFiles(ctx, u, &a.Spec, &spec); err != nil {
+		return nil, Spec{}, err
+	}
+	if err := s.checkTools(ctx, &a.Spec, &spec); err != nil {
+		return nil, Spec{}, err
+	}
+	return a, spec, nil
 }
 
 // Delete removes an agent with its versions and shares; its owners may.
