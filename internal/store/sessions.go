@@ -59,27 +59,13 @@ func (db *DB) TouchSession(ctx context.Context, id string, seen, expires time.Ti
 		`UPDATE sessions SET last_seen_at = CASE WHEN last_seen_at < ? THEN ? ELSE last_seen_at END,
 			expires_at = CASE WHEN expires_at < ? THEN ? ELSE expires_at END WHERE id = ?`,
 		s, s, e, e, id)
-	return db.sessionUpdated(res, err, id, "touching")
+	return updated(res, err, "session", id, "touching")
 }
 
 // DeleteSession deletes a session.
 func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	res, err := db.exec(ctx, db.write, `DELETE FROM sessions WHERE id = ?`, id)
-	return db.sessionUpdated(res, err, id, "deleting")
-}
-
-func (db *DB) sessionUpdated(res sql.Result, err error, id, doing string) error {
-	if err != nil {
-		return fmt.Errorf("%s session %q: %w", doing, id, err)
-	}
-	ok, err := affected(res)
-	if err != nil {
-		return fmt.Errorf("%s session %q: %w", doing, id, err)
-	}
-	if !ok {
-		return fault.New(fault.NotFound, "session %q not found", id)
-	}
-	return nil
+	return updated(res, err, "session", id, "deleting")
 }
 
 // DeleteUserSessions deletes every session of a user but the one with id

@@ -235,7 +235,7 @@ func (db *DB) ListKeys(ctx context.Context, userID string) ([]*auth.Key, error) 
 func (db *DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
 	res, err := db.exec(ctx, db.write,
 		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, db.timeArg(at), id)
-	return db.keyUpdated(res, err, id, "revoking")
+	return updated(res, err, "API key", id, "revoking")
 }
 
 // TouchKey records that a key was used at the given time. An earlier time than
@@ -245,19 +245,22 @@ func (db *DB) TouchKey(ctx context.Context, id string, at time.Time) error {
 	res, err := db.exec(ctx, db.write,
 		`UPDATE api_keys SET last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? THEN ? ELSE last_used_at END WHERE id = ?`,
 		t, t, id)
-	return db.keyUpdated(res, err, id, "touching")
+	return updated(res, err, "API key", id, "touching")
 }
 
-func (db *DB) keyUpdated(res sql.Result, err error, id, doing string) error {
+// updated turns the result of an UPDATE or DELETE of the row id of a kind
+// ("API key", "session") into an error: the database's, wrapped with what was
+// being done, or fault.NotFound when no row had that id.
+func updated(res sql.Result, err error, kind, id, doing string) error {
 	if err != nil {
-		return fmt.Errorf("%s API key %q: %w", doing, id, err)
+		return fmt.Errorf("%s %s %q: %w", doing, kind, id, err)
 	}
 	ok, err := affected(res)
 	if err != nil {
-		return fmt.Errorf("%s API key %q: %w", doing, id, err)
+		return fmt.Errorf("%s %s %q: %w", doing, kind, id, err)
 	}
 	if !ok {
-		return fault.New(fault.NotFound, "API key %q not found", id)
+		return fault.New(fault.NotFound, "%s %q not found", kind, id)
 	}
 	return nil
 }
