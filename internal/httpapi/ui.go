@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,16 +19,36 @@ import (
 const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob: https:; " +
 	"connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// uiFile is one file of the UI's build, held in memory with its gzip form
-// when that is smaller (scripts, styles, the page).
+// uiFile is one file of the UI's build, held in memory, with its gzip form
+// made on the first request that accepts it (compressing the whole build at
+// start-up would add tens of milliseconds to it).
 type uiFile struct {
 	name string
 	raw  []byte
-	gz   []byte
+	// compressible is true for text files (scripts, styles, the page).
+	compressible bool
+	once         sync.Once
+	gz           []byte // nil when gzip would not make it smaller
 }
 
-// loadUI reads every file of the build. The build is small (a few hundred
-// KB), so it is read and compressed once, at start-up.
+// gzipped returns the file's gzip form, or nil when it has none.
+func (f *uiFile) gzipped() []byte {
+	if !f.compressible {
+		return nil
+	}
+	f.once.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = zw.Write(f.raw)
+		_ = zw.Close()
+		if buf.Len() < len(f.raw) {
+			f.gz = buf.Bytes()
+		}
+	})
+	return f.gz
+}
+
+// loadUI reads every file of the build (embedded, a few hundred KB).
 func loadUI(fsys fs.FS) (map[string]*uiFile, error) {
 	files := map[string]*uiFile{}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
@@ -38,18 +59,12 @@ func loadUI(fsys fs.FS) (map[string]*uiFile, error) {
 		if err != nil {
 			return err
 		}
-		f := &uiFile{name: p, raw: b}
 		switch path.Ext(p) {
 		case ".js", ".css", ".html", ".svg", ".json", ".txt", ".map":
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-			_, _ = zw.Write(b)
-			_ = zw.Close()
-			if buf.Len() < len(b) {
-				f.gz = buf.Bytes()
-			}
+			files[p] = &uiFile{name: p, raw: b, compressible: true}
+		default:
+			files[p] = &uiFile{name: p, raw: b}
 		}
-		files[p] = f
 		return nil
 	})
 	return files, err
@@ -105,11 +120,11 @@ func (s *Server) ui() http.HandlerFunc {
 			h.Set("Content-Type", ct)
 		}
 		body := f.raw
-		if f.gz != nil {
+		if f.compressible {
 			h.Add("Vary", "Accept-Encoding")
-			if acceptsGzip(r) {
+			if gz := f.gzipped(); gz != nil && acceptsGzip(r) {
 				h.Set("Content-Encoding", "gzip")
-				body = f.gz
+				body = gz
 			}
 		}
 		http.ServeContent(w, r, f.name, modtime, bytes.NewReader(body))
