@@ -620,14 +620,74 @@ type MCPServer struct {
 	// Never nil after Load.
 	SendUserID *bool `yaml:"sendUserId,omitempty"`
 
-	_ any `yaml:"customUserVars" relay:"ignored"`
-	_ any `yaml:"oauth" relay:"ignored"`
-	_ any `yaml:"requiresOAuth" relay:"ignored"`
+	// RequiresOAuth says each user authorizes Relay at the server (MCP OAuth)
+	// before using it; an oauth block implies it. Such a server is user-scoped.
+	RequiresOAuth bool `yaml:"requiresOAuth,omitempty"`
+	// OAuth pins the authorization server's endpoints and a pre-registered
+	// client, for servers that do not advertise them (docs/mcp.md "OAuth").
+	OAuth *MCPOAuth `yaml:"oauth,omitempty"`
+	// CustomUserVars are values each user sets for themselves (an API key, an
+	// account name), substituted as {{NAME}} into url, headers and env of that
+	// user's connection. Such a server is user-scoped.
+	CustomUserVars map[string]UserVar `yaml:"customUserVars,omitempty"`
+
 	_ any `yaml:"oauth_headers" relay:"ignored"`
 	_ any `yaml:"apiKey" relay:"ignored"`
 	_ any `yaml:"obo" relay:"ignored"`
 	_ any `yaml:"sseReadTimeout" relay:"ignored"`
 }
+
+// MCPOAuth is an MCP server's oauth block, with LibreChat's keys.
+type MCPOAuth struct {
+	AuthorizationURL string `yaml:"authorization_url,omitempty"`
+	TokenURL         string `yaml:"token_url,omitempty"`
+	ClientID         string `yaml:"client_id,omitempty"`
+	ClientSecret     string `yaml:"client_secret,omitempty"`
+	// Scope is space-separated.
+	Scope       string `yaml:"scope,omitempty"`
+	RedirectURI string `yaml:"redirect_uri,omitempty"`
+	// TokenExchangeMethod is how the client authenticates at the token
+	// endpoint: DefaultPost (client_secret_post) or BasicAuthHeader
+	// (client_secret_basic).
+	TokenExchangeMethod string `yaml:"token_exchange_method,omitempty"`
+	// TokenEndpointAuthMethods are the methods the token endpoint accepts,
+	// when the server does not advertise them.
+	TokenEndpointAuthMethods []string `yaml:"token_endpoint_auth_methods_supported,omitempty"`
+	RevocationEndpoint       string   `yaml:"revocation_endpoint,omitempty"`
+
+	_ any `yaml:"grant_types_supported" relay:"ignored"`
+	_ any `yaml:"response_types_supported" relay:"ignored"`
+	_ any `yaml:"code_challenge_methods_supported" relay:"ignored"`
+	_ any `yaml:"skip_code_challenge_check" relay:"ignored"`
+	_ any `yaml:"revocation_endpoint_auth_methods_supported" relay:"ignored"`
+}
+
+// AuthMethod returns the token endpoint's client authentication method the
+// block names: client_secret_post, client_secret_basic, none, or "" (decided
+// by the authorization server's metadata).
+func (o *MCPOAuth) AuthMethod() string {
+	switch o.TokenExchangeMethod {
+	case "DefaultPost":
+		return "client_secret_post"
+	case "BasicAuthHeader":
+		return "client_secret_basic"
+	}
+	for _, m := range o.TokenEndpointAuthMethods {
+		if m == "client_secret_post" || m == "client_secret_basic" || m == "none" {
+			return m
+		}
+	}
+	return ""
+}
+
+// UserVar describes one of a server's customUserVars, as the UI asks for it.
+type UserVar struct {
+	Title       string `yaml:"title,omitempty"`
+	Description string `yaml:"description,omitempty"`
+}
+
+// UsesOAuth reports whether each user authorizes Relay at the server.
+func (s MCPServer) UsesOAuth() bool { return s.RequiresOAuth || s.OAuth != nil }
 
 // setDefaults fills the values an absent key leaves, before the entry is decoded,
 // so that an explicit `timeout: 0` is seen (and rejected) as such.

@@ -274,7 +274,6 @@ func TestLibreChatFile(t *testing.T) {
 		"endpoints.openAI.models.fetch",
 		"fileStrategy",
 		"interface",
-		"mcpServers.per-user.customUserVars",
 		"registration",
 		"version",
 		"webSearch.firecrawlApiKey",
@@ -369,10 +368,10 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate, tokenConfig)`,
 		}},
 		{"in an MCP server", "mcpServers:\n  fs:\n    command: npx\n    argz: [a]\n", []string{
-			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId)`,
+			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, requiresOAuth, oauth, customUserVars)`,
 		}},
 		{"in an MCP server with a spaced name", "mcpServers:\n  \"NEO NL\":\n    url: http://x/mcp\n    header: {}\n", []string{
-			`relay.yaml:4:5: unknown key "header" in mcpServers["NEO NL"] (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId)`,
+			`relay.yaml:4:5: unknown key "header" in mcpServers["NEO NL"] (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, requiresOAuth, oauth, customUserVars)`,
 		}},
 		{"in an agent edge", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: a\n        to: b\n        kind: direct\n", []string{
 			`relay.yaml:8:9: unknown key "kind" in agents[0].edges[0] (known: from, to, edgeType, prompt, excludeResults, promptKey, description)`,
@@ -695,6 +694,36 @@ func TestValidation(t *testing.T) {
 			`relay.yaml:25:18: mcpServers.i-timeouts.initTimeout: must be greater than 0 (milliseconds)`,
 			`relay.yaml:26:12: mcpServers.i-timeouts.scope: must be app or user, got "everyone"`,
 			`relay.yaml:28:11: mcpServers.j-type.type: must be one of stdio, sse, streamable-http (or http), websocket, got "grpc"`,
+		}},
+		{"mcp servers of each user", `mcpServers:
+  a-app-oauth:
+    url: https://x.example.com/sse
+    requiresOAuth: true
+    scope: app
+  b-stdio-oauth:
+    command: npx
+    oauth: {client_id: x}
+  c-oauth-keys:
+    type: streamable-http
+    url: https://x.example.com/mcp
+    oauth:
+      authorization_url: https://as.example.com/authorize
+      client_secret: s
+      token_exchange_method: Basic
+  d-vars:
+    command: npx
+    customUserVars:
+      1KEY: {title: Key}
+      LIBRECHAT_X: {title: X}
+      GOOD_KEY: {title: Good}
+`, []string{
+			`relay.yaml:5:12: mcpServers.a-app-oauth.scope: must be user (or absent) for a server with requiresOAuth, oauth or customUserVars: each user has their own connection`,
+			`relay.yaml:7:5: mcpServers.b-stdio-oauth.type: OAuth needs an sse or streamable-http server, got stdio`,
+			`relay.yaml:13:7: mcpServers.c-oauth-keys.oauth: authorization_url and token_url go together: give both or neither`,
+			`relay.yaml:14:22: mcpServers.c-oauth-keys.oauth.client_secret: needs client_id`,
+			`relay.yaml:15:30: mcpServers.c-oauth-keys.oauth.token_exchange_method: must be DefaultPost or BasicAuthHeader, got "Basic"`,
+			`relay.yaml:19:13: mcpServers.d-vars.customUserVars.1KEY: a variable name is letters, digits and _, not starting with a digit`,
+			`relay.yaml:20:20: mcpServers.d-vars.customUserVars.LIBRECHAT_X: LIBRECHAT_ names are Relay's own placeholders`,
 		}},
 		{"agents", `endpoints:
   agents:
@@ -1098,12 +1127,11 @@ endpoints:
 	if !c.Endpoints.TitlesFor("Ollama2").On() {
 		t.Errorf("custom[1] titles = %+v; want titleConvo from the anchor", c.Endpoints.Custom[1].Titles)
 	}
-	want := []string{
-		"mcpServers.first.oauth",
-		"mcpServers.second.oauth",
+	if second.OAuth == nil || second.OAuth.ClientID != "x" || second.Scope != ScopeUser {
+		t.Errorf("second.OAuth = %+v, scope %q; want the anchor's oauth block, user scope", second.OAuth, second.Scope)
 	}
-	if diff := cmp.Diff(want, c.Ignored); diff != "" {
-		t.Errorf("Ignored (-want +got):\n%s", diff)
+	if len(c.Ignored) != 0 {
+		t.Errorf("Ignored = %v; want none", c.Ignored)
 	}
 }
 

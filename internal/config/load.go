@@ -181,7 +181,7 @@ func (c *Config) complete() {
 		}
 		if s.Scope == "" {
 			s.Scope = ScopeApp
-			if s.usesUserPlaceholder() {
+			if s.usesUserPlaceholder() || s.UsesOAuth() || len(s.CustomUserVars) > 0 {
 				s.Scope = ScopeUser
 			}
 		}

@@ -408,6 +408,46 @@ func (v *validator) mcpServers() {
 		if s.Scope != ScopeApp && s.Scope != ScopeUser {
 			v.add(at+".scope", "must be app or user, got %q", s.Scope)
 		}
+		v.mcpUser(at, s)
+	}
+}
+
+var userVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// mcpUser checks what a server needs of each user: OAuth and customUserVars
+// are per user, so they need a user-scoped server, and OAuth an HTTP transport.
+func (v *validator) mcpUser(at string, s MCPServer) {
+	perUser := s.UsesOAuth() || len(s.CustomUserVars) > 0
+	if perUser && s.Scope == ScopeApp {
+		v.add(at+".scope", "must be user (or absent) for a server with requiresOAuth, oauth or customUserVars: each user has their own connection")
+	}
+	if t := s.Transport(); s.UsesOAuth() && t != "" && t != TransportSSE && t != TransportStreamableHTTP {
+		v.add(at+".type", "OAuth needs an sse or streamable-http server, got %s", t)
+	}
+	if o := s.OAuth; o != nil {
+		v.baseURL(at+".oauth.authorization_url", o.AuthorizationURL)
+		v.baseURL(at+".oauth.token_url", o.TokenURL)
+		v.baseURL(at+".oauth.redirect_uri", o.RedirectURI)
+		v.baseURL(at+".oauth.revocation_endpoint", o.RevocationEndpoint)
+		if (o.AuthorizationURL == "") != (o.TokenURL == "") {
+			v.add(at+".oauth", "authorization_url and token_url go together: give both or neither")
+		}
+		if o.ClientSecret != "" && o.ClientID == "" {
+			v.add(at+".oauth.client_secret", "needs client_id")
+		}
+		switch o.TokenExchangeMethod {
+		case "", "DefaultPost", "BasicAuthHeader":
+		default:
+			v.add(at+".oauth.token_exchange_method", "must be DefaultPost or BasicAuthHeader, got %q", o.TokenExchangeMethod)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.CustomUserVars)) {
+		switch {
+		case !userVarName.MatchString(name):
+			v.add(at+".customUserVars."+name, "a variable name is letters, digits and _, not starting with a digit")
+		case strings.HasPrefix(name, "LIBRECHAT_"):
+			v.add(at+".customUserVars."+name, "LIBRECHAT_ names are Relay's own placeholders")
+		}
 	}
 }
 
