@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -26,6 +28,7 @@ func mcpServers(cfg *config.Config) []mcp.ServerConfig {
 			URL: s.URL, Headers: s.Headers, Timeout: s.RequestTimeout(), InitTimeout: s.ConnectTimeout(),
 			Instructions: s.ServerInstructions.Text, InstructionsFromServer: s.ServerInstructions.FromServer(),
 			Startup: s.ConnectsAtStartup(), Scope: mcp.Scope(s.Scope), SendUserID: s.SendsUserID(),
+			UserVars: slices.Sorted(maps.Keys(s.CustomUserVars)),
 		})
 	}
 	return out

@@ -33,6 +33,9 @@ const (
 	StateConnecting   State = "connecting"
 	StateConnected    State = "connected"
 	StateError        State = "error"
+	// StateAuthRequired is a user's connection that waits for the user: to
+	// connect their account (OAuth) or to set their variables.
+	StateAuthRequired State = "auth_required"
 )
 
 // Options tune a Manager; the zero value gives mcp.md's defaults.
@@ -56,6 +59,9 @@ type Options struct {
 	// Until then a server that crashes soon after connecting counts every
 	// crash as a failed attempt, backs off, and ends in the error state.
 	StableAfter time.Duration
+	// Users supplies each user's customUserVars values; nil means no user has
+	// any, so servers that use them cannot connect.
+	Users Users
 }
 
 func (o *Options) defaults() {
@@ -131,6 +137,9 @@ type Manager struct {
 	// compiled schema.
 	toolsMu sync.Mutex
 	tools   map[string]Tool
+	// known is each user-scoped server's tools as a connection last listed
+	// them, for the users who cannot connect yet (see Tools).
+	known map[string][]Tool
 }
 
 // intern returns the shared Tool for a server's tool definition, building it
@@ -352,7 +361,36 @@ func (m *Manager) Tools(ctx context.Context, server string, u *User) ([]Tool, er
 	if err != nil {
 		return nil, err
 	}
-	return c.tools(ctx)
+	ts, err := c.tools(ctx)
+	if NeedsUser(err) {
+		// The tools as another user's connection last listed them, so that
+		// the model can still call one and read what the user must do.
+		m.toolsMu.Lock()
+		known, ok := m.known[server]
+		m.toolsMu.Unlock()
+		if ok {
+			return known, nil
+		}
+	}
+	return ts, err
+}
+
+// Disconnect closes one user's connection to a server (every user's when
+// userID is empty), so that the next use connects with the user's current
+// variables and authorization.
+func (m *Manager) Disconnect(server, userID string) {
+	m.mu.Lock()
+	var cs []*conn
+	for k, c := range m.conns {
+		if k.server == server && k.user != "" && (userID == "" || k.user == userID) {
+			cs = append(cs, c)
+			delete(m.conns, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range cs {
+		c.close()
+	}
 }
 
 // Instructions returns the server's prompt instructions: the configured text, or
@@ -498,6 +536,7 @@ type conn struct {
 	retry          *time.Timer   // the scheduled reconnect, if any
 	closed         bool
 	redact         *redactor // cleans this connection's errors; see redactor
+	needs          error     // what the user must do first (NeedsUser), when the last attempt said so
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -507,7 +546,7 @@ type conn struct {
 
 func newConn(m *Manager, cfg ServerConfig, u *User) *conn {
 	c := &conn{m: m, cfg: cfg, user: u, state: StateDisconnected}
-	c.redact = newRedactor(cfg.resolve(u, m.opts.Getenv))
+	c.redact = newRedactor(cfg.resolve(u, nil, m.opts.Getenv))
 	c.touch()
 	return c
 }
@@ -591,6 +630,9 @@ func (c *conn) connected(ctx context.Context) (*Session, error) {
 		c.mu.Lock()
 		if c.state != StateConnected && !c.closed {
 			err := fmt.Errorf("server %q: %s", c.cfg.Name, c.lastErr)
+			if c.needs != nil {
+				err = c.needs // kept whole, so that callers can tell it apart
+			}
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -608,9 +650,6 @@ func (c *conn) startAttemptLocked() {
 	c.attempt = done
 	c.state = StateConnecting
 	c.lastAttempt = time.Now()
-	cfg, substituted := c.cfg.resolve(c.user, c.m.opts.Getenv)
-	red := newRedactor(cfg, substituted)
-	c.redact = red
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.InitTimeout)
@@ -619,22 +658,46 @@ func (c *conn) startAttemptLocked() {
 		if c.user != nil {
 			uid = c.user.ID
 		}
-		sess, err := Connect(ctx, cfg, ConnectOptions{
-			UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
-			HTTP: c.m.http, Logger: c.userLogger(),
-		})
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)
+		var (
+			sess *Session
+			red  *redactor
+		)
+		cfg, err := c.userConfig(ctx, uid)
+		if err == nil {
+			var substituted []string
+			cfg, substituted = cfg.resolve(c.user, cfg.vars, c.m.opts.Getenv)
+			red = newRedactor(cfg.ServerConfig, substituted)
+			c.mu.Lock()
+			c.redact = red
+			c.mu.Unlock()
+			sess, err = Connect(ctx, cfg.ServerConfig, ConnectOptions{
+				UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
+				HTTP: c.m.http, Logger: c.userLogger(),
+			})
+			if err != nil && ctx.Err() != nil && !NeedsUser(err) {
+				err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)
+			}
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.attempt = nil
+		if red == nil {
+			red = c.redact
+		}
 		if c.closed {
 			if sess != nil {
 				go sess.Close()
 			}
 			return
 		}
+		if NeedsUser(err) {
+			// Not the server's failure: nothing is retried until the user acts,
+			// and the next use tries again at once.
+			c.state, c.lastErr = StateAuthRequired, red.text(err.Error())
+			c.needs = err
+			return
+		}
+		c.needs = nil
 		if err != nil {
 			c.failures++
 			c.state, c.lastErr = StateError, red.text(err.Error())
@@ -798,6 +861,14 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 		c.toolList = list.tools
 	}
 	c.mu.Unlock()
+	if c.cfg.Scope == ScopeUser {
+		c.m.toolsMu.Lock()
+		if c.m.known == nil {
+			c.m.known = map[string][]Tool{}
+		}
+		c.m.known[c.cfg.Name] = list.tools
+		c.m.toolsMu.Unlock()
+	}
 	return list.tools, nil
 }
 

@@ -72,3 +72,13 @@ func (e *cleanError) Error() string { return e.msg }
 
 // Is reports whether the original error is target, without exposing it.
 func (e *cleanError) Is(target error) bool { return errors.Is(e.orig, target) }
+
+// As finds in the original error what the user must do (see NeedsUser): those
+// errors are Relay's own and hold no secret.
+func (e *cleanError) As(target any) bool {
+	switch target.(type) {
+	case **VarsRequiredError:
+		return errors.As(e.orig, target)
+	}
+	return false
+}

@@ -58,6 +58,10 @@ type ServerConfig struct {
 	Startup    bool
 	Scope      Scope
 	SendUserID bool
+	// UserVars are the names of the server's customUserVars: each user's own
+	// values, substituted as {{NAME}} into url, headers and env of that user's
+	// connection (see Options.Users).
+	UserVars []string
 }
 
 // User is who a user-scoped connection is for, as the placeholders need it.
@@ -83,24 +87,40 @@ func expandEnv(s string, getenv func(string) (string, bool)) string {
 	})
 }
 
-// userPlaceholders replaces the {{LIBRECHAT_USER_*}} placeholders (nil user:
-// none) with the user's values, each passed through esc with the text of s
-// before it, and adds each value it inserted, as typed and as escaped, to
-// used. A value is inserted once: a placeholder it holds stays as typed.
-func userPlaceholders(s string, u *User, used *[]string, esc func(v, before string) string) string {
-	if u == nil || !strings.Contains(s, "{{LIBRECHAT_USER_") {
-		return s
+// placeholder is a {{…}} placeholder and the value it stands for.
+type placeholder struct{ text, value string }
+
+// userFields returns the placeholders of a user (none for nil) and of their
+// customUserVars values.
+func userFields(u *User, vars map[string]string) []placeholder {
+	var out []placeholder
+	if u != nil {
+		out = append(out,
+			placeholder{"{{LIBRECHAT_USER_ID}}", u.ID},
+			placeholder{"{{LIBRECHAT_USER_EMAIL}}", u.Email},
+			placeholder{"{{LIBRECHAT_USER_NAME}}", u.Name},
+			placeholder{"{{LIBRECHAT_USER_USERNAME}}", u.Username},
+		)
 	}
-	fields := [...]struct{ placeholder, value string }{
-		{"{{LIBRECHAT_USER_ID}}", u.ID},
-		{"{{LIBRECHAT_USER_EMAIL}}", u.Email},
-		{"{{LIBRECHAT_USER_NAME}}", u.Name},
-		{"{{LIBRECHAT_USER_USERNAME}}", u.Username},
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		out = append(out, placeholder{"{{" + k + "}}", vars[k]})
+	}
+	return out
+}
+
+// userPlaceholders replaces the placeholders of fields (the user's
+// {{LIBRECHAT_USER_*}} and their {{VAR}} values) with their values, each
+// passed through esc with the text of s before it, and adds each value it
+// inserted, as typed and as escaped, to used. A value is inserted once: a
+// placeholder it holds stays as typed.
+func userPlaceholders(s string, fields []placeholder, used *[]string, esc func(v, before string) string) string {
+	if len(fields) == 0 || !strings.Contains(s, "{{") {
+		return s
 	}
 	var b strings.Builder
 	i := 0
 	for {
-		j := strings.Index(s[i:], "{{LIBRECHAT_USER_")
+		j := strings.Index(s[i:], "{{")
 		if j < 0 {
 			b.WriteString(s[i:])
 			return b.String()
@@ -110,14 +130,14 @@ func userPlaceholders(s string, u *User, used *[]string, esc func(v, before stri
 		i = j + 2
 		inserted := false
 		for _, f := range fields {
-			if strings.HasPrefix(s[j:], f.placeholder) {
+			if strings.HasPrefix(s[j:], f.text) {
 				v := esc(f.value, s[:j])
 				*used = append(*used, f.value)
 				if v != f.value {
 					*used = append(*used, v)
 				}
 				b.WriteString(v)
-				i, inserted = j+len(f.placeholder), true
+				i, inserted = j+len(f.text), true
 				break
 			}
 		}
@@ -182,19 +202,30 @@ func isHeaderControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 // value is URL-encoded for its place (urlEscape), in headers it is made
 // header-safe (headerSafe), in args and env it is inserted as it is.
 func (c ServerConfig) Resolve(u *User, getenv func(string) (string, bool)) ServerConfig {
-	out, _ := c.resolve(u, getenv)
+	out, _ := c.resolve(u, nil, getenv)
 	return out
 }
 
-// resolve is Resolve, also returning every value it substituted (from the
-// environment or the user), so that errors can mask them.
-func (c ServerConfig) resolve(u *User, getenv func(string) (string, bool)) (ServerConfig, []string) {
+// resolve is Resolve with the user's customUserVars values (vars), also
+// returning every value it substituted (from the environment or the user), so
+// that errors can mask them. Only the server's declared UserVars are
+// substituted, and never into args: a process's arguments can be read by
+// every local user.
+func (c ServerConfig) resolve(u *User, vars map[string]string, getenv func(string) (string, bool)) (ServerConfig, []string) {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
 	if c.Scope != ScopeUser {
-		u = nil
+		u, vars = nil, nil
 	}
+	declared := map[string]string{}
+	for _, k := range c.UserVars {
+		if v, ok := vars[k]; ok {
+			declared[k] = v
+		}
+	}
+	fields := userFields(u, declared)
+	argFields := userFields(u, nil)
 	var used []string
 	lookup := func(k string) (string, bool) {
 		v, ok := getenv(k)
@@ -204,13 +235,13 @@ func (c ServerConfig) resolve(u *User, getenv func(string) (string, bool)) (Serv
 		return v, ok
 	}
 	sub := func(s string, esc func(v, before string) string) string {
-		return userPlaceholders(expandEnv(s, lookup), u, &used, esc)
+		return userPlaceholders(expandEnv(s, lookup), fields, &used, esc)
 	}
 	out := c
 	out.URL = sub(c.URL, urlEscape)
 	out.Args = make([]string, len(c.Args))
 	for i, a := range c.Args {
-		out.Args[i] = sub(a, verbatim)
+		out.Args[i] = userPlaceholders(expandEnv(a, lookup), argFields, &used, verbatim)
 	}
 	out.Env = maps.Clone(c.Env)
 	for k, v := range out.Env {
@@ -239,4 +270,33 @@ func childEnv(extra map[string]string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return env
+}
+
+// MissingVars returns the names of the server's customUserVars that its url,
+// headers or env use and vars has no value for, sorted.
+func (c ServerConfig) MissingVars(vars map[string]string) []string {
+	var out []string
+	for _, k := range c.UserVars {
+		if _, ok := vars[k]; ok {
+			continue
+		}
+		p := "{{" + k + "}}"
+		uses := strings.Contains(c.URL, p)
+		for _, m := range []map[string]string{c.Headers, c.Env} {
+			for _, v := range m {
+				uses = uses || strings.Contains(v, p)
+			}
+		}
+		if uses {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ResolveVars is Resolve with the user's customUserVars values.
+func (c ServerConfig) ResolveVars(u *User, vars map[string]string, getenv func(string) (string, bool)) ServerConfig {
+	out, _ := c.resolve(u, vars, getenv)
+	return out
 }

@@ -1,0 +1,68 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Users supplies what a user's connection needs of the user beyond the
+// {{LIBRECHAT_USER_*}} placeholders.
+type Users interface {
+	// Vars returns the user's values of a server's customUserVars; a value
+	// the user has not set is absent.
+	Vars(ctx context.Context, server, userID string) (map[string]string, error)
+}
+
+// VarsRequiredError says a server cannot be used until the user sets values
+// of its customUserVars.
+type VarsRequiredError struct {
+	Server  string
+	Missing []string
+}
+
+func (e *VarsRequiredError) Error() string {
+	return fmt.Sprintf("MCP server %q needs your settings: set %s for it (in the MCP servers settings, or with `relay mcp vars %s set NAME=VALUE`)",
+		e.Server, strings.Join(e.Missing, ", "), e.Server)
+}
+
+// NeedsUser reports whether err says the user must act before a server can
+// be used (set variables, connect an account), as opposed to a failure of
+// the server.
+func NeedsUser(err error) bool {
+	var vars *VarsRequiredError
+	return errors.As(err, &vars)
+}
+
+// userConfig is a connection's config with its user's variables, checked to
+// be complete.
+type userConfig struct {
+	ServerConfig
+	vars map[string]string
+}
+
+func (c userConfig) resolve(u *User, vars map[string]string, getenv func(string) (string, bool)) (userConfig, []string) {
+	out, used := c.ServerConfig.resolve(u, vars, getenv)
+	return userConfig{ServerConfig: out, vars: vars}, used
+}
+
+// userConfig loads what the connection of user uid needs of them: the values
+// of the server's customUserVars.
+func (c *conn) userConfig(ctx context.Context, uid string) (userConfig, error) {
+	out := userConfig{ServerConfig: c.cfg}
+	if c.cfg.Scope != ScopeUser || len(c.cfg.UserVars) == 0 {
+		return out, nil
+	}
+	if c.m.opts.Users != nil && uid != "" {
+		vars, err := c.m.opts.Users.Vars(ctx, c.cfg.Name, uid)
+		if err != nil {
+			return out, fmt.Errorf("reading your settings for %q: %w", c.cfg.Name, err)
+		}
+		out.vars = vars
+	}
+	if missing := c.cfg.MissingVars(out.vars); len(missing) > 0 {
+		return out, &VarsRequiredError{Server: c.cfg.Name, Missing: missing}
+	}
+	return out, nil
+}
