@@ -28,8 +28,17 @@ func mcpServers(cfg *config.Config) []mcp.ServerConfig {
 			URL: s.URL, Headers: s.Headers, Timeout: s.RequestTimeout(), InitTimeout: s.ConnectTimeout(),
 			Instructions: s.ServerInstructions.Text, InstructionsFromServer: s.ServerInstructions.FromServer(),
 			Startup: s.ConnectsAtStartup(), Scope: mcp.Scope(s.Scope), SendUserID: s.SendsUserID(),
-			UserVars: slices.Sorted(maps.Keys(s.CustomUserVars)),
+			UserVars: userVars(s.CustomUserVars),
 		})
+	}
+	return out
+}
+
+// userVars lists a server's customUserVars by name.
+func userVars(vars map[string]config.UserVar) []mcp.UserVar {
+	var out []mcp.UserVar
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		out = append(out, mcp.UserVar{Name: name, Title: vars[name].Title, Description: vars[name].Description})
 	}
 	return out
 }

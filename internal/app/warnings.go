@@ -64,12 +64,13 @@ func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []st
 	for _, name := range cfg.MCPOrder {
 		s := cfg.MCPServers[name]
 		at := fmt.Sprintf("mcpServers.%s", name)
-		if v := userVars(s.URL); len(v) > 0 {
-			out = append(out, fmt.Sprintf("%s.url uses %s: %s; it is sent as written", at, strings.Join(v, ", "), perUser))
+		const undeclared = "not in its customUserVars, so no user has a value for it; it is sent as written"
+		if v := unfilled(s.URL, s.CustomUserVars); len(v) > 0 {
+			out = append(out, fmt.Sprintf("%s.url uses %s: %s", at, strings.Join(v, ", "), undeclared))
 		}
 		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
-			if v := userVars(s.Headers[h]); len(v) > 0 {
-				out = append(out, fmt.Sprintf("%s.headers.%s uses %s: %s; it is sent as written", at, h, strings.Join(v, ", "), perUser))
+			if v := unfilled(s.Headers[h], s.CustomUserVars); len(v) > 0 {
+				out = append(out, fmt.Sprintf("%s.headers.%s uses %s: %s", at, h, strings.Join(v, ", "), undeclared))
 			}
 		}
 	}
@@ -103,11 +104,15 @@ func mcpServerNamed(cfg *config.Config, server string) bool {
 	return false
 }
 
-// userVars returns the {{…}} placeholders of s that Relay cannot fill: every
-// one but {{LIBRECHAT_USER_*}}, which it fills from the user's account.
-func userVars(s string) []string {
+// unfilled returns the {{…}} placeholders of s that Relay cannot fill: every
+// one but {{LIBRECHAT_USER_*}}, which it fills from the user's account, and
+// the server's customUserVars, which each user sets.
+func unfilled(s string, declared map[string]config.UserVar) []string {
 	var out []string
 	for _, m := range placeholder.FindAllString(s, -1) {
+		if _, ok := declared[m[2:len(m)-2]]; ok {
+			continue
+		}
 		if !strings.HasPrefix(m, "{{LIBRECHAT_USER_") && !slices.Contains(out, m) {
 			out = append(out, m)
 		}

@@ -37,6 +37,8 @@ mcpServers:
       X-User: "{{LIBRECHAT_USER_EMAIL}}"
   search:
     url: https://mcp.example.com/{{TENANT}}/mcp
+    customUserVars:
+      TENANT: {title: Tenant}
 agents:
   - {id: helper, provider: openAI, model: gpt-4o, tools: [file_search, calculator, find__mcp__docs, find__mcp__nowhere]}
 `)
@@ -45,12 +47,11 @@ agents:
 		`endpoints.anthropic: apiKey is user_provided: each user would enter their own; Relay cannot fill per-user values yet`,
 		`endpoints.custom[0] (local): no apiKey: requests go without authentication`,
 		`endpoints.custom[1] (shared): apiKey is user_provided`,
-		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: each user would enter their own; Relay cannot fill per-user values yet (they come with per-user variables and MCP OAuth)`,
-		`mcpServers.search.url uses {{TENANT}}`,
+		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,
 	}
-	notWanted := []string{"custom[2]", "LIBRECHAT_USER", "find__mcp__docs", `"file_search"`}
+	notWanted := []string{"custom[2]", "LIBRECHAT_USER", "find__mcp__docs", `"file_search"`, "{{TENANT}}"}
 	check := func(t *testing.T, out string) {
 		t.Helper()
 		for _, w := range want {

@@ -61,7 +61,14 @@ type ServerConfig struct {
 	// UserVars are the names of the server's customUserVars: each user's own
 	// values, substituted as {{NAME}} into url, headers and env of that user's
 	// connection (see Options.Users).
-	UserVars []string
+	UserVars []UserVar
+}
+
+// UserVar is one of a server's customUserVars, as the user is asked for it.
+type UserVar struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // User is who a user-scoped connection is for, as the placeholders need it.
@@ -219,9 +226,9 @@ func (c ServerConfig) resolve(u *User, vars map[string]string, getenv func(strin
 		u, vars = nil, nil
 	}
 	declared := map[string]string{}
-	for _, k := range c.UserVars {
-		if v, ok := vars[k]; ok {
-			declared[k] = v
+	for _, uv := range c.UserVars {
+		if v, ok := vars[uv.Name]; ok {
+			declared[uv.Name] = v
 		}
 	}
 	fields := userFields(u, declared)
@@ -276,7 +283,8 @@ func childEnv(extra map[string]string) []string {
 // headers or env use and vars has no value for, sorted.
 func (c ServerConfig) MissingVars(vars map[string]string) []string {
 	var out []string
-	for _, k := range c.UserVars {
+	for _, uv := range c.UserVars {
+		k := uv.Name
 		if _, ok := vars[k]; ok {
 			continue
 		}

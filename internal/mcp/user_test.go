@@ -53,7 +53,7 @@ func TestCustomUserVarsReachTheServerPerUser(t *testing.T) {
 	srv := mcp.ServerConfig{
 		Name: "keyed", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeUser,
 		Timeout: 10 * time.Second, InitTimeout: 10 * time.Second, Headers: map[string]string{"X-User": "{{MY_KEY}}"},
-		UserVars: []string{"MY_KEY"},
+		UserVars: []mcp.UserVar{{Name: "MY_KEY"}},
 	}
 	m := mcp.NewManager([]mcp.ServerConfig{srv}, mcp.Options{Users: vars})
 	t.Cleanup(func() { _ = m.Close() })
@@ -111,7 +111,7 @@ func TestCustomUserVarsReachTheServerPerUser(t *testing.T) {
 // in the URL, kept whole in env, and never put into args.
 func TestResolveUserVarsByPlace(t *testing.T) {
 	s := mcp.ServerConfig{
-		Name: "x", Scope: mcp.ScopeUser, UserVars: []string{"TOKEN", "UNSET"},
+		Name: "x", Scope: mcp.ScopeUser, UserVars: []mcp.UserVar{{Name: "TOKEN"}, {Name: "UNSET"}},
 		URL:  "https://mcp.example/t/{{TOKEN}}?k={{TOKEN}}",
 		Args: []string{"--token={{TOKEN}}"},
 		Env:  map[string]string{"TOKEN": "{{TOKEN}}", "OTHER": "{{UNDECLARED}}"},
