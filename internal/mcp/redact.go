@@ -72,3 +72,12 @@ func (e *cleanError) Error() string { return e.msg }
 
 // Is reports whether the original error is target, without exposing it.
 func (e *cleanError) Is(target error) bool { return errors.Is(e.orig, target) }
+
+// As finds an *AuthRequiredError in the original error, which quotes nothing
+// secret; other error types stay hidden.
+func (e *cleanError) As(target any) bool {
+	if p, ok := target.(**AuthRequiredError); ok {
+		return errors.As(e.orig, p)
+	}
+	return false
+}
