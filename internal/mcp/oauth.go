@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -186,11 +188,11 @@ func (a *Authorizer) Begin(ctx context.Context, r BeginRequest) (*Pending, error
 	// from the well-known locations.
 	challenges, _ := oauthex.ParseWWWAuthenticate(r.Challenge)
 
-	prm, err := a.resourceMetadata(ctx, challenges, r.ServerURL)
+	prm, legacy, err := a.resourceMetadata(ctx, challenges, r.ServerURL)
 	if err != nil {
 		return nil, err
 	}
-	asm, err := a.serverMetadata(ctx, prm.AuthorizationServers[0], cfg)
+	asm, err := a.serverMetadata(ctx, prm.AuthorizationServers[0], legacy, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +240,12 @@ func (a *Authorizer) Begin(ctx context.Context, r BeginRequest) (*Pending, error
 // resourceMetadata finds the protected resource metadata (RFC 9728) of the
 // server at serverURL: at the challenge's resource_metadata, then at the
 // well-known location with the server's path, then at the root. A server with
-// none is its own authorization server (the 2025-03-26 revision of the spec).
-func (a *Authorizer) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge, serverURL string) (*oauthex.ProtectedResourceMetadata, error) {
+// none is its own authorization server (the 2025-03-26 revision of the spec):
+// legacy is then true.
+func (a *Authorizer) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge, serverURL string) (prm *oauthex.ProtectedResourceMetadata, legacy bool, err error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("starting OAuth: the server URL: %w", err)
+		return nil, false, fmt.Errorf("starting OAuth: the server URL: %w", err)
 	}
 	type candidate struct{ url, resource string }
 	var candidates []candidate
@@ -266,25 +269,33 @@ func (a *Authorizer) resourceMetadata(ctx context.Context, challenges []oauthex.
 			// Metadata for another resource is a server that would have the
 			// user grant a token to someone else: never go on from it.
 			if strings.Contains(err.Error(), "got metadata resource") {
-				return nil, fmt.Errorf("starting OAuth: the protected resource metadata is not for this server: %w", err)
+				return nil, false, fmt.Errorf("starting OAuth: the protected resource metadata is not for this server: %w", err)
 			}
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("starting OAuth: the protected resource metadata at %s names no authorization server", c.url)
+			return nil, false, fmt.Errorf("starting OAuth: the protected resource metadata at %s names no authorization server", c.url)
 		}
-		return prm, nil
+		return prm, false, nil
 	}
-	return &oauthex.ProtectedResourceMetadata{Resource: serverURL, AuthorizationServers: []string{root.String()}}, nil
+	return &oauthex.ProtectedResourceMetadata{Resource: serverURL, AuthorizationServers: []string{root.String()}}, true, nil
 }
 
 // serverMetadata fetches the authorization server's metadata (RFC 8414, then
 // OpenID Connect discovery). Without any, the `oauth:` block's endpoints are
 // used, or else the 2025-03-26 defaults: /authorize, /token and /register at the
-// authorization server's root.
-func (a *Authorizer) serverMetadata(ctx context.Context, issuer string, cfg *OAuthConfig) (*oauthex.AuthServerMeta, error) {
+// authorization server's root. For a legacy server (see resourceMetadata) the
+// metadata at its root may name an issuer with a path on the same origin.
+func (a *Authorizer) serverMetadata(ctx context.Context, issuer string, legacy bool, cfg *OAuthConfig) (*oauthex.AuthServerMeta, error) {
 	pinned := cfg.AuthorizationURL != "" && cfg.TokenURL != ""
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, a.http())
+	var asm *oauthex.AuthServerMeta
+	var err error
+	if legacy {
+		asm, err = a.legacyServerMetadata(ctx, issuer)
+	}
+	if asm == nil && err == nil {
+		asm, err = auth.GetAuthServerMetadata(ctx, issuer, a.http())
+	}
 	if err != nil && !pinned {
 		return nil, fmt.Errorf("starting OAuth: the authorization server's metadata: %w", err)
 	}
@@ -304,6 +315,37 @@ func (a *Authorizer) serverMetadata(ctx context.Context, issuer string, cfg *OAu
 		asm.RevocationEndpoint = cfg.RevocationURL
 	}
 	return asm, nil
+}
+
+// legacyServerMetadata fetches the metadata at the root of a server that is
+// its own authorization server (the 2025-03-26 revision of the spec), which
+// may name an issuer below the root, such as https://host/oauth. An issuer on
+// another origin is refused. It returns nil, nil when there is none.
+func (a *Authorizer) legacyServerMetadata(ctx context.Context, root string) (*oauthex.AuthServerMeta, error) {
+	metaURL := strings.TrimSuffix(root, "/") + "/.well-known/oauth-authorization-server"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metaURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.http().Do(req)
+	if err != nil {
+		return nil, nil // left to the ordinary discovery, which says why
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Issuer string `json:"issuer"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil || doc.Issuer == "" {
+		return nil, nil
+	}
+	iu, err1 := url.Parse(doc.Issuer)
+	ru, err2 := url.Parse(root)
+	if err1 != nil || err2 != nil || iu.Scheme != ru.Scheme || iu.Host != ru.Host {
+		return nil, nil
+	}
+	// oauthex checks the document again against the issuer it names: its
+	// endpoints, and PKCE.
+	return oauthex.GetAuthServerMeta(ctx, metaURL, doc.Issuer, a.http())
 }
 
 // client chooses the client to authorize as: a client ID metadata document
