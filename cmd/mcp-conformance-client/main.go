@@ -5,10 +5,18 @@
 // what the scenario asks, the way Relay itself would. It exits non-zero, saying
 // why on stderr, when the client side of a scenario fails; the suite's own checks
 // decide whether the scenario passes.
+//
+// For the auth scenarios it authorizes with Relay's mcp.Authorizer as Relay's
+// server does, with the user's browser played by an HTTP GET of the
+// authorization URL whose redirect to the callback is read instead of followed
+// (the suite's authorization server answers at once). Inputs a scenario gives
+// the client (a pre-registered client's credentials) come as JSON in
+// MCP_CONFORMANCE_CONTEXT.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -35,10 +43,17 @@ func main() {
 	}
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	url := os.Args[len(os.Args)-1]
+	var sc scenarioContext
+	if raw := os.Getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			fmt.Fprintf(os.Stderr, "mcp-conformance-client: MCP_CONFORMANCE_CONTEXT: %v\n", err)
+			os.Exit(2)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := run(ctx, scenario, url, log)
+	err := run(ctx, scenario, url, sc, log)
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mcp-conformance-client: scenario %q: %v\n", scenario, err)
@@ -47,7 +62,7 @@ func main() {
 }
 
 // run connects to the scenario's server, plays the scenario, and closes the session.
-func run(ctx context.Context, scenario, url string, log *slog.Logger) (err error) {
+func run(ctx context.Context, scenario, url string, sc scenarioContext, log *slog.Logger) (err error) {
 	cfg := mcp.ServerConfig{
 		Name:        "conformance",
 		Transport:   mcp.TransportStreamableHTTP,
@@ -55,8 +70,12 @@ func run(ctx context.Context, scenario, url string, log *slog.Logger) (err error
 		Timeout:     timeout,
 		InitTimeout: timeout,
 	}
+	opts := mcp.ConnectOptions{Version: "conformance", Logger: log}
+	if strings.HasPrefix(scenario, "auth/") {
+		opts.Authorization = newOAuth(url, sc)
+	}
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.InitTimeout)
-	s, err := mcp.Connect(connectCtx, cfg, mcp.ConnectOptions{Version: "conformance", Logger: log})
+	s, err := mcp.Connect(connectCtx, cfg, opts)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", url, err)
@@ -92,8 +111,13 @@ func run(ctx context.Context, scenario, url string, log *slog.Logger) (err error
 		return err
 	default:
 		// Any other scenario (the auth ones): what Relay does on connecting,
-		// discover the tools.
-		_, err := c.tools(ctx)
+		// discover the tools, then use one (where a server may ask for more
+		// scope).
+		tools, err := c.tools(ctx)
+		if err != nil || !slices.ContainsFunc(tools, func(t *sdk.Tool) bool { return t.Name == "test-tool" }) {
+			return err
+		}
+		_, err = c.call(ctx, "test-tool", map[string]any{})
 		return err
 	}
 }

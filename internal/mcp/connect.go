@@ -40,6 +40,11 @@ type ConnectOptions struct {
 	// Logger takes the lines a stdio server writes to stderr, with the server's
 	// name added (mcp_server); it may be nil.
 	Logger *slog.Logger
+	// Authorization supplies the bearer token of the sse and streamable-http
+	// transports and acts on the server's 401 and 403 insufficient_scope
+	// challenges (see docs/mcp.md#oauth); nil means none, and a 401 fails with
+	// ErrOAuthNotConfigured.
+	Authorization Authorization
 }
 
 // Session is an initialized connection to one server.
@@ -93,7 +98,7 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		tr.MaxIdleConnsPerHost = 64
 		o.HTTP = tr
 	}
-	t, cmd, err := transport(cfg, o.HTTP, o.Logger)
+	t, cmd, err := transport(cfg, o.HTTP, o.Authorization, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +139,7 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 }
 
 // transport builds the go-sdk transport for a resolved config.
-func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Transport, *exec.Cmd, error) {
+func transport(cfg ServerConfig, rt http.RoundTripper, auth Authorization, log *slog.Logger) (sdk.Transport, *exec.Cmd, error) {
 	switch cfg.Transport {
 	case TransportStdio:
 		cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -149,11 +154,11 @@ func transport(cfg ServerConfig, rt http.RoundTripper, log *slog.Logger) (sdk.Tr
 		}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, cmd, nil
 	case TransportSSE:
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(rt, cfg.URL, cfg.Headers)}, nil, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: serverClient(rt, cfg, auth)}, nil, nil
 	case TransportStreamableHTTP:
 		// staleSessionTransport lets a request the server refused for a session
 		// it no longer knows be sent again on a new one (see conn.sessionGone).
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(&staleSessionTransport{base: rt}, cfg.URL, cfg.Headers)}, nil, nil
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: serverClient(&staleSessionTransport{base: rt}, cfg, auth)}, nil, nil
 	case TransportWebSocket:
 		// The headers go through the client too (not the handshake's own
 		// header), so that a redirected handshake does not carry them elsewhere.
@@ -211,6 +216,15 @@ func httpClient(rt http.RoundTripper, server string, headers map[string]string) 
 		t.host, t.secure = u.Hostname(), u.Scheme == "https" || u.Scheme == "wss"
 	}
 	return &http.Client{Transport: t}
+}
+
+// serverClient is httpClient with the bearer token of auth (see authTransport)
+// sent to the server's host after its headers.
+func serverClient(rt http.RoundTripper, cfg ServerConfig, auth Authorization) *http.Client {
+	c := httpClient(rt, cfg.URL, cfg.Headers)
+	ht := c.Transport.(*headerTransport)
+	ht.base = &authTransport{base: ht.base, auth: auth, name: cfg.Name, server: ht}
+	return c
 }
 
 // headerTransport adds the configured headers (Authorization, API keys…) to the

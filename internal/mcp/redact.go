@@ -74,10 +74,10 @@ func (e *cleanError) Error() string { return e.msg }
 func (e *cleanError) Is(target error) bool { return errors.Is(e.orig, target) }
 
 // As finds in the original error what the user must do (see NeedsUser): those
-// errors are Relay's own and hold no secret.
+// errors are Relay's own and hold no secret; other error types stay hidden.
 func (e *cleanError) As(target any) bool {
 	switch target.(type) {
-	case **VarsRequiredError:
+	case **VarsRequiredError, **AuthRequiredError:
 		return errors.As(e.orig, target)
 	}
 	return false
