@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,6 +44,10 @@ type Config struct {
 	// Auth is how people sign in to the web UI: sessions, failed sign-ins,
 	// OpenID Connect.
 	Auth Auth `yaml:"auth"`
+	// SecretKeys are the keys that seal per-user secrets at rest
+	// (docs/config.md "secrets"). The field is not named Secrets: that is the
+	// method listing every secret value.
+	SecretKeys SecretKeys `yaml:"secrets"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
@@ -156,6 +161,30 @@ type Auth struct {
 	LoginLimit LoginLimit `yaml:"login_limit"`
 	// OIDC is sign-in with an OpenID Connect provider; off without an issuer.
 	OIDC OIDC `yaml:"oidc"`
+}
+
+// SecretKeys are the keys of per-user secrets (docs/config.md "secrets"):
+// MCP customUserVars, user_provided endpoint keys and MCP OAuth grants are
+// sealed with Key and opened with it or any of PreviousKeys. Each is 32 bytes
+// as base64 or 64 hex digits. Both are masked in dumps and logs.
+type SecretKeys struct {
+	// Key seals; "" means RELAY_SECRETS_KEY, else (SQLite only) the key file
+	// secret.key beside the database.
+	Key string `yaml:"key,omitempty"`
+	// PreviousKeys open what older keys sealed, until `relay secrets rotate`
+	// has re-sealed it with Key.
+	PreviousKeys []string `yaml:"previousKeys,omitempty"`
+}
+
+// SecretKeyFile is the key file used when no key is configured: secret.key
+// beside the SQLite database, or "" for Postgres, whose replicas must share
+// a configured key.
+func (c *Config) SecretKeyFile() string {
+	engine, dsn, err := c.DB()
+	if err != nil || engine != "sqlite" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(dsn), "secret.key")
 }
 
 // LoginLimit bounds failed sign-ins per email and per client address within

@@ -34,6 +34,9 @@ var envOverrides = []struct {
 	{"RELAY_LOG_LEVEL", "server.log_level", func(c *Config, v string) { c.Server.LogLevel = v }},
 }
 
+// secretsKeyEnv holds the key of per-user secrets when the file sets none.
+const secretsKeyEnv = "RELAY_SECRETS_KEY"
+
 // Load reads the configuration, applies the environment and validates it.
 //
 // The file is path when it is not empty (the --config flag), else the file named
@@ -44,7 +47,8 @@ var envOverrides = []struct {
 // librechat.yaml: ${VAR} in its values is expanded from getenv (except in
 // mcpServers and in agent prompts), and LibreChat keys Relay does not use are
 // listed in Ignored. Then RELAY_ADDR, RELAY_DATA_DIR, RELAY_DATABASE_URL,
-// RELAY_TIMEZONE and RELAY_LOG_LEVEL override the file when set and not empty.
+// RELAY_TIMEZONE and RELAY_LOG_LEVEL override the file when set and not empty;
+// RELAY_SECRETS_KEY is secrets.key when the file sets none.
 // Command-line flags are the caller's to apply afterwards (then call Validate).
 // Variables of the .env file beside the config file (of the working directory
 // without one) count as environment where the real environment lacks them;
@@ -91,6 +95,10 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 			o.set(c, v)
 			c.where[o.path] = "env " + o.name
 		}
+	}
+	if v, ok := getenv(secretsKeyEnv); ok && v != "" && c.SecretKeys.Key == "" {
+		c.SecretKeys.Key = v
+		c.where["secrets.key"] = "env " + secretsKeyEnv
 	}
 	c.complete()
 	if err := c.validate(d.problems, d.bad); err != nil {

@@ -92,6 +92,11 @@ func (c *Config) masked() *Config {
 		*u = maskURL(*u)
 	}
 	m.Auth.OIDC.ClientSecret = maskValue(c.Auth.OIDC.ClientSecret)
+	m.SecretKeys.Key = maskValue(c.SecretKeys.Key)
+	m.SecretKeys.PreviousKeys = make([]string, len(c.SecretKeys.PreviousKeys))
+	for i, k := range c.SecretKeys.PreviousKeys {
+		m.SecretKeys.PreviousKeys[i] = maskValue(k)
+	}
 	m.Auth.OIDC.Scopes = slices.Clone(c.Auth.OIDC.Scopes)
 	m.RAG.Embeddings.APIKey = maskValue(c.RAG.Embeddings.APIKey)
 	m.RAG.Embeddings.BaseURL = maskURL(c.RAG.Embeddings.BaseURL)

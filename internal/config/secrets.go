@@ -13,8 +13,9 @@ const UserProvided = "user_provided"
 // (docs/config.md, "Secrets in logs and errors"): the API keys of every
 // provider, web search and embeddings, the values of secret-looking provider
 // headers and of every MCP header, the secret-looking MCP env values and
-// arguments, and the passwords and secret-looking query values of the database,
-// MCP and provider URLs. A value that names environment variables (${VAR}, as
+// arguments, the passwords and secret-looking query values of the database,
+// MCP and provider URLs, and the keys of per-user secrets (secrets.key,
+// secrets.previousKeys). A value that names environment variables (${VAR}, as
 // mcpServers keep them until connecting) contributes their values from getenv
 // instead; {{user}} variables are filled per user and are not known here, and
 // apiKey: user_provided is a marker, not a secret.
@@ -114,6 +115,10 @@ func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 		add(k)
 	}
 	add(c.Auth.OIDC.ClientSecret)
+	add(c.SecretKeys.Key)
+	for _, k := range c.SecretKeys.PreviousKeys {
+		add(k)
+	}
 	add(c.RAG.Embeddings.APIKey)
 	addURL(c.RAG.Embeddings.BaseURL)
 	addURL(c.RAG.APIURL)

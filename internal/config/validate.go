@@ -15,6 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/netguard"
+	"github.com/relay-ai/relay/internal/secret"
 )
 
 // Validate checks the whole configuration and returns a fault.Invalid error that
@@ -42,6 +43,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.scheduler()
 	v.limits()
 	v.auth()
+	v.secrets()
 
 	all := decoded
 	for _, p := range v.problems {
@@ -723,5 +725,23 @@ func (v *validator) summarization() {
 	}
 	if p := strings.TrimSpace(sm.Provider); p != "" && !slices.ContainsFunc(v.c.Providers(), func(k string) bool { return strings.EqualFold(k, p) }) {
 		v.add("summarization.provider", "unknown provider %q (known: %s)", sm.Provider, strings.Join(v.c.Providers(), ", "))
+	}
+}
+
+// secrets checks the keys of per-user secrets; its messages never hold a key.
+func (v *validator) secrets() {
+	s := v.c.SecretKeys
+	if s.Key != "" {
+		if _, err := secret.ParseKey(s.Key); err != nil {
+			v.add("secrets.key", "%v", err)
+		}
+	}
+	for i, k := range s.PreviousKeys {
+		if _, err := secret.ParseKey(k); err != nil {
+			v.add(fmt.Sprintf("secrets.previousKeys[%d]", i), "%v", err)
+		}
+	}
+	if s.Key == "" && len(s.PreviousKeys) > 0 {
+		v.add("secrets.key", "required with previousKeys: the key that seals from now on")
 	}
 }

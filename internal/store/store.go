@@ -1,7 +1,7 @@
 // Package store is Relay's storage contract. The engines live below it: sqlite/
 // (the embedded default) and postgres/; storetest/ is the one conformance suite
 // that both must pass. Domain packages declare the small interfaces they need
-// (agent.Store, auth.Store, memory.Store, file.Store, …); Store is their union plus the engine's lifecycle.
+// (agent.Store, auth.Store, memory.Store, file.Store, vault.Store, …); Store is their union plus the engine's lifecycle.
 //
 // This package also holds what the SQL engines share: DB, which implements Store
 // with every query written once, a Dialect for what differs between engines, and
@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/vault"
 )
 
 // Store is everything Relay keeps, behind one engine.
@@ -29,6 +30,7 @@ type Store interface {
 	run.Store
 	schedule.Store
 	schedule.NodeStore
+	vault.Store
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine: "sqlite" or "postgres".

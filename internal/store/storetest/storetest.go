@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Nodes", nodeTests},
 		{"Concurrency", concurrencyTests},
 		{"Text", textTests},
+		{"Vault", vaultTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
