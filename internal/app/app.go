@@ -339,6 +339,8 @@ func commands() []*command {
 		mcpListCommand(),
 		mcpToolsCommand(),
 		mcpCallCommand(),
+		mcpAuthCommand(),
+		mcpVarsCommand(),
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),

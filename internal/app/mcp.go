@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/relay-ai/relay/internal/account"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
 )
@@ -28,10 +29,25 @@ func mcpServers(cfg *config.Config) []mcp.ServerConfig {
 			URL: s.URL, Headers: s.Headers, Timeout: s.RequestTimeout(), InitTimeout: s.ConnectTimeout(),
 			Instructions: s.ServerInstructions.Text, InstructionsFromServer: s.ServerInstructions.FromServer(),
 			Startup: s.ConnectsAtStartup(), Scope: mcp.Scope(s.Scope), SendUserID: s.SendsUserID(),
-			UserVars: userVars(s.CustomUserVars),
+			UserVars: userVars(s.CustomUserVars), OAuth: oauthConfig(s), Title: s.Title,
 		})
 	}
 	return out
+}
+
+// oauthConfig is a server's OAuth settings, nil for a server without OAuth.
+func oauthConfig(s config.MCPServer) *mcp.OAuthConfig {
+	if !s.UsesOAuth() {
+		return nil
+	}
+	o := s.OAuth
+	if o == nil {
+		return &mcp.OAuthConfig{}
+	}
+	return &mcp.OAuthConfig{
+		AuthorizationURL: o.AuthorizationURL, TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+		Scope: o.Scope, RedirectURI: o.RedirectURI, TokenEndpointAuthMethod: o.AuthMethod(), RevocationURL: o.RevocationEndpoint,
+	}
 }
 
 // userVars lists a server's customUserVars by name.
@@ -43,13 +59,15 @@ func userVars(vars map[string]config.UserVar) []mcp.UserVar {
 	return out
 }
 
-// newMCPManager builds the manager for the config.
-func newMCPManager(e *env, cfg *config.Config, log *slog.Logger) *mcp.Manager {
-	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: e.Getenv, Version: version()})
+// newMCPManager builds the manager for the config; users (nil: none) gives
+// user-scoped connections each user's variables and authorization.
+func newMCPManager(e *env, cfg *config.Config, log *slog.Logger, users mcp.Users) *mcp.Manager {
+	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: e.Getenv, Version: version(), Users: users})
 }
 
 // withMCP loads the config and runs f with a started manager (every start-up
-// server attempted), closing it after.
+// server attempted), closing it after. When a server needs something of each
+// user (OAuth, customUserVars), the manager reads it from the database.
 func withMCP(ctx context.Context, e *env, f func(*config.Config, *mcp.Manager) error) error {
 	cfg, err := e.loadConfig()
 	if err != nil {
@@ -58,7 +76,13 @@ func withMCP(ctx context.Context, e *env, f func(*config.Config, *mcp.Manager) e
 	if len(cfg.MCPOrder) == 0 {
 		return errors.New("no mcpServers in the config")
 	}
-	m := newMCPManager(e, cfg, e.logger(cfg))
+	if needsUsers(cfg) {
+		return withAccounts(ctx, e, func(cfg *config.Config, _ *services, _ *account.Service, m *mcp.Manager) error {
+			m.Start(ctx)
+			return f(cfg, m)
+		})
+	}
+	m := newMCPManager(e, cfg, e.logger(cfg), nil)
 	defer m.Close()
 	m.Start(ctx)
 	return f(cfg, m)

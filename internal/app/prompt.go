@@ -104,7 +104,10 @@ func promptCommand() *command {
 					return err
 				}
 				defer svc.store.Close()
-				m := newMCPManager(e, cfg, log)
+				m, _, err := mcpManager(e, cfg, svc, log, owner())
+				if err != nil {
+					return err
+				}
 				defer m.Close()
 				// A preview sends nothing to a model: no summary either.
 				mods := models(e, cfg, log)

@@ -41,7 +41,10 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 		return err
 	}
 	defer svc.store.Close()
-	m := newMCPManager(e, cfg, log)
+	m, _, err := mcpManager(e, cfg, svc, log, owner())
+	if err != nil {
+		return err
+	}
 	defer m.Close()
 	runs, err := runService(e, cfg, svc, m, log)
 	if err != nil {

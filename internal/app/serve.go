@@ -340,7 +340,12 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	}
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
-	mcpm := newMCPManager(e, cfg, log)
+	mcpm, accounts, err := mcpManager(e, cfg, svc, log, owner())
+	if err != nil {
+		_ = srv.Close()
+		svc.store.Close()
+		return err
+	}
 	svc.agents.SetTools(knownTools(mcpm, log))
 	// The background parts (MCP connections, the scheduler) stop after the HTTP
 	// server and before the database closes.
@@ -415,6 +420,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Agents:       svc.agents,
 		Groups:       auth.NewGroups(svc.store),
 		MCP:          mcpm,
+		Accounts:     accounts,
 		Memory:       svc.memory,
 		Files:        svc.files,
 		UploadLimit:  cfg.FileConfig.UploadLimit(),

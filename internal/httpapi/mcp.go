@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/relay-ai/relay/internal/fault"
@@ -51,4 +52,33 @@ func (s *Server) mcpReconnect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// mcpCallTool calls one MCP tool for the caller, as an agent's call would run
+// it, and answers its result as the model would read it: {"text", "is_error"}.
+// A failure the model would read (bad arguments, a timeout, a server that
+// needs the caller to connect their account) is a 200 with is_error.
+func (s *Server) mcpCallTool(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decode(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	if _, _, err := s.opts.MCP.Resolve(key); err != nil {
+		s.writeError(w, r, fault.New(fault.NotFound, "no MCP tool %q", key))
+		return
+	}
+	if len(in.Arguments) == 0 || string(in.Arguments) == "null" {
+		in.Arguments = json.RawMessage("{}")
+	}
+	res, err := s.opts.MCP.Call(r.Context(), run.MCPUser(userFrom(r.Context())), key, in.Arguments)
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"text": mcp.FailureText(key, err), "is_error": true})
+		return
+	}
+	out := mcp.Format(res, mcp.FamilyText)
+	writeJSON(w, http.StatusOK, map[string]any{"text": out.Text, "is_error": out.IsError})
 }

@@ -74,6 +74,15 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))
 	mux.Handle("POST /api/mcp/servers/{name}/reconnect", s.authed(s.mcpReconnect))
+	mux.Handle("POST /api/mcp/tools/{key}/call", s.authed(s.mcpCallTool))
+	// Each user's own accounts at MCP servers (docs/api.md "MCP accounts").
+	mux.Handle("GET /api/mcp/accounts", s.authed(s.listAccounts))
+	mux.Handle("GET /api/mcp/servers/{name}/account", s.authed(s.getAccount))
+	mux.Handle("PUT /api/mcp/servers/{name}/vars", s.authed(s.setVars))
+	mux.Handle("DELETE /api/mcp/servers/{name}/vars", s.authed(s.deleteVars))
+	mux.Handle("POST /api/mcp/servers/{name}/oauth", s.authed(s.startOAuth))
+	mux.Handle("DELETE /api/mcp/servers/{name}/oauth", s.authed(s.disconnectOAuth))
+	mux.HandleFunc("GET /api/mcp/oauth/callback", s.oauthCallback)
 
 	// Who am I: the user behind the API key or session.
 	mux.Handle("GET /api/me", s.authed(s.me))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/relay-ai/relay/internal/account"
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/auth/oidc"
@@ -74,6 +75,9 @@ type Options struct {
 	// OIDC signs people in with an OpenID Connect provider (auth.oidc); nil
 	// means single sign-on is off.
 	OIDC *oidc.Client
+	// Accounts serves each user's own MCP accounts (customUserVars and
+	// OAuth); nil answers 503 there.
+	Accounts *account.Service
 }
 
 // Server holds the handlers' dependencies.

@@ -130,9 +130,17 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 // logoutAll ends every session of the caller ("sign out everywhere"); API
 // keys stay.
 func (s *Server) logoutAll(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.opts.Auth.LogoutAll(r.Context(), userFrom(r.Context()).ID, ""); err != nil {
+	uid := userFrom(r.Context()).ID
+	if _, err := s.opts.Auth.LogoutAll(r.Context(), uid, ""); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// Relay's access to the user's accounts at MCP servers ends too.
+	if s.opts.Accounts != nil {
+		if err := s.opts.Accounts.SignedOutEverywhere(r.Context(), uid); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	s.clearSessionCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)

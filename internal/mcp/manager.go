@@ -117,6 +117,10 @@ type ServerStatus struct {
 	LastError      string     `json:"last_error,omitempty"`
 	ConnectedSince *time.Time `json:"connected_since,omitempty"`
 	Connections    int        `json:"connections"`
+	// OAuth says each user connects their account first; UserVars are the
+	// values each user sets (see docs/api.md "MCP accounts").
+	OAuth    bool      `json:"oauth,omitempty"`
+	UserVars []UserVar `json:"user_vars,omitempty"`
 }
 
 // Manager owns every connection to every MCP server.
@@ -331,7 +335,7 @@ func (m *Manager) Status(u *User) []ServerStatus {
 	out := make([]ServerStatus, 0, len(m.order))
 	for _, name := range m.order {
 		s := m.servers[name]
-		st := ServerStatus{Name: name, Transport: s.Transport, Scope: s.Scope, State: StateDisconnected}
+		st := ServerStatus{Name: name, Transport: s.Transport, Scope: s.Scope, State: StateDisconnected, OAuth: s.OAuth != nil, UserVars: s.UserVars}
 		m.mu.Lock()
 		var cs []*conn
 		for k, c := range m.conns {
@@ -672,7 +676,7 @@ func (c *conn) startAttemptLocked() {
 			c.mu.Unlock()
 			sess, err = Connect(ctx, cfg.ServerConfig, ConnectOptions{
 				UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
-				HTTP: c.m.http, Logger: c.userLogger(),
+				HTTP: c.m.http, Logger: c.userLogger(), Authorization: cfg.auth,
 			})
 			if err != nil && ctx.Err() != nil && !NeedsUser(err) {
 				err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)

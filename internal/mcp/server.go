@@ -36,7 +36,9 @@ const (
 // ServerConfig is how to reach one MCP server. Values may still hold `${VAR}` and
 // `{{LIBRECHAT_USER_*}}` placeholders; they are substituted per connection.
 type ServerConfig struct {
-	Name      string
+	Name string
+	// Title is how people see the server's name (its config's title).
+	Title     string
 	Transport string
 	Command   string
 	Args      []string
@@ -62,6 +64,10 @@ type ServerConfig struct {
 	// values, substituted as {{NAME}} into url, headers and env of that user's
 	// connection (see Options.Users).
 	UserVars []UserVar
+	// OAuth, when set, says each user authorizes Relay at the server (MCP
+	// OAuth; requiresOAuth or an oauth block): its fields pin what the server
+	// does not advertise. See Options.Users.
+	OAuth *OAuthConfig
 }
 
 // UserVar is one of a server's customUserVars, as the user is asked for it.

@@ -13,6 +13,9 @@ type Users interface {
 	// Vars returns the user's values of a server's customUserVars; a value
 	// the user has not set is absent.
 	Vars(ctx context.Context, server, userID string) (map[string]string, error)
+	// Authorization gives a user's connection to an OAuth server its
+	// bearer token.
+	Authorization(server string, u *User) Authorization
 }
 
 // VarsRequiredError says a server cannot be used until the user sets values
@@ -32,7 +35,8 @@ func (e *VarsRequiredError) Error() string {
 // the server.
 func NeedsUser(err error) bool {
 	var vars *VarsRequiredError
-	return errors.As(err, &vars)
+	var auth *AuthRequiredError
+	return errors.As(err, &vars) || errors.As(err, &auth)
 }
 
 // userConfig is a connection's config with its user's variables, checked to
@@ -40,17 +44,33 @@ func NeedsUser(err error) bool {
 type userConfig struct {
 	ServerConfig
 	vars map[string]string
+	auth Authorization
 }
 
 func (c userConfig) resolve(u *User, vars map[string]string, getenv func(string) (string, bool)) (userConfig, []string) {
 	out, used := c.ServerConfig.resolve(u, vars, getenv)
-	return userConfig{ServerConfig: out, vars: vars}, used
+	return userConfig{ServerConfig: out, vars: vars, auth: c.auth}, used
 }
 
 // userConfig loads what the connection of user uid needs of them: the values
-// of the server's customUserVars.
+// of the server's customUserVars and, for an OAuth server, their
+// authorization, which must have a token to send.
 func (c *conn) userConfig(ctx context.Context, uid string) (userConfig, error) {
 	out := userConfig{ServerConfig: c.cfg}
+	if c.cfg.OAuth != nil {
+		if c.m.opts.Users == nil || uid == "" {
+			return out, &AuthRequiredError{Server: c.cfg.Name, Reason: "it acts for a signed-in user only"}
+		}
+		out.auth = c.m.opts.Users.Authorization(c.cfg.Name, c.user)
+		if out.auth == nil {
+			return out, &AuthRequiredError{Server: c.cfg.Name, Reason: "no account of yours is known here"}
+		}
+		// Asked first, so that a user who has not connected is told at once,
+		// without the server being asked.
+		if _, err := out.auth.Token(ctx); err != nil {
+			return out, err
+		}
+	}
 	if c.cfg.Scope != ScopeUser || len(c.cfg.UserVars) == 0 {
 		return out, nil
 	}

@@ -30,6 +30,8 @@ func (v *userVars) Vars(_ context.Context, _, userID string) (map[string]string,
 	return out, nil
 }
 
+func (v *userVars) Authorization(string, *mcp.User) mcp.Authorization { return nil }
+
 func (v *userVars) set(user, name, value string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
