@@ -89,6 +89,9 @@ type IO struct {
 	Stdout, Stderr io.Writer
 	// Getenv looks a variable up; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)
+	// endpointKeys, when set, stands in for the per-user secrets of the
+	// store (openEndpointKeys).
+	endpointKeys EndpointKeys
 }
 
 // env is what a running command gets: its streams and the --config flag.

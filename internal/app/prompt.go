@@ -107,7 +107,7 @@ func promptCommand() *command {
 				m := newMCPManager(e, cfg, log)
 				defer m.Close()
 				// A preview sends nothing to a model: no summary either.
-				mods := models(e, cfg, log)
+				mods := models(e, cfg, svc.keys, log)
 				p, err := preparer(cfg, svc, m, nil)
 				if err != nil {
 					return err
@@ -166,7 +166,7 @@ func promptCommand() *command {
 					return err
 				}
 				// The body as the agent's provider client writes it.
-				body, warning, err := run.SentBody(mods, out.Agent.Provider, out.Request)
+				body, warning, err := run.SentBody(ctx, mods, caller.ID, out.Agent.Provider, out.Request)
 				if err != nil {
 					return err
 				}

@@ -202,6 +202,9 @@ type services struct {
 	agents *agent.Service
 	memory *memory.Service
 	files  *file.Service
+	// keys are users' own values for the endpoints that take them
+	// (docs/config.md, "Keys each user provides").
+	keys EndpointKeys
 	// tokens counts the tokens of every request, with one cache of message
 	// counts for the process.
 	tokens *token.Counters
@@ -215,7 +218,7 @@ func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *sl
 		return nil, nil, nil, err
 	}
 	log := e.logger(cfg)
-	svc, err := open(ctx, cfg, log)
+	svc, err := open(ctx, e, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -224,7 +227,7 @@ func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *sl
 
 // open builds the services on an opened store and applies the start-up work that
 // every command shares: the config's agents are synced.
-func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services, error) {
+func open(ctx context.Context, e *env, cfg *config.Config, log *slog.Logger) (*services, error) {
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -239,6 +242,16 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 	}
 	s.auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
 	s.files = fileService(cfg, st, log)
+	s.keys = e.endpointKeys
+	if s.keys == nil {
+		keys, err := openEndpointKeys(ctx, cfg, st)
+		if err != nil {
+			// Only endpoints that take users' own keys need them: their
+			// users are told that none can be stored.
+			keys = noEndpointKeys{err}
+		}
+		s.keys = keys
+	}
 	s.tokens = token.NewCounters(0)
 	defs := make([]*agent.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
@@ -323,7 +336,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
-	svc, err := open(ctx, cfg, log)
+	svc, err := open(ctx, e, cfg, log)
 	var setupURL string
 	if err == nil {
 		err = bootstrap(ctx, e, svc, log)
@@ -417,6 +430,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		MCP:          mcpm,
 		Memory:       svc.memory,
 		Files:        svc.files,
+		EndpointKeys: &userKeys{cfg: cfg, keys: svc.keys, guard: outboundGuard(cfg)},
 		UploadLimit:  cfg.FileConfig.UploadLimit(),
 		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
 		Logger:       log,
