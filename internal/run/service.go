@@ -463,6 +463,18 @@ type Finished struct {
 	Request ChatRequest
 }
 
+// userID is the id of the run's user, or the conversation's when the run
+// names no user.
+func (f *Finished) userID() string {
+	switch {
+	case f.User != nil:
+		return f.User.ID
+	case f.Conversation != nil:
+		return f.Conversation.UserID
+	}
+	return ""
+}
+
 // Settle waits for the work that follows the runs finished so far
 // (Service.After), or until ctx ends.
 func (s *Service) Settle(ctx context.Context) error {

@@ -147,7 +147,7 @@ func (t *Titler) After(ctx context.Context, f *Finished) {
 	defer cancel()
 	log := t.Log.With(slog.String("run_id", f.Run.ID), slog.String("conversation_id", f.Conversation.ID),
 		slog.String("provider", tm.Provider), slog.String("model", tm.Model))
-	title, err := t.make(ctx, f.User.ID, tm, f.Question.Text, f.Answer.Text)
+	title, err := t.make(ctx, f.userID(), tm, f.Question.Text, f.Answer.Text)
 	if err != nil {
 		log.Warn("conversation title: kept the title made from the message", slog.String("err", err.Error()))
 		return
