@@ -345,5 +345,5 @@ func commands() []*command {
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),
-	}, append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...)...)
+	}, append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), endpointsCommands()...)...)
 }

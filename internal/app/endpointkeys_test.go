@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -230,3 +231,71 @@ agents:
 		}
 	}
 }
+
+// runCLIKeys is runCLI with keys as the store's per-user secrets.
+func runCLIKeys(t *testing.T, keys EndpointKeys, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb syncBuffer
+	code := Main(context.Background(), args, IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: testEnv(nil), endpointKeys: keys})
+	keepLog(t, errb.String())
+	return code, out.String(), errb.String()
+}
+
+// TestEndpointsKeyCommand: relay endpoints key sets a user's own key (read
+// from standard input) and base URL, refuses fields the endpoint does not
+// take, and clears them; relay endpoints keys shows which are set.
+func TestEndpointsKeyCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+endpoints:
+  custom:
+    - {name: byok, baseURL: "https://llm.example.com/v1", apiKey: user_provided}
+    - {name: both, baseURL: user_provided, apiKey: user_provided}
+`, filepath.Join(dir, "data")))
+	keys := newMemKeys()
+	cli := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		return runCLIKeys(t, keys, stdin, append(args, "--config", cfg)...)
+	}
+	code, uid, stderr := cli("", "users", "add", "--email", "ann@example.com")
+	if code != 0 {
+		t.Fatalf("users add: %d %s", code, stderr)
+	}
+	uid = strings.TrimSpace(uid)
+	secret := "sk-cli-own-key-5555555"
+	noteSecret(t.Name(), secret)
+	if code, out, stderr := cli(secret+"\n", "endpoints", "key", "byok", "--user", "ann@example.com", "--api-key-stdin"); code != 0 || strings.Contains(out+stderr, secret) {
+		t.Fatalf("endpoints key: %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := cli("", "endpoints", "key", "both", "--user", uid, "--base-url", "https://mine.example.com/v1"); code != 0 {
+		t.Fatalf("endpoints key --base-url: %d %q", code, stderr)
+	}
+	got, _ := keys.Vars(context.Background(), uid, "endpoint", "byok")
+	if diff := cmp.Diff(map[string]string{"apiKey": secret}, got); diff != "" {
+		t.Errorf("stored for byok (-want +got):\n%s", diff)
+	}
+	if code, _, stderr := cli("", "endpoints", "key", "byok", "--user", uid, "--base-url", "https://elsewhere.example.com/v1"); code != 1 || !strings.Contains(stderr, "baseURL: endpoint \"byok\" does not take a baseURL") {
+		t.Errorf("a field the endpoint does not take: %d %q", code, stderr)
+	}
+	if code, _, stderr := cli("", "endpoints", "key", "byok", "--user", uid); code != 2 {
+		t.Errorf("nothing to set: %d %q", code, stderr)
+	}
+	code, out, stderr := cli("", "endpoints", "keys", "--user", uid)
+	if code != 0 || strings.Contains(out, secret) || !strings.Contains(out, "byok") || !regexpMatch(`both\s+apiKey\s+false\s+-`, out) || !regexpMatch(`both\s+baseURL\s+true\s+\d{4}-`, out) {
+		t.Errorf("endpoints keys: %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := cli("", "endpoints", "key", "byok", "--user", uid, "--clear"); code != 0 {
+		t.Errorf("--clear: %d %q", code, stderr)
+	}
+	if got, _ := keys.Vars(context.Background(), uid, "endpoint", "byok"); len(got) != 0 {
+		t.Errorf("after --clear: %v", got)
+	}
+	// Without a store of per-user secrets, the command says so.
+	code, _, stderr = runCLI(t, nil, secret+"\n", "endpoints", "key", "byok", "--user", uid, "--api-key-stdin", "--config", cfg)
+	if code != 1 || !strings.Contains(stderr, "per-user secrets are not available") {
+		t.Errorf("without per-user secrets: %d %q", code, stderr)
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
