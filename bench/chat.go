@@ -77,7 +77,9 @@ func benchChat() error {
 		return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "c1", Function: prompt.FunctionCall{Name: "sum", Arguments: `{"a":2,"b":3}`}}}}
 	})
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models:   func(string, string) (llm.Model, mcp.Family, error) { return fake, mcp.FamilyOpenAI, nil },
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return fake, mcp.FamilyOpenAI, nil
+		},
 		Builtins: map[string]tool.Tool{"sum": sumTool{}}}
 	fmt.Fprintf(os.Stderr, "overhead: %d runs…\n", *runs)
 	if f := os.Getenv("RELAY_BENCH_CPUPROFILE_OVERHEAD"); f != "" {
@@ -165,7 +167,9 @@ func benchGraph(ctx context.Context, st *store.DB, u *auth.User, agents *agent.S
 	}
 	model := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	measure := func(id string) (time.Duration, error) {
 		var total time.Duration
 		for i := range runs + 20 {

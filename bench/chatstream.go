@@ -377,7 +377,9 @@ func chatRelay() error {
 	)
 	client := &parseClock{Model: openai.New(openai.Options{BaseURL: *upstreamURL, APIKey: "sk-bench", Logger: log})}
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return client, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return client, mcp.FamilyOpenAI, nil
+		}}
 	api := httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc, MCP: m, Logger: log,
 		Ready: func(ctx context.Context) error { return nil }})
 

@@ -84,7 +84,9 @@ func benchSchedulesOn(ctx context.Context, eng string, st *store.DB, n, every in
 	m := mcp.NewManager(nil, mcp.Options{})
 	defer m.Close()
 	runs := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	svc := &schedule.Service{Store: st, Agents: agents, Users: st, Runner: runs, Log: log, Opts: schedule.Options{MaxPerUser: n + 1}}
 	fmt.Fprintf(os.Stderr, "%s: creating %d schedules…\n", eng, n)
 	str := func(s string) *string { return &s }

@@ -61,14 +61,9 @@ func accountService(e *env, cfg *config.Config, v *vault.Vault, log *slog.Logger
 }
 
 // mcpManager builds the MCP manager of a command or server on opened
-// services: when a server needs something of each user, with the service of
-// their accounts (nil otherwise), whose claims of token refreshes name owner.
-func mcpManager(e *env, cfg *config.Config, svc *services, log *slog.Logger, owner string) (*mcp.Manager, *account.Service, error) {
-	v, err := newVault(cfg, svc.store, log, owner)
-	if err != nil {
-		return nil, nil, err
-	}
-	acct := accountService(e, cfg, v, log)
+// services, with the service of users' accounts at its servers.
+func mcpManager(e *env, cfg *config.Config, svc *services, log *slog.Logger) (*mcp.Manager, *account.Service, error) {
+	acct := accountService(e, cfg, svc.vault, log)
 	m := newMCPManager(e, cfg, log, acct)
 	acct.MCP = m
 	return m, acct, nil
@@ -90,12 +85,12 @@ func withAccounts(ctx context.Context, e *env, f func(*config.Config, *services,
 		return err
 	}
 	log := e.logger(cfg)
-	svc, err := open(ctx, cfg, log)
+	svc, err := open(ctx, e, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer svc.store.Close()
-	m, acct, err := mcpManager(e, cfg, svc, log, owner())
+	m, acct, err := mcpManager(e, cfg, svc, log)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func withServices(ctx context.Context, e *env, f func(*services) error) error {
 	if err != nil {
 		return err
 	}
-	svc, err := open(ctx, cfg, e.logger(cfg))
+	svc, err := open(ctx, e, cfg, e.logger(cfg))
 	if err != nil {
 		return err
 	}

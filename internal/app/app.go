@@ -344,5 +344,5 @@ func commands() []*command {
 		promptCommand(),
 		chatCommand(),
 		exportRagasCommand(),
-	}, append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), secretsCommands()...)...)
+	}, append(append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), secretsCommands()...), endpointsCommands()...)...)
 }

@@ -82,13 +82,15 @@ type server struct {
 
 func startServer(t *testing.T, cfgPath string, vars map[string]string) *server {
 	t.Helper()
+	in := IO{}
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{base: "http://" + addr, cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}}
 	noteVarSecrets(t, vars)
 	t.Cleanup(func() { keepLog(t, s.stderr.String()) }) // runs after the stop below
 	go func() {
-		s.done <- Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr}, IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: s.stderr, Getenv: testEnv(vars)})
+		in.Stdin, in.Stdout, in.Stderr, in.Getenv = strings.NewReader(""), io.Discard, s.stderr, testEnv(vars)
+		s.done <- Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr}, in)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -257,10 +257,10 @@ func TestAzureClientPerDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, slog.New(slog.DiscardHandler))
+	ms := models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, nil, slog.New(slog.DiscardHandler))
 	client := func(provider, model string) any {
 		t.Helper()
-		m, _, err := ms(provider, model)
+		m, _, err := ms(context.Background(), "u1", provider, model)
 		if err != nil {
 			t.Fatalf("%s/%s: %v", provider, model, err)
 		}
@@ -278,7 +278,7 @@ func TestAzureClientPerDeployment(t *testing.T) {
 		}
 		seen[c] = m
 	}
-	if _, _, err := ms("azureOpenAI", "gpt-5"); err == nil || err.Error() != `azureOpenAI: no group lists model "gpt-5" (list it under a group's models in endpoints.azureOpenAI)` {
+	if _, _, err := ms(context.Background(), "u1", "azureOpenAI", "gpt-5"); err == nil || err.Error() != `azureOpenAI: no group lists model "gpt-5" (list it under a group's models in endpoints.azureOpenAI)` {
 		t.Errorf("unlisted model: %v", err)
 	}
 
@@ -287,8 +287,8 @@ func TestAzureClientPerDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms = models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, slog.New(slog.DiscardHandler))
-	if _, _, err := ms("azureOpenAI", "o1"); err == nil || !strings.Contains(err.Error(), `azureOpenAI group "west": apiKey uses ${AZURE_WEST_KEY}, which is not set`) {
+	ms = models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, nil, slog.New(slog.DiscardHandler))
+	if _, _, err := ms(context.Background(), "u1", "azureOpenAI", "o1"); err == nil || !strings.Contains(err.Error(), `azureOpenAI group "west": apiKey uses ${AZURE_WEST_KEY}, which is not set`) {
 		t.Errorf("unset key: %v", err)
 	}
 }
@@ -416,7 +416,7 @@ func TestMaxParallelTools(t *testing.T) {
 
 // A custom endpoint's key is never sent as written when it cannot be a key: a
 // ${VAR} whose variable is not set is named, and user_provided (a key each
-// LibreChat user enters) is explained; a key that is set works.
+// user enters) asks for the user's own; a key that is set works.
 func TestCustomEndpointKeysThatCannotBeSent(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := config.Load(writeConfig(t, dir, fmt.Sprintf(`server:
@@ -430,14 +430,14 @@ endpoints:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, slog.New(slog.DiscardHandler))
-	if _, _, err := ms("unset", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), `apiKey uses ${NOT_SET_KEY}, which is not set`) {
+	ms := models(&env{IO: IO{Getenv: testEnv(nil)}}, cfg, nil, slog.New(slog.DiscardHandler))
+	if _, _, err := ms(context.Background(), "u1", "unset", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), `apiKey uses ${NOT_SET_KEY}, which is not set`) {
 		t.Errorf("unset variable: %v", err)
 	}
-	if _, _, err := ms("perUser", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "user_provided") {
+	if _, _, err := ms(context.Background(), "", "perUser", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), `endpoint "perUser" needs your own API key`) {
 		t.Errorf("user_provided: %v", err)
 	}
-	if _, _, err := ms("fine", "m"); err != nil {
+	if _, _, err := ms(context.Background(), "u1", "fine", "m"); err != nil {
 		t.Errorf("a key that is set: %v", err)
 	}
 }

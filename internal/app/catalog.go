@@ -13,7 +13,8 @@ import (
 // providers agents may name (config.Providers, but azureOpenAI only when a
 // group serves models) with the models the config lists, the built-in tools
 // (web_search when a search provider is set), the placeholders of
-// instructions and the features that are on. Only names are taken from the
+// instructions and the features that are on, and which of each provider's
+// fields each user supplies (user_provided). Only names are taken from the
 // config: never a key, an address or a header, which may hold secrets.
 func catalog(cfg *config.Config) *httpapi.Catalog {
 	c := &httpapi.Catalog{
@@ -35,6 +36,14 @@ func catalog(cfg *config.Config) *httpapi.Catalog {
 	}
 	for _, e := range cfg.Endpoints.Custom {
 		c.Providers = append(c.Providers, httpapi.CatalogProvider{Name: e.Name, Models: models(e.Models.Default)})
+	}
+	// Which fields each user supplies (PUT /api/endpoints/{name}/key): their
+	// names, never a value.
+	for i := range c.Providers {
+		c.Providers[i].UserProvided = []string{}
+		if ue, ok := cfg.Endpoints.UserEndpoint(c.Providers[i].Name); ok {
+			c.Providers[i].UserProvided = append(c.Providers[i].UserProvided, ue.Fields...)
+		}
 	}
 	tools := []string{prompt.FileSearch}
 	if c.Features.WebSearch {

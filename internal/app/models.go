@@ -2,8 +2,10 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -27,9 +29,17 @@ import (
 // azureOpenAI one per group and deployment, found by the agent's model. A
 // provider's key comes from its apiKey, else from the environment variable
 // LibreChat uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_KEY).
-func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
+//
+// An endpoint whose apiKey or baseURL says user_provided takes them from the
+// user the client serves, through keys (docs/config.md, "Keys each user
+// provides"): each user gets a client of their own, kept while their values
+// are unchanged (see userClients). A user's base URL is reached through the
+// outbound guard, as other addresses users choose are.
+func models(e *env, cfg *config.Config, keys EndpointKeys, log *slog.Logger) run.Models {
 	var mu sync.Mutex
 	clients := map[string]llm.Model{}
+	own := newUserClients(maxUserClients)
+	guarded := userHTTPClient(outboundGuard(cfg))
 	key := func(configured, envVar string) string {
 		if configured != "" && !strings.HasPrefix(configured, "${") && configured != userProvided {
 			return configured
@@ -37,38 +47,66 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 		v, _ := e.Getenv(envVar)
 		return v
 	}
-	return func(provider, model string) (llm.Model, mcp.Family, error) {
+	return func(ctx context.Context, userID, provider, model string) (llm.Model, mcp.Family, error) {
 		p := strings.ToLower(provider)
 		fam := mcp.FamilyOpenAI
 		if p == "anthropic" {
 			fam = mcp.FamilyAnthropic
 		}
+		name, fields := userFields(cfg, provider, model)
+		var vals map[string]string
+		if len(fields) > 0 {
+			var err error
+			if vals, err = userValues(ctx, keys, userID, name, fields); err != nil {
+				return nil, "", err
+			}
+		}
+		// mine is the user's value of a field that says user_provided, else
+		// the configured one.
+		mine := func(field, configured string) string {
+			if configured == userProvided && vals != nil {
+				return vals[field]
+			}
+			return configured
+		}
+		var httpc *http.Client
+		if vals[config.FieldBaseURL] != "" {
+			httpc = guarded
+		}
 		cacheKey := p
 		var azure *openai.Options
 		if strings.EqualFold(provider, config.ProviderAzureOpenAI) {
-			opts, key, err := azureOptions(cfg, model)
+			opts, key, err := azureOptions(cfg, model, vals)
 			if err != nil {
 				return nil, "", err
 			}
-			opts.Logger = log
+			opts.Logger, opts.HTTPClient = log, httpc
 			azure, cacheKey = &opts, p+"\x00"+key
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if m, ok := clients[cacheKey]; ok {
-			return m, fam, nil
+		var print string
+		if vals != nil {
+			print = fingerprint(vals)
+			if m, ok := own.get(userID+"\x00"+cacheKey, print); ok {
+				return m, fam, nil
+			}
+		} else {
+			mu.Lock()
+			defer mu.Unlock()
+			if m, ok := clients[cacheKey]; ok {
+				return m, fam, nil
+			}
 		}
 		var m llm.Model
 		switch p {
 		case "openai":
 			ep := cfg.Endpoints.OpenAI
-			m = openai.New(openai.Options{BaseURL: ep.BaseURL, APIKey: key(ep.APIKey, "OPENAI_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, Logger: log})
+			m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "OPENAI_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
 		case "anthropic":
 			ep := cfg.Endpoints.Anthropic
-			m = anthropic.New(anthropic.Options{BaseURL: ep.BaseURL, APIKey: key(ep.APIKey, "ANTHROPIC_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, Logger: log})
+			m = anthropic.New(anthropic.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "ANTHROPIC_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
 		case "google":
 			ep := cfg.Endpoints.Google
-			m = google.New(google.Options{BaseURL: ep.BaseURL, APIKey: key(ep.APIKey, "GOOGLE_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, Logger: log})
+			m = google.New(google.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "GOOGLE_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
 		case strings.ToLower(config.ProviderAzureOpenAI):
 			m = openai.New(*azure)
 		default:
@@ -80,30 +118,30 @@ func models(e *env, cfg *config.Config, log *slog.Logger) run.Models {
 					if err := customKeyUsable(c.Name, c.APIKey, c.BaseURL); err != nil {
 						return nil, "", err
 					}
-					m = openai.New(openai.Options{BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: c.Headers, AddParams: c.AddParams, DropParams: c.DropParams, Logger: log})
+					m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, c.BaseURL), APIKey: mine(config.FieldAPIKey, c.APIKey), Headers: c.Headers, AddParams: c.AddParams, DropParams: c.DropParams, HTTPClient: httpc, Logger: log})
 				}
 			}
 		}
 		if m == nil {
 			return nil, "", fault.New(fault.Invalid, "provider %q is not configured (endpoints: openAI, anthropic, google, or a custom name)", provider)
 		}
-		clients[cacheKey] = m
+		if vals != nil {
+			own.put(userID+"\x00"+cacheKey, print, m)
+		} else {
+			clients[cacheKey] = m
+		}
 		return m, fam, nil
 	}
 }
 
-// userProvided is LibreChat's apiKey for an endpoint whose users each enter
-// their own key.
-const userProvided = "user_provided"
+// userProvided is LibreChat's apiKey (or baseURL) for an endpoint whose users
+// each enter their own.
+const userProvided = config.UserProvided
 
 // customKeyUsable refuses a custom endpoint whose key or address would be sent
-// as written: a ${VAR} left because VAR is not set, or user_provided, which
-// Relay, having no per-user keys, cannot fill. The error names the variable,
-// never a value.
+// as written: a ${VAR} left because VAR is not set. The error names the
+// variable, never a value.
 func customKeyUsable(name, apiKey, baseURL string) error {
-	if apiKey == userProvided {
-		return fault.New(fault.Invalid, "endpoints.custom %q: apiKey is user_provided (each LibreChat user enters a key); Relay has no per-user keys: set the key in the config or in the variable it names", name)
-	}
 	return unsetVariable(fmt.Sprintf("endpoints.custom %q", name), field{"apiKey", apiKey}, field{"baseURL", baseURL})
 }
 
@@ -126,17 +164,26 @@ func unsetVariable(where string, fields ...field) error {
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // azureOptions returns the client options for an azureOpenAI model, from the
-// group that lists it, and the key of its client among the others: its
+// group that lists it, with the user's values (vals) of the fields that say
+// user_provided, and the key of its client among the others: its
 // group, deployment and API version. Requests go to
 // https://<instanceName>.openai.azure.com, or to the group's baseURL with
 // ${INSTANCE_NAME} and ${DEPLOYMENT_NAME} filled; a baseURL naming the
 // deployment, and a serverless endpoint, take /chat/completions directly.
-func azureOptions(cfg *config.Config, model string) (openai.Options, string, error) {
+func azureOptions(cfg *config.Config, model string, vals map[string]string) (openai.Options, string, error) {
 	d, ok := cfg.Endpoints.Azure(model)
 	if !ok {
 		return openai.Options{}, "", fault.New(fault.Invalid, "%s", config.AzureUnlisted(model))
 	}
-	g := d.Group
+	g := *d.Group
+	// The user's own key and address, for a group that takes them
+	// (docs/config.md, "Keys each user provides").
+	if g.APIKey == userProvided {
+		g.APIKey = vals[config.FieldAPIKey]
+	}
+	if g.BaseURL == userProvided {
+		g.BaseURL = vals[config.FieldBaseURL]
+	}
 	if err := unsetVariable(fmt.Sprintf("azureOpenAI group %q", g.Group),
 		field{"apiKey", g.APIKey}, field{"instanceName", g.InstanceName}, field{"deployment", d.Deployment}, field{"version", d.Version},
 		field{"baseURL", strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)}); err != nil {
@@ -167,7 +214,7 @@ func azureOptions(cfg *config.Config, model string) (openai.Options, string, err
 
 // runService builds the service that runs agents, over the opened services.
 func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *slog.Logger) (*run.Service, error) {
-	mods := models(e, cfg, log)
+	mods := models(e, cfg, svc.keys, log)
 	prep, err := preparer(cfg, svc, m, mods)
 	if err != nil {
 		return nil, err

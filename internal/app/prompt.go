@@ -104,13 +104,13 @@ func promptCommand() *command {
 					return err
 				}
 				defer svc.store.Close()
-				m, _, err := mcpManager(e, cfg, svc, log, owner())
+				m, _, err := mcpManager(e, cfg, svc, log)
 				if err != nil {
 					return err
 				}
 				defer m.Close()
 				// A preview sends nothing to a model: no summary either.
-				mods := models(e, cfg, log)
+				mods := models(e, cfg, svc.keys, log)
 				p, err := preparer(cfg, svc, m, nil)
 				if err != nil {
 					return err
@@ -169,7 +169,7 @@ func promptCommand() *command {
 					return err
 				}
 				// The body as the agent's provider client writes it.
-				body, warning, err := run.SentBody(mods, out.Agent.Provider, out.Request)
+				body, warning, err := run.SentBody(ctx, mods, caller.ID, out.Agent.Provider, out.Request)
 				if err != nil {
 					return err
 				}

@@ -41,7 +41,7 @@ func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Se
 		return err
 	}
 	defer svc.store.Close()
-	m, _, err := mcpManager(e, cfg, svc, log, owner())
+	m, _, err := mcpManager(e, cfg, svc, log)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/token"
+	"github.com/relay-ai/relay/internal/vault"
 	"github.com/relay-ai/relay/web"
 )
 
@@ -202,6 +203,11 @@ type services struct {
 	agents *agent.Service
 	memory *memory.Service
 	files  *file.Service
+	// keys are users' own values for the endpoints that take them
+	// (docs/config.md, "Keys each user provides").
+	keys EndpointKeys
+	// vault keeps users' own secrets (docs/config.md "secrets").
+	vault *vault.Vault
 	// tokens counts the tokens of every request, with one cache of message
 	// counts for the process.
 	tokens *token.Counters
@@ -215,7 +221,7 @@ func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *sl
 		return nil, nil, nil, err
 	}
 	log := e.logger(cfg)
-	svc, err := open(ctx, cfg, log)
+	svc, err := open(ctx, e, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -224,7 +230,7 @@ func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *sl
 
 // open builds the services on an opened store and applies the start-up work that
 // every command shares: the config's agents are synced.
-func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services, error) {
+func open(ctx context.Context, e *env, cfg *config.Config, log *slog.Logger) (*services, error) {
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -239,6 +245,13 @@ func open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*services,
 	}
 	s.auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
 	s.files = fileService(cfg, st, log)
+	// Without a key (Postgres with no secrets.key) the vault refuses every
+	// use, saying what to set: only what needs per-user secrets fails.
+	if s.vault, err = newVault(cfg, st, log, owner()); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.keys = vaultKeys{s.vault}
 	s.tokens = token.NewCounters(0)
 	defs := make([]*agent.Agent, len(cfg.Agents))
 	for i, a := range cfg.Agents {
@@ -323,7 +336,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
-	svc, err := open(ctx, cfg, log)
+	svc, err := open(ctx, e, cfg, log)
 	var setupURL string
 	if err == nil {
 		err = bootstrap(ctx, e, svc, log)
@@ -340,7 +353,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	}
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
-	mcpm, accounts, err := mcpManager(e, cfg, svc, log, owner())
+	mcpm, accounts, err := mcpManager(e, cfg, svc, log)
 	if err != nil {
 		_ = srv.Close()
 		svc.store.Close()
@@ -423,6 +436,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Accounts:     accounts,
 		Memory:       svc.memory,
 		Files:        svc.files,
+		EndpointKeys: &userKeys{cfg: cfg, keys: svc.keys, guard: outboundGuard(cfg)},
 		UploadLimit:  cfg.FileConfig.UploadLimit(),
 		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
 		Logger:       log,

@@ -17,8 +17,10 @@ import (
 
 // configWarnings lists what in a valid config will not work as its author may
 // expect (docs/config.md, "Warnings"): a provider with no API key (requests go
-// without authentication), apiKey: user_provided and {{…}} user variables in
-// MCP URLs and headers (per-user values Relay cannot fill yet), and config
+// without authentication), an apiKey or baseURL that says user_provided (each
+// user must set theirs before the endpoint works for them), {{…}} user
+// variables in MCP URLs and headers (per-user values Relay cannot fill yet),
+// and config
 // agents naming tools that no built-in or configured MCP server provides.
 // `relay config check` prints them and `relay serve` logs them; none stops
 // either.
@@ -41,25 +43,21 @@ func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []st
 		at := "endpoints." + b.name
 		envKey, _ := getenv(b.env)
 		switch {
-		case b.ep.APIKey == userProvided && envKey == "":
-			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: %s; set the key in the config or in %s, or requests go without authentication", at, perUser, b.env))
+		case b.ep.APIKey == userProvided && envKey != "":
+			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: each user's own key is sent, never %s", at, b.env))
 		case b.ep.APIKey == "" && envKey == "" && (b.ep.BaseURL != "" || used[strings.ToLower(b.name)]):
 			out = append(out, fmt.Sprintf("%s: no apiKey and %s is not set: requests go without authentication", at, b.env))
 		}
 	}
 	for i, c := range cfg.Endpoints.Custom {
 		at := fmt.Sprintf("endpoints.custom[%d] (%s)", i, c.Name)
-		switch c.APIKey {
-		case userProvided:
-			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: %s; its agents fail until the key is set in the config", at, perUser))
-		case "":
+		if c.APIKey == "" {
 			out = append(out, fmt.Sprintf("%s: no apiKey: requests go without authentication (fine for a local server such as Ollama)", at))
 		}
 	}
-	for _, g := range cfg.Endpoints.AzureOpenAI.Groups {
-		if g.APIKey == userProvided {
-			out = append(out, fmt.Sprintf("endpoints.azureOpenAI group %q: apiKey is user_provided: %s", g.Group, perUser))
-		}
+	for _, ue := range cfg.Endpoints.UserProvided() {
+		out = append(out, fmt.Sprintf("endpoint %s: %s user_provided: each user sets their own (Settings → Endpoints, or relay endpoints key %s) before its agents work for them",
+			ue.Name, strings.Join(ue.Fields, " and "), ue.Name))
 	}
 	for _, name := range cfg.MCPOrder {
 		s := cfg.MCPServers[name]

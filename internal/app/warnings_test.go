@@ -9,7 +9,8 @@ import (
 )
 
 // relay config check and relay serve warn about what a valid config cannot
-// do: providers without a key, user_provided keys, {{…}} user variables in
+// do: providers without a key, user_provided keys (each user must set
+// theirs), {{…}} user variables in
 // MCP URLs and headers, and config agents naming unknown tools; none stops
 // them, and what Relay fills ({{LIBRECHAT_USER_…}}, a key from the
 // environment) is not warned about.
@@ -44,9 +45,9 @@ agents:
 `)
 	want := []string{
 		`endpoints.openAI: no apiKey and OPENAI_API_KEY is not set: requests go without authentication`,
-		`endpoints.anthropic: apiKey is user_provided: each user would enter their own; Relay cannot fill per-user values yet`,
+		`endpoint anthropic: apiKey user_provided: each user sets their own (Settings → Endpoints, or relay endpoints key anthropic) before its agents work for them`,
 		`endpoints.custom[0] (local): no apiKey: requests go without authentication`,
-		`endpoints.custom[1] (shared): apiKey is user_provided`,
+		`endpoint shared: apiKey user_provided: each user sets their own`,
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,

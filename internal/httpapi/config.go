@@ -24,6 +24,10 @@ type Catalog struct {
 type CatalogProvider struct {
 	Name   string   `json:"name"`
 	Models []string `json:"models"`
+	// UserProvided are the fields each user supplies for this provider
+	// ("apiKey", "baseURL"; see PUT /api/endpoints/{name}/key), empty when
+	// the config sets them all.
+	UserProvided []string `json:"user_provided"`
 }
 
 // CatalogTool is a built-in tool agents may list in their tools.

@@ -80,7 +80,9 @@ func setupLimits(t *testing.T, limits quota.Limits, maxSchedules int) *limitsBun
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
 	runs := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	t.Cleanup(func() { runs.Drain(context.Background()) })
 	t.Cleanup(release) // before the drain: waiting runs end
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}

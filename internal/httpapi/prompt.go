@@ -93,7 +93,7 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Runs != nil {
 		models = s.opts.Runs.Models
 	}
-	body, warning, err := run.SentBody(models, out.Agent.Provider, out.Request)
+	body, warning, err := run.SentBody(r.Context(), models, u.ID, out.Agent.Provider, out.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

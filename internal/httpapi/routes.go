@@ -88,6 +88,12 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/me", s.authed(s.me))
 	mux.Handle("PUT /api/me/password", s.authed(s.changePassword))
 
+	// The caller's own keys and base URLs for the endpoints that take them
+	// from each user (docs/api.md "Endpoint keys").
+	mux.Handle("GET /api/endpoints/keys", s.authed(s.listEndpointKeys))
+	mux.Handle("PUT /api/endpoints/{name}/key", s.authed(s.putEndpointKey))
+	mux.Handle("DELETE /api/endpoints/{name}/key", s.authed(s.deleteEndpointKey))
+
 	// What the configuration offers to build agents with (docs/api.md).
 	mux.Handle("GET /api/config", s.authed(s.config))
 

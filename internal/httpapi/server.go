@@ -41,6 +41,10 @@ type Options struct {
 	Prompt *run.Preparer
 	// Memory serves /api/memories; nil means memory is disabled.
 	Memory *memory.Service
+	// EndpointKeys serves /api/endpoints/keys and /api/endpoints/{name}/key,
+	// each user's own values for the endpoints that take them; nil answers
+	// 503 there.
+	EndpointKeys EndpointKeys
 	// Files serves /api/files; nil answers 503 there.
 	Files *file.Service
 	// UploadLimit caps an uploaded file in bytes; 0 means 50 MB.

@@ -60,7 +60,9 @@ func setupWorld(t *testing.T, names ...string) *world {
 	t.Cleanup(func() { m.Close() })
 	prep := &run.Preparer{Agents: w.agents, MCP: m, Location: time.UTC}
 	w.runs = &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: prep,
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	t.Cleanup(func() { w.runs.Drain(context.Background()) })
 	w.sched = &schedule.Service{Store: st, Agents: w.agents, Users: st, Runner: w.runs, Log: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return w.now }}

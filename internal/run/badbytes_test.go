@@ -91,8 +91,10 @@ func TestRunWithBadBytes(t *testing.T) {
 			t.Cleanup(func() { m.Close() })
 			svc := &run.Service{
 				Store: st, MCP: m, Log: discard(), Builtins: map[string]tool.Tool{"bad_bytes": badTool{}},
-				Prep:   &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-				Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil },
+				Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+				Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+					return model, mcp.FamilyOpenAI, nil
+				},
 			}
 			r, err := svc.Start(ctx, u, run.ChatRequest{AgentID: "bytes", Text: "Say \x00 it"})
 			if err != nil {

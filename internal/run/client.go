@@ -99,7 +99,7 @@ func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent,
 		return nil
 	}
 	if len(c.Params) > 0 {
-		m, _, err := s.Models(a.Provider, a.Model)
+		m, _, err := s.Models(ctx, u.ID, a.Provider, a.Model)
 		if err != nil {
 			return err
 		}

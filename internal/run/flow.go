@@ -314,7 +314,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 	for _, p := range prep.Unreachable {
 		f.log.Warn("mcp server unreachable for run", slog.String("agent", id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
 	}
-	model, fam, err := f.s.Models(a.Provider, a.Model)
+	model, fam, err := f.s.Models(ctx, f.u.ID, a.Provider, a.Model)
 	if err != nil {
 		return err
 	}

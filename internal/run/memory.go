@@ -123,7 +123,7 @@ func (m *MemoryAgent) update(ctx context.Context, f *Finished) (*agent.Outcome, 
 	if strings.TrimSpace(m.Instructions) != "" {
 		instructions = m.Instructions
 	}
-	client, _, err := m.Models(provider, model)
+	client, _, err := m.Models(ctx, f.userID(), provider, model)
 	if err != nil {
 		return nil, err
 	}

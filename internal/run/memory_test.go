@@ -72,7 +72,7 @@ func memSetup(t *testing.T, cfg memory.Config, main, mem llm.Model) *memBundle {
 	tools := map[string]tool.Tool{builtin.SetMemoryName: builtin.SetMemory(msvc), builtin.DeleteMemoryName: builtin.DeleteMemory(msvc)}
 	logs := &syncLog{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	models := func(provider, _ string) (llm.Model, mcp.Family, error) {
+	models := func(_ context.Context, _, provider, _ string) (llm.Model, mcp.Family, error) {
 		if provider == "mem" {
 			return mem, mcp.FamilyOpenAI, nil
 		}

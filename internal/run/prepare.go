@@ -231,7 +231,11 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 		return slices.ContainsFunc(out.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
 	})
 	if p.Window != nil {
-		out.Fitter = p.Window.Fitter(a)
+		uid := ""
+		if u != nil {
+			uid = u.ID
+		}
+		out.Fitter = p.Window.Fitter(uid, a)
 		if err := out.Fitter.Fit(ctx, out.Request); err != nil {
 			return nil, err
 		}

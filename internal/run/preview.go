@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -11,11 +12,11 @@ import (
 // SentBody is the body a run would send to the agent's provider for req: the
 // provider client's own — its format, the stream parameters, the endpoint's
 // addParams and dropParams — when models gives a client that can show it
-// (llm.Bodier). Otherwise it is the provider-neutral request, with a warning
+// (llm.Bodier), for user userID. Otherwise it is the provider-neutral request, with a warning
 // saying why when the provider's client could not be made.
-func SentBody(models Models, provider string, req *prompt.Request) (body json.RawMessage, warning string, err error) {
+func SentBody(ctx context.Context, models Models, userID, provider string, req *prompt.Request) (body json.RawMessage, warning string, err error) {
 	if models != nil {
-		m, _, err := models(provider, req.Model)
+		m, _, err := models(ctx, userID, provider, req.Model)
 		if err == nil {
 			if b, ok := m.(llm.Bodier); ok {
 				body, err := b.Body(req)

@@ -34,8 +34,41 @@ const (
 )
 
 // Models resolves an agent's provider and model to a client and the family its
-// tool results are formatted for.
-type Models func(provider, model string) (llm.Model, mcp.Family, error)
+// tool results are formatted for, for the user whose run (or conversation) it
+// serves: an endpoint may send each user's own key or reach each user's own
+// base URL (docs/config.md, "Keys each user provides"). A user who has not
+// set what the endpoint takes gets a *KeyRequiredError.
+type Models func(ctx context.Context, userID, provider, model string) (llm.Model, mcp.Family, error)
+
+// KeyRequiredError says that an endpoint takes each user's own API key or
+// base URL, and that the user has not set it. It is an invalid request
+// (fault.Invalid), and it never holds a value.
+type KeyRequiredError struct {
+	// Endpoint is the endpoint's name as configured.
+	Endpoint string
+	// Missing are the fields the user must set: "apiKey", "baseURL".
+	Missing []string
+}
+
+func (e *KeyRequiredError) Error() string {
+	var what []string
+	for _, f := range e.Missing {
+		switch f {
+		case "apiKey":
+			what = append(what, "API key")
+		case "baseURL":
+			what = append(what, "base URL")
+		default:
+			what = append(what, f)
+		}
+	}
+	return fmt.Sprintf("endpoint %q needs your own %s: set it in Settings → Endpoints or with relay endpoints key %s",
+		e.Endpoint, strings.Join(what, " and "), e.Endpoint)
+}
+
+// Unwrap classifies the error as fault.Invalid, with its own text as the
+// message a client sees.
+func (e *KeyRequiredError) Unwrap() error { return fault.New(fault.Invalid, "%s", e.Error()) }
 
 // Service runs agents for users: it saves the message, prepares the request,
 // runs the agent's loop, streams and stores every event, and saves the answer.
@@ -222,6 +255,12 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		}
 	}
 	if err := s.checkClient(ctx, u, a, req.Client); err != nil {
+		return nil, nil, nil, err
+	}
+	// A user who has not set the key their agent's endpoint takes from each
+	// user is told before anything is stored; other failures to build the
+	// client fail the run, as they always have.
+	if _, _, err := s.Models(ctx, u.ID, a.Provider, a.Model); errors.As(err, new(*KeyRequiredError)) {
 		return nil, nil, nil, err
 	}
 	added, err := s.attach(ctx, u, req.Files)
@@ -422,6 +461,18 @@ type Finished struct {
 	Question, Answer *Message
 	// Request is the message as the user sent it.
 	Request ChatRequest
+}
+
+// userID is the id of the run's user, or the conversation's when the run
+// names no user.
+func (f *Finished) userID() string {
+	switch {
+	case f.User != nil:
+		return f.User.ID
+	case f.Conversation != nil:
+		return f.Conversation.UserID
+	}
+	return ""
 }
 
 // Settle waits for the work that follows the runs finished so far

@@ -61,8 +61,10 @@ func setup(t *testing.T, model llm.Model) *bundle {
 	t.Cleanup(func() { m.Close() })
 	svc := &run.Service{
 		Store: st, MCP: m, Log: discard(),
-		Prep:   &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil },
+		Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		},
 	}
 	return &bundle{svc: svc, user: u}
 }

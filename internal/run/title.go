@@ -147,7 +147,7 @@ func (t *Titler) After(ctx context.Context, f *Finished) {
 	defer cancel()
 	log := t.Log.With(slog.String("run_id", f.Run.ID), slog.String("conversation_id", f.Conversation.ID),
 		slog.String("provider", tm.Provider), slog.String("model", tm.Model))
-	title, err := t.make(ctx, tm, f.Question.Text, f.Answer.Text)
+	title, err := t.make(ctx, f.userID(), tm, f.Question.Text, f.Answer.Text)
 	if err != nil {
 		log.Warn("conversation title: kept the title made from the message", slog.String("err", err.Error()))
 		return
@@ -165,9 +165,10 @@ func (t *Titler) After(ctx context.Context, f *Finished) {
 	}
 }
 
-// make asks tm for the title of a conversation that holds question and answer.
-func (t *Titler) make(ctx context.Context, tm TitleModel, question, answer string) (string, error) {
-	m, _, err := t.Models(tm.Provider, tm.Model)
+// make asks tm for the title of a conversation of user userID that holds
+// question and answer.
+func (t *Titler) make(ctx context.Context, userID string, tm TitleModel, question, answer string) (string, error) {
+	m, _, err := t.Models(ctx, userID, tm.Provider, tm.Model)
 	if err != nil {
 		return "", err
 	}

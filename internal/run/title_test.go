@@ -27,7 +27,7 @@ func titled(t *testing.T, answers llm.Model, titles llm.Model) *bundle {
 	b := setup(t, answers)
 	tr := &run.Titler{
 		Store: b.svc.Store, Log: discard(),
-		Models: func(provider, model string) (llm.Model, mcp.Family, error) {
+		Models: func(_ context.Context, _, provider, model string) (llm.Model, mcp.Family, error) {
 			if provider != "titler" || model != "mini" {
 				return nil, "", errors.New("not the title model")
 			}
@@ -212,8 +212,10 @@ func TestTitleTimeout(t *testing.T) {
 		hangs := llmtest.New(llmtest.Turn{Text: []string{"Too late"}, Delay: time.Hour})
 		tr := &run.Titler{
 			Store: st, Log: slog.New(slog.NewTextHandler(&logs, nil)), Timeout: 5 * time.Second,
-			Models: func(string, string) (llm.Model, mcp.Family, error) { return hangs, mcp.FamilyOpenAI, nil },
-			For:    func(*agent.Agent) (run.TitleModel, bool) { return run.TitleModel{Provider: "p", Model: "m"}, true },
+			Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+				return hangs, mcp.FamilyOpenAI, nil
+			},
+			For: func(*agent.Agent) (run.TitleModel, bool) { return run.TitleModel{Provider: "p", Model: "m"}, true },
 		}
 		fin := &run.Finished{
 			Agent: &agent.Agent{ID: "calc"}, Run: &run.Run{ID: "run_1", Status: run.StatusSucceeded},

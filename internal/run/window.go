@@ -31,7 +31,7 @@ type Window struct {
 	MaxToolResultChars int
 	// Summarize, when set, summarises the turns an agent's request drops to
 	// fit (see Summarizer); SummaryTokens is kept free of the budget for it.
-	Summarize     func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error)
+	Summarize     func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error)
 	SummaryTokens int
 }
 
@@ -59,10 +59,10 @@ const DefaultSummaryPrompt = "The messages below are the oldest part of a conver
 // Summarizer returns the Window.Summarize that asks models for the summary
 // of the dropped messages, written one per line (Human:, AI:, Tool:) as
 // docs/config.md "summarization" says.
-func Summarizer(models Models, sm Summary) func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
-	return func(ctx context.Context, a *agent.Agent, dropped []prompt.Message) (string, error) {
+func Summarizer(models Models, sm Summary) func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error) {
+	return func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error) {
 		provider, model := cmp.Or(sm.Provider, a.Provider), cmp.Or(sm.Model, a.Model)
-		m, _, err := models(provider, model)
+		m, _, err := models(ctx, userID, provider, model)
 		if err != nil {
 			return "", fmt.Errorf("summary model %s/%s: %w", provider, model, err)
 		}
@@ -85,9 +85,10 @@ func Summarizer(models Models, sm Summary) func(ctx context.Context, a *agent.Ag
 	}
 }
 
-// Fitter returns the fitter of a's requests: its budget resolved from its
-// model parameters, the config and the table of known models.
-func (w *Window) Fitter(a *agent.Agent) *window.Fitter {
+// Fitter returns the fitter of a's requests for user userID: its budget
+// resolved from its model parameters, the config and the table of known
+// models.
+func (w *Window) Fitter(userID string, a *agent.Agent) *window.Fitter {
 	configured := 0
 	if w.ContextWindow != nil {
 		configured = w.ContextWindow(a.Provider, a.Model)
@@ -100,7 +101,7 @@ func (w *Window) Fitter(a *agent.Agent) *window.Fitter {
 	if w.Summarize != nil {
 		o.SummaryTokens = w.SummaryTokens
 		o.Summarize = func(ctx context.Context, dropped []prompt.Message) (string, error) {
-			return w.Summarize(ctx, a, dropped)
+			return w.Summarize(ctx, userID, a, dropped)
 		}
 	}
 	return window.New(o)

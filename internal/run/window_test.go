@@ -19,7 +19,7 @@ import (
 func TestSummarizer(t *testing.T) {
 	m := llmtest.New(llmtest.Turn{Text: []string{"The user ", "asked about pumps."}})
 	var asked []string
-	models := func(provider, model string) (llm.Model, mcp.Family, error) {
+	models := func(_ context.Context, _, provider, model string) (llm.Model, mcp.Family, error) {
 		asked = append(asked, provider+"/"+model)
 		if provider == "nowhere" {
 			return nil, "", errors.New("unknown provider")
@@ -34,7 +34,7 @@ func TestSummarizer(t *testing.T) {
 		{Role: prompt.RoleAssistant, Content: "There are two."},
 	}
 	sum := run.Summarizer(models, run.Summary{Model: "gpt-4o-mini", MaxTokens: 300, Params: map[string]any{"temperature": 0.1}})
-	text, err := sum(context.Background(), a, dropped)
+	text, err := sum(context.Background(), "u1", a, dropped)
 	if err != nil || text != "The user asked about pumps." {
 		t.Fatalf("summary %q, %v", text, err)
 	}
@@ -47,7 +47,7 @@ func TestSummarizer(t *testing.T) {
 		r.Messages[0].Content != run.DefaultSummaryPrompt || r.Messages[1].Content != "Human: How do the pumps work?\nTool: lookup, two pumps\nAI: There are two." {
 		t.Errorf("summary request %+v", r)
 	}
-	if _, err := run.Summarizer(models, run.Summary{Provider: "nowhere", MaxTokens: 10})(context.Background(), a, dropped); err == nil || !strings.Contains(err.Error(), "nowhere/gpt-4o") {
+	if _, err := run.Summarizer(models, run.Summary{Provider: "nowhere", MaxTokens: 10})(context.Background(), "u1", a, dropped); err == nil || !strings.Contains(err.Error(), "nowhere/gpt-4o") {
 		t.Errorf("unknown provider: %v", err)
 	}
 }

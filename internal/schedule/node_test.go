@@ -46,7 +46,9 @@ func setupCluster(t *testing.T, start time.Time) *cluster {
 	mk := func(model *llmtest.Model, pid int) (*Liveness, *run.Service, *Service) {
 		live := &Liveness{Store: st, Now: c.Now, Alive: alive, Log: discardLog(), Host: "host-a", PID: pid}
 		runs := &run.Service{Store: st.OnNode(live.ID()), MCP: m, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-			Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }, Log: discardLog()}
+			Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+				return model, mcp.FamilyOpenAI, nil
+			}, Log: discardLog()}
 		s := &Service{Store: st, Agents: agents, Users: st, Runner: runs, Now: c.Now, Log: discardLog(), Live: live}
 		if err := live.Register(ctx); err != nil {
 			t.Fatal(err)

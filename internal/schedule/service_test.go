@@ -65,7 +65,9 @@ func setup(t *testing.T, start time.Time) *fixture {
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
 	runs := &run.Service{Store: st, MCP: m, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	runs.Log = discardLog()
 	c := &clock{now: start}
 	mk := func(name string) *Service {

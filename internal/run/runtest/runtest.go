@@ -67,7 +67,9 @@ func NewTeamOn(t testing.TB, st store.Store, specs map[string]agent.Spec, answer
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
 	svc := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
-		Models: func(string, string) (llm.Model, mcp.Family, error) { return model, mcp.FamilyOpenAI, nil }}
+		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return model, mcp.FamilyOpenAI, nil
+		}}
 	t.Cleanup(func() { svc.Drain(context.Background()) })
 	return &Team{Runs: svc, Auth: as, Agents: agents, User: u, Model: model}
 }
