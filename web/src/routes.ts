@@ -28,6 +28,7 @@ export const routes: Route[] = [
   { pattern: '/runs', load: () => import('./routes/Runs.svelte'), title: 'Runs' },
   { pattern: '/runs/:id', load: () => import('./routes/Run.svelte'), title: 'Run' },
   { pattern: '/memories', load: () => import('./routes/Memories.svelte'), title: 'Memories' },
+  { pattern: '/connections', load: () => import('./routes/Connections.svelte'), title: 'Connections' },
   { pattern: '/settings', load: () => import('./routes/Settings.svelte'), title: 'Settings' },
   { pattern: '/admin/users', load: () => import('./routes/AdminUsers.svelte'), title: 'Users', admin: true },
   { pattern: '/admin/mcp', load: () => import('./routes/AdminMCP.svelte'), title: 'MCP servers', admin: true },
