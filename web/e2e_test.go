@@ -65,22 +65,24 @@ type relay struct {
 const adminKey = "rk-BrowserTestAdminKey000000000000000000000"
 
 // startRelay runs `relay serve` with the config (YAML, where %DATA% is replaced
-// by a data directory of the test) and the environment vars, and waits until
-// it is ready. It is stopped when the test ends.
+// by a data directory of the test and %BASE% by the server's own address,
+// http://127.0.0.1:PORT, for server.public_url) and the environment vars, and
+// waits until it is ready. It is stopped when the test ends.
 func startRelay(t *testing.T, config string, vars map[string]string) *relay {
 	t.Helper()
 	dir := t.TempDir()
-	config = strings.ReplaceAll(config, "%DATA%", filepath.Join(dir, "data"))
-	cfgPath := filepath.Join(dir, "relay.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
+	config = strings.ReplaceAll(config, "%DATA%", filepath.Join(dir, "data"))
+	config = strings.ReplaceAll(config, "%BASE%", "http://"+addr)
+	cfgPath := filepath.Join(dir, "relay.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relay{Base: "http://" + addr, Dir: dir, Log: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	getenv := func(k string) (string, bool) {

@@ -27,6 +27,10 @@ type OAuthOptions struct {
 	TokenTTL time.Duration
 	// Now is the clock of the authorization server (default time.Now).
 	Now func() time.Time
+	// DefaultLogin, when set, is the user an authorization request without a
+	// login parameter signs in as: a real browser sent to /authorize (the web
+	// UI's tests) cannot add one.
+	DefaultLogin string
 }
 
 // OAuthServer is an MCP server (the test server's tools, plus "subject",
@@ -43,8 +47,9 @@ type OAuthServer struct {
 	// Issuer is the authorization server's issuer (its base URL).
 	Issuer string
 
-	ttl time.Duration
-	now func() time.Time
+	ttl          time.Duration
+	now          func() time.Time
+	defaultLogin string
 
 	mu        sync.Mutex
 	clients   map[string][]string // client id → redirect URIs
@@ -71,7 +76,7 @@ type issued struct {
 func StartOAuth(t testing.TB, opts OAuthOptions) *OAuthServer {
 	t.Helper()
 	s := &OAuthServer{
-		ttl: opts.TokenTTL, now: opts.Now,
+		ttl: opts.TokenTTL, now: opts.Now, defaultLogin: opts.DefaultLogin,
 		clients: map[string][]string{}, codes: map[string]codeGrant{},
 		access: map[string]issued{}, refresh: map[string]issued{},
 	}
@@ -246,6 +251,9 @@ func (s *OAuthServer) register(w http.ResponseWriter, r *http.Request) {
 
 func (s *OAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if q.Get("login") == "" && s.defaultLogin != "" {
+		q.Set("login", s.defaultLogin)
+	}
 	s.mu.Lock()
 	redirects, ok := s.clients[q.Get("client_id")]
 	s.mu.Unlock()
