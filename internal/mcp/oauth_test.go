@@ -655,7 +655,7 @@ func TestAuthorizationErrors(t *testing.T) {
 	if !errors.As(err, &are) || are.Server != "b" {
 		t.Fatalf("Connect: %v; want an *AuthRequiredError", err)
 	}
-	if want := `MCP server "b" needs you to connect your account: not connected`; are.Error() != want {
+	if want := "MCP server \"b\" needs you to connect your account: not connected (connect it on the Connections page, or with `relay mcp auth b`)"; are.Error() != want {
 		t.Errorf("message %q; want %q", are.Error(), want)
 	}
 }
