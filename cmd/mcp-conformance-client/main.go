@@ -72,7 +72,7 @@ func run(ctx context.Context, scenario, url string, sc scenarioContext, log *slo
 	}
 	opts := mcp.ConnectOptions{Version: "conformance", Logger: log}
 	if strings.HasPrefix(scenario, "auth/") {
-		opts.Authorization = newOAuth(url, sc)
+		opts.Authorization = newOAuth(url, scenario, sc)
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.InitTimeout)
 	s, err := mcp.Connect(connectCtx, cfg, opts)

@@ -38,16 +38,21 @@ type oauth struct {
 	config *mcp.OAuthConfig
 	a      *mcp.Authorizer
 
+	// clientCredentials: the client authorizes as itself, without a user.
+	clientCredentials bool
+
 	mu    sync.Mutex
 	grant *mcp.Grant
 	flows int
 }
 
-func newOAuth(server string, sc scenarioContext) *oauth {
+func newOAuth(server, scenario string, sc scenarioContext) *oauth {
 	o := &oauth{server: server, a: &mcp.Authorizer{ClientName: "Relay", ClientIDMetadataURL: clientMetadataURL}}
 	if sc.ClientID != "" {
 		o.config = &mcp.OAuthConfig{ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
 	}
+	// The suite's scenario of a client with no user.
+	o.clientCredentials = scenario == "auth/client-credentials-basic"
 	return o
 }
 
@@ -86,6 +91,14 @@ func (o *oauth) Unauthorized(ctx context.Context, _ *http.Request, resp *http.Re
 	}
 	if o.grant != nil {
 		r.Granted, r.Client = o.grant.Scopes, &o.grant.Client
+	}
+	if o.clientCredentials {
+		g, err := o.a.ClientCredentials(ctx, r)
+		if err != nil {
+			return err
+		}
+		o.grant = g
+		return nil
 	}
 	p, err := o.a.Begin(ctx, r)
 	if err != nil {

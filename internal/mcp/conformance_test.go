@@ -43,7 +43,7 @@ var conformanceMustPass = []string{
 	"auth/scope-step-up", "auth/scope-retry-limit",
 	"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
 	"auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
-	"auth/offline-access-scope", "auth/offline-access-not-supported",
+	"auth/offline-access-scope", "auth/offline-access-not-supported", "auth/client-credentials-basic",
 }
 
 const (

@@ -237,6 +237,59 @@ func (a *Authorizer) Begin(ctx context.Context, r BeginRequest) (*Pending, error
 	return p, nil
 }
 
+// ClientCredentials gets a grant for the `oauth:` block's pre-registered
+// client itself, with no user (the client_credentials grant, RFC 6749 section
+// 4.4): discovery and scopes as for Begin, then one token request with the
+// client's authentication, the scopes and the resource. Such a grant has no
+// refresh token: when it expires, ask for another.
+func (a *Authorizer) ClientCredentials(ctx context.Context, r BeginRequest) (*Grant, error) {
+	if r.OAuth == nil || r.OAuth.ClientID == "" {
+		return nil, errors.New("client credentials: the server's oauth block names no client_id")
+	}
+	if r.ServerURL == "" {
+		return nil, errors.New("client credentials: no server URL")
+	}
+	challenges, _ := oauthex.ParseWWWAuthenticate(r.Challenge)
+	prm, legacy, err := a.resourceMetadata(ctx, challenges, r.ServerURL)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := a.serverMetadata(ctx, prm.AuthorizationServers[0], legacy, r.OAuth)
+	if err != nil {
+		return nil, err
+	}
+	client, err := a.client(ctx, &oauthex.AuthServerMeta{Issuer: asm.Issuer, TokenEndpointAuthMethodsSupported: asm.TokenEndpointAuthMethodsSupported}, r.OAuth, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	scopes := challengeScopes(challenges)
+	if len(scopes) == 0 {
+		scopes = prm.ScopesSupported
+	}
+	if len(scopes) == 0 {
+		scopes = strings.Fields(r.OAuth.Scope)
+	}
+	scopes = unionScopes(r.Granted, scopes)
+	form := url.Values{"grant_type": {"client_credentials"}, "resource": {prm.Resource}}
+	if len(scopes) > 0 {
+		form.Set("scope", strings.Join(scopes, " "))
+	}
+	tok, err := a.token(ctx, asm.TokenEndpoint, client, form)
+	if err != nil {
+		return nil, fmt.Errorf("client credentials: %w", err)
+	}
+	g := &Grant{
+		Scopes:        scopes,
+		Client:        client,
+		Issuer:        asm.Issuer,
+		Resource:      prm.Resource,
+		TokenURL:      asm.TokenEndpoint,
+		RevocationURL: asm.RevocationEndpoint,
+	}
+	a.apply(g, tok)
+	return g, nil
+}
+
 // resourceMetadata finds the protected resource metadata (RFC 9728) of the
 // server at serverURL: at the challenge's resource_metadata, then at the
 // well-known location with the server's path, then at the root. A server with

@@ -135,6 +135,12 @@ func (w *oauthWorld) serve(rw http.ResponseWriter, r *http.Request) {
 				res["refresh_token"] = rt
 			}
 			writeJSON(http.StatusOK, res)
+		case "client_credentials":
+			if id, secret, ok := r.BasicAuth(); !ok || id != "machine" || secret != "s" {
+				writeJSON(http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+				return
+			}
+			writeJSON(http.StatusOK, map[string]any{"access_token": fmt.Sprintf("access-%d", w.issued), "token_type": "Bearer", "scope": r.PostForm.Get("scope")})
 		default:
 			writeJSON(http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		}
@@ -655,7 +661,35 @@ func TestAuthorizationErrors(t *testing.T) {
 	if !errors.As(err, &are) || are.Server != "b" {
 		t.Fatalf("Connect: %v; want an *AuthRequiredError", err)
 	}
-	if want := `MCP server "b" needs you to connect your account: not connected`; are.Error() != want {
+	if want := "MCP server \"b\" needs you to connect your account: not connected (connect it on the Connections page, or with `relay mcp auth b`)"; are.Error() != want {
 		t.Errorf("message %q; want %q", are.Error(), want)
+	}
+}
+
+// TestAuthorizerClientCredentials: a pre-registered client gets a grant for
+// itself in one token request, with its scopes and the resource; a wrong secret
+// is the server's refusal.
+func TestAuthorizerClientCredentials(t *testing.T) {
+	w := newOAuthWorld(t)
+	w.docs["/.well-known/oauth-protected-resource/mcp"] = w.prm("jobs")
+	w.docs["/.well-known/oauth-authorization-server"] = w.asMeta()
+	a := &mcp.Authorizer{}
+	g, err := a.ClientCredentials(t.Context(), mcp.BeginRequest{ServerURL: w.url(), OAuth: &mcp.OAuthConfig{ClientID: "machine", ClientSecret: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.AccessToken != "access-1" || g.RefreshToken != "" || !cmp.Equal(g.Scopes, []string{"jobs"}) || !g.Expiry.IsZero() {
+		t.Errorf("grant %+v", g)
+	}
+	if f := w.tokenReqs[0].PostForm; f.Get("resource") != w.url() || f.Get("scope") != "jobs" {
+		t.Errorf("token request %v: want the resource and the scope", f)
+	}
+	_, err = a.ClientCredentials(t.Context(), mcp.BeginRequest{ServerURL: w.url(), OAuth: &mcp.OAuthConfig{ClientID: "machine", ClientSecret: "wrong"}})
+	var te *mcp.TokenError
+	if !errors.As(err, &te) || te.Code != "invalid_client" {
+		t.Errorf("with a wrong secret: %v; want invalid_client", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "wrong") {
+		t.Errorf("the error %q quotes the secret", err)
 	}
 }

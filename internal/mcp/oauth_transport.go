@@ -35,7 +35,7 @@ func (e *AuthRequiredError) Error() string {
 	if e.Reason != "" {
 		msg += ": " + e.Reason
 	}
-	return msg
+	return msg + fmt.Sprintf(" (connect it on the Connections page, or with `relay mcp auth %s`)", e.Server)
 }
 
 // ErrOAuthNotConfigured is the error of a request a server answered 401 on a

@@ -26,7 +26,7 @@ type VarsRequiredError struct {
 }
 
 func (e *VarsRequiredError) Error() string {
-	return fmt.Sprintf("MCP server %q needs your settings: set %s for it (in the MCP servers settings, or with `relay mcp vars %s set NAME=VALUE`)",
+	return fmt.Sprintf("MCP server %q needs your settings: set %s for it (on the Connections page, or with `relay mcp vars %s --set-stdin`)",
 		e.Server, strings.Join(e.Missing, ", "), e.Server)
 }
 
