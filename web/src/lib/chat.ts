@@ -4,6 +4,7 @@
 // reload. Nothing here touches the DOM.
 import { ApiError, get, raw, upload } from './api';
 import { readEvents, type SSEvent } from './sse';
+import type { Question } from './elicit';
 
 export interface Agent {
   id: string;
@@ -53,10 +54,12 @@ export interface ToolRecord {
 }
 
 export interface Part {
-  type: 'text' | 'tool_call' | 'error' | 'file' | 'image';
+  type: 'text' | 'tool_call' | 'error' | 'file' | 'image' | 'elicitation';
   agent_id?: string;
   text?: string;
   tool?: ToolRecord;
+  /** A question of an MCP server (live answers only: the stored answer has its tool's result). */
+  question?: Question;
   file_id?: string;
   mime_type?: string;
   data?: string;
@@ -415,11 +418,25 @@ export function decodeEvent(e: SSEvent): RunEvent | null {
 /**
  * Applies one event to the parts of an answer being written: text goes to the
  * last part of its agent when that is text (agents running side by side each
- * grow their own), tool calls start and finish by id.
+ * grow their own), tool calls start and finish by id, a server's question is
+ * a part of its own (answered in the run runId) until elicitation.answered
+ * closes it.
  */
-export function applyEvent(parts: Part[], ev: RunEvent) {
+export function applyEvent(parts: Part[], ev: RunEvent, runId = '') {
   const d = ev.data ?? {};
   switch (ev.type) {
+    case 'elicitation.requested':
+      if (parts.some((x) => x.question?.id === d.id)) return;
+      parts.push({ type: 'elicitation', agent_id: d.agent_id, question: { ...d, mode: d.mode === 'url' ? 'url' : 'form', run_id: runId } });
+      return;
+    case 'elicitation.answered': {
+      const q = parts.find((x) => x.question?.id === d.id)?.question;
+      if (q) {
+        q.action = d.action;
+        q.reason = d.reason;
+      }
+      return;
+    }
     case 'message.delta': {
       if (!d.text) return;
       let last: Part | undefined;
