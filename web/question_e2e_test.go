@@ -74,6 +74,7 @@ func TestChatAnswersServerQuestion(t *testing.T) {
 		chromedp.SendKeys(q+` input[name=email]`, "ann@example.com", chromedp.ByQuery),
 		fillField(q+` select[name=legacyTitledEnum]`, "pet-2"),
 	)
+	run(t, ctx, "scrolling to the question", chromedp.Evaluate(`document.querySelector('`+q+`').scrollIntoView({block: 'start'}); document.activeElement.blur(); true`, nil))
 	screenshot(t, ctx, "question")
 	run(t, ctx, "accepting", chromedp.Click(q+` button[type=submit]`, chromedp.ByQuery))
 	waitText(t, ctx, q+` [data-testid=question-outcome]`, "Answered")
