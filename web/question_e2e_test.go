@@ -74,6 +74,9 @@ func TestChatAnswersServerQuestion(t *testing.T) {
 		chromedp.SendKeys(q+` input[name=email]`, "ann@example.com", chromedp.ByQuery),
 		fillField(q+` select[name=legacyTitledEnum]`, "pet-2"),
 	)
+	if isTrue(t, ctx, `!!document.querySelector('`+q+` [data-field=integer] [data-testid=question-field-error]')`) {
+		t.Error("the integer's error is still shown after it was changed")
+	}
 	run(t, ctx, "scrolling to the question", chromedp.Evaluate(`document.querySelector('`+q+`').scrollIntoView({block: 'start'}); document.activeElement.blur(); true`, nil))
 	screenshot(t, ctx, "question")
 	run(t, ctx, "accepting", chromedp.Click(q+` button[type=submit]`, chromedp.ByQuery))

@@ -104,7 +104,7 @@ agents:
 	}
 
 	// Cy has set nothing: told before anything runs, by /v1 and /api/chat.
-	want := `endpoint \"byok\" needs your own API key: set it in Settings → Endpoints or with relay endpoints key byok`
+	want := `endpoint \"byok\" needs your own API key: set it on the Connections page or with relay endpoints key byok`
 	if code, body := chat(cy, "keyed"); code != 400 || !strings.Contains(keep(body), want) {
 		t.Errorf("chat without a key: %d %s", code, body)
 	}

@@ -56,7 +56,7 @@ func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []st
 		}
 	}
 	for _, ue := range cfg.Endpoints.UserProvided() {
-		out = append(out, fmt.Sprintf("endpoint %s: %s user_provided: each user sets their own (Settings → Endpoints, or relay endpoints key %s) before its agents work for them",
+		out = append(out, fmt.Sprintf("endpoint %s: %s user_provided: each user sets their own (the Connections page, or relay endpoints key %s) before its agents work for them",
 			ue.Name, strings.Join(ue.Fields, " and "), ue.Name))
 	}
 	for _, name := range cfg.MCPOrder {

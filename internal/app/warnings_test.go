@@ -45,7 +45,7 @@ agents:
 `)
 	want := []string{
 		`endpoints.openAI: no apiKey and OPENAI_API_KEY is not set: requests go without authentication`,
-		`endpoint anthropic: apiKey user_provided: each user sets their own (Settings → Endpoints, or relay endpoints key anthropic) before its agents work for them`,
+		`endpoint anthropic: apiKey user_provided: each user sets their own (the Connections page, or relay endpoints key anthropic) before its agents work for them`,
 		`endpoints.custom[0] (local): no apiKey: requests go without authentication`,
 		`endpoint shared: apiKey user_provided: each user sets their own`,
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,

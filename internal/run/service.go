@@ -62,7 +62,7 @@ func (e *KeyRequiredError) Error() string {
 			what = append(what, f)
 		}
 	}
-	return fmt.Sprintf("endpoint %q needs your own %s: set it in Settings → Endpoints or with relay endpoints key %s",
+	return fmt.Sprintf("endpoint %q needs your own %s: set it on the Connections page or with relay endpoints key %s",
 		e.Endpoint, strings.Join(what, " and "), e.Endpoint)
 }
 
