@@ -26,7 +26,18 @@ func mcpServers(cfg *config.Config) []mcp.ServerConfig {
 			URL: s.URL, Headers: s.Headers, Timeout: s.RequestTimeout(), InitTimeout: s.ConnectTimeout(),
 			Instructions: s.ServerInstructions.Text, InstructionsFromServer: s.ServerInstructions.FromServer(),
 			Startup: s.ConnectsAtStartup(), Scope: mcp.Scope(s.Scope), SendUserID: s.SendsUserID(),
+			ElicitationTimeout: s.AnswerTimeout(), Roots: mcpRoots(s.Roots),
+			Sampling: mcp.Sampling{Enabled: s.Sampling.Enabled, MaxTokens: s.Sampling.MaxTokens},
 		})
+	}
+	return out
+}
+
+// mcpRoots converts a server's configured roots.
+func mcpRoots(rs []config.MCPRoot) []mcp.Root {
+	var out []mcp.Root
+	for _, r := range rs {
+		out = append(out, mcp.Root{URI: r.URI, Name: r.Name})
 	}
 	return out
 }

@@ -58,6 +58,26 @@ type ServerConfig struct {
 	Startup    bool
 	Scope      Scope
 	SendUserID bool
+	// ElicitationTimeout is how long a question of the server waits for the
+	// user's answer before it is declined (mcp.md "Questions"); 0 means 5 min.
+	ElicitationTimeout time.Duration
+	// Roots are what roots/list answers; none by default.
+	Roots []Root
+	// Sampling, when Enabled, lets the server ask the model of the agent whose
+	// call is in flight for a completion of at most MaxTokens (0: 1024).
+	Sampling Sampling
+}
+
+// Root is one root Relay lists to a server (roots/list).
+type Root struct {
+	URI  string
+	Name string
+}
+
+// Sampling is a server's sampling setting.
+type Sampling struct {
+	Enabled   bool
+	MaxTokens int
 }
 
 // User is who a user-scoped connection is for, as the placeholders need it.
