@@ -261,7 +261,7 @@ func samplingOff(server string) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == "sampling/createMessage" {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 					Message: fmt.Sprintf("sampling is off for MCP server %q (its config does not enable sampling)", server)}
 			}
 			return next(ctx, method, req)
