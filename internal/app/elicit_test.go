@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,8 +63,8 @@ const elicitFixtures = `{"fixtures":[
 
 // elicitConfig is a config with aimock as the model and the reference server
 // over stdio, whose questions wait timeoutMS.
-func elicitConfig(t *testing.T, dir, mock, everything string, timeoutMS int) string {
-	return writeConfig(t, dir, fmt.Sprintf(`server:
+func elicitConfig(t *testing.T, dir, mock, everything string, timeoutMS int, extra ...string) string {
+	return writeConfig(t, dir, strings.Join(extra, "")+fmt.Sprintf(`server:
   data_dir: %s
 endpoints:
   custom:
@@ -101,7 +102,9 @@ func TestElicitationOverHTTP(t *testing.T) {
 		types = append(types, e.Type)
 		switch e.Type {
 		case "run.started":
-			var d struct{ RunID string `json:"run_id"` }
+			var d struct {
+				RunID string `json:"run_id"`
+			}
 			_ = json.Unmarshal(e.Data, &d)
 			runID = d.RunID
 		case "elicitation.requested":
@@ -171,5 +174,48 @@ func TestElicitationTimeout(t *testing.T) {
 	}
 	if j := journal(t, mock); !strings.Contains(j, "decline") {
 		t.Errorf("the model never read that the question was declined:\n%.3000s", j)
+	}
+}
+
+// TestElicitationAnsweredOnAnotherReplica: two Relay processes on one
+// Postgres database; the run (and its tool call) is on the first, the answer
+// is posted to the second, and reaches the call through the database.
+func TestElicitationAnsweredOnAnotherReplica(t *testing.T) {
+	pg := os.Getenv("TEST_POSTGRES_URL")
+	if pg == "" {
+		t.Skip("TEST_POSTGRES_URL is not set: skipping the two-replica elicitation test")
+	}
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	mock := llmtest.StartAimock(t, elicitFixtures)
+	db := fmt.Sprintf("database:\n  url: %q\n", schemaURL(t, pg))
+	vars := map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey}
+	a := startServer(t, elicitConfig(t, t.TempDir(), mock, everything, 300000, db), vars)
+	b := startServer(t, elicitConfig(t, t.TempDir(), mock, everything, 300000, db), vars)
+
+	var runID string
+	answered := false
+	fin := chatStream(t, a.base, testKey, `{"agent_id":"signup","text":"Please sign me up."}`, func(e streamEvent) {
+		switch e.Type {
+		case "run.started":
+			var d struct {
+				RunID string `json:"run_id"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			runID = d.RunID
+		case "elicitation.requested":
+			var d struct{ ID string }
+			_ = json.Unmarshal(e.Data, &d)
+			body := `{"action":"accept","content":{"name":"Bea Jones","check":true,"email":"bea@example.com"}}`
+			if code := b.call(t, testKey, "POST", "/api/runs/"+runID+"/elicitations/"+d.ID, body, nil); code != 200 {
+				t.Errorf("answer on the other replica: %d", code)
+			}
+			answered = true
+		}
+	})
+	if !answered || !strings.Contains(string(fin.Data), `"succeeded"`) {
+		t.Fatalf("answered %v; run.finished %s", answered, fin.Data)
+	}
+	if j := journal(t, mock); !strings.Contains(j, "Bea Jones") {
+		t.Errorf("the model never read the answer given on the other replica:\n%.3000s", j)
 	}
 }
