@@ -341,6 +341,7 @@ func commands() []*command {
 		mcpCallCommand(),
 		promptCommand(),
 		chatCommand(),
+		runsAnswerCommand(),
 		exportRagasCommand(),
 	}, append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...)...)
 }
