@@ -99,15 +99,25 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		tr.MaxIdleConnsPerHost = 64
 		o.HTTP = tr
 	}
-	t, cmd, err := transport(cfg, o.HTTP, o.Authorization, o.Logger)
+	schemas := &rawSchemas{}
+	userID := ""
+	if o.UserID != "" && cfg.SendUserID {
+		userID = o.UserID
+	}
+	rt := o.HTTP
+	if cfg.Transport == TransportStreamableHTTP {
+		rt = &httpTap{base: rt, userID: userID, schemas: schemas}
+	}
+	t, cmd, err := transport(cfg, rt, o.Authorization, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	if o.UserID != "" && cfg.SendUserID {
-		t = &userIDTransport{Transport: t, userID: o.UserID}
+	if cfg.Transport != TransportStreamableHTTP {
+		if userID != "" {
+			t = &userIDTransport{Transport: t, userID: userID}
+		}
+		t = &schemaTransport{Transport: t, schemas: schemas}
 	}
-	schemas := &rawSchemas{}
-	t = &schemaTransport{Transport: t, schemas: schemas}
 	calls := &callers{}
 	opts := &sdk.ClientOptions{
 		// Roots as configured (none by default), never changed while
