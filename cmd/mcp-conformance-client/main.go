@@ -107,8 +107,7 @@ func run(ctx context.Context, scenario, url string, sc scenarioContext, log *slo
 		}
 		return expectText(res, "Reconnection test completed")
 	case "elicitation-sep1034-client-defaults":
-		_, err := c.call(ctx, "test_client_elicitation_defaults", map[string]any{})
-		return err
+		return elicitDefaults(ctx, c)
 	default:
 		// Any other scenario (the auth ones): what Relay does on connecting,
 		// discover the tools, then use one (where a server may ask for more
@@ -120,6 +119,21 @@ func run(ctx context.Context, scenario, url string, sc scenarioContext, log *slo
 		_, err = c.call(ctx, "test-tool", map[string]any{})
 		return err
 	}
+}
+
+// elicitDefaults plays elicitation-sep1034-client-defaults: the server asks a
+// question whose schema has defaults; the answer accepts with nothing typed,
+// so that what the server gets is the defaults, filled by Relay's own code.
+func elicitDefaults(ctx context.Context, c *client) error {
+	ctx = mcp.WithAsker(ctx, "conformance", func(_ context.Context, q *mcp.Question) (*mcp.Answer, error) {
+		content, err := mcp.FillAnswer(q.RequestedSchema, map[string]any{})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.Answer{Action: mcp.ActionAccept, Content: content}, nil
+	})
+	_, err := c.call(ctx, "test_client_elicitation_defaults", map[string]any{})
+	return err
 }
 
 // client plays scenarios over one session, each request bounded by timeout.

@@ -343,6 +343,7 @@ func commands() []*command {
 		mcpVarsCommand(),
 		promptCommand(),
 		chatCommand(),
+		runsAnswerCommand(),
 		exportRagasCommand(),
 	}, append(append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), secretsCommands()...), endpointsCommands()...)...)
 }

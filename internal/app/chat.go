@@ -21,7 +21,8 @@ func chatCommand() *command {
 		detail: "Runs the agent in this process with the config's providers and MCP servers, saves the\n" +
 			"conversation like the API does, and prints the answer as it streams; tool calls show on\n" +
 			"stderr as they happen. Without MESSAGE the message is read from standard input. Exits 1\n" +
-			"when the run fails.",
+			"when the run fails. A question an MCP server asks during a tool call is asked on the\n" +
+			"terminal, field by field, and answered from standard input (declined at its end).",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			agentID := fs.String("agent", "", "the agent's `id` (required)")
 			conv := fs.String("conversation", "", "continue this conversation (`id`), after its latest message")
@@ -34,8 +35,9 @@ func chatCommand() *command {
 					return usageErr("--agent is required")
 				}
 				text := strings.Join(args, " ")
+				stdin := bufio.NewReader(e.Stdin)
 				if text == "" {
-					b, err := io.ReadAll(bufio.NewReader(e.Stdin))
+					b, err := io.ReadAll(stdin)
 					if err != nil {
 						return fmt.Errorf("reading the message: %w", err)
 					}
@@ -61,6 +63,7 @@ func chatCommand() *command {
 						Error  string     `json:"error"`
 					}
 					var last int64
+					asker := &terminalAsker{in: stdin, out: e.Stderr, runs: runs, u: u}
 					show := func(ev run.Event) {
 						if ev.Seq <= last {
 							return
@@ -83,6 +86,14 @@ func chatCommand() *command {
 								res = res[:200] + "…"
 							}
 							fmt.Fprintf(e.Stderr, "%s %s\n", mark, res)
+						case run.EventElicitationRequested:
+							if err := asker.ask(ctx, r.ID, ev.Data); err != nil {
+								fmt.Fprintf(e.Stderr, "  the answer was not taken: %v\n", err)
+							}
+						case run.EventElicitationAnswered:
+							if d["reason"] != nil {
+								fmt.Fprintf(e.Stderr, "  the question ended: %v (%v)\n", d["action"], d["reason"])
+							}
 						case run.EventRunFinished:
 							_ = json.Unmarshal(ev.Data, &final)
 						}

@@ -30,6 +30,8 @@ func mcpServers(cfg *config.Config) []mcp.ServerConfig {
 			Instructions: s.ServerInstructions.Text, InstructionsFromServer: s.ServerInstructions.FromServer(),
 			Startup: s.ConnectsAtStartup(), Scope: mcp.Scope(s.Scope), SendUserID: s.SendsUserID(),
 			UserVars: userVars(s.CustomUserVars), OAuth: oauthConfig(s), Title: s.Title,
+			ElicitationTimeout: s.AnswerTimeout(), Roots: mcpRoots(s.Roots),
+			Sampling: mcp.Sampling{Enabled: s.Sampling.Enabled, MaxTokens: s.Sampling.MaxTokens},
 		})
 	}
 	return out
@@ -55,6 +57,15 @@ func userVars(vars map[string]config.UserVar) []mcp.UserVar {
 	var out []mcp.UserVar
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, mcp.UserVar{Name: name, Title: vars[name].Title, Description: vars[name].Description})
+	}
+	return out
+}
+
+// mcpRoots converts a server's configured roots.
+func mcpRoots(rs []config.MCPRoot) []mcp.Root {
+	var out []mcp.Root
+	for _, r := range rs {
+		out = append(out, mcp.Root{URI: r.URI, Name: r.Name})
 	}
 	return out
 }

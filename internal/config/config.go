@@ -648,6 +648,17 @@ type MCPServer struct {
 	// SendUserID adds the user's id to tools/call on user-scoped connections.
 	// Never nil after Load.
 	SendUserID *bool `yaml:"sendUserId,omitempty"`
+	// ElicitationTimeout is how long a question the server asks during a tool
+	// call waits for the user's answer, in milliseconds, before it is declined
+	// (docs/mcp.md "Questions"). Relay-only.
+	ElicitationTimeout int `yaml:"elicitationTimeout"`
+	// Roots are the roots Relay lists when the server asks (roots/list); none
+	// by default. Relay-only.
+	Roots []MCPRoot `yaml:"roots,omitempty"`
+	// Sampling lets the server ask the model of the agent whose call is in
+	// flight for a completion (sampling/createMessage). Off by default.
+	// Relay-only.
+	Sampling MCPSampling `yaml:"sampling,omitempty"`
 
 	// RequiresOAuth says each user authorizes Relay at the server (MCP OAuth)
 	// before using it; an oauth block implies it. Such a server is user-scoped.
@@ -723,6 +734,25 @@ func (s MCPServer) UsesOAuth() bool { return s.RequiresOAuth || s.OAuth != nil }
 func (s *MCPServer) setDefaults() {
 	s.Timeout = 60000
 	s.InitTimeout = 30000
+	s.ElicitationTimeout = 300000
+}
+
+// MCPRoot is one root of an MCP server's roots/list answer.
+type MCPRoot struct {
+	URI  string `yaml:"uri"`
+	Name string `yaml:"name,omitempty"`
+}
+
+// MCPSampling is an MCP server's `sampling` key.
+type MCPSampling struct {
+	Enabled bool `yaml:"enabled"`
+	// MaxTokens bounds a completion the server asks for; 0 means 1024.
+	MaxTokens int `yaml:"maxTokens,omitempty"`
+}
+
+// AnswerTimeout returns ElicitationTimeout as a duration.
+func (s MCPServer) AnswerTimeout() time.Duration {
+	return time.Duration(s.ElicitationTimeout) * time.Millisecond
 }
 
 // Transport returns the transport the server uses: Type, or when it is absent

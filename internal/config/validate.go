@@ -407,6 +407,17 @@ func (v *validator) mcpServers() {
 		if s.InitTimeout <= 0 {
 			v.add(at+".initTimeout", "must be greater than 0 (milliseconds)")
 		}
+		if s.ElicitationTimeout <= 0 {
+			v.add(at+".elicitationTimeout", "must be greater than 0 (milliseconds)")
+		}
+		for i, r := range s.Roots {
+			if u, err := url.Parse(r.URI); r.URI == "" || err != nil || u.Scheme == "" {
+				v.add(fmt.Sprintf("%s.roots[%d].uri", at, i), "must be a URI with a scheme (file:///…)")
+			}
+		}
+		if s.Sampling.MaxTokens < 0 {
+			v.add(at+".sampling.maxTokens", "must be 0 (1024) or more")
+		}
 		if s.Scope != ScopeApp && s.Scope != ScopeUser {
 			v.add(at+".scope", "must be app or user, got %q", s.Scope)
 		}

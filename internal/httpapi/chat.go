@@ -205,6 +205,22 @@ func (s *Server) abortRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rn)
 }
 
+// answerElicitation records the user's answer to a question an MCP server
+// asked during one of the run's tool calls (docs/api.md "Questions").
+func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
+	var req run.AnswerRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.opts.Runs.Answer(r.Context(), userFrom(r.Context()), r.PathValue("id"), r.PathValue("eid"), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	d, err := s.opts.Runs.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
 	if err != nil {

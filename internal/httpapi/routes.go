@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/runs/{id}", s.authed(s.getRun))
 	mux.Handle("GET /api/runs/{id}/events", s.authed(s.runEvents))
 	mux.Handle("POST /api/runs/{id}/abort", s.authed(s.abortRun))
+	mux.Handle("POST /api/runs/{id}/elicitations/{eid}", s.authed(s.answerElicitation))
 	mux.Handle("GET /api/export/ragas", s.authed(s.exportRagas))
 	mux.Handle("GET /api/conversations", s.authed(s.listConversations))
 	mux.Handle("GET /api/conversations/{id}", s.authed(s.getConversation))

@@ -35,7 +35,7 @@ const expectedFailuresFile = "testdata/conformance-expected-failures.txt"
 // conformanceMustPass are the scenarios Relay's client supports: they may never
 // be listed as expected failures.
 var conformanceMustPass = []string{
-	"initialize", "tools_call", "sse-retry",
+	"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults",
 	// OAuth (docs/mcp.md#oauth).
 	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
 	"auth/basic-cimd", "auth/pre-registration", "auth/resource-mismatch",

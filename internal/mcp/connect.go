@@ -53,6 +53,7 @@ type Session struct {
 	cmd     *exec.Cmd // the stdio child, if any
 	stop    func()    // ends the context the transport's streams live in
 	schemas *rawSchemas
+	calls   *callers // the tool calls in flight, for the server's questions
 }
 
 // InputSchema returns the input schema of the tool name as the server last
@@ -98,16 +99,40 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		tr.MaxIdleConnsPerHost = 64
 		o.HTTP = tr
 	}
-	t, cmd, err := transport(cfg, o.HTTP, o.Authorization, o.Logger)
+	schemas := &rawSchemas{}
+	userID := ""
+	if o.UserID != "" && cfg.SendUserID {
+		userID = o.UserID
+	}
+	rt := o.HTTP
+	if cfg.Transport == TransportStreamableHTTP {
+		rt = &httpTap{base: rt, userID: userID, schemas: schemas}
+	}
+	t, cmd, err := transport(cfg, rt, o.Authorization, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	if o.UserID != "" && cfg.SendUserID {
-		t = &userIDTransport{Transport: t, userID: o.UserID}
+	if cfg.Transport != TransportStreamableHTTP {
+		if userID != "" {
+			t = &userIDTransport{Transport: t, userID: userID}
+		}
+		t = &schemaTransport{Transport: t, schemas: schemas}
 	}
-	schemas := &rawSchemas{}
-	t = &schemaTransport{Transport: t, schemas: schemas}
-	opts := &sdk.ClientOptions{}
+	calls := &callers{}
+	opts := &sdk.ClientOptions{
+		// Roots as configured (none by default), never changed while
+		// connected; questions (form and URL) always, put to the user of
+		// the call in flight (mcp.md "Questions"); sampling only when the
+		// config enables it.
+		Capabilities: &sdk.ClientCapabilities{
+			RootsV2:     &sdk.RootCapabilities{},
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+		},
+		ElicitationHandler: elicitHandler(cfg, calls),
+	}
+	if cfg.Sampling.Enabled {
+		opts.CreateMessageHandler = sampleHandler(cfg, calls)
+	}
 	if o.ToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { o.ToolsChanged() }
 	}
@@ -115,6 +140,12 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { o.Progress(r.Params) }
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: o.Version}, opts)
+	if !cfg.Sampling.Enabled {
+		client.AddReceivingMiddleware(samplingOff(cfg.Name))
+	}
+	for _, r := range cfg.Roots {
+		client.AddRoots(&sdk.Root{URI: r.URI, Name: r.Name})
+	}
 	// Some transports (SSE) keep streams open in the context they connect with, so
 	// the session gets a context of its own; ctx bounds only the connecting.
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -135,7 +166,7 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		// The error may quote the URL, and with it a secret in its query.
 		return nil, newRedactor(cfg, nil).err(err)
 	}
-	return &Session{ClientSession: cs, cmd: cmd, stop: stop, schemas: schemas}, nil
+	return &Session{ClientSession: cs, cmd: cmd, stop: stop, schemas: schemas, calls: calls}, nil
 }
 
 // transport builds the go-sdk transport for a resolved config.

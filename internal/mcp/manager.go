@@ -486,13 +486,54 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	timeout := c.cfg.Timeout
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
-	defer timer.Stop()
-	res, err := c.callTool(ctx, tool, args, func() { timer.Reset(timeout) })
+	t := &callTimer{timeout: timeout}
+	t.timer = time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	defer t.timer.Stop()
+	// While the user is asked a question of the server (or its model
+	// samples), the limit is held: the server is waiting, not stuck.
+	ctx = withHold(ctx, t.hold)
+	res, err := c.callTool(ctx, tool, args, t.restart)
 	if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
 		return nil, fmt.Errorf("no answer from %q within %s (timeout)", server, timeout)
 	}
 	return res, err
+}
+
+// callTimer is a call's time limit: restarted by progress, held while the
+// server waits for the user or the model.
+type callTimer struct {
+	timeout time.Duration
+	timer   *time.Timer
+
+	mu   sync.Mutex
+	held int // the questions and samplings in progress
+}
+
+// restart starts the limit again, unless it is held.
+func (t *callTimer) restart() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held == 0 {
+		t.timer.Reset(t.timeout)
+	}
+}
+
+// hold stops the limit until every hold is released; it then starts afresh.
+func (t *callTimer) hold() func() {
+	t.mu.Lock()
+	t.held++
+	t.timer.Stop()
+	t.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.held--; t.held == 0 {
+				t.timer.Reset(t.timeout)
+			}
+		})
+	}
 }
 
 // callTool finds the tool, checks args against its schema and calls it; progress

@@ -68,6 +68,14 @@ type ServerConfig struct {
 	// OAuth; requiresOAuth or an oauth block): its fields pin what the server
 	// does not advertise. See Options.Users.
 	OAuth *OAuthConfig
+	// ElicitationTimeout is how long a question of the server waits for the
+	// user's answer before it is declined (mcp.md "Questions"); 0 means 5 min.
+	ElicitationTimeout time.Duration
+	// Roots are what roots/list answers; none by default.
+	Roots []Root
+	// Sampling, when Enabled, lets the server ask the model of the agent whose
+	// call is in flight for a completion of at most MaxTokens (0: 1024).
+	Sampling Sampling
 }
 
 // UserVar is one of a server's customUserVars, as the user is asked for it.
@@ -75,6 +83,18 @@ type UserVar struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+// Root is one root Relay lists to a server (roots/list).
+type Root struct {
+	URI  string
+	Name string
+}
+
+// Sampling is a server's sampling setting.
+type Sampling struct {
+	Enabled   bool
+	MaxTokens int
 }
 
 // User is who a user-scoped connection is for, as the placeholders need it.

@@ -319,7 +319,8 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 		return err
 	}
 	targets := map[string]graph.Edge{}
-	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam}
+	box := &Toolbox{MCP: f.s.MCP, Builtins: f.s.Builtins, User: f.u, Family: fam,
+		Owner: f.r.ID, Ask: f.s.asker(f.lr, f.r, id), Sample: sampler(model, prep.Request.Model)}
 	for _, e := range f.graph.Handoffs(id) {
 		targets[e.To[0]] = e
 		box.Handoffs = append(box.Handoffs, e.To[0])

@@ -100,6 +100,9 @@ type Service struct {
 	mu    sync.Mutex
 	live  map[string]*liveRun
 	w     *writer
+	// waiting wakes the questions of this process's runs when their answer
+	// comes to this process (Answer), by question id.
+	waiting map[string]chan struct{}
 }
 
 // writer returns the Service's writer, made on first use.

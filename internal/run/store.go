@@ -250,4 +250,45 @@ type Store interface {
 	ListModelRequests(ctx context.Context, runID string) ([]ModelRequest, error)
 	AddToolCall(ctx context.Context, c *ToolCall) error
 	ListToolCalls(ctx context.Context, runID string) ([]ToolCall, error)
+
+	// CreateElicitation stores a new pending question; a missing run is
+	// fault.NotFound.
+	CreateElicitation(ctx context.Context, e *Elicitation) error
+	GetElicitation(ctx context.Context, id string) (*Elicitation, error)
+	// SettleElicitation ends a pending question with status (answered,
+	// expired or cancelled), the answer's action and content, at a time. A
+	// question no longer pending is fault.Conflict: the first settles it.
+	SettleElicitation(ctx context.Context, id string, status ElicitationStatus, action string, content json.RawMessage, at time.Time) error
+}
+
+// ElicitationStatus is where a question of an MCP server stands.
+type ElicitationStatus string
+
+// The states of a question (docs/api.md "Questions").
+const (
+	ElicitationPending   ElicitationStatus = "pending"
+	ElicitationAnswered  ElicitationStatus = "answered"
+	ElicitationExpired   ElicitationStatus = "expired"
+	ElicitationCancelled ElicitationStatus = "cancelled"
+)
+
+// Elicitation is a question an MCP server asked a run's user during a tool
+// call (docs/mcp.md "Questions"), with its answer once there is one.
+type Elicitation struct {
+	ID         string `json:"id"`
+	RunID      string `json:"run_id"`
+	UserID     string `json:"-"`
+	Server     string `json:"server"`
+	ToolCallID string `json:"tool_call_id"`
+	// Mode is "form" (RequestedSchema to fill in) or "url" (URL to open).
+	Mode            string            `json:"mode"`
+	Message         string            `json:"message"`
+	RequestedSchema json.RawMessage   `json:"requested_schema,omitempty"`
+	URL             string            `json:"url,omitempty"`
+	Status          ElicitationStatus `json:"status"`
+	Action          string            `json:"action,omitempty"`
+	Content         json.RawMessage   `json:"content,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
+	ExpiresAt       time.Time         `json:"expires_at"`
+	AnsweredAt      *time.Time        `json:"answered_at,omitempty"`
 }

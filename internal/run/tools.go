@@ -24,6 +24,15 @@ type Toolbox struct {
 	// Handoffs are the agents this agent may hand the conversation to; a
 	// transfer to any other is an error result.
 	Handoffs []string
+	// Owner names whose calls these are (the run's id): questions of a
+	// server with several calls in flight go only to calls of one owner.
+	Owner string
+	// Ask, when set, puts a server's question during the call callID to the
+	// user (docs/mcp.md "Questions"); without it questions are declined.
+	Ask func(ctx context.Context, callID string, q *mcp.Question) (*mcp.Answer, error)
+	// Sample, when set, answers the sampling requests of servers that
+	// enable sampling.
+	Sample mcp.Sampler
 }
 
 var _ agent.ToolRunner = (*Toolbox)(nil)
@@ -47,6 +56,14 @@ func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutpu
 			return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 		}
 		return agent.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources, Contexts: res.Contexts}
+	}
+	if b.Ask != nil {
+		ctx = mcp.WithAsker(ctx, b.Owner, func(ctx context.Context, q *mcp.Question) (*mcp.Answer, error) {
+			return b.Ask(ctx, call.ID, q)
+		})
+	}
+	if b.Sample != nil {
+		ctx = mcp.WithSampler(ctx, b.Sample)
 	}
 	res, err := b.MCP.Call(ctx, MCPUser(b.User), name, args)
 	if err != nil {

@@ -37,6 +37,10 @@ type Options struct {
 	Configure func(*sdk.Server)
 	// Stats, if set, counts what the server receives.
 	Stats *Stats
+	// ProtocolVersions, if set, are the only protocol versions the server
+	// speaks (an older one makes it send its requests to the client
+	// during a call, rather than as multi-round-trip results).
+	ProtocolVersions []string
 }
 
 // Tool is a tool with its handler, as [sdk.Server.AddTool] takes them.
@@ -54,7 +58,7 @@ func NewServer(opts Options) *sdk.Server {
 		name = "mcptest"
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1.0.0"}, &sdk.ServerOptions{
-		Instructions: opts.Instructions,
+		Instructions: opts.Instructions, SupportedProtocolVersions: opts.ProtocolVersions,
 	})
 	if opts.Stats != nil {
 		srv.AddReceivingMiddleware(opts.Stats.middleware)
