@@ -335,3 +335,53 @@ mcpServers:
 		}
 	}
 }
+
+// TestMCPUserVarsCommand: relay mcp vars sets a user's values from standard
+// input (never echoing them), lists which are set, and clears them; relay mcp
+// call then reaches the server with the user's value.
+func TestMCPUserVarsCommand(t *testing.T) {
+	mcpURL := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+mcpServers:
+  keyed:
+    type: streamable-http
+    url: %s
+    headers:
+      X-User: "{{MY_TOKEN}}"
+    customUserVars:
+      MY_TOKEN: {title: Your token}
+`, filepath.Join(dir, "data"), mcpURL))
+	cli := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, nil, stdin, append(args, "--config", cfg)...)
+	}
+	code, uid, errOut := cli("", "users", "add", "--email", "ann@example.com")
+	if code != 0 {
+		t.Fatalf("users add: %d %s", code, errOut)
+	}
+	uid = strings.TrimSpace(uid)
+	const value = "cli-token-Hq7Zr2Kd"
+	noteSecret(t.Name(), value)
+	code, out, errOut := cli("MY_TOKEN="+value+"\n", "mcp", "vars", "keyed", "--user", "ann@example.com", "--set-stdin")
+	if code != 0 || strings.Contains(out+errOut, value) || !regexpMatch(`MY_TOKEN\s+true\s+\d{4}-`, out) {
+		t.Fatalf("mcp vars --set-stdin: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", uid)
+	var w mcptest.Whoami
+	if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Header != value {
+		t.Errorf("mcp call as ann: %d %q %s; want the server to get her value", code, out, errOut)
+	}
+	if code, _, errOut := cli("NOPE=1\n", "mcp", "vars", "keyed", "--user", uid, "--set-stdin"); code != 1 || !strings.Contains(errOut, "NOPE: not a variable") {
+		t.Errorf("an undeclared variable: %d %s", code, errOut)
+	}
+	code, out, errOut = cli("", "mcp", "vars", "keyed", "--user", uid, "--clear")
+	if code != 0 || !regexpMatch(`MY_TOKEN\s+false\s+-`, out) {
+		t.Errorf("mcp vars --clear: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", uid)
+	if code != 1 || !strings.Contains(out, "needs your settings: set MY_TOKEN") {
+		t.Errorf("mcp call after --clear: %d %q", code, out)
+	}
+}
