@@ -260,14 +260,13 @@ mcpServers:
 	}
 }
 
-// TestMCPUserVarsPerUser: a server whose header carries a customUserVars
-// value; two users set different values through the API and the server
-// receives each user's own; the values are never answered back, and the
-// whole log holds neither.
-func TestMCPUserVarsPerUser(t *testing.T) {
+// keyedConfig starts a test MCP server and returns a config naming it
+// "keyed", with a customUserVars value MY_TOKEN in its X-User header.
+func keyedConfig(t *testing.T) string {
+	t.Helper()
 	mcpURL := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
 	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+	return writeConfig(t, dir, fmt.Sprintf(`server:
   data_dir: %s
   log_level: debug
 mcpServers:
@@ -281,6 +280,14 @@ mcpServers:
         title: Your token
         description: From your profile page
 `, filepath.Join(dir, "data"), mcpURL))
+}
+
+// TestMCPUserVarsPerUser: a server whose header carries a customUserVars
+// value; two users set different values through the API and the server
+// receives each user's own; the values are never answered back, and the
+// whole log holds neither.
+func TestMCPUserVarsPerUser(t *testing.T) {
+	cfg := keyedConfig(t)
 	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
 	values := map[string]string{"ann": "ann-token-7Qx2vLp9", "bob": "bob-token-Mz4kR8wd"}
 	keys := map[string]string{}
@@ -340,19 +347,7 @@ mcpServers:
 // input (never echoing them), lists which are set, and clears them; relay mcp
 // call then reaches the server with the user's value.
 func TestMCPUserVarsCommand(t *testing.T) {
-	mcpURL := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  data_dir: %s
-mcpServers:
-  keyed:
-    type: streamable-http
-    url: %s
-    headers:
-      X-User: "{{MY_TOKEN}}"
-    customUserVars:
-      MY_TOKEN: {title: Your token}
-`, filepath.Join(dir, "data"), mcpURL))
+	cfg := keyedConfig(t)
 	cli := func(stdin string, args ...string) (int, string, string) {
 		t.Helper()
 		return runCLI(t, nil, stdin, append(args, "--config", cfg)...)
