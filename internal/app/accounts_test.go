@@ -260,14 +260,13 @@ mcpServers:
 	}
 }
 
-// TestMCPUserVarsPerUser: a server whose header carries a customUserVars
-// value; two users set different values through the API and the server
-// receives each user's own; the values are never answered back, and the
-// whole log holds neither.
-func TestMCPUserVarsPerUser(t *testing.T) {
+// keyedConfig starts a test MCP server and returns a config naming it
+// "keyed", with a customUserVars value MY_TOKEN in its X-User header.
+func keyedConfig(t *testing.T) string {
+	t.Helper()
 	mcpURL := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
 	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+	return writeConfig(t, dir, fmt.Sprintf(`server:
   data_dir: %s
   log_level: debug
 mcpServers:
@@ -281,6 +280,14 @@ mcpServers:
         title: Your token
         description: From your profile page
 `, filepath.Join(dir, "data"), mcpURL))
+}
+
+// TestMCPUserVarsPerUser: a server whose header carries a customUserVars
+// value; two users set different values through the API and the server
+// receives each user's own; the values are never answered back, and the
+// whole log holds neither.
+func TestMCPUserVarsPerUser(t *testing.T) {
+	cfg := keyedConfig(t)
 	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
 	values := map[string]string{"ann": "ann-token-7Qx2vLp9", "bob": "bob-token-Mz4kR8wd"}
 	keys := map[string]string{}
@@ -333,5 +340,43 @@ mcpServers:
 		if strings.Contains(s.stderr.String(), v) {
 			t.Errorf("the log holds %s's value", user)
 		}
+	}
+}
+
+// TestMCPUserVarsCommand: relay mcp vars sets a user's values from standard
+// input (never echoing them), lists which are set, and clears them; relay mcp
+// call then reaches the server with the user's value.
+func TestMCPUserVarsCommand(t *testing.T) {
+	cfg := keyedConfig(t)
+	cli := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, nil, stdin, append(args, "--config", cfg)...)
+	}
+	code, uid, errOut := cli("", "users", "add", "--email", "ann@example.com")
+	if code != 0 {
+		t.Fatalf("users add: %d %s", code, errOut)
+	}
+	uid = strings.TrimSpace(uid)
+	const value = "cli-token-Hq7Zr2Kd"
+	noteSecret(t.Name(), value)
+	code, out, errOut := cli("MY_TOKEN="+value+"\n", "mcp", "vars", "keyed", "--user", "ann@example.com", "--set-stdin")
+	if code != 0 || strings.Contains(out+errOut, value) || !regexpMatch(`MY_TOKEN\s+true\s+\d{4}-`, out) {
+		t.Fatalf("mcp vars --set-stdin: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", uid)
+	var w mcptest.Whoami
+	if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Header != value {
+		t.Errorf("mcp call as ann: %d %q %s; want the server to get her value", code, out, errOut)
+	}
+	if code, _, errOut := cli("NOPE=1\n", "mcp", "vars", "keyed", "--user", uid, "--set-stdin"); code != 1 || !strings.Contains(errOut, "NOPE: not a variable") {
+		t.Errorf("an undeclared variable: %d %s", code, errOut)
+	}
+	code, out, errOut = cli("", "mcp", "vars", "keyed", "--user", uid, "--clear")
+	if code != 0 || !regexpMatch(`MY_TOKEN\s+false\s+-`, out) {
+		t.Errorf("mcp vars --clear: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", uid)
+	if code != 1 || !strings.Contains(out, "needs your settings: set MY_TOKEN") {
+		t.Errorf("mcp call after --clear: %d %q", code, out)
 	}
 }

@@ -198,6 +198,13 @@ agents:
 				// They need an endpoint that says user_provided and a store of
 				// per-user secrets: TestEndpointsKeyCommand runs them.
 				return
+			case strings.HasPrefix(synopsis, "relay mcp vars "):
+				// The documented server has no customUserVars: its variables are
+				// listed (none); TestMCPUserVarsCommand sets and clears some.
+				if code, out, errOut := run("", "mcp", "vars", "gows", "--user", "ann@example.com"); code != 0 {
+					t.Errorf("relay mcp vars: exit %d\n%s%s", code, out, errOut)
+				}
+				return
 			case strings.HasPrefix(synopsis, "relay schedules "):
 				testSchedulesAsDocumented(t, run)
 				return

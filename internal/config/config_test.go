@@ -368,10 +368,10 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:5:7: unknown key "titelConvo" in endpoints.custom[0] (known: name, apiKey, baseURL, models, headers, addParams, dropParams, titleConvo, titleModel, titleEndpoint, titlePrompt, titlePromptTemplate, tokenConfig)`,
 		}},
 		{"in an MCP server", "mcpServers:\n  fs:\n    command: npx\n    argz: [a]\n", []string{
-			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, requiresOAuth, oauth, customUserVars, elicitationTimeout, roots, sampling)`,
+			`relay.yaml:4:5: unknown key "argz" in mcpServers.fs (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, elicitationTimeout, roots, sampling, requiresOAuth, oauth, customUserVars)`,
 		}},
 		{"in an MCP server with a spaced name", "mcpServers:\n  \"NEO NL\":\n    url: http://x/mcp\n    header: {}\n", []string{
-			`relay.yaml:4:5: unknown key "header" in mcpServers["NEO NL"] (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, requiresOAuth, oauth, customUserVars, elicitationTimeout, roots, sampling)`,
+			`relay.yaml:4:5: unknown key "header" in mcpServers["NEO NL"] (known: type, command, args, env, stderr, url, headers, timeout, initTimeout, serverInstructions, startup, chatMenu, iconPath, title, description, scope, retrieval, sendUserId, elicitationTimeout, roots, sampling, requiresOAuth, oauth, customUserVars)`,
 		}},
 		{"in an agent edge", "agents:\n  - id: a\n    provider: openAI\n    model: m\n    edges:\n      - from: a\n        to: b\n        kind: direct\n", []string{
 			`relay.yaml:8:9: unknown key "kind" in agents[0].edges[0] (known: from, to, edgeType, prompt, excludeResults, promptKey, description)`,
