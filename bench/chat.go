@@ -17,7 +17,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
@@ -70,11 +69,11 @@ func benchChat() error {
 	log := slog.New(slog.DiscardHandler)
 
 	// 1. Overhead per turn: a run is two turns (a tool call, then the answer).
-	fake := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
-		if req.Messages[len(req.Messages)-1].Role == prompt.RoleTool {
+	fake := llmtest.Func(func(req *llm.Request) llmtest.Turn {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return llmtest.Turn{Text: []string{"The sum is 5."}}
 		}
-		return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "c1", Function: prompt.FunctionCall{Name: "sum", Arguments: `{"a":2,"b":3}`}}}}
+		return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "sum", Arguments: `{"a":2,"b":3}`}}}}
 	})
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
@@ -165,7 +164,7 @@ func benchGraph(ctx context.Context, st *store.DB, u *auth.User, agents *agent.S
 			return err
 		}
 	}
-	model := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	model := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil

@@ -34,7 +34,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
@@ -549,7 +548,7 @@ type parseClock struct {
 	parsed []int32
 }
 
-func (c *parseClock) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (c *parseClock) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	var mine []int32
 	defer func() {
 		c.mu.Lock()

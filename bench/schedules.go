@@ -16,7 +16,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -80,7 +79,7 @@ func benchSchedulesOn(ctx context.Context, eng string, st *store.DB, n, every in
 	if _, err := agents.Create(ctx, u, "a", agent.Spec{Provider: "openAI", Model: "m"}); err != nil {
 		return err
 	}
-	model := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	model := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	defer m.Close()
 	runs := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
 )
 
@@ -17,7 +16,7 @@ type ToolOutput struct {
 	// Text is the result as text; for a failure, the error text the model sees.
 	Text string
 	// Parts, when not empty, is the result with images, for providers that take them.
-	Parts   []prompt.Part
+	Parts   []llm.Part
 	IsError bool
 	// Sources are what the result was drawn from, kept with the call.
 	Sources []tool.Source
@@ -30,7 +29,7 @@ type ToolRunner interface {
 	// Run calls one tool. Every failure the model should see (unknown tool, bad
 	// arguments, timeout, the server's error) is an output with IsError; Run has
 	// no error of its own.
-	Run(ctx context.Context, call prompt.ToolCall) ToolOutput
+	Run(ctx context.Context, call llm.ToolCall) ToolOutput
 }
 
 // ToolRecord is one tool call as it happened.
@@ -87,12 +86,12 @@ type LoopOptions struct {
 	Emit func(Event)
 	// Stop, when it returns true for a tool call, ends the loop after that turn's
 	// calls (a handoff: the next agent continues).
-	Stop func(call prompt.ToolCall) bool
+	Stop func(call llm.ToolCall) bool
 	// Client, when it returns true for a tool call, marks a function of the
 	// caller's own (a tool an OpenAI-compatible client declared): the loop
 	// does not run it. The turn's other calls run, then the loop ends with
 	// the caller's calls in Outcome.Handed, for the caller to answer.
-	Client func(call prompt.ToolCall) bool
+	Client func(call llm.ToolCall) bool
 	// TakeStep, when set, is asked before each model turn for one step of a
 	// budget shared with other loops (a run's recursion_limit spans all of its
 	// agents, even those running at the same time). When it returns false the
@@ -103,7 +102,7 @@ type LoopOptions struct {
 	// results and drop the oldest messages, never those after the newest
 	// user message (this turn's). Its error ends the loop before anything is
 	// sent.
-	Fit func(ctx context.Context, req *prompt.Request) error
+	Fit func(ctx context.Context, req *llm.Request) error
 }
 
 // Outcome is what one agent's loop produced.
@@ -111,7 +110,7 @@ type Outcome struct {
 	// Text is the agent's answer (the text of its last turn with any text).
 	Text string
 	// Messages are the messages the loop added after the request's own.
-	Messages []prompt.Message
+	Messages []llm.Message
 	// Tools are every tool call with its result, in order.
 	Tools []ToolRecord
 	// Requests are the exact bodies sent to the provider, one per model turn,
@@ -120,11 +119,11 @@ type Outcome struct {
 	Usage    llm.Usage
 	Steps    int
 	// StoppedBy is the tool call that ended the loop through Stop, if any.
-	StoppedBy *prompt.ToolCall
+	StoppedBy *llm.ToolCall
 	// Handed are the calls of the last turn that LoopOptions.Client claimed:
 	// not run, their results for the caller to give. The last assistant
 	// message of Messages holds them, without tool messages answering them.
-	Handed []prompt.ToolCall
+	Handed []llm.ToolCall
 }
 
 // Request is one model turn's request as it was sent, for a run's trace.
@@ -147,7 +146,7 @@ var ErrStepLimit = errors.New("step limit reached")
 // holds for the first model turn only: later turns are "auto", or the model
 // could never answer. On any error (the provider failed, ctx was cancelled by a user abort,
 // the step limit) the Outcome holds everything produced until then.
-func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, error) {
+func Loop(ctx context.Context, req *llm.Request, o LoopOptions) (*Outcome, error) {
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 50
 	}
@@ -200,14 +199,14 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 		}
 		if err != nil {
 			if turn != nil && turn.Text != "" {
-				req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text})
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: turn.Text})
 			}
 			return out, err
 		}
 		if req.ToolFunction != "" || req.ToolChoice == "required" {
-			req.ToolFunction, req.ToolChoice = "", prompt.ToolChoiceAuto
+			req.ToolFunction, req.ToolChoice = "", llm.ToolChoiceAuto
 		}
-		req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking})
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking})
 		if len(turn.ToolCalls) == 0 {
 			return out, nil
 		}
@@ -225,8 +224,8 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 		records := runTools(ctx, calls, o, step, emit)
 		for i, call := range calls {
 			out.Tools = append(out.Tools, records[i].ToolRecord)
-			req.Messages = append(req.Messages, prompt.Message{
-				Role: prompt.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts, IsError: records[i].IsError,
+			req.Messages = append(req.Messages, llm.Message{
+				Role: llm.RoleTool, ToolCallID: call.ID, Content: records[i].Result, Parts: records[i].Parts, IsError: records[i].IsError,
 			})
 		}
 		if err := ctx.Err(); err != nil {
@@ -248,12 +247,12 @@ func Loop(ctx context.Context, req *prompt.Request, o LoopOptions) (*Outcome, er
 
 type toolResult struct {
 	ToolRecord
-	Parts []prompt.Part
+	Parts []llm.Part
 }
 
 // runTools runs one turn's tool calls, at most o.Parallel at once, and returns
 // their results in the order of the calls.
-func runTools(ctx context.Context, calls []prompt.ToolCall, o LoopOptions, step int, emit func(Event)) []toolResult {
+func runTools(ctx context.Context, calls []llm.ToolCall, o LoopOptions, step int, emit func(Event)) []toolResult {
 	results := make([]toolResult, len(calls))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup

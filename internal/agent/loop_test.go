@@ -19,11 +19,11 @@ import (
 // scripted is a model that plays turns in order and keeps what it was sent.
 type scripted struct {
 	mu    sync.Mutex
-	turns []func(req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error)
+	turns []func(req *llm.Request, emit func(llm.Event)) (*llm.Turn, error)
 	sent  []string
 }
 
-func (m *scripted) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (m *scripted) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := req.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -44,8 +44,8 @@ func (m *scripted) Stream(ctx context.Context, req *prompt.Request, emit func(ll
 	return t, err
 }
 
-func say(text string) func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
-	return func(_ *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func say(text string) func(*llm.Request, func(llm.Event)) (*llm.Turn, error) {
+	return func(_ *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 		for _, w := range strings.SplitAfter(text, " ") {
 			emit(llm.Event{Kind: llm.EventText, Text: w})
 		}
@@ -53,12 +53,12 @@ func say(text string) func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) 
 	}
 }
 
-func callTools(calls ...string) func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
-	return func(*prompt.Request, func(llm.Event)) (*llm.Turn, error) {
+func callTools(calls ...string) func(*llm.Request, func(llm.Event)) (*llm.Turn, error) {
+	return func(*llm.Request, func(llm.Event)) (*llm.Turn, error) {
 		t := &llm.Turn{FinishReason: llm.FinishToolCalls, Usage: llm.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}}
 		for i := 0; i < len(calls); i += 2 {
-			t.ToolCalls = append(t.ToolCalls, prompt.ToolCall{ID: fmt.Sprintf("call_%d", i/2), Type: "function",
-				Function: prompt.FunctionCall{Name: calls[i], Arguments: calls[i+1]}})
+			t.ToolCalls = append(t.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("call_%d", i/2), Type: "function",
+				Function: llm.FunctionCall{Name: calls[i], Arguments: calls[i+1]}})
 		}
 		return t, nil
 	}
@@ -69,7 +69,7 @@ type tools struct {
 	running, peak atomic.Int32
 }
 
-func (f *tools) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
+func (f *tools) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 	n := f.running.Add(1)
 	defer f.running.Add(-1)
 	for {
@@ -93,13 +93,13 @@ func (f *tools) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput 
 			return agent.ToolOutput{Text: "cancelled", IsError: true}
 		}
 	case "image":
-		return agent.ToolOutput{Text: "a picture", Parts: []prompt.Part{{Type: prompt.PartText, Text: "a picture"}, {Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
+		return agent.ToolOutput{Text: "a picture", Parts: []llm.Part{{Type: llm.PartText, Text: "a picture"}, {Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
 	}
 	return agent.ToolOutput{Text: fmt.Sprintf("%q tool call failed: no such tool", call.Function.Name), IsError: true}
 }
 
-func request() *prompt.Request {
-	return &prompt.Request{Model: "m", Messages: []prompt.Message{{Role: prompt.RoleSystem, Content: "Be brief."}, {Role: prompt.RoleUser, Content: "What is 2+3?"}}}
+func request() *llm.Request {
+	return &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "Be brief."}, {Role: llm.RoleUser, Content: "What is 2+3?"}}}
 }
 
 func TestLoopCallsToolsAndAnswers(t *testing.T) {
@@ -135,7 +135,7 @@ func TestLoopCallsToolsAndAnswers(t *testing.T) {
 	if strings.Join(roles, ",") != "system,user,assistant,tool,tool" || second.Messages[3].Content != "5" || second.Messages[3].ToolCallID != "call_0" || len(second.Messages[2].ToolCalls) != 2 {
 		t.Errorf("second request: %s", m.sent[1])
 	}
-	if len(out.Messages) != 4 || out.Messages[3].Role != prompt.RoleAssistant {
+	if len(out.Messages) != 4 || out.Messages[3].Role != llm.RoleAssistant {
 		t.Errorf("added messages: %+v", out.Messages)
 	}
 	var kinds []string
@@ -233,7 +233,7 @@ func TestLoopSharedStepBudget(t *testing.T) {
 func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := &scripted{}
-	m.turns = append(m.turns, func(req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	m.turns = append(m.turns, func(req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 		emit(llm.Event{Kind: llm.EventText, Text: "The answer is "})
 		cancel(errors.New("user abort"))
 		return &llm.Turn{Text: "The answer is "}, context.Cause(ctx)
@@ -252,7 +252,7 @@ func TestLoopImageResultsAndStop(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("image", `{}`, "lc_transfer_to_b", `{"instructions":"go"}`))
 	req := request()
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Stop: func(c prompt.ToolCall) bool {
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Stop: func(c llm.ToolCall) bool {
 		_, ok := prompt.HandoffTarget(c.Function.Name)
 		return ok
 	}})
@@ -262,7 +262,7 @@ func TestLoopImageResultsAndStop(t *testing.T) {
 	if out.StoppedBy == nil || out.StoppedBy.Function.Name != "lc_transfer_to_b" || out.Steps != 1 {
 		t.Errorf("stopped by %+v after %d steps", out.StoppedBy, out.Steps)
 	}
-	if img := req.Messages[3]; img.Role != prompt.RoleTool || len(img.Parts) != 2 || img.Parts[1].Type != prompt.PartImage {
+	if img := req.Messages[3]; img.Role != llm.RoleTool || len(img.Parts) != 2 || img.Parts[1].Type != llm.PartImage {
 		t.Errorf("image result: %+v", img)
 	}
 }
@@ -274,9 +274,9 @@ func TestLoopHandsClientCallsBack(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), callTools("sum", `{"a":1,"b":1}`, "weather", `{"city":"Paris"}`), say("unreached"))
 	req := request()
-	req.Tools = []prompt.FunctionTool{{Function: prompt.Function{Name: "sum"}}, {Function: prompt.Function{Name: "weather"}}}
+	req.Tools = []llm.FunctionTool{{Function: llm.Function{Name: "sum"}}, {Function: llm.Function{Name: "weather"}}}
 	req.ToolChoice = "required"
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Client: func(c prompt.ToolCall) bool { return c.Function.Name == "weather" }})
+	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Client: func(c llm.ToolCall) bool { return c.Function.Name == "weather" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestLoopHandsClientCallsBack(t *testing.T) {
 	}
 	// The last message is the assistant's with both calls and a result for sum only.
 	last := out.Messages[len(out.Messages)-2:]
-	if last[0].Role != prompt.RoleAssistant || len(last[0].ToolCalls) != 2 || last[1].Role != prompt.RoleTool || last[1].ToolCallID != "call_0" {
+	if last[0].Role != llm.RoleAssistant || len(last[0].ToolCalls) != 2 || last[1].Role != llm.RoleTool || last[1].ToolCallID != "call_0" {
 		t.Errorf("last messages %+v", last)
 	}
 	if !strings.Contains(m.sent[0], `"tool_choice":"required"`) || !strings.Contains(m.sent[1], `"tool_choice":"auto"`) {
@@ -303,9 +303,9 @@ func TestLoopFitsEveryTurn(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), say("The sum is 5."))
 	req := request()
-	req.Messages = append(req.Messages[:1], append([]prompt.Message{{Role: prompt.RoleUser, Content: "old"}, {Role: prompt.RoleAssistant, Content: "older answer"}}, req.Messages[1:]...)...)
+	req.Messages = append(req.Messages[:1], append([]llm.Message{{Role: llm.RoleUser, Content: "old"}, {Role: llm.RoleAssistant, Content: "older answer"}}, req.Messages[1:]...)...)
 	var seen []int
-	fit := func(_ context.Context, r *prompt.Request) error {
+	fit := func(_ context.Context, r *llm.Request) error {
 		seen = append(seen, len(r.Messages))
 		if len(r.Messages) > 1 && r.Messages[1].Content == "old" { // drop the old turn once
 			r.Messages = append(r.Messages[:1], r.Messages[3:]...)
@@ -319,7 +319,7 @@ func TestLoopFitsEveryTurn(t *testing.T) {
 	if fmt.Sprint(seen) != "[4 4]" {
 		t.Errorf("Fit saw requests of %v messages, want [4 4]", seen)
 	}
-	if len(out.Messages) != 3 || out.Messages[0].Role != prompt.RoleAssistant || out.Messages[1].Role != prompt.RoleTool || out.Messages[2].Content != "The sum is 5." {
+	if len(out.Messages) != 3 || out.Messages[0].Role != llm.RoleAssistant || out.Messages[1].Role != llm.RoleTool || out.Messages[2].Content != "The sum is 5." {
 		t.Errorf("added messages: %+v", out.Messages)
 	}
 	if strings.Contains(m.sent[0], "older answer") {
@@ -329,7 +329,7 @@ func TestLoopFitsEveryTurn(t *testing.T) {
 	m = &scripted{}
 	m.turns = append(m.turns, say("never"))
 	tooBig := errors.New("does not fit")
-	out, err = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, Fit: func(context.Context, *prompt.Request) error { return tooBig }})
+	out, err = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, Fit: func(context.Context, *llm.Request) error { return tooBig }})
 	if !errors.Is(err, tooBig) || len(m.sent) != 0 || len(out.Messages) != 0 {
 		t.Errorf("Loop with a request that does not fit: %v, %d sent, %d added", err, len(m.sent), len(out.Messages))
 	}

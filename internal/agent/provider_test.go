@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/anthropic"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // anthropicEvent is one server-sent event as Anthropic writes it.
@@ -48,9 +48,9 @@ func TestLoopSendsAnthropicThinkingBack(t *testing.T) {
 	)
 	model := anthropic.New(anthropic.Options{BaseURL: fake.URL, APIKey: "sk-ant-test-0123456789",
 		AddParams: map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}})
-	req := &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "What is 2+3?"}},
-		Tools:      []prompt.FunctionTool{{Function: prompt.Function{Name: "sum", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`)}}},
-		ToolChoice: prompt.ToolChoiceAuto}
+	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{{Role: llm.RoleUser, Content: "What is 2+3?"}},
+		Tools:      []llm.FunctionTool{{Function: llm.Function{Name: "sum", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`)}}},
+		ToolChoice: llm.ToolChoiceAuto}
 	out, err := agent.Loop(t.Context(), req, agent.LoopOptions{Model: model, Tools: &tools{}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/token"
 )
 
@@ -25,7 +25,7 @@ func TestContextWindowEndToEnd(t *testing.T) {
 	const budget = 2000
 	type sent struct {
 		raw string
-		req prompt.Request
+		req llm.Request
 	}
 	var (
 		mu   sync.Mutex
@@ -35,9 +35,9 @@ func TestContextWindowEndToEnd(t *testing.T) {
 	up := llmtest.Server(t, func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		var body struct {
-			Model    string                `json:"model"`
-			Messages []prompt.Message      `json:"messages"`
-			Tools    []prompt.FunctionTool `json:"tools"`
+			Model    string             `json:"model"`
+			Messages []llm.Message      `json:"messages"`
+			Tools    []llm.FunctionTool `json:"tools"`
 		}
 		if err := json.Unmarshal(raw, &body); err != nil {
 			http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
@@ -45,10 +45,10 @@ func TestContextWindowEndToEnd(t *testing.T) {
 		}
 		mu.Lock()
 		n := len(reqs)
-		reqs = append(reqs, sent{raw: string(raw), req: prompt.Request{Model: body.Model, Messages: body.Messages, Tools: body.Tools}})
+		reqs = append(reqs, sent{raw: string(raw), req: llm.Request{Model: body.Model, Messages: body.Messages, Tools: body.Tools}})
 		mu.Unlock()
 		s := llmtest.NewSSE(w)
-		if last := body.Messages[len(body.Messages)-1]; last.Role == prompt.RoleUser {
+		if last := body.Messages[len(body.Messages)-1]; last.Role == llm.RoleUser {
 			// Each turn looks something up first: a tool call, then its result.
 			s.ToolCall(0, fmt.Sprintf("call_%d", n), "set_memory", fmt.Sprintf(`{"key":"topic","value":"cooling %d"}`, n))
 			s.Finish("tool_calls")
@@ -111,7 +111,7 @@ agents:
 			t.Errorf("request %d sends maxContextTokens: %.300s", n, r.raw)
 		}
 		msgs := r.req.Messages
-		if msgs[0].Role != prompt.RoleSystem || !strings.Contains(msgs[0].Content, "Answer questions about the plant.") {
+		if msgs[0].Role != llm.RoleSystem || !strings.Contains(msgs[0].Content, "Answer questions about the plant.") {
 			t.Errorf("request %d starts with %+v, not the system prompt", n, msgs[0])
 		}
 		calls := map[string]bool{}
@@ -122,12 +122,12 @@ agents:
 				calls[tc.ID] = true
 			}
 			switch m.Role {
-			case prompt.RoleTool:
+			case llm.RoleTool:
 				if !calls[m.ToolCallID] {
 					t.Errorf("request %d: tool result %q without its call", n, m.ToolCallID)
 				}
 				results[m.ToolCallID] = true
-			case prompt.RoleUser:
+			case llm.RoleUser:
 				lastUser = m.Content
 			}
 		}
@@ -176,7 +176,7 @@ agents:
 		t.Errorf("Relay-Context: %q", report)
 	}
 	var body struct {
-		Messages []prompt.Message `json:"messages"`
+		Messages []llm.Message `json:"messages"`
 	}
 	if err := json.Unmarshal([]byte(raw), &body); err != nil {
 		t.Fatal(err)
@@ -244,15 +244,15 @@ func TestContextWindowSummaryEndToEnd(t *testing.T) {
 	const budget = 1500
 	var (
 		mu        sync.Mutex
-		chats     []prompt.Request
+		chats     []llm.Request
 		summaries []string
 	)
 	up := llmtest.Server(t, func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		var body struct {
-			Model    string                `json:"model"`
-			Messages []prompt.Message      `json:"messages"`
-			Tools    []prompt.FunctionTool `json:"tools"`
+			Model    string             `json:"model"`
+			Messages []llm.Message      `json:"messages"`
+			Tools    []llm.FunctionTool `json:"tools"`
 		}
 		if err := json.Unmarshal(raw, &body); err != nil {
 			http.Error(w, `{"error":{"message":"bad body"}}`, http.StatusBadRequest)
@@ -266,7 +266,7 @@ func TestContextWindowSummaryEndToEnd(t *testing.T) {
 			streamText(s, fmt.Sprintf("SUMMARY %d: the user asked about the cooling loop.", len(summaries)))
 			return
 		}
-		chats = append(chats, prompt.Request{Model: body.Model, Messages: body.Messages, Tools: body.Tools})
+		chats = append(chats, llm.Request{Model: body.Model, Messages: body.Messages, Tools: body.Tools})
 		streamText(s, strings.Repeat("The loop keeps the core cool under every load we have seen. ", 6))
 	})
 	dir := t.TempDir()

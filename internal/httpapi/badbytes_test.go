@@ -14,8 +14,8 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run/runtest"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
@@ -53,7 +53,7 @@ func TestBadBytesInRequests(t *testing.T) {
 		t.Run(engine.name, func(t *testing.T) {
 			st := engine.open(t)
 			t.Cleanup(func() { st.Close() })
-			tm := runtest.NewTeamOn(t, st, map[string]agent.Spec{"echo": {}}, func(string, *prompt.Request) llmtest.Turn {
+			tm := runtest.NewTeamOn(t, st, map[string]agent.Spec{"echo": {}}, func(string, *llm.Request) llmtest.Turn {
 				return llmtest.Turn{Text: []string{"got \x00 it \xff"}}
 			})
 			_, key, err := tm.Auth.CreateKey(t.Context(), tm.User.ID, "test")

@@ -22,7 +22,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
@@ -71,7 +70,7 @@ func setupLimits(t *testing.T, limits quota.Limits, maxSchedules int) *limitsBun
 	agents := agent.NewService(st, agent.Rules{Providers: []string{"openAI"}})
 	gate := make(chan struct{})
 	release := sync.OnceFunc(func() { close(gate) })
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+	model := llmtest.Func(func(req *llm.Request) llmtest.Turn {
 		if strings.Contains(lastUserText(req), "wait") {
 			<-gate
 		}
@@ -129,9 +128,9 @@ func (b *limitsBundle) serveWithin(t *testing.T, c httpapi.Conns) {
 }
 
 // lastUserText is the text of the request's last user message.
-func lastUserText(req *prompt.Request) string {
+func lastUserText(req *llm.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == prompt.RoleUser {
+		if req.Messages[i].Role == llm.RoleUser {
 			return req.Messages[i].Content
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run/runtest"
 )
 
@@ -23,7 +23,7 @@ type team struct {
 	key string
 }
 
-func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *team {
+func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) *team {
 	t.Helper()
 	tm := runtest.NewTeam(t, specs, answer)
 	_, key, err := tm.Auth.CreateKey(context.Background(), tm.User.ID, "test")
@@ -56,7 +56,7 @@ func TestV1HiddenOutputsStreamTheSavedAnswer(t *testing.T) {
 	tm := newTeam(t, map[string]agent.Spec{
 		"a": {HideSequentialOutputs: true, Edges: []agent.Edge{{From: agent.One("a"), To: agent.IDs{List: []string{"b", "c"}}, EdgeType: agent.EdgeDirect}}},
 		"b": {}, "c": {},
-	}, func(who string, _ *prompt.Request) llmtest.Turn {
+	}, func(who string, _ *llm.Request) llmtest.Turn {
 		switch who {
 		case "a":
 			return llmtest.Turn{Text: []string{"draft"}}
@@ -100,7 +100,7 @@ func TestV1HiddenOutputsStreamTheSavedAnswer(t *testing.T) {
 // A last user message with only an image is refused for what it lacks, and
 // the last message not being the user's for that.
 func TestV1LastMessageErrors(t *testing.T) {
-	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	image := `{"model":"a","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`
 	if code, out := tm.post(t, "/v1/chat/completions", image); code != 400 || !strings.Contains(out, "needs text") {
 		t.Errorf("an image-only question: %d %s", code, out)
@@ -121,12 +121,12 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 		tools              []string
 		choice, function   string
 		params             map[string]any
-		lastRole           prompt.Role
+		lastRole           llm.Role
 		lastCallID, result string
 	}
 	var got []seen
 	tm := newTeam(t, map[string]agent.Spec{"a": {ModelParameters: map[string]any{"temperature": 0.9, "max_completion_tokens": 100}}},
-		func(_ string, req *prompt.Request) llmtest.Turn {
+		func(_ string, req *llm.Request) llmtest.Turn {
 			s := seen{choice: req.ToolChoice, function: req.ToolFunction, params: req.Params}
 			for _, tl := range req.Tools {
 				s.tools = append(s.tools, tl.Function.Name)
@@ -134,10 +134,10 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 			last := req.Messages[len(req.Messages)-1]
 			s.lastRole, s.lastCallID, s.result = last.Role, last.ToolCallID, last.Content
 			got = append(got, s)
-			if last.Role == prompt.RoleTool {
+			if last.Role == llm.RoleTool {
 				return llmtest.Turn{Text: []string{"It is sunny."}}
 			}
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "call_w", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "call_w", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}
 		})
 	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
 	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"Weather?"}],`+tools+`,
@@ -183,7 +183,7 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 	if code != 200 || !strings.Contains(out, `"content":"It is sunny."`) || !strings.Contains(out, `"finish_reason":"stop"`) {
 		t.Errorf("continued: %d %s", code, out)
 	}
-	if len(got) != 1 || got[0].lastRole != prompt.RoleTool || got[0].lastCallID != "call_w" || got[0].result != "Sunny" {
+	if len(got) != 1 || got[0].lastRole != llm.RoleTool || got[0].lastCallID != "call_w" || got[0].result != "Sunny" {
 		t.Errorf("the model saw %+v", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -188,7 +188,7 @@ func (req *completionRequest) readTools(tools, choice json.RawMessage) error {
 			if len(params) == 0 || string(params) == "null" {
 				params = nil
 			}
-			req.Client.Tools = append(req.Client.Tools, prompt.FunctionTool{Type: "function", Function: prompt.Function{Name: t.Function.Name, Description: t.Function.Description, Parameters: params}})
+			req.Client.Tools = append(req.Client.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: t.Function.Name, Description: t.Function.Description, Parameters: params}})
 		}
 	}
 	if len(choice) == 0 || string(bytes.TrimSpace(choice)) == "null" {
@@ -221,7 +221,7 @@ func (req *completionRequest) readTools(tools, choice json.RawMessage) error {
 
 // hasTool reports whether name is one of the client's functions.
 func (req *completionRequest) hasTool(name string) bool {
-	return slices.ContainsFunc(req.Client.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
+	return slices.ContainsFunc(req.Client.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
 }
 
 // modelParam checks one model parameter and returns it as it is passed on;
@@ -337,7 +337,7 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 	}
 	last := len(req.Messages) - 1
 	calls := map[string]bool{} // the ids of the assistant's tool calls so far
-	var history []prompt.Message
+	var history []llm.Message
 	for i, m := range req.Messages {
 		t, imgs, err := messageContent(m.Content)
 		if err != nil {
@@ -349,29 +349,29 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 				out.Text, out.Images = t, imgs
 				continue
 			}
-			um := prompt.Message{Role: prompt.RoleUser, Content: t}
+			um := llm.Message{Role: llm.RoleUser, Content: t}
 			for j, img := range imgs {
 				if j == 0 {
-					um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartText, Text: t})
+					um.Parts = append(um.Parts, llm.Part{Type: llm.PartText, Text: t})
 				}
-				um.Parts = append(um.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: img.MIMEType, Data: img.Data})
+				um.Parts = append(um.Parts, llm.Part{Type: llm.PartImage, MIMEType: img.MIMEType, Data: img.Data})
 			}
 			history = append(history, um)
 		case "assistant":
-			am := prompt.Message{Role: prompt.RoleAssistant, Content: t}
+			am := llm.Message{Role: llm.RoleAssistant, Content: t}
 			for j, c := range m.ToolCalls {
 				if c.ID == "" || c.Function.Name == "" {
 					return out, invalidField(fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), "a tool call needs an id and function.name")
 				}
 				calls[c.ID] = true
-				am.ToolCalls = append(am.ToolCalls, prompt.ToolCall{ID: c.ID, Type: "function", Function: prompt.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments}})
+				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Type: "function", Function: llm.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments}})
 			}
 			history = append(history, am)
 		case "tool":
 			if !calls[m.ToolCallID] {
 				return out, invalidField(fmt.Sprintf("messages[%d].tool_call_id", i), "%q answers no tool call of an earlier assistant message", m.ToolCallID)
 			}
-			history = append(history, prompt.Message{Role: prompt.RoleTool, ToolCallID: m.ToolCallID, Content: t})
+			history = append(history, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: t})
 		case "system", "developer":
 		default:
 			return out, invalidField(fmt.Sprintf("messages[%d].role", i), `must be "system", "developer", "user", "assistant" or "tool", got %q`, m.Role)
@@ -387,11 +387,11 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 		// The stored user message of the run is the tool results the
 		// client gave; the conversation is titled by its last question.
 		var results []string
-		for i := len(history) - 1; i >= 0 && history[i].Role == prompt.RoleTool; i-- {
+		for i := len(history) - 1; i >= 0 && history[i].Role == llm.RoleTool; i-- {
 			results = append([]string{history[i].Content}, results...)
 		}
 		for i := len(history) - 1; i >= 0; i-- {
-			if history[i].Role == prompt.RoleUser {
+			if history[i].Role == llm.RoleUser {
 				out.Title = history[i].Content
 				break
 			}

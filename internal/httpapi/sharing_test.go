@@ -20,7 +20,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -53,7 +52,7 @@ func setupWorld(t *testing.T, names ...string) *world {
 	w := &world{store: st, auth: auth.NewService(st, nil), keys: map[string]string{}, users: map[string]*auth.User{},
 		now: time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)}
 	w.agents = agent.NewService(st, agent.Rules{Providers: []string{"openAI"}})
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+	model := llmtest.Func(func(req *llm.Request) llmtest.Turn {
 		return llmtest.Turn{Text: []string{"ok"}, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}
 	})
 	m := mcp.NewManager(nil, mcp.Options{})

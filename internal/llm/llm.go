@@ -1,8 +1,11 @@
-// Package llm is the provider-neutral side of talking to models: the Model
-// interface every provider client implements, the events a streamed turn
-// produces, token usage, and the errors a provider's refusal becomes. The
-// request itself is prompt.Request, the OpenAI chat-completions body that
-// Relay promises to send; clients for other providers translate it.
+// Package llm is the provider-neutral side of talking to models: the
+// conversation's vocabulary (messages, content parts, tool calls, tool
+// definitions and the request that carries them, with its exact JSON
+// encoder), the Model interface every provider client implements, the events
+// a streamed turn produces, token usage, and the errors a provider's refusal
+// becomes. The request is the OpenAI chat-completions body that Relay
+// promises to send; clients for other providers translate it. Package prompt
+// assembles requests from these types; nothing here imports it.
 package llm
 
 import (
@@ -10,8 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // Model is one provider's model endpoint, able to run one chat turn.
@@ -20,14 +21,14 @@ type Model interface {
 	// and returns the complete turn. Retries on 429, 5xx and dropped connections
 	// happen inside, bounded. A failure after some text arrived returns both the
 	// partial Turn and the error.
-	Stream(ctx context.Context, req *prompt.Request, emit func(Event)) (*Turn, error)
+	Stream(ctx context.Context, req *Request, emit func(Event)) (*Turn, error)
 }
 
 // Bodier is a Model that can show the exact body it would send for a
 // request, without sending it: the provider's own format, with what its
 // endpoint adds and drops. It is what a prompt preview shows.
 type Bodier interface {
-	Body(req *prompt.Request) ([]byte, error)
+	Body(req *Request) ([]byte, error)
 }
 
 // ParamChecker is a Model that says whether a model parameter reaches its
@@ -107,7 +108,7 @@ const (
 // Turn is the outcome of one model turn.
 type Turn struct {
 	Text         string
-	ToolCalls    []prompt.ToolCall
+	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
 	// Sent is the exact request body of the last try, as the provider got it.
@@ -116,7 +117,7 @@ type Turn struct {
 	Retries int
 	// Thinking is the reasoning the provider must be sent back with the
 	// turn's assistant message, in its own JSON (Anthropic's thinking
-	// blocks); the loop keeps it on that message as prompt.Message.Thinking.
+	// blocks); the loop keeps it on that message as Message.Thinking.
 	Thinking json.RawMessage
 }
 

@@ -3,6 +3,8 @@ package prompt
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // Build returns the chat-completions request for in: the system message of
@@ -11,10 +13,10 @@ import (
 // once; tool_choice "auto" when there are tools; and the agent's model
 // parameters. It fails only when a tool's parameters or a model parameter
 // cannot be written as JSON.
-func Build(in Input) (*Request, error) {
-	req := &Request{Model: in.Agent.Model, Params: in.Agent.ModelParameters}
+func Build(in Input) (*llm.Request, error) {
+	req := &llm.Request{Model: in.Agent.Model, Params: in.Agent.ModelParameters}
 	for k, v := range in.Agent.ModelParameters {
-		if reserved(k) {
+		if llm.ReservedParam(k) {
 			continue
 		}
 		if err := checkParam(v); err != nil {
@@ -26,9 +28,9 @@ func Build(in Input) (*Request, error) {
 	if sys != "" {
 		n++
 	}
-	req.Messages = make([]Message, 0, n)
+	req.Messages = make([]llm.Message, 0, n)
 	if sys != "" {
-		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: sys})
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: sys})
 	}
 	req.Messages = append(req.Messages, in.Messages...)
 
@@ -39,7 +41,7 @@ func Build(in Input) (*Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the request for agent %q: %w", in.AgentID, err)
 	}
-	req.Tools, req.ToolChoice = tools, ToolChoiceAuto
+	req.Tools, req.ToolChoice = tools, llm.ToolChoiceAuto
 	return req, nil
 }
 
@@ -50,32 +52,32 @@ func checkParam(v any) error {
 	case nil, string, bool, int, int64, int32, uint64:
 		return nil
 	case float64:
-		_, err := appendFloat(nil, v, 64)
+		_, err := llm.AppendJSONValue(nil, v)
 		return err
 	}
-	_, err := appendValue(make([]byte, 0, 64), v, 0)
+	_, err := llm.AppendJSONValue(make([]byte, 0, 64), v)
 	return err
 }
 
 // functionTools turns tools into the tools array. Parameters that are not
 // already JSON are written once, into one shared buffer.
-func functionTools(tools []Tool) ([]FunctionTool, error) {
-	out := make([]FunctionTool, 0, len(tools))
+func functionTools(tools []Tool) ([]llm.FunctionTool, error) {
+	out := make([]llm.FunctionTool, 0, len(tools))
 	var slab []byte
 	for i := range tools {
 		t := &tools[i]
 		if dupTool(tools[:i], t.Name) {
 			continue
 		}
-		f := FunctionTool{Type: "function", Function: Function{Name: t.Name, Description: t.Description}}
+		f := llm.FunctionTool{Type: "function", Function: llm.Function{Name: t.Name, Description: t.Description}}
 		switch p := t.Parameters.(type) {
 		case nil:
-			f.Function.Parameters = json.RawMessage(emptyObjectSchema)
+			f.Function.Parameters = json.RawMessage(llm.EmptyObjectSchema)
 		case Schema:
 			f.Function.Parameters = p.JSON()
 		case json.RawMessage:
 			if len(p) == 0 {
-				f.Function.Parameters = json.RawMessage(emptyObjectSchema)
+				f.Function.Parameters = json.RawMessage(llm.EmptyObjectSchema)
 				break
 			}
 			if !json.Valid(p) {
@@ -88,7 +90,7 @@ func functionTools(tools []Tool) ([]FunctionTool, error) {
 			}
 			start := len(slab)
 			var err error
-			if slab, err = appendValue(slab, p, 0); err != nil {
+			if slab, err = llm.AppendJSONValue(slab, p); err != nil {
 				return nil, fmt.Errorf("parameters of tool %q: %w", t.Name, err)
 			}
 			f.Function.Parameters = json.RawMessage(slab[start:len(slab):len(slab)])

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
@@ -54,7 +55,7 @@ func FuzzBuild(f *testing.F) {
 			Now:            time.Unix(unix, 0),
 			Location:       time.FixedZone("fuzz", (offsetMinutes%(24*60))*60),
 			AnswerLanguage: lang,
-			Messages:       []prompt.Message{{Role: prompt.RoleUser, Content: chunk, Name: userName}},
+			Messages:       []llm.Message{{Role: llm.RoleUser, Content: chunk, Name: userName}},
 		}
 		req, err := prompt.Build(in)
 		if err != nil {
@@ -71,7 +72,7 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("json.Marshal: %v", err)
 		}
 		var got struct {
-			Messages []prompt.Message `json:"messages"`
+			Messages []llm.Message `json:"messages"`
 			Tools    []struct {
 				Function struct {
 					Name string `json:"name"`

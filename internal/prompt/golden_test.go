@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -57,8 +58,8 @@ func builtin(t testing.TB, name string) prompt.Tool {
 	return tool
 }
 
-func user(text string) []prompt.Message {
-	return []prompt.Message{{Role: prompt.RoleUser, Content: text}}
+func user(text string) []llm.Message {
+	return []llm.Message{{Role: llm.RoleUser, Content: text}}
 }
 
 // neoInput is seed 000's "Example: MCP Prompt with 6 Tools": the agent of the
@@ -258,7 +259,7 @@ func TestGolden(t *testing.T) {
 			checkGolden(t, tc.name+".request.golden", indented.Bytes())
 			checkGolden(t, tc.name+".system.golden", []byte(system))
 
-			if req.Messages[0].Role != prompt.RoleSystem || req.Messages[0].Content != system {
+			if req.Messages[0].Role != llm.RoleSystem || req.Messages[0].Content != system {
 				t.Errorf("the first message is not the system message")
 			}
 			if _, err := os.Stat(filepath.Join("testdata", tc.name+".md")); err != nil {
@@ -315,11 +316,11 @@ func TestNEORequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Model      string           `json:"model"`
-		Messages   []prompt.Message `json:"messages"`
-		Tools      any              `json:"tools"`
-		ToolChoice string           `json:"tool_choice"`
-		Temp       float64          `json:"temperature"`
+		Model      string        `json:"model"`
+		Messages   []llm.Message `json:"messages"`
+		Tools      any           `json:"tools"`
+		ToolChoice string        `json:"tool_choice"`
+		Temp       float64       `json:"temperature"`
 	}
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)

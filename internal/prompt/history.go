@@ -2,6 +2,8 @@ package prompt
 
 import (
 	"strings"
+
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // ForeignCalls rewrites the tool calls in msgs that name a tool the receiving
@@ -14,20 +16,20 @@ import (
 // or result for a tool the request does not define (Anthropic) or read it as
 // a call the model may repeat. msgs is not changed; a slice with nothing to
 // rewrite is returned as it is (docs/api.md "Conversations").
-func ForeignCalls(msgs []Message, has func(name string) bool) []Message {
+func ForeignCalls(msgs []llm.Message, has func(name string) bool) []llm.Message {
 	foreign := map[string]int{}  // call id → index in out of its assistant message
 	names := map[string]string{} // call id → tool name
-	var out []Message
+	var out []llm.Message
 	for i := range msgs {
 		m := msgs[i]
-		if m.Role == RoleTool {
+		if m.Role == llm.RoleTool {
 			if at, ok := foreign[m.ToolCallID]; ok {
 				out[at].Content = strings.TrimSpace(out[at].Content + "\n\n" + foreignResult(names[m.ToolCallID], m))
 				continue
 			}
 		}
-		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
-			var kept []ToolCall
+		if m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 {
+			var kept []llm.ToolCall
 			for _, c := range m.ToolCalls {
 				if has(c.Function.Name) {
 					kept = append(kept, c)
@@ -35,7 +37,7 @@ func ForeignCalls(msgs []Message, has func(name string) bool) []Message {
 			}
 			if len(kept) < len(m.ToolCalls) {
 				if out == nil {
-					out = append(make([]Message, 0, len(msgs)), msgs[:i]...)
+					out = append(make([]llm.Message, 0, len(msgs)), msgs[:i]...)
 				}
 				at := len(out)
 				for _, c := range m.ToolCalls {
@@ -60,12 +62,12 @@ func ForeignCalls(msgs []Message, has func(name string) bool) []Message {
 }
 
 // foreignCall is a call rewritten as text.
-func foreignCall(c ToolCall) string {
+func foreignCall(c llm.ToolCall) string {
 	return "[Called the tool " + c.Function.Name + " with " + strings.TrimSpace(c.Function.Arguments) + "]"
 }
 
 // foreignResult is the result of a rewritten call of the tool name as text.
-func foreignResult(name string, m Message) string {
+func foreignResult(name string, m llm.Message) string {
 	label := "[Result of " + name + "]"
 	if m.IsError {
 		label = "[Error from " + name + "]"

@@ -5,60 +5,61 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 func TestForeignCalls(t *testing.T) {
 	has := func(name string) bool { return name == "mine" }
-	call := func(id, name string) ToolCall {
-		return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: `{"q":1}`}}
+	call := func(id, name string) llm.ToolCall {
+		return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: name, Arguments: `{"q":1}`}}
 	}
 	for _, tt := range []struct {
 		name     string
-		in, want []Message
+		in, want []llm.Message
 	}{
 		{
 			name: "only calls the agent has",
-			in: []Message{
-				{Role: RoleUser, Content: "hi"},
-				{Role: RoleAssistant, ToolCalls: []ToolCall{call("1", "mine")}},
-				{Role: RoleTool, ToolCallID: "1", Content: "r"},
+			in: []llm.Message{
+				{Role: llm.RoleUser, Content: "hi"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call("1", "mine")}},
+				{Role: llm.RoleTool, ToolCallID: "1", Content: "r"},
 			},
-			want: []Message{
-				{Role: RoleUser, Content: "hi"},
-				{Role: RoleAssistant, ToolCalls: []ToolCall{call("1", "mine")}},
-				{Role: RoleTool, ToolCallID: "1", Content: "r"},
+			want: []llm.Message{
+				{Role: llm.RoleUser, Content: "hi"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call("1", "mine")}},
+				{Role: llm.RoleTool, ToolCallID: "1", Content: "r"},
 			},
 		},
 		{
 			name: "a foreign call beside one of the agent's",
-			in: []Message{
-				{Role: RoleUser, Content: "hi"},
-				{Role: RoleAssistant, Content: "Looking.", ToolCalls: []ToolCall{call("1", "theirs"), call("2", "mine")}},
-				{Role: RoleTool, ToolCallID: "1", Content: "r1", IsError: true},
-				{Role: RoleTool, ToolCallID: "2", Content: "r2"},
-				{Role: RoleAssistant, Content: "Done."},
+			in: []llm.Message{
+				{Role: llm.RoleUser, Content: "hi"},
+				{Role: llm.RoleAssistant, Content: "Looking.", ToolCalls: []llm.ToolCall{call("1", "theirs"), call("2", "mine")}},
+				{Role: llm.RoleTool, ToolCallID: "1", Content: "r1", IsError: true},
+				{Role: llm.RoleTool, ToolCallID: "2", Content: "r2"},
+				{Role: llm.RoleAssistant, Content: "Done."},
 			},
-			want: []Message{
-				{Role: RoleUser, Content: "hi"},
-				{Role: RoleAssistant, Content: "Looking.\n\n[Called the tool theirs with {\"q\":1}]\n\n[Error from theirs]\nr1", ToolCalls: []ToolCall{call("2", "mine")}},
-				{Role: RoleTool, ToolCallID: "2", Content: "r2"},
-				{Role: RoleAssistant, Content: "Done."},
+			want: []llm.Message{
+				{Role: llm.RoleUser, Content: "hi"},
+				{Role: llm.RoleAssistant, Content: "Looking.\n\n[Called the tool theirs with {\"q\":1}]\n\n[Error from theirs]\nr1", ToolCalls: []llm.ToolCall{call("2", "mine")}},
+				{Role: llm.RoleTool, ToolCallID: "2", Content: "r2"},
+				{Role: llm.RoleAssistant, Content: "Done."},
 			},
 		},
 		{
 			name: "only foreign calls",
-			in: []Message{
-				{Role: RoleAssistant, ToolCalls: []ToolCall{call("1", "theirs"), call("2", "other")}},
-				{Role: RoleTool, ToolCallID: "1", Content: "r1"},
-				{Role: RoleTool, ToolCallID: "2", Content: "r2"},
+			in: []llm.Message{
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call("1", "theirs"), call("2", "other")}},
+				{Role: llm.RoleTool, ToolCallID: "1", Content: "r1"},
+				{Role: llm.RoleTool, ToolCallID: "2", Content: "r2"},
 			},
-			want: []Message{
-				{Role: RoleAssistant, Content: "[Called the tool theirs with {\"q\":1}]\n\n[Called the tool other with {\"q\":1}]\n\n[Result of theirs]\nr1\n\n[Result of other]\nr2"},
+			want: []llm.Message{
+				{Role: llm.RoleAssistant, Content: "[Called the tool theirs with {\"q\":1}]\n\n[Called the tool other with {\"q\":1}]\n\n[Result of theirs]\nr1\n\n[Result of other]\nr2"},
 			},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			in := append([]Message(nil), tt.in...)
+			in := append([]llm.Message(nil), tt.in...)
 			got := ForeignCalls(in, has)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

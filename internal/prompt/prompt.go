@@ -3,7 +3,8 @@
 // their placeholders, the artifacts prompt, MCP server instructions and
 // memory, in the order and with the texts of spec/prompt.md), the tools array
 // in OpenAI function format with built-in, MCP and handoff names, tool_choice
-// and the agent's model parameters, and the exact bytes of the request body.
+// and the agent's model parameters, put together as an [llm.Request] (whose
+// encoder writes the exact bytes of the body).
 //
 // Everything here is a pure function of its input: no I/O, no clock, no state.
 // Callers resolve tools, servers' instructions, files, retrieval results and
@@ -15,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // The texts of the prompt live in texts/. Seed 000's texts are reproduced from
@@ -172,7 +175,7 @@ type Input struct {
 	// AnswerLanguage is webSearch.answerLanguage from the config.
 	AnswerLanguage string
 	// Messages are the conversation after the system message.
-	Messages []Message
+	Messages []llm.Message
 }
 
 // maxChunks is how many chunks of one file the RAG block holds.

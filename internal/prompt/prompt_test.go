@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -35,7 +36,7 @@ func mcpTool(tool, server string) prompt.Tool {
 	}
 }
 
-func marshal(t *testing.T, req *prompt.Request) []byte {
+func marshal(t *testing.T, req *llm.Request) []byte {
 	t.Helper()
 	b, err := req.MarshalJSON()
 	if err != nil {
@@ -295,7 +296,7 @@ func TestEmptyInstructions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(req.Messages) != 1 || req.Messages[0].Role != prompt.RoleUser {
+		if len(req.Messages) != 1 || req.Messages[0].Role != llm.RoleUser {
 			t.Errorf("instructions %q and nothing else: want no system message, got %+v", instructions, req.Messages)
 		}
 	}
@@ -497,10 +498,10 @@ func TestRequestBody(t *testing.T) {
 		},
 		Tools: []prompt.Tool{builtin(t, prompt.WebSearch), mcpTool("t", "s"), handoff, builtin(t, prompt.WebSearch)},
 		Now:   seedNow,
-		Messages: []prompt.Message{
-			{Role: prompt.RoleUser, Content: "Weather <in> Rotterdam & Delft?"},
-			{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "call_1", Function: prompt.FunctionCall{Name: "web_search", Arguments: `{"query":"Rotterdam weer"}`}}}},
-			{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "Sunny\u2028warm"},
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "Weather <in> Rotterdam & Delft?"},
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Function: llm.FunctionCall{Name: "web_search", Arguments: `{"query":"Rotterdam weer"}`}}}},
+			{Role: llm.RoleTool, ToolCallID: "call_1", Content: "Sunny\u2028warm"},
 		},
 	})
 	if err != nil {

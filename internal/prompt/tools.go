@@ -1,6 +1,10 @@
 package prompt
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/relay-ai/relay/internal/llm"
+)
 
 // HandoffPrefix starts the name of every handoff tool: lc_transfer_to_<agent id>.
 const HandoffPrefix = "lc_transfer_to_"
@@ -66,11 +70,11 @@ func HandoffTool(targetID, description, promptKey, prompt string) Tool {
 	}
 	b := make([]byte, 0, 96+2*len(promptKey)+len(prompt))
 	b = append(b, `{"type":"object","properties":{`...)
-	b = appendString(b, promptKey)
+	b = llm.AppendJSONString(b, promptKey)
 	b = append(b, `:{"type":"string","description":`...)
-	b = appendString(b, prompt)
+	b = llm.AppendJSONString(b, prompt)
 	b = append(b, `}},"required":[`...)
-	b = appendString(b, promptKey)
+	b = llm.AppendJSONString(b, promptKey)
 	t.Parameters = Schema{raw: append(b, "]}"...)}
 	return t
 }

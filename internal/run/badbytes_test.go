@@ -18,7 +18,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
@@ -82,9 +81,9 @@ func TestRunWithBadBytes(t *testing.T) {
 			if _, err := agents.Create(ctx, u, "bytes", agent.Spec{Name: "Bytes", Provider: "openAI", Model: "gpt-4o", Tools: []string{"bad_bytes"}}); err != nil {
 				t.Fatal(err)
 			}
-			call := prompt.ToolCall{ID: "call_bad", Type: "function", Function: prompt.FunctionCall{Name: "bad_bytes", Arguments: `{"q":"x\u0000y"}`}}
+			call := llm.ToolCall{ID: "call_bad", Type: "function", Function: llm.FunctionCall{Name: "bad_bytes", Arguments: `{"q":"x\u0000y"}`}}
 			model := llmtest.New(
-				llmtest.Turn{ToolCalls: []prompt.ToolCall{call}},
+				llmtest.Turn{ToolCalls: []llm.ToolCall{call}},
 				llmtest.Turn{Text: []string{"Here\x00 is", " a bad \xff byte"}},
 			)
 			m := mcp.NewManager(nil, mcp.Options{})

@@ -10,7 +10,6 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/window"
 )
 
@@ -25,7 +24,7 @@ type Client struct {
 	// Tools are the client's functions, offered to the model beside the
 	// agent's own tools. When the model calls one, the run ends after that
 	// turn and the call is the answer's (PartClientCall).
-	Tools []prompt.FunctionTool
+	Tools []llm.FunctionTool
 	// ToolChoice is "none", "auto" or "required"; empty keeps the agent's.
 	// ToolFunction names the one function the model must call. A choice that
 	// forces a call holds for the first model turn only (agent.Loop).
@@ -44,7 +43,7 @@ func (c *Client) continues() bool { return c != nil && c.Continue }
 
 // has reports whether name is one of the client's functions.
 func (c *Client) has(name string) bool {
-	return slices.ContainsFunc(c.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
+	return slices.ContainsFunc(c.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
 }
 
 // paramAliases are the model parameters that say the same thing under other
@@ -59,11 +58,11 @@ var paramAliases = [][]string{
 
 // apply puts the client's tools, tool choice and parameters into the
 // primary agent's request. The agent's parameters map is not changed.
-func (c *Client) apply(req *prompt.Request) {
+func (c *Client) apply(req *llm.Request) {
 	if len(c.Tools) > 0 {
 		req.Tools = append(slices.Clone(req.Tools), c.Tools...)
 		if req.ToolChoice == "" {
-			req.ToolChoice = prompt.ToolChoiceAuto
+			req.ToolChoice = llm.ToolChoiceAuto
 		}
 	}
 	if c.ToolChoice != "" {
@@ -120,7 +119,7 @@ func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent,
 		return err
 	}
 	for i, t := range c.Tools {
-		if slices.ContainsFunc(prep.Request.Tools, func(x prompt.FunctionTool) bool { return x.Function.Name == t.Function.Name }) {
+		if slices.ContainsFunc(prep.Request.Tools, func(x llm.FunctionTool) bool { return x.Function.Name == t.Function.Name }) {
 			return &fault.Error{Kind: fault.Invalid, Message: "a client tool has the name of one of the agent's tools",
 				Fields: []fault.FieldError{{Field: fmt.Sprintf("tools[%d].function.name", i), Message: fmt.Sprintf("%q is a tool of agent %q; rename the client's", t.Function.Name, a.ID)}}}
 		}
@@ -129,7 +128,7 @@ func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent,
 }
 
 // hand keeps the calls of the client's functions that an agent made.
-func (f *flow) hand(id string, calls []prompt.ToolCall) {
+func (f *flow) hand(id string, calls []llm.ToolCall) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range calls {

@@ -15,7 +15,6 @@ import (
 	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // The events of a question an MCP server asks the run's user (docs/api.md
@@ -210,20 +209,20 @@ func (s *Service) Answer(ctx context.Context, u *auth.User, runID, id string, a 
 // request's maxTokens (already bounded by the server's config).
 func sampler(model llm.Model, modelName string) mcp.Sampler {
 	return func(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-		req := &prompt.Request{Model: modelName, Params: map[string]any{"max_tokens": p.MaxTokens}}
+		req := &llm.Request{Model: modelName, Params: map[string]any{"max_tokens": p.MaxTokens}}
 		if p.SystemPrompt != "" {
-			req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleSystem, Content: p.SystemPrompt})
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: p.SystemPrompt})
 		}
 		for _, m := range p.Messages {
 			t, ok := m.Content.(*sdk.TextContent)
 			if !ok {
 				return nil, fmt.Errorf("only text messages can be sampled, not %T", m.Content)
 			}
-			role := prompt.RoleUser
+			role := llm.RoleUser
 			if m.Role == "assistant" {
-				role = prompt.RoleAssistant
+				role = llm.RoleAssistant
 			}
-			req.Messages = append(req.Messages, prompt.Message{Role: role, Content: t.Text})
+			req.Messages = append(req.Messages, llm.Message{Role: role, Content: t.Text})
 		}
 		turn, err := model.Stream(ctx, req, nil)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -86,9 +87,9 @@ func setupFiles(t *testing.T, turns ...llmtest.Turn) *fileBundle {
 }
 
 func TestFileSearchThroughARun(t *testing.T) {
-	call := prompt.ToolCall{ID: "call_fs", Type: "function", Function: prompt.FunctionCall{Name: "file_search", Arguments: `{"query":"inspection interval"}`}}
+	call := llm.ToolCall{ID: "call_fs", Type: "function", Function: llm.FunctionCall{Name: "file_search", Arguments: `{"query":"inspection interval"}`}}
 	fb := setupFiles(t,
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{call}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{call}},
 		llmtest.Turn{Text: []string{`Every 12 months \ue202turn0file0.`}},
 	)
 	d := fb.chat(t, run.ChatRequest{AgentID: "reader", Text: "How often are valves inspected?", Files: []string{"file_notes", "file_notes"}})

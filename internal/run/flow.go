@@ -41,19 +41,19 @@ type flow struct {
 	req   ChatRequest
 	graph *graph.Graph
 
-	history  []prompt.Message // the conversation before this run
-	attached []prompt.File    // the files attached to the conversation
-	base     []prompt.Message // history and the user's message
+	history  []llm.Message // the conversation before this run
+	attached []prompt.File // the files attached to the conversation
+	base     []llm.Message // history and the user's message
 
 	wg   sync.WaitGroup          // the agents running on goroutines of their own
 	stop context.CancelCauseFunc // ends the agents still running when one fails
 
 	mu       sync.Mutex
-	err      error            // the run's first failure
-	started  map[string]bool  // direct targets (and start agents) already started
-	finished map[string]bool  // agents that finished a turn without failing
-	budget   int              // model turns left in the run (recursion_limit)
-	runMsgs  []prompt.Message // what the agents added, in order
+	err      error           // the run's first failure
+	started  map[string]bool // direct targets (and start agents) already started
+	finished map[string]bool // agents that finished a turn without failing
+	budget   int             // model turns left in the run (recursion_limit)
+	runMsgs  []llm.Message   // what the agents added, in order
 	lastText map[string]string
 	texts    []Part                // each agent's answer, in the order they finished
 	images   []Part                // images the models produced, in order
@@ -126,7 +126,7 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 // turn is an agent about to run and the messages it starts from.
 type turn struct {
 	id   string
-	msgs []prompt.Message
+	msgs []llm.Message
 }
 
 // spawn runs the turns together, the last one on the calling goroutine (so
@@ -205,7 +205,7 @@ func (f *flow) sourcesDone(id string) bool {
 // inputFor builds the messages an agent of a group starts from: the
 // conversation, what ran before it unless its edges exclude that, and the
 // prompts of its incoming direct edges.
-func (f *flow) inputFor(id string) []prompt.Message {
+func (f *flow) inputFor(id string) []llm.Message {
 	incoming := f.graph.Incoming(id)
 	if len(incoming) == 0 {
 		return slices.Clone(f.base)
@@ -231,7 +231,7 @@ func (f *flow) inputFor(id string) []prompt.Message {
 			prompts = append(prompts, p)
 		}
 	}
-	var msgs []prompt.Message
+	var msgs []llm.Message
 	if exclude {
 		msgs = slices.Clone(f.history)
 		if len(prompts) == 0 {
@@ -241,27 +241,27 @@ func (f *flow) inputFor(id string) []prompt.Message {
 		msgs = append(slices.Clone(f.base), f.runMsgs...)
 	}
 	if len(prompts) > 0 {
-		msgs = append(msgs, prompt.Message{Role: prompt.RoleUser, Content: strings.Join(prompts, "\n\n")})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: strings.Join(prompts, "\n\n")})
 	}
 	return msgs
 }
 
 // buffer renders messages one per line as agents.md says: Human, AI, Tool.
-func buffer(msgs []prompt.Message) string {
+func buffer(msgs []llm.Message) string {
 	names := map[string]string{}
 	var b strings.Builder
 	for _, m := range msgs {
 		switch m.Role {
-		case prompt.RoleUser:
+		case llm.RoleUser:
 			fmt.Fprintf(&b, "Human: %s\n", m.Content)
-		case prompt.RoleAssistant:
+		case llm.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				names[c.ID] = c.Function.Name
 			}
 			if m.Content != "" {
 				fmt.Fprintf(&b, "AI: %s\n", m.Content)
 			}
-		case prompt.RoleTool:
+		case llm.RoleTool:
 			fmt.Fprintf(&b, "Tool: %s, %s\n", names[m.ToolCallID], m.Content)
 		}
 	}
@@ -289,7 +289,7 @@ func (f *flow) left() int {
 
 // runAgent runs one agent from msgs, records what it did, then runs what
 // follows it: the handoffs it called and the direct targets it completes.
-func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (err error) {
+func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err error) {
 	defer func() {
 		if err != nil {
 			err = &agentError{agent: id, err: err}
@@ -325,7 +325,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 		targets[e.To[0]] = e
 		box.Handoffs = append(box.Handoffs, e.To[0])
 	}
-	if f.s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
+	if f.s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
 		box.Builtins = maps.Clone(box.Builtins)
 		if box.Builtins == nil {
 			box.Builtins = map[string]tool.Tool{}
@@ -333,19 +333,19 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(f.s.Prep.Search), prep.FileIDs)
 	}
 	var said said
-	var fit func(context.Context, *prompt.Request) error
+	var fit func(context.Context, *llm.Request) error
 	if prep.Fitter != nil {
 		fit = prep.Fitter.Fit
 	}
 	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
 		Fit:   fit,
 		Model: model, Tools: box, MaxSteps: f.steps(f.graph.Agents[f.graph.Primary]), TakeStep: f.takeStep, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
-		Stop: func(c prompt.ToolCall) bool {
+		Stop: func(c llm.ToolCall) bool {
 			t, ok := prompt.HandoffTarget(c.Function.Name)
 			_, known := targets[t]
 			return ok && known
 		},
-		Client: func(c prompt.ToolCall) bool { return client != nil && client.has(c.Function.Name) },
+		Client: func(c llm.ToolCall) bool { return client != nil && client.has(c.Function.Name) },
 		Emit:   func(e agent.Event) { f.event(ctx, id, e, &said) },
 	})
 	f.record(id, out, &said)
@@ -378,10 +378,10 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []prompt.Message) (
 // last turn. Each target continues a's conversation: what a started from (with
 // the prompt of its direct edge or its own handoff note), what a added, and the
 // note of this handoff.
-func (f *flow) handoffs(a *agent.Agent, msgs []prompt.Message, out *agent.Outcome, targets map[string]graph.Edge) []turn {
-	var calls []prompt.ToolCall
+func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *agent.Outcome, targets map[string]graph.Edge) []turn {
+	var calls []llm.ToolCall
 	for i := len(out.Messages) - 1; i >= 0; i-- {
-		if out.Messages[i].Role == prompt.RoleAssistant {
+		if out.Messages[i].Role == llm.RoleAssistant {
 			calls = out.Messages[i].ToolCalls
 			break
 		}
@@ -397,7 +397,7 @@ func (f *flow) handoffs(a *agent.Agent, msgs []prompt.Message, out *agent.Outcom
 		if v := handoffValue(c.Function.Arguments, edge.PromptKey); v != "" {
 			note += "\n\n" + v
 		}
-		in := slices.Concat(msgs, out.Messages, []prompt.Message{{Role: prompt.RoleUser, Content: note}})
+		in := slices.Concat(msgs, out.Messages, []llm.Message{{Role: llm.RoleUser, Content: note}})
 		next = append(next, turn{id: target, msgs: in})
 	}
 	return next

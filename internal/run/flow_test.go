@@ -13,6 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
@@ -21,22 +22,22 @@ import (
 
 // team is a run service whose agents are the given specs (instructions "I am <id>."),
 // all answered by one scripted model that knows which agent asks by its system message.
-func team(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) (*bundle, *llmtest.Model) {
+func team(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) (*bundle, *llmtest.Model) {
 	t.Helper()
 	tm := runtest.NewTeam(t, specs, answer)
 	return &bundle{svc: tm.Runs, user: tm.User}, tm.Model
 }
 
-func lastUser(req *prompt.Request) string {
+func lastUser(req *llm.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == prompt.RoleUser {
+		if req.Messages[i].Role == llm.RoleUser {
 			return req.Messages[i].Content
 		}
 	}
 	return ""
 }
 
-func requestsOf(model *llmtest.Model, who string) []*prompt.Request {
+func requestsOf(model *llmtest.Model, who string) []*llm.Request {
 	return (&runtest.Team{Model: model}).RequestsOf(who)
 }
 
@@ -44,9 +45,9 @@ func TestHandoff(t *testing.T) {
 	b, model := team(t, map[string]agent.Spec{
 		"router":     {Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("specialist"), EdgeType: agent.EdgeHandoff, Prompt: "What to check", PromptKey: "context"}}},
 		"specialist": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "router" {
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"context":"check article 15"}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"context":"check article 15"}`}}}}
 		}
 		return llmtest.Turn{Text: []string{"Article 15 says so."}}
 	})
@@ -98,11 +99,11 @@ func TestChains(t *testing.T) {
 		t.Run(string(tc.chain), func(t *testing.T) {
 			b, model := team(t, map[string]agent.Spec{
 				"a": {AgentIDs: []string{"b", "c"}, ChainType: tc.chain}, "b": {}, "c": {},
-			}, func(who string, req *prompt.Request) llmtest.Turn {
+			}, func(who string, req *llm.Request) llmtest.Turn {
 				switch who {
 				case "a":
 					if len(req.Messages) == 2 {
-						return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+						return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "x", Function: llm.FunctionCall{Name: "nope", Arguments: `{}`}}}}
 					}
 					return llmtest.Turn{Text: []string{"A's draft"}}
 				case "b":
@@ -120,7 +121,7 @@ func TestChains(t *testing.T) {
 			}
 			tc.check(t, lastUser(bReq[0]), lastUser(cReq[0]))
 			for _, m := range bReq[0].Messages {
-				if m.Role == prompt.RoleTool || len(m.ToolCalls) > 0 {
+				if m.Role == llm.RoleTool || len(m.ToolCalls) > 0 {
 					t.Errorf("B sees A's tool traffic: %+v", m)
 				}
 			}
@@ -135,7 +136,7 @@ func TestParallelFanIn(t *testing.T) {
 		"lead":   {Edges: []agent.Edge{{From: agent.IDs{List: []string{"lead", "second"}}, To: agent.One("merger"), EdgeType: agent.EdgeDirect}}},
 		"second": {},
 		"merger": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "merger" {
 			return llmtest.Turn{Text: []string{"merged"}}
 		}
@@ -154,7 +155,7 @@ func TestParallelFanIn(t *testing.T) {
 	}
 	var seen []string
 	for _, msg := range m[0].Messages {
-		if msg.Role == prompt.RoleAssistant {
+		if msg.Role == llm.RoleAssistant {
 			seen = append(seen, msg.Content)
 		}
 	}
@@ -171,9 +172,9 @@ func TestHandoffCycleEndsAtTheStepLimit(t *testing.T) {
 	b, _ := team(t, map[string]agent.Spec{
 		"a": {RecursionLimit: 6, Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b")}}},
 		"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("a")}}},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		other := map[string]string{"a": "b", "b": "a"}[who]
-		return llmtest.Turn{Text: []string{who + " passes. "}, ToolCalls: []prompt.ToolCall{{ID: "t", Function: prompt.FunctionCall{Name: "lc_transfer_to_" + other, Arguments: `{}`}}}}
+		return llmtest.Turn{Text: []string{who + " passes. "}, ToolCalls: []llm.ToolCall{{ID: "t", Function: llm.FunctionCall{Name: "lc_transfer_to_" + other, Arguments: `{}`}}}}
 	})
 	d := b.chat(t, run.ChatRequest{AgentID: "a", Text: "Ping"})
 	if d.Status != run.StatusFailed || !strings.Contains(d.Error, "6 steps") {
@@ -192,9 +193,9 @@ func TestDroppedEdgeAndHiddenOutputs(t *testing.T) {
 			{From: agent.One("a"), To: agent.One("ghost"), EdgeType: agent.EdgeDirect},
 		}},
 		"b": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "a" && len(req.Messages) == 2 {
-			return llmtest.Turn{Text: []string{"draft"}, ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+			return llmtest.Turn{Text: []string{"draft"}, ToolCalls: []llm.ToolCall{{ID: "x", Function: llm.FunctionCall{Name: "nope", Arguments: `{}`}}}}
 		}
 		return llmtest.Turn{Text: []string{who + " final"}}
 	})
@@ -227,10 +228,10 @@ func TestDroppedEdgeAndHiddenOutputs(t *testing.T) {
 func TestPassthroughHandsOnTheLastAssistantMessage(t *testing.T) {
 	b, model := team(t, map[string]agent.Spec{
 		"a": {AgentIDs: []string{"b"}, ChainType: agent.ChainOutputPassthrough}, "b": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "a" {
 			if len(req.Messages) == 2 { // its first turn: some text, then a tool call
-				return llmtest.Turn{Text: []string{"Let me check. "}, ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+				return llmtest.Turn{Text: []string{"Let me check. "}, ToolCalls: []llm.ToolCall{{ID: "x", Function: llm.FunctionCall{Name: "nope", Arguments: `{}`}}}}
 			}
 			return llmtest.Turn{Text: []string{"A's draft"}}
 		}
@@ -248,7 +249,7 @@ func TestPassthroughHandsOnTheLastAssistantMessage(t *testing.T) {
 // loopOnTool is a turn that calls a tool that does not exist, so that the
 // agent asking never finishes on its own.
 func loopOnTool() llmtest.Turn {
-	return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "x", Function: prompt.FunctionCall{Name: "nope", Arguments: `{}`}}}}
+	return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "x", Function: llm.FunctionCall{Name: "nope", Arguments: `{}`}}}}
 }
 
 // recursion_limit is the run's budget of model turns, shared by agents that run
@@ -269,11 +270,11 @@ func TestStepBudgetIsSharedByAgentsRunningTogether(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+			b, model := team(t, tc.specs, func(who string, req *llm.Request) llmtest.Turn {
 				if who == "lead" && len(req.Messages) == 2 && len(req.Tools) == 2 {
-					return llmtest.Turn{ToolCalls: []prompt.ToolCall{
-						{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
-						{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_merger", Arguments: `{}`}},
+					return llmtest.Turn{ToolCalls: []llm.ToolCall{
+						{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
+						{ID: "h2", Function: llm.FunctionCall{Name: "lc_transfer_to_merger", Arguments: `{}`}},
 					}}
 				}
 				return loopOnTool()
@@ -294,7 +295,7 @@ func TestStepBudgetIsSharedByAgentsRunningTogether(t *testing.T) {
 // after both.
 func TestDirectEdgesLeavingAHandoffTarget(t *testing.T) {
 	handTo := func(target string) llmtest.Turn {
-		return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_" + target, Arguments: `{}`}}}}
+		return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h", Function: llm.FunctionCall{Name: "lc_transfer_to_" + target, Arguments: `{}`}}}}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -326,13 +327,13 @@ func TestDirectEdgesLeavingAHandoffTarget(t *testing.T) {
 			if len(c) != 1 {
 				t.Fatalf("c ran %d times, want once", len(c))
 			}
-			if last := c[0].Messages[len(c[0].Messages)-1]; last.Role != prompt.RoleAssistant || last.Content != "b done" {
+			if last := c[0].Messages[len(c[0].Messages)-1]; last.Role != llm.RoleAssistant || last.Content != "b done" {
 				t.Errorf("c did not wait for b: its last message is %+v", last)
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tm := runtest.NewTeam(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+			tm := runtest.NewTeam(t, tc.specs, func(who string, req *llm.Request) llmtest.Turn {
 				if who == "a" && len(req.Messages) == 2 {
 					return handTo("b")
 				}
@@ -347,7 +348,7 @@ func TestDirectEdgesLeavingAHandoffTarget(t *testing.T) {
 	}
 }
 
-func toolNames(req *prompt.Request) []string {
+func toolNames(req *llm.Request) []string {
 	var out []string
 	for _, t := range req.Tools {
 		out = append(out, t.Function.Name)
@@ -369,14 +370,14 @@ func TestTransferToolsAreTheGraphs(t *testing.T) {
 			{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff},
 		}},
 		"b": {}, "c": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		switch {
 		case who == "a" && len(req.Messages) == 2:
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "g", Function: prompt.FunctionCall{Name: "lc_transfer_to_ghost", Arguments: `{}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "g", Function: llm.FunctionCall{Name: "lc_transfer_to_ghost", Arguments: `{}`}}}}
 		case who == "a" && len(req.Messages) == 4:
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h", Function: llm.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{}`}}}}
 		case who == "b":
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h2", Function: llm.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
 		}
 		return llmtest.Turn{Text: []string{who + " done"}}
 	})
@@ -391,7 +392,7 @@ func TestTransferToolsAreTheGraphs(t *testing.T) {
 	if len(a) != 2 {
 		t.Fatalf("a asked the model %d times, want twice", len(a))
 	}
-	if res := a[1].Messages[3]; res.Role != prompt.RoleTool || !res.IsError || !strings.Contains(res.Content, `"ghost"`) {
+	if res := a[1].Messages[3]; res.Role != llm.RoleTool || !res.IsError || !strings.Contains(res.Content, `"ghost"`) {
 		t.Errorf("the transfer to ghost was answered %+v, want an error result", res)
 	}
 	if len(bReq) != 1 {
@@ -415,7 +416,7 @@ func TestPreviewTransferToolsAreTheGraphs(t *testing.T) {
 			{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff},
 		}},
 		"b": {}, "c": {},
-	}, func(string, *prompt.Request) llmtest.Turn { return llmtest.Turn{} })
+	}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{} })
 	for _, tc := range []struct{ agent, tools string }{
 		{"a", "lc_transfer_to_b"},
 		{"b", ""}, // previewed as the primary: the edge b → c is a's, not in b's graph
@@ -455,12 +456,12 @@ func TestFailureStopsTheAgentsRunningAlongside(t *testing.T) {
 			if _, ok := tc.specs["router"]; ok {
 				primary = "router"
 			}
-			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+			b, model := team(t, tc.specs, func(who string, req *llm.Request) llmtest.Turn {
 				switch who {
 				case "router":
-					return llmtest.Turn{ToolCalls: []prompt.ToolCall{
-						{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_lead", Arguments: `{}`}},
-						{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
+					return llmtest.Turn{ToolCalls: []llm.ToolCall{
+						{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_lead", Arguments: `{}`}},
+						{ID: "h2", Function: llm.FunctionCall{Name: "lc_transfer_to_second", Arguments: `{}`}},
 					}}
 				case "lead":
 					return llmtest.Turn{Delay: 50 * time.Millisecond, Text: []string{"oops"}, Err: errors.New("the provider exploded")}
@@ -519,12 +520,12 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 			"assistant: [Called the tool lc_transfer_to_c with {}]\n\n[Result of lc_transfer_to_c]\nTransferred to agent c.", `user: The agent "b" handed this conversation over to you. Continue it from here.`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, model := team(t, tc.specs, func(who string, req *prompt.Request) llmtest.Turn {
+			b, model := team(t, tc.specs, func(who string, req *llm.Request) llmtest.Turn {
 				switch {
 				case who == "a" && len(handoffsOf(tc.specs["a"])) > 0:
-					return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h1", Function: prompt.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{"instructions":"in French"}`}}}}
+					return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{"instructions":"in French"}`}}}}
 				case who == "b":
-					return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h2", Function: prompt.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
+					return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h2", Function: llm.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
 				}
 				return llmtest.Turn{Text: []string{who + " done"}}
 			})
@@ -551,7 +552,7 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 func TestFailureIsCreditedToTheAgentThatFailed(t *testing.T) {
 	b, _ := team(t, map[string]agent.Spec{
 		"a": {AgentIDs: []string{"b"}}, "b": {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "b" {
 			return llmtest.Turn{Err: errors.New("b's provider exploded")}
 		}
@@ -587,9 +588,9 @@ func TestRetrievalQueryIsTheUsersMessageForEveryAgent(t *testing.T) {
 		"router":     {Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("specialist"), EdgeType: agent.EdgeHandoff}}},
 		"specialist": {Edges: []agent.Edge{{From: agent.One("specialist"), To: agent.One("reviewer"), EdgeType: agent.EdgeDirect, Prompt: "Review this: {results}"}}},
 		"reviewer":   {},
-	}, func(who string, req *prompt.Request) llmtest.Turn {
+	}, func(who string, req *llm.Request) llmtest.Turn {
 		if who == "router" {
-			return llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "h", Function: prompt.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"instructions":"check article 15"}`}}}}
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h", Function: llm.FunctionCall{Name: "lc_transfer_to_specialist", Arguments: `{"instructions":"check article 15"}`}}}}
 		}
 		return llmtest.Turn{Text: []string{who + " done"}}
 	})

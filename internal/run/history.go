@@ -1,8 +1,6 @@
 package run
 
-import (
-	"github.com/relay-ai/relay/internal/prompt"
-)
+import "github.com/relay-ai/relay/internal/llm"
 
 // Replay turns a stored message into the messages a later turn of its
 // conversation sends the model (docs/api.md "Conversations"): a user message
@@ -12,21 +10,21 @@ import (
 // images a model produced are not sent again. Each provider's client writes
 // these in its own format (tool_calls and tool messages, tool_use and
 // tool_result blocks, function call and response parts).
-func Replay(m *Message) []prompt.Message {
+func Replay(m *Message) []llm.Message {
 	if m.Role != RoleAssistant {
-		return []prompt.Message{userMessage(m.Text, m.Parts)}
+		return []llm.Message{userMessage(m.Text, m.Parts)}
 	}
 	if !hasReplayParts(m.Parts) {
 		if m.Text == "" {
 			return nil
 		}
-		return []prompt.Message{{Role: prompt.RoleAssistant, Content: m.Text}}
+		return []llm.Message{{Role: llm.RoleAssistant, Content: m.Text}}
 	}
 	var (
-		out  []prompt.Message
-		turn *prompt.Message // the assistant message being built
-		who  string          // the agent whose turn it is
-		recs []*Part         // its tool calls, in order
+		out  []llm.Message
+		turn *llm.Message // the assistant message being built
+		who  string       // the agent whose turn it is
+		recs []*Part      // its tool calls, in order
 	)
 	flush := func() {
 		if turn == nil {
@@ -34,7 +32,7 @@ func Replay(m *Message) []prompt.Message {
 		}
 		out = append(out, *turn)
 		for _, p := range recs {
-			out = append(out, prompt.Message{Role: prompt.RoleTool, ToolCallID: p.Tool.ID, Content: p.Tool.Result, IsError: p.Tool.IsError})
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: p.Tool.ID, Content: p.Tool.Result, IsError: p.Tool.IsError})
 		}
 		turn, recs = nil, nil
 	}
@@ -48,7 +46,7 @@ func Replay(m *Message) []prompt.Message {
 				flush()
 			}
 			if turn == nil {
-				turn, who = &prompt.Message{Role: prompt.RoleAssistant}, p.AgentID
+				turn, who = &llm.Message{Role: llm.RoleAssistant}, p.AgentID
 			}
 			turn.Content += p.Text
 		case p.Type == PartToolCall && p.Tool != nil:
@@ -58,9 +56,9 @@ func Replay(m *Message) []prompt.Message {
 				flush()
 			}
 			if turn == nil {
-				turn, who = &prompt.Message{Role: prompt.RoleAssistant}, p.AgentID
+				turn, who = &llm.Message{Role: llm.RoleAssistant}, p.AgentID
 			}
-			turn.ToolCalls = append(turn.ToolCalls, prompt.ToolCall{ID: p.Tool.ID, Type: "function", Function: prompt.FunctionCall{Name: p.Tool.Name, Arguments: p.Tool.Arguments}})
+			turn.ToolCalls = append(turn.ToolCalls, llm.ToolCall{ID: p.Tool.ID, Type: "function", Function: llm.FunctionCall{Name: p.Tool.Name, Arguments: p.Tool.Arguments}})
 			recs = append(recs, p)
 		}
 	}

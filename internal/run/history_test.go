@@ -17,13 +17,12 @@ import (
 	"github.com/relay-ai/relay/internal/llm/google"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/llm/openai"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
-func sumCallOf(id string, a, b int) prompt.ToolCall {
+func sumCallOf(id string, a, b int) llm.ToolCall {
 	args, _ := json.Marshal(map[string]int{"a": a, "b": b})
-	return prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: string(args)}}
+	return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: string(args)}}
 }
 
 // TestTurnThreeReplaysToolHistory is the request of the third turn of a
@@ -33,11 +32,11 @@ func sumCallOf(id string, a, b int) prompt.ToolCall {
 func TestTurnThreeReplaysToolHistory(t *testing.T) {
 	model := llmtest.New(
 		// Turn 1: text, then a call, then the answer.
-		llmtest.Turn{Text: []string{"Let me add."}, ToolCalls: []prompt.ToolCall{sumCallOf("call_1", 2, 3)}},
+		llmtest.Turn{Text: []string{"Let me add."}, ToolCalls: []llm.ToolCall{sumCallOf("call_1", 2, 3)}},
 		llmtest.Turn{Text: []string{"The sum is 5."}},
 		// Turn 2: two calls in one model turn, one more in the next, then the answer.
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCallOf("call_2", 4, 4), sumCallOf("call_3", 1, 1)}},
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCallOf("call_4", 8, 2)}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{sumCallOf("call_2", 4, 4), sumCallOf("call_3", 1, 1)}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{sumCallOf("call_4", 8, 2)}},
 		llmtest.Turn{Text: []string{"4+4 is 8, 1+1 is 2, and 8+2 is 10."}},
 		// Turn 3.
 		llmtest.Turn{Text: []string{"You're welcome."}},
@@ -54,20 +53,20 @@ func TestTurnThreeReplaysToolHistory(t *testing.T) {
 	reqs := model.Requests()
 	turn3 := reqs[len(reqs)-1]
 
-	want := []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "Use the tools."},
-		{Role: prompt.RoleUser, Content: "What is 2+3?"},
-		{Role: prompt.RoleAssistant, Content: "Let me add.", ToolCalls: []prompt.ToolCall{sumCallOf("call_1", 2, 3)}},
-		{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
-		{Role: prompt.RoleAssistant, Content: "The sum is 5."},
-		{Role: prompt.RoleUser, Content: "And 4+4, 1+1, and then their sum?"},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{sumCallOf("call_2", 4, 4), sumCallOf("call_3", 1, 1)}},
-		{Role: prompt.RoleTool, ToolCallID: "call_2", Content: "The sum of 4 and 4 is 8."},
-		{Role: prompt.RoleTool, ToolCallID: "call_3", Content: "The sum of 1 and 1 is 2."},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{sumCallOf("call_4", 8, 2)}},
-		{Role: prompt.RoleTool, ToolCallID: "call_4", Content: "The sum of 8 and 2 is 10."},
-		{Role: prompt.RoleAssistant, Content: "4+4 is 8, 1+1 is 2, and 8+2 is 10."},
-		{Role: prompt.RoleUser, Content: "Thanks!"},
+	want := []llm.Message{
+		{Role: llm.RoleSystem, Content: "Use the tools."},
+		{Role: llm.RoleUser, Content: "What is 2+3?"},
+		{Role: llm.RoleAssistant, Content: "Let me add.", ToolCalls: []llm.ToolCall{sumCallOf("call_1", 2, 3)}},
+		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
+		{Role: llm.RoleAssistant, Content: "The sum is 5."},
+		{Role: llm.RoleUser, Content: "And 4+4, 1+1, and then their sum?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{sumCallOf("call_2", 4, 4), sumCallOf("call_3", 1, 1)}},
+		{Role: llm.RoleTool, ToolCallID: "call_2", Content: "The sum of 4 and 4 is 8."},
+		{Role: llm.RoleTool, ToolCallID: "call_3", Content: "The sum of 1 and 1 is 2."},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{sumCallOf("call_4", 8, 2)}},
+		{Role: llm.RoleTool, ToolCallID: "call_4", Content: "The sum of 8 and 2 is 10."},
+		{Role: llm.RoleAssistant, Content: "4+4 is 8, 1+1 is 2, and 8+2 is 10."},
+		{Role: llm.RoleUser, Content: "Thanks!"},
 	}
 	if diff := cmp.Diff(want, turn3.Messages, cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("turn 3's messages (-want +got):\n%s", diff)
@@ -225,23 +224,23 @@ func TestReplay(t *testing.T) {
 	rec := func(id string, step int, result string, isErr bool) *agent.ToolRecord {
 		return &agent.ToolRecord{ID: id, Name: "lookup", Arguments: `{"q":"x"}`, Result: result, IsError: isErr, Step: step}
 	}
-	tc := func(id string) prompt.ToolCall {
-		return prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}}
+	tc := func(id string) llm.ToolCall {
+		return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}}
 	}
 	for _, tt := range []struct {
 		name string
 		m    run.Message
-		want []prompt.Message
+		want []llm.Message
 	}{
 		{
 			name: "user message",
 			m:    run.Message{Role: run.RoleUser, Text: "hi"},
-			want: []prompt.Message{{Role: prompt.RoleUser, Content: "hi"}},
+			want: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
 		},
 		{
 			name: "answer saved without parts",
 			m:    run.Message{Role: run.RoleAssistant, Text: "hello"},
-			want: []prompt.Message{{Role: prompt.RoleAssistant, Content: "hello"}},
+			want: []llm.Message{{Role: llm.RoleAssistant, Content: "hello"}},
 		},
 		{
 			name: "failed before saying anything",
@@ -254,10 +253,10 @@ func TestReplay(t *testing.T) {
 				{Type: run.PartText, AgentID: "a", Text: "Partial"},
 				{Type: run.PartError, AgentID: "a", Text: "cut off"},
 			}},
-			want: []prompt.Message{
-				{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{tc("c1")}},
-				{Role: prompt.RoleTool, ToolCallID: "c1", Content: "boom", IsError: true},
-				{Role: prompt.RoleAssistant, Content: "Partial"},
+			want: []llm.Message{
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{tc("c1")}},
+				{Role: llm.RoleTool, ToolCallID: "c1", Content: "boom", IsError: true},
+				{Role: llm.RoleAssistant, Content: "Partial"},
 			},
 		},
 		{
@@ -270,13 +269,13 @@ func TestReplay(t *testing.T) {
 				{Type: run.PartText, AgentID: "b", Text: "Done."},
 				{Type: run.PartImage, AgentID: "b", MIMEType: "image/png", Data: "AAAA"},
 			}},
-			want: []prompt.Message{
-				{Role: prompt.RoleAssistant, Content: "First."},
-				{Role: prompt.RoleAssistant, Content: "Checking.", ToolCalls: []prompt.ToolCall{tc("c1")}},
-				{Role: prompt.RoleTool, ToolCallID: "c1", Content: "r1"},
-				{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{tc("c2")}},
-				{Role: prompt.RoleTool, ToolCallID: "c2", Content: "r2"},
-				{Role: prompt.RoleAssistant, Content: "Done."},
+			want: []llm.Message{
+				{Role: llm.RoleAssistant, Content: "First."},
+				{Role: llm.RoleAssistant, Content: "Checking.", ToolCalls: []llm.ToolCall{tc("c1")}},
+				{Role: llm.RoleTool, ToolCallID: "c1", Content: "r1"},
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{tc("c2")}},
+				{Role: llm.RoleTool, ToolCallID: "c2", Content: "r2"},
+				{Role: llm.RoleAssistant, Content: "Done."},
 			},
 		},
 	} {

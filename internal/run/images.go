@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // Image is a picture sent with a user's message, for models that see images.
@@ -47,16 +47,16 @@ func imageParts(images []Image) []Part {
 
 // userMessage is a user's message as the model gets it: its text, and its
 // images when it has any.
-func userMessage(text string, parts []Part) prompt.Message {
-	m := prompt.Message{Role: prompt.RoleUser, Content: text}
+func userMessage(text string, parts []Part) llm.Message {
+	m := llm.Message{Role: llm.RoleUser, Content: text}
 	for _, p := range parts {
 		if p.Type != PartImage {
 			continue
 		}
 		if len(m.Parts) == 0 {
-			m.Parts = append(m.Parts, prompt.Part{Type: prompt.PartText, Text: text})
+			m.Parts = append(m.Parts, llm.Part{Type: llm.PartText, Text: text})
 		}
-		m.Parts = append(m.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: p.MIMEType, Data: p.Data})
+		m.Parts = append(m.Parts, llm.Part{Type: llm.PartImage, MIMEType: p.MIMEType, Data: p.Data})
 	}
 	return m
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -24,7 +23,7 @@ func TestImagesInAMessage(t *testing.T) {
 	if d.Status != run.StatusSucceeded {
 		t.Fatalf("run %+v", d.Run)
 	}
-	want := []prompt.Part{{Type: prompt.PartText, Text: "What is this?"}, {Type: prompt.PartImage, MIMEType: "image/png", Data: pixel}}
+	want := []llm.Part{{Type: llm.PartText, Text: "What is this?"}, {Type: llm.PartImage, MIMEType: "image/png", Data: pixel}}
 	reqs := model.Requests()
 	msgs := reqs[0].Messages
 	if diff := cmp.Diff(want, msgs[len(msgs)-1].Parts); diff != "" {

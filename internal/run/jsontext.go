@@ -1,6 +1,6 @@
 package run
 
-import "github.com/relay-ai/relay/internal/prompt"
+import "github.com/relay-ai/relay/internal/llm"
 
 // appendJSON appends d as encoding/json writes it without HTML escaping, at a
 // fraction of the cost: message.delta is the event a run emits most, one per
@@ -15,4 +15,4 @@ func (d delta) appendJSON(b []byte) []byte {
 
 // appendJSONString appends s as a JSON string exactly as encoding/json does
 // with SetEscapeHTML(false).
-func appendJSONString(b []byte, s string) []byte { return prompt.AppendJSONString(b, s) }
+func appendJSONString(b []byte, s string) []byte { return llm.AppendJSONString(b, s) }

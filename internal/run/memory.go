@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/prompt"
@@ -144,7 +145,7 @@ func (m *MemoryAgent) update(ctx context.Context, f *Finished) (*agent.Outcome, 
 	req, err := prompt.Build(prompt.Input{
 		AgentID: "memory", Agent: prompt.Agent{Model: model, Instructions: instructions, ModelParameters: params},
 		Tools: tools, UserName: f.User.DisplayName, Now: time.Now().UTC(),
-		Messages: []prompt.Message{{Role: prompt.RoleUser, Content: MemoryBrief(entries, m.Memory.TokenLimit(), m.Memory.ValidKeys(), window)}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: MemoryBrief(entries, m.Memory.TokenLimit(), m.Memory.ValidKeys(), window)}},
 	})
 	if err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ type memoryTools struct {
 	userID string
 }
 
-func (t memoryTools) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
+func (t memoryTools) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 	name := call.Function.Name
 	tl, ok := t.tools[name]
 	if !ok || (name != prompt.SetMemory && name != prompt.DeleteMemory) {

@@ -17,7 +17,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
@@ -107,8 +106,8 @@ func (b *memBundle) chat(t *testing.T, req run.ChatRequest) *run.Detail {
 	return d
 }
 
-func setMemory(id, args string) prompt.ToolCall {
-	return prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "set_memory", Arguments: args}}
+func setMemory(id, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "set_memory", Arguments: args}}
 }
 
 func (b *memBundle) memories(t *testing.T) map[string]string {
@@ -127,7 +126,7 @@ func (b *memBundle) memories(t *testing.T) map[string]string {
 func TestMemoryAgentStoresWhatItLearns(t *testing.T) {
 	main := llmtest.New(llmtest.Turn{Text: []string{"Nice to meet you, Ann."}})
 	mem := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{
+		llmtest.Turn{ToolCalls: []llm.ToolCall{
 			setMemory("c1", `{"key":"name","value":"The user is called Ann."}`),
 			setMemory("c2", `{"key":"hobby","value":"x"}`),
 		}},
@@ -146,7 +145,7 @@ func TestMemoryAgentStoresWhatItLearns(t *testing.T) {
 		t.Fatalf("memory agent made %d requests, want 2", len(reqs))
 	}
 	first := reqs[0]
-	if first.Model != "mem-model" || first.Messages[0].Role != prompt.RoleSystem || first.Messages[0].Content != run.DefaultMemoryInstructions {
+	if first.Model != "mem-model" || first.Messages[0].Role != llm.RoleSystem || first.Messages[0].Content != run.DefaultMemoryInstructions {
 		t.Errorf("system message %+v", first.Messages[0])
 	}
 	want := "# Memory about the user\n" +
@@ -180,7 +179,7 @@ func TestMemoryAgentStoresWhatItLearns(t *testing.T) {
 func TestMemoryAgentReadsTheLatestMessages(t *testing.T) {
 	main := llmtest.New(llmtest.Turn{Text: []string{"One."}}, llmtest.Turn{Text: []string{"Two."}})
 	mem := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{setMemory("c1", `{"key":"work","value":"Ann is a nurse."}`)}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{setMemory("c1", `{"key":"work","value":"Ann is a nurse."}`)}},
 		llmtest.Turn{Text: []string{"Done."}},
 		llmtest.Turn{Text: []string{"No changes."}},
 	)
@@ -211,7 +210,7 @@ func TestMemoryAgentKeepsWithinTokenLimit(t *testing.T) {
 	mem := llmtest.New(
 		// The calls of a turn may run in any order; whichever of city and
 		// work comes second no longer fits next to name and the first.
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{
+		llmtest.Turn{ToolCalls: []llm.ToolCall{
 			setMemory("c1", `{"key":"life","value":"`+strings.Repeat("long story ", 20)+`"}`), // 55 tokens alone
 			setMemory("c2", `{"key":"city","value":"Ann lives in Utrecht."}`),                 // 6 tokens
 			setMemory("c3", `{"key":"work","value":"Ann is a nurse."}`),                       // 4 tokens
@@ -230,7 +229,7 @@ func TestMemoryAgentKeepsWithinTokenLimit(t *testing.T) {
 	}
 	results := map[string]string{}
 	for _, m := range mem.Requests()[1].Messages {
-		if m.Role == prompt.RoleTool {
+		if m.Role == llm.RoleTool {
 			results[m.ToolCallID] = m.Content
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/graph"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/window"
@@ -78,7 +79,7 @@ type Request struct {
 	// UserName overrides the user's display name for {{current_user}}.
 	UserName string
 	// History is the conversation before Text (oldest first); empty for a new one.
-	History []prompt.Message
+	History []llm.Message
 	// Search, when set, is used for the RAG retrieval instead of the
 	// Preparer's: a run passes one that remembers its answers, so that the
 	// agents of one run do not search the same files for the same text again.
@@ -99,7 +100,7 @@ type Request struct {
 
 // Prepared is a built request and what could not go into it.
 type Prepared struct {
-	Request *prompt.Request
+	Request *llm.Request
 	// Agent is the agent the request is for.
 	Agent *agent.Agent
 	// Unreachable names the MCP servers whose tools are missing because they
@@ -176,7 +177,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	}
 	in.Messages = append(in.Messages, req.History...)
 	if req.Text != "" {
-		in.Messages = append(in.Messages, prompt.Message{Role: prompt.RoleUser, Content: req.Text})
+		in.Messages = append(in.Messages, llm.Message{Role: llm.RoleUser, Content: req.Text})
 	}
 	g := req.Graph
 	if g == nil {
@@ -228,7 +229,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	// Calls of tools this agent does not have (another agent's, in a handoff
 	// or an earlier turn) are sent as text, which every provider can read.
 	out.Request.Messages = prompt.ForeignCalls(out.Request.Messages, func(name string) bool {
-		return slices.ContainsFunc(out.Request.Tools, func(t prompt.FunctionTool) bool { return t.Function.Name == name })
+		return slices.ContainsFunc(out.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
 	})
 	if p.Window != nil {
 		uid := ""
@@ -392,9 +393,9 @@ func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, query string, 
 }
 
 // lastUserText is the text of the last user message that has some.
-func lastUserText(msgs []prompt.Message) string {
+func lastUserText(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == prompt.RoleUser && strings.TrimSpace(m.Content) != "" {
+		if m := msgs[i]; m.Role == llm.RoleUser && strings.TrimSpace(m.Content) != "" {
 			return m.Content
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // SentBody is the body a run would send to the agent's provider for req: the
@@ -14,7 +13,7 @@ import (
 // addParams and dropParams — when models gives a client that can show it
 // (llm.Bodier), for user userID. Otherwise it is the provider-neutral request, with a warning
 // saying why when the provider's client could not be made.
-func SentBody(ctx context.Context, models Models, userID, provider string, req *prompt.Request) (body json.RawMessage, warning string, err error) {
+func SentBody(ctx context.Context, models Models, userID, provider string, req *llm.Request) (body json.RawMessage, warning string, err error) {
 	if models != nil {
 		m, _, err := models(ctx, userID, provider, req.Model)
 		if err == nil {

@@ -198,7 +198,7 @@ type ChatRequest struct {
 	Now time.Time `json:"-"`
 	// History, for a new conversation, is what came before Text (the messages an
 	// OpenAI-compatible client sends); it is not stored as messages of its own.
-	History []prompt.Message `json:"-"`
+	History []llm.Message `json:"-"`
 	// Client is what an OpenAI-compatible client adds to its request; nil
 	// for Relay's own API.
 	Client *Client `json:"-"`
@@ -323,7 +323,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 // request naming a conversation but no parent continues from the conversation's
 // latest message, the leaf of the branch written last, and req.ParentMessageID
 // is set to it (docs/api.md "Conversations").
-func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req *ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []prompt.Message, files []string, err error) {
+func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req *ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []llm.Message, files []string, err error) {
 	// NoParent asks for a new first message: a branch from the start.
 	newRoot := req.ParentMessageID == NoParent
 	if newRoot {
@@ -381,7 +381,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
-func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
+func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []llm.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
 	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
 

@@ -22,7 +22,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
@@ -69,8 +68,8 @@ func setup(t *testing.T, model llm.Model) *bundle {
 	return &bundle{svc: svc, user: u}
 }
 
-func sumCall() prompt.ToolCall {
-	return prompt.ToolCall{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}
+func sumCall() llm.ToolCall {
+	return llm.ToolCall{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}
 }
 
 // chat runs one message to completion and returns the run's details.
@@ -93,7 +92,7 @@ func (b *bundle) chat(t *testing.T, req run.ChatRequest) *run.Detail {
 
 func TestRunCallsToolAndSavesEverything(t *testing.T) {
 	model := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCall()}, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10, TotalTokens: 60}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{sumCall()}, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10, TotalTokens: 60}},
 		llmtest.Turn{Text: []string{"The sum ", "is 5."}, Usage: llm.Usage{PromptTokens: 70, CompletionTokens: 5, TotalTokens: 75}},
 	)
 	b := setup(t, model)
@@ -128,13 +127,13 @@ func TestRunCallsToolAndSavesEverything(t *testing.T) {
 	d2 := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Sure?", ConversationID: d.ConversationID})
 	reqs := model.Requests()
 	last := reqs[len(reqs)-1]
-	want := []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "Use the tools."},
-		{Role: prompt.RoleUser, Content: "What is 2+3?"},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}}},
-		{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
-		{Role: prompt.RoleAssistant, Content: "The sum is 5."},
-		{Role: prompt.RoleUser, Content: "Sure?"},
+	want := []llm.Message{
+		{Role: llm.RoleSystem, Content: "Use the tools."},
+		{Role: llm.RoleUser, Content: "What is 2+3?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}}},
+		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
+		{Role: llm.RoleAssistant, Content: "The sum is 5."},
+		{Role: llm.RoleUser, Content: "Sure?"},
 	}
 	if d2.Status != run.StatusSucceeded {
 		t.Fatalf("follow-up run %+v", d2.Run)
@@ -206,12 +205,12 @@ func TestRunReplayAfterFinish(t *testing.T) {
 func TestRagasExport(t *testing.T) {
 	answer := `Valves are inspected every 18 months \ue202turn0file0, doors weekly ` + "\ue200\ue202turn0file1\ue202turn0file2\ue201."
 	model := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{sumCall()}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{sumCall()}},
 		llmtest.Turn{Text: []string{"5"}},
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{{ID: "call_fs", Type: "function", Function: prompt.FunctionCall{Name: "file_search", Arguments: `{"query":"inspections"}`}}}},
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{
-			{ID: "call_ref", Type: "function", Function: prompt.FunctionCall{Name: "get-resource-reference__mcp__test", Arguments: `{"resourceId":2}`}},
-			{ID: "call_bad", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__test", Arguments: `[2,3]`}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "call_fs", Type: "function", Function: llm.FunctionCall{Name: "file_search", Arguments: `{"query":"inspections"}`}}}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{
+			{ID: "call_ref", Type: "function", Function: llm.FunctionCall{Name: "get-resource-reference__mcp__test", Arguments: `{"resourceId":2}`}},
+			{ID: "call_bad", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `[2,3]`}},
 		}},
 		llmtest.Turn{Text: []string{answer[:20], answer[20:]}},
 	)

@@ -13,7 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // MaxTitleRunes is the longest title a conversation may be given, in
@@ -186,7 +186,7 @@ func (t *Titler) make(ctx context.Context, userID string, tm TitleModel, questio
 	} else {
 		instr += "\n\n" + convo
 	}
-	turn, err := m.Stream(ctx, &prompt.Request{Model: tm.Model, Messages: []prompt.Message{{Role: prompt.RoleUser, Content: instr}}}, nil)
+	turn, err := m.Stream(ctx, &llm.Request{Model: tm.Model, Messages: []llm.Message{{Role: llm.RoleUser, Content: instr}}}, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", errors.New("no answer within the title timeout")

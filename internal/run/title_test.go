@@ -16,7 +16,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -67,7 +66,7 @@ func TestTitleFromTheTitleModel(t *testing.T) {
 		t.Fatalf("the title model got %d requests, want 1", len(reqs))
 	}
 	want := strings.Replace(run.DefaultTitlePrompt, "{convo}", "User: What is\n2+3?\nAssistant: The sum is 5.", 1)
-	if got := reqs[0]; got.Model != "mini" || len(got.Messages) != 1 || got.Messages[0].Role != prompt.RoleUser || got.Messages[0].Content != want || len(got.Tools) != 0 {
+	if got := reqs[0]; got.Model != "mini" || len(got.Messages) != 1 || got.Messages[0].Role != llm.RoleUser || got.Messages[0].Content != want || len(got.Tools) != 0 {
 		t.Errorf("title request %+v; want one user message %q to mini, no tools", got, want)
 	}
 
@@ -126,7 +125,7 @@ func TestNoTitleModelAsked(t *testing.T) {
 // A title the user sets while the title model is at work is kept.
 func TestTitleKeepsTheUsersRename(t *testing.T) {
 	asked, release := make(chan struct{}), make(chan struct{})
-	titles := llmtest.Func(func(*prompt.Request) llmtest.Turn {
+	titles := llmtest.Func(func(*llm.Request) llmtest.Turn {
 		close(asked)
 		<-release
 		return llmtest.Turn{Text: []string{"Model title"}}

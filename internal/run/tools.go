@@ -8,6 +8,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
@@ -38,7 +39,7 @@ type Toolbox struct {
 var _ agent.ToolRunner = (*Toolbox)(nil)
 
 // Run calls one tool; every failure becomes an error result the model reads.
-func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutput {
+func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 	name, args := call.Function.Name, json.RawMessage(call.Function.Arguments)
 	if target, ok := prompt.HandoffTarget(name); ok {
 		if !slices.Contains(b.Handoffs, target) {
@@ -77,20 +78,20 @@ func (b *Toolbox) Run(ctx context.Context, call prompt.ToolCall) agent.ToolOutpu
 	switch b.Family {
 	case mcp.FamilyOpenAI:
 		if len(out.Images) > 0 {
-			o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartText, Text: out.Text})
+			o.Parts = append(o.Parts, llm.Part{Type: llm.PartText, Text: out.Text})
 			for _, img := range out.Images {
-				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: img.MIMEType, Data: img.Data})
+				o.Parts = append(o.Parts, llm.Part{Type: llm.PartImage, MIMEType: img.MIMEType, Data: img.Data})
 			}
 		}
 	case mcp.FamilyAnthropic:
 		for _, bl := range out.Blocks {
 			if bl.Type == mcp.BlockImage && bl.Source != nil {
-				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartImage, MIMEType: bl.Source.MediaType, Data: bl.Source.Data})
+				o.Parts = append(o.Parts, llm.Part{Type: llm.PartImage, MIMEType: bl.Source.MediaType, Data: bl.Source.Data})
 			} else {
-				o.Parts = append(o.Parts, prompt.Part{Type: prompt.PartText, Text: bl.Text})
+				o.Parts = append(o.Parts, llm.Part{Type: llm.PartText, Text: bl.Text})
 			}
 		}
-		if len(o.Parts) == 1 && o.Parts[0].Type == prompt.PartText {
+		if len(o.Parts) == 1 && o.Parts[0].Type == llm.PartText {
 			o.Parts = nil // plain text needs no parts
 		}
 	}

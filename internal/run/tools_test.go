@@ -8,9 +8,9 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -22,8 +22,8 @@ func toolbox(t *testing.T, fam mcp.Family) *run.Toolbox {
 	return &run.Toolbox{MCP: m, User: &auth.User{ID: "user_1"}, Family: fam}
 }
 
-func call(name, args string) prompt.ToolCall {
-	return prompt.ToolCall{ID: "c1", Type: "function", Function: prompt.FunctionCall{Name: name, Arguments: args}}
+func call(name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: "c1", Type: "function", Function: llm.FunctionCall{Name: name, Arguments: args}}
 }
 
 func TestToolboxRunsMCPTools(t *testing.T) {
@@ -58,7 +58,7 @@ func TestToolboxImagesPerFamily(t *testing.T) {
 			out := toolbox(t, fam).Run(context.Background(), call("get-tiny-image__mcp__test", `{}`))
 			images := 0
 			for _, p := range out.Parts {
-				if p.Type == prompt.PartImage {
+				if p.Type == llm.PartImage {
 					images++
 					if p.MIMEType != "image/png" || p.Data == "" {
 						t.Errorf("image part %+v", p)

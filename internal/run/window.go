@@ -11,7 +11,6 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/window"
 )
@@ -31,7 +30,7 @@ type Window struct {
 	MaxToolResultChars int
 	// Summarize, when set, summarises the turns an agent's request drops to
 	// fit (see Summarizer); SummaryTokens is kept free of the budget for it.
-	Summarize     func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error)
+	Summarize     func(ctx context.Context, userID string, a *agent.Agent, dropped []llm.Message) (string, error)
 	SummaryTokens int
 }
 
@@ -59,8 +58,8 @@ const DefaultSummaryPrompt = "The messages below are the oldest part of a conver
 // Summarizer returns the Window.Summarize that asks models for the summary
 // of the dropped messages, written one per line (Human:, AI:, Tool:) as
 // docs/config.md "summarization" says.
-func Summarizer(models Models, sm Summary) func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error) {
-	return func(ctx context.Context, userID string, a *agent.Agent, dropped []prompt.Message) (string, error) {
+func Summarizer(models Models, sm Summary) func(ctx context.Context, userID string, a *agent.Agent, dropped []llm.Message) (string, error) {
+	return func(ctx context.Context, userID string, a *agent.Agent, dropped []llm.Message) (string, error) {
 		provider, model := cmp.Or(sm.Provider, a.Provider), cmp.Or(sm.Model, a.Model)
 		m, _, err := models(ctx, userID, provider, model)
 		if err != nil {
@@ -71,9 +70,9 @@ func Summarizer(models Models, sm Summary) func(ctx context.Context, userID stri
 			params = map[string]any{}
 		}
 		params["max_tokens"] = sm.MaxTokens
-		req := &prompt.Request{Model: model, Params: params, Messages: []prompt.Message{
-			{Role: prompt.RoleSystem, Content: cmp.Or(strings.TrimSpace(sm.Prompt), DefaultSummaryPrompt)},
-			{Role: prompt.RoleUser, Content: buffer(dropped)},
+		req := &llm.Request{Model: model, Params: params, Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: cmp.Or(strings.TrimSpace(sm.Prompt), DefaultSummaryPrompt)},
+			{Role: llm.RoleUser, Content: buffer(dropped)},
 		}}
 		ctx, cancel := context.WithTimeout(ctx, cmp.Or(sm.Timeout, time.Minute))
 		defer cancel()
@@ -100,7 +99,7 @@ func (w *Window) Fitter(userID string, a *agent.Agent) *window.Fitter {
 	}
 	if w.Summarize != nil {
 		o.SummaryTokens = w.SummaryTokens
-		o.Summarize = func(ctx context.Context, dropped []prompt.Message) (string, error) {
+		o.Summarize = func(ctx context.Context, dropped []llm.Message) (string, error) {
 			return w.Summarize(ctx, userID, a, dropped)
 		}
 	}
@@ -111,7 +110,7 @@ func (w *Window) Fitter(userID string, a *agent.Agent) *window.Fitter {
 // ends at parentID, or at its latest message when parentID is empty (the
 // conversation's history as a run continuing it would load it), for a
 // preview of the next message.
-func (s *Service) History(ctx context.Context, u *auth.User, conversationID, parentID string) ([]prompt.Message, error) {
+func (s *Service) History(ctx context.Context, u *auth.User, conversationID, parentID string) ([]llm.Message, error) {
 	a := &agent.Agent{}
 	_, _, history, _, err := s.conversation(ctx, u, a, &ChatRequest{ConversationID: conversationID, ParentMessageID: parentID}, time.Now().UTC())
 	return history, err

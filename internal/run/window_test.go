@@ -10,7 +10,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -27,11 +26,11 @@ func TestSummarizer(t *testing.T) {
 		return m, mcp.FamilyOpenAI, nil
 	}
 	a := &agent.Agent{ID: "a", Spec: agent.Spec{Provider: "mock", Model: "gpt-4o"}}
-	dropped := []prompt.Message{
-		{Role: prompt.RoleUser, Content: "How do the pumps work?"},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "c1", Function: prompt.FunctionCall{Name: "lookup"}}}},
-		{Role: prompt.RoleTool, ToolCallID: "c1", Content: "two pumps"},
-		{Role: prompt.RoleAssistant, Content: "There are two."},
+	dropped := []llm.Message{
+		{Role: llm.RoleUser, Content: "How do the pumps work?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "lookup"}}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: "two pumps"},
+		{Role: llm.RoleAssistant, Content: "There are two."},
 	}
 	sum := run.Summarizer(models, run.Summary{Model: "gpt-4o-mini", MaxTokens: 300, Params: map[string]any{"temperature": 0.1}})
 	text, err := sum(context.Background(), "u1", a, dropped)

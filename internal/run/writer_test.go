@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -30,7 +30,7 @@ func TestConcurrentRunsStoreEveryEvent(t *testing.T) {
 		words[i] = fmt.Sprintf("w%d ", i)
 	}
 	// 40 pieces 5 ms apart span several of the writer's batches.
-	b := setup(t, llmtest.Func(func(*prompt.Request) llmtest.Turn {
+	b := setup(t, llmtest.Func(func(*llm.Request) llmtest.Turn {
 		return llmtest.Turn{Text: words, Delay: 5 * time.Millisecond}
 	}))
 	ctx := context.Background()
@@ -92,7 +92,7 @@ func TestConcurrentRunsStoreEveryEvent(t *testing.T) {
 // it ran) does not take the other runs' records down with it.
 func TestBatchWithARefusedRun(t *testing.T) {
 	release := make(chan struct{})
-	b := setup(t, llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+	b := setup(t, llmtest.Func(func(req *llm.Request) llmtest.Turn {
 		if req.Messages[len(req.Messages)-1].Content == "doomed" {
 			<-release
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -36,8 +35,8 @@ func setupCluster(t *testing.T, start time.Time) *cluster {
 	st, u, agents := storeWithDigest(t, "Digest.")
 	release := make(chan struct{})
 	var once sync.Once
-	slow := llmtest.Func(func(*prompt.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"late"}} })
-	fast := llmtest.Func(func(*prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"done"}} })
+	slow := llmtest.Func(func(*llm.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"late"}} })
+	fast := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"done"}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	c := &clock{now: start}
 	cl := &cluster{st: st, user: u, clock: c}

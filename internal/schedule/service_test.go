@@ -14,7 +14,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -61,7 +60,7 @@ func storeWithDigest(t *testing.T, instructions string) (*store.DB, *auth.User, 
 func setup(t *testing.T, start time.Time) *fixture {
 	t.Helper()
 	st, u, agents := storeWithDigest(t, "Today is {{current_date}}.")
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"Nothing new."}} })
+	model := llmtest.Func(func(req *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"Nothing new."}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
 	runs := &run.Service{Store: st, MCP: m, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},

@@ -24,9 +24,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/tiktoken-go/tokenizer/codec"
-
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // Encoding names a byte-pair encoding.
@@ -247,7 +246,7 @@ func (c *Counter) margin(n int) int {
 
 // Message returns the tokens of one message, from the cache when it was
 // counted before.
-func (c *Counter) Message(m *prompt.Message) int {
+func (c *Counter) Message(m *llm.Message) int {
 	k := cacheKey{hash: c.hashMessage(m), enc: c.enc}
 	if c.exact {
 		k.hash ^= 1 // exact and estimated counts of one text differ
@@ -262,12 +261,12 @@ func (c *Counter) Message(m *prompt.Message) int {
 
 // message counts m without the cache: the per-message framing, then every
 // text of it (docs/config.md).
-func (c *Counter) message(m *prompt.Message) int {
+func (c *Counter) message(m *llm.Message) int {
 	n := perMessage + c.Text(string(m.Role))
 	if len(m.Parts) > 0 {
 		for i := range m.Parts {
 			p := &m.Parts[i]
-			if p.Type == prompt.PartImage {
+			if p.Type == llm.PartImage {
 				n += perImage
 			} else {
 				n += c.Text(p.Text)
@@ -291,7 +290,7 @@ func (c *Counter) message(m *prompt.Message) int {
 }
 
 // hashMessage hashes what message counts.
-func (c *Counter) hashMessage(m *prompt.Message) uint64 {
+func (c *Counter) hashMessage(m *llm.Message) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.cs.seed)
 	str := func(s string) {
@@ -305,7 +304,7 @@ func (c *Counter) hashMessage(m *prompt.Message) uint64 {
 	for i := range m.Parts {
 		p := &m.Parts[i]
 		str(p.Type)
-		if p.Type != prompt.PartImage {
+		if p.Type != llm.PartImage {
 			str(p.Text)
 		}
 	}
@@ -321,7 +320,7 @@ func (c *Counter) hashMessage(m *prompt.Message) uint64 {
 }
 
 // Messages returns the tokens of msgs and of the reply's priming.
-func (c *Counter) Messages(msgs []prompt.Message) int {
+func (c *Counter) Messages(msgs []llm.Message) int {
 	n := replyStart
 	for i := range msgs {
 		n += c.Message(&msgs[i])
@@ -331,7 +330,7 @@ func (c *Counter) Messages(msgs []prompt.Message) int {
 
 // Tools returns the tokens of the tools array as OpenAI renders function
 // definitions for the model (docs/config.md).
-func (c *Counter) Tools(tools []prompt.FunctionTool) int {
+func (c *Counter) Tools(tools []llm.FunctionTool) int {
 	if len(tools) == 0 {
 		return 0
 	}
@@ -371,7 +370,7 @@ func (c *Counter) framing() toolFraming {
 	return toolFraming{funcInit: 10, propInit: 3, propKey: 3, enumInit: -3, enumItem: 3, funcEnd: 12}
 }
 
-func (c *Counter) tools(tools []prompt.FunctionTool) int {
+func (c *Counter) tools(tools []llm.FunctionTool) int {
 	fr := c.framing()
 	n := 0
 	for i := range tools {
@@ -435,6 +434,6 @@ func (c *Counter) tools(tools []prompt.FunctionTool) int {
 
 // Request returns the tokens of the whole request: its messages, the reply's
 // priming and its tools.
-func (c *Counter) Request(r *prompt.Request) int {
+func (c *Counter) Request(r *llm.Request) int {
 	return c.Messages(r.Messages) + c.Tools(r.Tools)
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/token"
 )
 
@@ -45,13 +45,13 @@ func TestTextCounts(t *testing.T) {
 }
 
 // cookbookMessages is the cookbook's chat example (section 6).
-var cookbookMessages = []prompt.Message{
-	{Role: prompt.RoleSystem, Content: "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
-	{Role: prompt.RoleSystem, Name: "example_user", Content: "New synergies will help drive top-line growth."},
-	{Role: prompt.RoleSystem, Name: "example_assistant", Content: "Things working well together will increase revenue."},
-	{Role: prompt.RoleSystem, Name: "example_user", Content: "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."},
-	{Role: prompt.RoleSystem, Name: "example_assistant", Content: "Let's talk later when we're less busy about how to do better."},
-	{Role: prompt.RoleUser, Content: "This late pivot means we don't have time to boil the ocean for the client deliverable."},
+var cookbookMessages = []llm.Message{
+	{Role: llm.RoleSystem, Content: "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
+	{Role: llm.RoleSystem, Name: "example_user", Content: "New synergies will help drive top-line growth."},
+	{Role: llm.RoleSystem, Name: "example_assistant", Content: "Things working well together will increase revenue."},
+	{Role: llm.RoleSystem, Name: "example_user", Content: "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."},
+	{Role: llm.RoleSystem, Name: "example_assistant", Content: "Let's talk later when we're less busy about how to do better."},
+	{Role: llm.RoleUser, Content: "This late pivot means we don't have time to boil the ocean for the client deliverable."},
 }
 
 func TestChatCounts(t *testing.T) {
@@ -70,7 +70,7 @@ func TestChatCounts(t *testing.T) {
 
 func TestToolCounts(t *testing.T) {
 	cs := token.NewCounters(0)
-	tools := []prompt.FunctionTool{{Type: "function", Function: prompt.Function{
+	tools := []llm.FunctionTool{{Type: "function", Function: llm.Function{
 		Name:        "get_current_weather",
 		Description: "Get the current weather in a given location",
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
@@ -78,9 +78,9 @@ func TestToolCounts(t *testing.T) {
 			`"unit":{"type":"string","description":"The unit of temperature to return","enum":["celsius","fahrenheit"]}},` +
 			`"required":["location"]}`),
 	}}}
-	req := &prompt.Request{Tools: tools, Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "You are a helpful assistant that can answer to questions about the weather."},
-		{Role: prompt.RoleUser, Content: "What's the weather like in San Francisco?"},
+	req := &llm.Request{Tools: tools, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "You are a helpful assistant that can answer to questions about the weather."},
+		{Role: llm.RoleUser, Content: "What's the weather like in San Francisco?"},
 	}}
 	for model, want := range map[string]int{"gpt-3.5-turbo": 105, "gpt-4": 105, "gpt-4o": 101, "gpt-4o-mini": 101} {
 		if got := cs.For(model).Request(req); got != want {
@@ -134,16 +134,16 @@ func TestEstimate(t *testing.T) {
 // high-detail 1024×1024 image.
 func TestToolCallAndImageCounts(t *testing.T) {
 	c := token.NewCounters(0).For("gpt-4o")
-	call := prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}
+	call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}
 	want := 3 + c.Text("assistant") + 3 + c.Text("call_1") + c.Text("get_weather") + c.Text(`{"city":"Paris"}`)
 	if got := c.Message(&call); got != want {
 		t.Errorf("tool call message: %d, want %d", got, want)
 	}
-	result := prompt.Message{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "18°C and sunny"}
+	result := llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: "18°C and sunny"}
 	if got, want := c.Message(&result), 3+c.Text("tool")+c.Text("18°C and sunny")+c.Text("call_1"); got != want {
 		t.Errorf("tool message: %d, want %d", got, want)
 	}
-	img := prompt.Message{Role: prompt.RoleUser, Parts: []prompt.Part{{Type: prompt.PartText, Text: "What is this?"}, {Type: prompt.PartImage, MIMEType: "image/png", Data: "AAAA"}}}
+	img := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartText, Text: "What is this?"}, {Type: llm.PartImage, MIMEType: "image/png", Data: "AAAA"}}}
 	if got, want := c.Message(&img), 3+c.Text("user")+c.Text("What is this?")+765; got != want {
 		t.Errorf("image message: %d, want %d", got, want)
 	}

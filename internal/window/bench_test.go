@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/window"
 )
@@ -27,7 +27,7 @@ func BenchmarkConversation(b *testing.B) {
 	}{{"fits", 1 << 20}, {"prunes", 8000}} {
 		b.Run(bc.name, func(b *testing.B) {
 			const turns = 100
-			tools := []prompt.FunctionTool{{Type: "function", Function: prompt.Function{Name: "web_search", Description: "Search the web for current information.",
+			tools := []llm.FunctionTool{{Type: "function", Function: llm.Function{Name: "web_search", Description: "Search the web for current information.",
 				Parameters: []byte(`{"type":"object","properties":{"query":{"type":"string","description":"The search query (3-6 keywords recommended)"}},"required":["query"]}`)}}}
 			instructions := strings.Repeat("You answer questions about the plant's operations, citing the manual. ", 20)
 			question := strings.Repeat("How does the cooling loop behave when the load changes quickly? ", 3)
@@ -38,26 +38,26 @@ func BenchmarkConversation(b *testing.B) {
 			start, cpu := time.Now(), cpuTime()
 			for b.Loop() {
 				cs := token.NewCounters(0)
-				var history []prompt.Message
+				var history []llm.Message
 				for turn := range turns {
 					f := window.New(window.Options{Counter: cs.For("gpt-4o"), Budget: window.Budget{Tokens: bc.budget, Source: window.SourceAgent}})
-					msgs := make([]prompt.Message, 0, len(history)+5)
-					msgs = append(msgs, prompt.Message{Role: prompt.RoleSystem, Content: fmt.Sprintf("Current date and time: 2026-11-25 14:%02d.\n\n%s", turn%60, instructions)})
+					msgs := make([]llm.Message, 0, len(history)+5)
+					msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("Current date and time: 2026-11-25 14:%02d.\n\n%s", turn%60, instructions)})
 					msgs = append(msgs, history...)
-					user := prompt.Message{Role: prompt.RoleUser, Content: fmt.Sprintf("%d. %s", turn, question)}
+					user := llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("%d. %s", turn, question)}
 					msgs = append(msgs, user)
-					req := &prompt.Request{Model: "gpt-4o", Messages: msgs, Tools: tools}
+					req := &llm.Request{Model: "gpt-4o", Messages: msgs, Tools: tools}
 					if err := f.Fit(context.Background(), req); err != nil {
 						b.Fatal(err)
 					}
 					id := fmt.Sprintf("call_%d", turn)
-					call := prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "web_search", Arguments: fmt.Sprintf(`{"query":"cooling loop load %d"}`, turn)}}}}
-					res := prompt.Message{Role: prompt.RoleTool, ToolCallID: id, Content: fmt.Sprintf("%d. %s", turn, result)}
+					call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Type: "function", Function: llm.FunctionCall{Name: "web_search", Arguments: fmt.Sprintf(`{"query":"cooling loop load %d"}`, turn)}}}}
+					res := llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: fmt.Sprintf("%d. %s", turn, result)}
 					req.Messages = append(req.Messages, call, res)
 					if err := f.Fit(context.Background(), req); err != nil {
 						b.Fatal(err)
 					}
-					history = append(history, user, call, res, prompt.Message{Role: prompt.RoleAssistant, Content: fmt.Sprintf("%d. %s", turn, reply)})
+					history = append(history, user, call, res, llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("%d. %s", turn, reply)})
 				}
 			}
 			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*turns), "ns/turn")

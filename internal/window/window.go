@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/token"
 )
 
@@ -39,7 +39,7 @@ type Options struct {
 	// Summarize, when set, summarises the messages dropped by the first fit
 	// that drops any; the summary is appended to the system message
 	// (docs/config.md, "summarization"). Its failure only means no summary.
-	Summarize func(ctx context.Context, dropped []prompt.Message) (string, error)
+	Summarize func(ctx context.Context, dropped []llm.Message) (string, error)
 	// SummaryTokens is kept free of the budget for the summary.
 	SummaryTokens int
 }
@@ -114,7 +114,7 @@ const ErrorPrefix = "context window:"
 // Options.SummaryTokens free, has the dropped messages summarised, and
 // appends the summary to the system message (adding one when there is none);
 // when the summary does not fit after all, more turns are dropped.
-func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
+func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.opts.Counter
@@ -125,7 +125,7 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 	msgs := req.Messages
 	if limit := f.opts.MaxToolResultChars; limit > 0 {
 		for i := range msgs {
-			if msgs[i].Role == prompt.RoleTool && cutResult(&msgs[i], limit) {
+			if msgs[i].Role == llm.RoleTool && cutResult(&msgs[i], limit) {
 				f.report.TruncatedToolResults++
 			}
 		}
@@ -143,12 +143,12 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 		return nil
 	}
 	sys := 0
-	if len(msgs) > 0 && msgs[0].Role == prompt.RoleSystem {
+	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
 		sys = 1
 	}
 	newest := len(msgs)
 	for i := len(msgs) - 1; i >= sys; i-- {
-		if msgs[i].Role == prompt.RoleUser {
+		if msgs[i].Role == llm.RoleUser {
 			newest = i
 			break
 		}
@@ -165,7 +165,7 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 	dropUntil := func(limit int) {
 		for from < newest && need > limit {
 			end := from + 1
-			for end < newest && msgs[end].Role != prompt.RoleUser {
+			for end < newest && msgs[end].Role != llm.RoleUser {
 				end++
 			}
 			for i := from; i < end; i++ {
@@ -184,11 +184,11 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 		limit = budget - f.opts.SummaryTokens
 	}
 	dropUntil(limit)
-	var summary *prompt.Message // the system message with the summary
+	var summary *llm.Message // the system message with the summary
 	summarized := 0
 	if summarize && from > sys {
 		f.summarized = true
-		var dropped []prompt.Message
+		var dropped []llm.Message
 		for i := sys; i < newest; i++ {
 			if !keep[i] {
 				dropped = append(dropped, msgs[i])
@@ -200,7 +200,7 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 		case err != nil:
 			f.report.SummaryError = err.Error()
 		case text != "":
-			m := prompt.Message{Role: prompt.RoleSystem, Content: SummaryHeader + "\n" + text}
+			m := llm.Message{Role: llm.RoleSystem, Content: SummaryHeader + "\n" + text}
 			if sys == 1 {
 				m = msgs[0]
 				m.Content += "\n\n" + SummaryHeader + "\n" + text
@@ -243,10 +243,10 @@ func (f *Fitter) Fit(ctx context.Context, req *prompt.Request) error {
 // orphans marks, among msgs[sys:newest] still kept, the tool messages whose
 // call is no longer kept and the assistant messages whose calls lack a kept
 // result (with the results they have), and returns their tokens.
-func orphans(msgs []prompt.Message, keep []bool, counts []int, sys, newest int) int {
+func orphans(msgs []llm.Message, keep []bool, counts []int, sys, newest int) int {
 	calls := map[string]int{} // call id → index of the kept assistant message
 	for i := sys; i < len(msgs); i++ {
-		if keep[i] && msgs[i].Role == prompt.RoleAssistant {
+		if keep[i] && msgs[i].Role == llm.RoleAssistant {
 			for _, tc := range msgs[i].ToolCalls {
 				calls[tc.ID] = i
 			}
@@ -254,13 +254,13 @@ func orphans(msgs []prompt.Message, keep []bool, counts []int, sys, newest int) 
 	}
 	answered := map[string]bool{}
 	for i := sys; i < len(msgs); i++ {
-		if keep[i] && msgs[i].Role == prompt.RoleTool {
+		if keep[i] && msgs[i].Role == llm.RoleTool {
 			answered[msgs[i].ToolCallID] = true
 		}
 	}
 	freed := 0
 	for i := sys; i < newest; i++ {
-		if !keep[i] || msgs[i].Role != prompt.RoleAssistant {
+		if !keep[i] || msgs[i].Role != llm.RoleAssistant {
 			continue
 		}
 		for _, tc := range msgs[i].ToolCalls {
@@ -275,7 +275,7 @@ func orphans(msgs []prompt.Message, keep []bool, counts []int, sys, newest int) 
 		}
 	}
 	for i := sys; i < newest; i++ {
-		if keep[i] && msgs[i].Role == prompt.RoleTool {
+		if keep[i] && msgs[i].Role == llm.RoleTool {
 			if _, ok := calls[msgs[i].ToolCallID]; !ok {
 				keep[i] = false
 				freed += counts[i]
@@ -306,20 +306,20 @@ const (
 
 // cutResult cuts a tool message's text to limit characters and appends the
 // marker, and reports whether it did. A text already cut is left as it is.
-func cutResult(m *prompt.Message, limit int) bool {
+func cutResult(m *llm.Message, limit int) bool {
 	cut := false
 	if s, ok := cutText(m.Content, limit); ok {
 		m.Content, cut = s, true
 	}
 	if len(m.Parts) > 0 {
-		var parts []prompt.Part
+		var parts []llm.Part
 		for i := range m.Parts {
-			if m.Parts[i].Type == prompt.PartImage {
+			if m.Parts[i].Type == llm.PartImage {
 				continue
 			}
 			if s, ok := cutText(m.Parts[i].Text, limit); ok {
 				if parts == nil { // the parts may be shared with the caller's copy
-					parts = append([]prompt.Part(nil), m.Parts...)
+					parts = append([]llm.Part(nil), m.Parts...)
 				}
 				parts[i].Text, cut = s, true
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/window"
 )
@@ -55,33 +55,33 @@ func words(tag string, n int) string {
 
 // convo is a conversation of turns; each turn i asks, calls a tool (every
 // other turn) and answers.
-func convo(turns int, size int) []prompt.Message {
-	msgs := []prompt.Message{{Role: prompt.RoleSystem, Content: "You are a careful assistant."}}
+func convo(turns int, size int) []llm.Message {
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "You are a careful assistant."}}
 	for i := range turns {
-		msgs = append(msgs, prompt.Message{Role: prompt.RoleUser, Content: fmt.Sprintf("question %d: %s", i, words("ask", size))})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("question %d: %s", i, words("ask", size))})
 		if i%2 == 0 {
 			id := fmt.Sprintf("call_%d", i)
 			msgs = append(msgs,
-				prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}}}},
-				prompt.Message{Role: prompt.RoleTool, ToolCallID: id, Content: words("result", size)})
+				llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Type: "function", Function: llm.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}}}},
+				llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("result", size)})
 		}
-		msgs = append(msgs, prompt.Message{Role: prompt.RoleAssistant, Content: fmt.Sprintf("answer %d: %s", i, words("said", size))})
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("answer %d: %s", i, words("said", size))})
 	}
 	return msgs
 }
 
 // check asserts the invariants of a fitted request.
-func check(t *testing.T, c *token.Counter, before, after []prompt.Message, budget int) {
+func check(t *testing.T, c *token.Counter, before, after []llm.Message, budget int) {
 	t.Helper()
 	if n := c.Messages(after); n > budget {
 		t.Errorf("the fitted request counts %d tokens, more than the budget of %d", n, budget)
 	}
-	if before[0].Role == prompt.RoleSystem && !cmp.Equal(after[0], before[0]) {
+	if before[0].Role == llm.RoleSystem && !cmp.Equal(after[0], before[0]) {
 		t.Errorf("the system message changed: %+v", after[0])
 	}
-	last := func(ms []prompt.Message) int {
+	last := func(ms []llm.Message) int {
 		for i := len(ms) - 1; i >= 0; i-- {
-			if ms[i].Role == prompt.RoleUser {
+			if ms[i].Role == llm.RoleUser {
 				return i
 			}
 		}
@@ -97,7 +97,7 @@ func check(t *testing.T, c *token.Counter, before, after []prompt.Message, budge
 		for _, tc := range m.ToolCalls {
 			calls[tc.ID] = true
 		}
-		if m.Role == prompt.RoleTool {
+		if m.Role == llm.RoleTool {
 			if !calls[m.ToolCallID] {
 				t.Errorf("tool result %q without its call before it", m.ToolCallID)
 			}
@@ -111,7 +111,7 @@ func check(t *testing.T, c *token.Counter, before, after []prompt.Message, budge
 	}
 	// What is kept is the newest part of the conversation, in order.
 	rest := after[1:]
-	if !slices.EqualFunc(rest, before[len(before)-len(rest):], func(a, b prompt.Message) bool { return cmp.Equal(a, b) }) {
+	if !slices.EqualFunc(rest, before[len(before)-len(rest):], func(a, b llm.Message) bool { return cmp.Equal(a, b) }) {
 		t.Errorf("the kept messages are not the newest ones in order")
 	}
 }
@@ -120,7 +120,7 @@ func TestFit(t *testing.T) {
 	c := counters.For("gpt-4o")
 	tests := []struct {
 		name    string
-		msgs    []prompt.Message
+		msgs    []llm.Message
 		budget  int
 		drops   bool
 		wantErr bool
@@ -136,7 +136,7 @@ func TestFit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: tt.budget, Source: window.SourceAgent}, MaxToolResultChars: -1})
 			before := slices.Clone(tt.msgs)
-			req := &prompt.Request{Model: "gpt-4o", Messages: slices.Clone(tt.msgs)}
+			req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(tt.msgs)}
 			err := f.Fit(context.Background(), req)
 			if tt.wantErr {
 				if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "context window") {
@@ -152,8 +152,8 @@ func TestFit(t *testing.T) {
 			}
 			check(t, c, before, req.Messages, tt.budget)
 			r := f.Report()
-			users := func(ms []prompt.Message) int {
-				return len(slices.DeleteFunc(slices.Clone(ms), func(m prompt.Message) bool { return m.Role != prompt.RoleUser }))
+			users := func(ms []llm.Message) int {
+				return len(slices.DeleteFunc(slices.Clone(ms), func(m llm.Message) bool { return m.Role != llm.RoleUser }))
 			}
 			wantTurns := users(before) - users(req.Messages)
 			if r.DroppedTurns != wantTurns || r.DroppedMessages != len(before)-len(req.Messages) {
@@ -175,8 +175,8 @@ func TestFit(t *testing.T) {
 func TestFitLoopSteps(t *testing.T) {
 	c := counters.For("gpt-4o")
 	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 1200, Source: window.SourceAgent}, MaxToolResultChars: -1})
-	req := &prompt.Request{Model: "gpt-4o", Messages: convo(8, 30)}
-	req.Messages = append(req.Messages, prompt.Message{Role: prompt.RoleUser, Content: "the newest question"})
+	req := &llm.Request{Model: "gpt-4o", Messages: convo(8, 30)}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: "the newest question"})
 	for step := range 6 {
 		before := slices.Clone(req.Messages)
 		if err := f.Fit(context.Background(), req); err != nil {
@@ -185,8 +185,8 @@ func TestFitLoopSteps(t *testing.T) {
 		check(t, c, before, req.Messages, 1200)
 		id := fmt.Sprintf("step_%d", step)
 		req.Messages = append(req.Messages,
-			prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: id, Type: "function", Function: prompt.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
-			prompt.Message{Role: prompt.RoleTool, ToolCallID: id, Content: words("found", 60)})
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Type: "function", Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 60)})
 	}
 	if r := f.Report(); r.DroppedTurns == 0 {
 		t.Errorf("no turn dropped as the results piled up: %+v", r)
@@ -194,8 +194,8 @@ func TestFitLoopSteps(t *testing.T) {
 	// Past the point where this turn alone fits, the error is clear.
 	for i := range 20 {
 		req.Messages = append(req.Messages,
-			prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: fmt.Sprint("more_", i), Function: prompt.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
-			prompt.Message{Role: prompt.RoleTool, ToolCallID: fmt.Sprint("more_", i), Content: words("found", 60)})
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: fmt.Sprint("more_", i), Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: fmt.Sprint("more_", i), Content: words("found", 60)})
 	}
 	if err := f.Fit(context.Background(), req); !fault.Is(err, fault.Invalid) {
 		t.Errorf("Fit of a turn larger than the budget: %v, want fault.Invalid", err)
@@ -206,22 +206,22 @@ func TestFitLoopSteps(t *testing.T) {
 // conversation is not shaped in turns (a client's history).
 func TestFitOrphans(t *testing.T) {
 	c := counters.For("gpt-4o")
-	msgs := []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "sys"},
-		{Role: prompt.RoleUser, Content: words("old", 200)},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "a", Function: prompt.FunctionCall{Name: "f", Arguments: "{}"}}, {ID: "b", Function: prompt.FunctionCall{Name: "f", Arguments: "{}"}}}},
-		{Role: prompt.RoleTool, ToolCallID: "a", Content: "ra"},
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Content: "sys"},
+		{Role: llm.RoleUser, Content: words("old", 200)},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Function: llm.FunctionCall{Name: "f", Arguments: "{}"}}, {ID: "b", Function: llm.FunctionCall{Name: "f", Arguments: "{}"}}}},
+		{Role: llm.RoleTool, ToolCallID: "a", Content: "ra"},
 		// b's result is missing: the call must go, and a's result with it.
-		{Role: prompt.RoleAssistant, Content: "mid"},
-		{Role: prompt.RoleUser, Content: "q2"},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "c", Function: prompt.FunctionCall{Name: "f", Arguments: "{}"}}}},
-		{Role: prompt.RoleTool, ToolCallID: "c", Content: "rc"},
-		{Role: prompt.RoleTool, ToolCallID: "zzz", Content: "stray"},
-		{Role: prompt.RoleAssistant, Content: "a2"},
-		{Role: prompt.RoleUser, Content: "newest"},
+		{Role: llm.RoleAssistant, Content: "mid"},
+		{Role: llm.RoleUser, Content: "q2"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Function: llm.FunctionCall{Name: "f", Arguments: "{}"}}}},
+		{Role: llm.RoleTool, ToolCallID: "c", Content: "rc"},
+		{Role: llm.RoleTool, ToolCallID: "zzz", Content: "stray"},
+		{Role: llm.RoleAssistant, Content: "a2"},
+		{Role: llm.RoleUser, Content: "newest"},
 	}
 	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 100, Source: window.SourceAgent}, MaxToolResultChars: -1})
-	req := &prompt.Request{Messages: slices.Clone(msgs)}
+	req := &llm.Request{Messages: slices.Clone(msgs)}
 	if err := f.Fit(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -238,15 +238,15 @@ func TestFitOrphans(t *testing.T) {
 func TestToolResultCut(t *testing.T) {
 	c := counters.For("gpt-4o")
 	long := strings.Repeat("é", 300)
-	msgs := []prompt.Message{
-		{Role: prompt.RoleUser, Content: "q"},
-		{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: "1", Function: prompt.FunctionCall{Name: "f"}}}},
-		{Role: prompt.RoleTool, ToolCallID: "1", Content: long, Parts: []prompt.Part{{Type: prompt.PartText, Text: long}, {Type: prompt.PartImage, Data: "AAAA"}}},
-		{Role: prompt.RoleUser, Content: long}, // only tool results are cut
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: "q"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "1", Function: llm.FunctionCall{Name: "f"}}}},
+		{Role: llm.RoleTool, ToolCallID: "1", Content: long, Parts: []llm.Part{{Type: llm.PartText, Text: long}, {Type: llm.PartImage, Data: "AAAA"}}},
+		{Role: llm.RoleUser, Content: long}, // only tool results are cut
 	}
 	shared := msgs[2].Parts
 	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 100000, Source: window.SourceAgent}, MaxToolResultChars: 100})
-	req := &prompt.Request{Messages: msgs}
+	req := &llm.Request{Messages: msgs}
 	if err := f.Fit(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestDefaultToolResultChars(t *testing.T) {
 func TestNoRoomForReply(t *testing.T) {
 	b := window.Resolve(map[string]any{"max_tokens": 9000}, "gpt-4", 0)
 	f := window.New(window.Options{Counter: counters.For("gpt-4"), Budget: b})
-	err := f.Fit(context.Background(), &prompt.Request{Model: "gpt-4", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "hi"}}})
+	err := f.Fit(context.Background(), &llm.Request{Model: "gpt-4", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "max_tokens") {
 		t.Errorf("Fit: %v, want fault.Invalid naming max_tokens", err)
 	}
@@ -302,13 +302,13 @@ func TestFitSummarizes(t *testing.T) {
 			if !withSystem {
 				msgs = msgs[1:]
 			}
-			var calls [][]prompt.Message
+			var calls [][]llm.Message
 			f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 900, Source: window.SourceAgent}, MaxToolResultChars: -1, SummaryTokens: 100,
-				Summarize: func(_ context.Context, dropped []prompt.Message) (string, error) {
+				Summarize: func(_ context.Context, dropped []llm.Message) (string, error) {
 					calls = append(calls, dropped)
 					return fmt.Sprintf("  The user asked %d questions about lookups.  ", len(dropped)), nil
 				}})
-			req := &prompt.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+			req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
 			if err := f.Fit(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +330,7 @@ func TestFitSummarizes(t *testing.T) {
 			if withSystem {
 				want = msgs[0].Content + "\n\n" + want
 			}
-			if sys := req.Messages[0]; sys.Role != prompt.RoleSystem || sys.Content != want {
+			if sys := req.Messages[0]; sys.Role != llm.RoleSystem || sys.Content != want {
 				t.Errorf("system message %q, want %q", sys.Content, want)
 			}
 			if n := c.Request(req); n > 900 {
@@ -344,8 +344,8 @@ func TestFitSummarizes(t *testing.T) {
 			for i := range 4 {
 				id := fmt.Sprint("more_", i)
 				req.Messages = append(req.Messages,
-					prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{ID: id, Function: prompt.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
-					prompt.Message{Role: prompt.RoleTool, ToolCallID: id, Content: words("found", 40)})
+					llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
+					llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 40)})
 				if err := f.Fit(context.Background(), req); err != nil {
 					t.Fatal(err)
 				}
@@ -361,11 +361,11 @@ func TestFitSummarizes(t *testing.T) {
 func TestFitSummaryFails(t *testing.T) {
 	c := counters.For("gpt-4o")
 	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 600, Source: window.SourceAgent}, MaxToolResultChars: -1, SummaryTokens: 100,
-		Summarize: func(context.Context, []prompt.Message) (string, error) {
+		Summarize: func(context.Context, []llm.Message) (string, error) {
 			return "", errors.New("summary model unavailable")
 		}})
 	msgs := convo(10, 30)
-	req := &prompt.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+	req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
 	if err := f.Fit(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

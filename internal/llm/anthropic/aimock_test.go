@@ -9,7 +9,6 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // aimockFixtures drive aimock, a fake LLM server nobody here wrote, through
@@ -30,15 +29,15 @@ func TestAimock(t *testing.T) {
 		waits = append(waits, d)
 		return nil
 	}
-	sum := prompt.FunctionTool{Function: prompt.Function{
+	sum := llm.FunctionTool{Function: llm.Function{
 		Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
 	}}
 
 	t.Run("text", func(t *testing.T) {
 		var c2 llmtest.Recorder
-		turn, err := c.Stream(t.Context(), &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{
-			{Role: prompt.RoleSystem, Content: "Be brief."}, {Role: prompt.RoleUser, Content: "hello"},
+		turn, err := c.Stream(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "Be brief."}, {Role: llm.RoleUser, Content: "hello"},
 		}}, c2.Emit)
 		if err != nil {
 			t.Fatal(err)
@@ -58,16 +57,16 @@ func TestAimock(t *testing.T) {
 	})
 
 	t.Run("tool call and its result", func(t *testing.T) {
-		req := &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{
-			{Role: prompt.RoleUser, Content: "What is 2+3?"},
-		}, Tools: []prompt.FunctionTool{sum}, ToolChoice: prompt.ToolChoiceAuto}
+		req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "What is 2+3?"},
+		}, Tools: []llm.FunctionTool{sum}, ToolChoice: llm.ToolChoiceAuto}
 		llmtest.CheckSumRoundTrip(t, c, req, "The sum is 5.")
 	})
 
 	t.Run("rate limited, then retried", func(t *testing.T) {
 		waits = nil
-		turn, err := c.Stream(t.Context(), &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{
-			{Role: prompt.RoleUser, Content: "busy?"},
+		turn, err := c.Stream(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: "busy?"},
 		}}, nil)
 		if err != nil {
 			var le *llm.Error

@@ -1,5 +1,5 @@
 // Package anthropic is Relay's client for Anthropic's Messages API: it
-// translates the OpenAI-shaped prompt.Request that Relay builds into a
+// translates the OpenAI-shaped llm.Request that Relay builds into a
 // streamed POST /v1/messages, reads the answer's server-sent events back into
 // llm events and an llm.Turn, and turns Anthropic's refusals into llm.Errors a
 // user can read. It speaks plain HTTP; retries and the event-stream plumbing
@@ -36,7 +36,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/sse"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // DefaultBaseURL is the root of Anthropic's API.
@@ -164,7 +163,7 @@ func core(key string) bool {
 // (stop_reason "refusal") with no text and no tool calls is an *llm.Error of
 // kind ErrFiltered, not retried; a refusal after some text leaves that text
 // as the answer.
-func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("writing the Anthropic request: %w", err)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -99,40 +98,40 @@ var hello = stream(
 	event("message_stop", messageStop),
 )
 
-func simple() *prompt.Request {
-	return &prompt.Request{Model: "claude-sonnet-4-5", Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "Be brief."},
-		{Role: prompt.RoleUser, Content: "Say hello. My secret prompt."},
+func simple() *llm.Request {
+	return &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "Be brief."},
+		{Role: llm.RoleUser, Content: "Say hello. My secret prompt."},
 	}}
 }
 
 // conversation is a whole agent conversation: system prompt, a question, an
 // answer with two tool calls, their results (one an image, one a failure)
 // and a follow-up.
-func conversation() *prompt.Request {
-	return &prompt.Request{
+func conversation() *llm.Request {
+	return &llm.Request{
 		Model: "claude-sonnet-4-5",
-		Messages: []prompt.Message{
-			{Role: prompt.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
-			{Role: prompt.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
-			{Role: prompt.RoleAssistant, Content: "Let me check both.", ToolCalls: []prompt.ToolCall{
-				{ID: "toolu_01", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
-				{ID: "toolu_02", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
+			{Role: llm.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
+			{Role: llm.RoleAssistant, Content: "Let me check both.", ToolCalls: []llm.ToolCall{
+				{ID: "toolu_01", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
+				{ID: "toolu_02", Type: "function", Function: llm.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
 			}},
-			{Role: prompt.RoleTool, ToolCallID: "toolu_01", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
-			{Role: prompt.RoleTool, ToolCallID: "toolu_02", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
-				{Type: prompt.PartText, Text: "Page loaded."},
-				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			{Role: llm.RoleTool, ToolCallID: "toolu_01", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: llm.RoleTool, ToolCallID: "toolu_02", Content: "Page loaded.\n\n[image: image/png]", Parts: []llm.Part{
+				{Type: llm.PartText, Text: "Page loaded."},
+				{Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
 			}},
-			{Role: prompt.RoleUser, Content: "Thanks. Summarize."},
+			{Role: llm.RoleUser, Content: "Thanks. Summarize."},
 		},
-		Tools: []prompt.FunctionTool{
-			{Function: prompt.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
+		Tools: []llm.FunctionTool{
+			{Function: llm.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`)}},
-			{Function: prompt.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
+			{Function: llm.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}`)}},
 		},
-		ToolChoice: prompt.ToolChoiceAuto,
+		ToolChoice: llm.ToolChoiceAuto,
 		Params:     map[string]any{"temperature": 0.2, "max_tokens": 1000, "stop": []any{"END"}, "top_p": 0.9, "frequency_penalty": 0.5},
 	}
 }
@@ -146,7 +145,7 @@ func TestRequest(t *testing.T) {
 	tests := []struct {
 		name   string
 		opts   Options
-		req    *prompt.Request
+		req    *llm.Request
 		golden string
 	}{
 		{name: "whole conversation", req: conversation(), golden: "conversation.json"},
@@ -156,10 +155,10 @@ func TestRequest(t *testing.T) {
 				AddParams:  map[string]any{"metadata": map[string]any{"user_id": "u1"}, "temperature": 1, "stream": false},
 				DropParams: []string{"top_p", "model"},
 			},
-			req: &prompt.Request{Model: "claude-haiku-4-5", Messages: []prompt.Message{
-				{Role: prompt.RoleUser, Content: "hi"},
-				{Role: prompt.RoleUser, Content: "again"},
-				{Role: prompt.RoleAssistant, Content: ""},
+			req: &llm.Request{Model: "claude-haiku-4-5", Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "hi"},
+				{Role: llm.RoleUser, Content: "again"},
+				{Role: llm.RoleAssistant, Content: ""},
 			}, Params: map[string]any{"temperature": 0.5, "top_p": 0.5, "top_k": 40, "maxOutputTokens": 77, "stop": "STOP"}},
 			golden: "params.json",
 		},
@@ -250,9 +249,9 @@ func TestStreamToolUse(t *testing.T) {
 	}
 	want := &llm.Turn{
 		Text: "Checking.",
-		ToolCalls: []prompt.ToolCall{
-			{ID: "toolu_01A", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"location": "San Francisco, CA", "unit": "celsius"}`}},
-			{ID: "toolu_01B", Type: "function", Function: prompt.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		ToolCalls: []llm.ToolCall{
+			{ID: "toolu_01A", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"location": "San Francisco, CA", "unit": "celsius"}`}},
+			{ID: "toolu_01B", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{}`}},
 		},
 		FinishReason: llm.FinishToolCalls, Usage: usage, Sent: turn.Sent,
 	}

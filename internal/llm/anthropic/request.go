@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/wire"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // request is the body of POST /v1/messages, its fields in the order they are
@@ -84,12 +84,12 @@ var params = []wire.Alias{
 }
 
 // Body returns the bytes Stream would send for req; see llm.Bodier.
-func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+func (c *Client) Body(req *llm.Request) ([]byte, error) { return c.body(req) }
 
 // body writes the Messages API body for r: the request struct, then
 // AddParams sorted by key. Strings are not HTML-escaped, so the body reads as
 // the prompt does.
-func (c *Client) body(r *prompt.Request) ([]byte, error) {
+func (c *Client) body(r *llm.Request) ([]byte, error) {
 	keep := func(field string) bool {
 		_, added := c.add[field]
 		return !added && !c.drop[field]
@@ -183,7 +183,7 @@ func choice(openai string) string {
 
 // messages translates the conversation (system messages aside) into
 // alternating user and assistant messages.
-func (c *Client) messages(msgs []prompt.Message) []message {
+func (c *Client) messages(msgs []llm.Message) []message {
 	var out []message
 	add := func(role string, blocks ...block) {
 		if len(blocks) == 0 {
@@ -208,8 +208,8 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
-		case prompt.RoleSystem:
-		case prompt.RoleAssistant:
+		case llm.RoleSystem:
+		case llm.RoleAssistant:
 			// Thinking leads the assistant message it came before, as
 			// Anthropic requires of the turn that used tools.
 			blocks := c.thinking(m)
@@ -218,7 +218,7 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: wire.Arguments(tc, c.ep.Log)})
 			}
 			add("assistant", blocks...)
-		case prompt.RoleTool:
+		case llm.RoleTool:
 			add("user", block{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content(m), IsError: wire.ToolFailed(m)})
 		default:
 			add("user", content(m)...)
@@ -229,7 +229,7 @@ func (c *Client) messages(msgs []prompt.Message) []message {
 
 // thinking is the thinking blocks an assistant message keeps from the turn
 // that wrote it (see reader.thinkingJSON), or none.
-func (c *Client) thinking(m *prompt.Message) []block {
+func (c *Client) thinking(m *llm.Message) []block {
 	if len(m.Thinking) == 0 {
 		return nil
 	}
@@ -242,7 +242,7 @@ func (c *Client) thinking(m *prompt.Message) []block {
 }
 
 // content is a message's text and images as blocks.
-func content(m *prompt.Message) []block {
+func content(m *llm.Message) []block {
 	return wire.Parts(m, func(s string) block { return block{Type: "text", Text: s} }, func(mimeType, data string) block {
 		return block{Type: "image", Source: &imageSource{Type: "base64", MediaType: mimeType, Data: data}}
 	})

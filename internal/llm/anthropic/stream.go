@@ -11,7 +11,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/llm/wire"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // reader turns the events of one answer into llm events and the turn.
@@ -200,8 +199,8 @@ func (r *reader) Partial() {
 	r.turn.ToolCalls = nil
 	for _, b := range r.calls {
 		if b.done {
-			r.turn.ToolCalls = append(r.turn.ToolCalls, prompt.ToolCall{
-				ID: b.id, Type: "function", Function: prompt.FunctionCall{Name: b.name, Arguments: b.args.String()},
+			r.turn.ToolCalls = append(r.turn.ToolCalls, llm.ToolCall{
+				ID: b.id, Type: "function", Function: llm.FunctionCall{Name: b.name, Arguments: b.args.String()},
 			})
 		}
 	}

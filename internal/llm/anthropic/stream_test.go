@@ -11,7 +11,6 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // thinkingAnswer is a streamed answer with extended thinking: a thinking
@@ -65,8 +64,8 @@ func TestThinkingIsKeptAndSentBack(t *testing.T) {
 
 	// The next request carries the turn as the agent loop keeps it.
 	req.Messages = append(req.Messages,
-		prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking},
-		prompt.Message{Role: prompt.RoleTool, ToolCallID: "toolu_01", Content: "5"},
+		llm.Message{Role: llm.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_01", Content: "5"},
 	)
 	if _, err := b.client.Stream(t.Context(), req, nil); err != nil {
 		t.Fatal(err)
@@ -124,8 +123,8 @@ func TestThinkingWithoutTextKeepsEmptyField(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Messages = append(req.Messages,
-		prompt.Message{Role: prompt.RoleAssistant, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking},
-		prompt.Message{Role: prompt.RoleTool, ToolCallID: "toolu_9", Content: "noon"},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_9", Content: "noon"},
 	)
 	if _, err := b.client.Stream(t.Context(), req, nil); err != nil {
 		t.Fatal(err)

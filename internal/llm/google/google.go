@@ -1,6 +1,6 @@
 // Package google is Relay's client for Google's Gemini API
 // (generativelanguage.googleapis.com): it translates the OpenAI-shaped
-// prompt.Request that Relay builds into a streamed
+// llm.Request that Relay builds into a streamed
 // models/{model}:streamGenerateContent?alt=sse request, reads the answer's
 // chunks back into llm events and an llm.Turn, and turns Google's refusals
 // into llm.Errors a user can read. It speaks plain HTTP; retries and the
@@ -44,7 +44,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/sse"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // DefaultBaseURL is the root of the Gemini API.
@@ -188,7 +187,7 @@ func (c *Client) url(model string) string {
 // ErrFiltered, not retried; a filtered answer with some text keeps it. An empty
 // answer that ended otherwise (MALFORMED_FUNCTION_CALL, OTHER, …) is an
 // *llm.Error of kind ErrUnavailable naming the reason.
-func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, fmt.Errorf("writing the Gemini request: %w", err)

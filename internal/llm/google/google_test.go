@@ -17,7 +17,6 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -99,45 +98,45 @@ var hello = stream(
 	usageChunk,
 )
 
-func simple() *prompt.Request {
-	return &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "Be brief."},
-		{Role: prompt.RoleUser, Content: "Say hello. My secret prompt."},
+func simple() *llm.Request {
+	return &llm.Request{Model: "gemini-2.5-flash", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "Be brief."},
+		{Role: llm.RoleUser, Content: "Say hello. My secret prompt."},
 	}}
 }
 
 // conversation is a whole agent conversation: system prompt, a question, an
 // answer with two tool calls, their results (one an image, one a failure)
 // and a follow-up.
-func conversation() *prompt.Request {
-	return &prompt.Request{
+func conversation() *llm.Request {
+	return &llm.Request{
 		Model: "gemini-2.5-flash",
-		Messages: []prompt.Message{
-			{Role: prompt.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
-			{Role: prompt.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
-			{Role: prompt.RoleAssistant, Content: "Let me check both.", ToolCalls: []prompt.ToolCall{
-				{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
-				{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "You are Relay's test agent. Use <tools> & be brief."},
+			{Role: llm.RoleUser, Content: "What is 2+3, and what does example.com look like?"},
+			{Role: llm.RoleAssistant, Content: "Let me check both.", ToolCalls: []llm.ToolCall{
+				{ID: "call_a", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__everything", Arguments: `{"a": 2, "b": 3}`}},
+				{ID: "call_b", Type: "function", Function: llm.FunctionCall{Name: "screenshot__mcp__browser", Arguments: `{"url":"https://example.com/?q=1&r=2"}`}},
 			}},
-			{Role: prompt.RoleTool, ToolCallID: "call_a", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
-			{Role: prompt.RoleTool, ToolCallID: "call_b", Content: "Page loaded.\n\n[image: image/png]", Parts: []prompt.Part{
-				{Type: prompt.PartText, Text: "Page loaded.\n\n[image: image/png]"},
-				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			{Role: llm.RoleTool, ToolCallID: "call_a", IsError: true, Content: `"get-sum__mcp__everything" tool call failed: timed out`},
+			{Role: llm.RoleTool, ToolCallID: "call_b", Content: "Page loaded.\n\n[image: image/png]", Parts: []llm.Part{
+				{Type: llm.PartText, Text: "Page loaded.\n\n[image: image/png]"},
+				{Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
 			}},
-			{Role: prompt.RoleUser, Parts: []prompt.Part{
-				{Type: prompt.PartText, Text: "Thanks. Compare with this one:"},
-				{Type: prompt.PartImage, MIMEType: "image/jpeg", Data: "/9j/4AAQ"},
+			{Role: llm.RoleUser, Parts: []llm.Part{
+				{Type: llm.PartText, Text: "Thanks. Compare with this one:"},
+				{Type: llm.PartImage, MIMEType: "image/jpeg", Data: "/9j/4AAQ"},
 			}},
 		},
-		Tools: []prompt.FunctionTool{
-			{Function: prompt.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
+		Tools: []llm.FunctionTool{
+			{Function: llm.Function{Name: "get-sum__mcp__everything", Description: "Returns the sum of two numbers",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`)}},
-			{Function: prompt.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
+			{Function: llm.Function{Name: "screenshot__mcp__browser", Description: "Takes a screenshot of a page",
 				Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","format":"uri"}},"required":["url"]}`)}},
-			{Function: prompt.Function{Name: "get_time", Description: "Tells the time",
+			{Function: llm.Function{Name: "get_time", Description: "Tells the time",
 				Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}},
 		},
-		ToolChoice: prompt.ToolChoiceAuto,
+		ToolChoice: llm.ToolChoiceAuto,
 		Params:     map[string]any{"temperature": 0.2, "max_tokens": 1000, "stop": []any{"END"}, "top_p": 0.9, "top_k": 40, "frequency_penalty": 0.5},
 	}
 }
@@ -151,7 +150,7 @@ func TestRequest(t *testing.T) {
 	tests := []struct {
 		name   string
 		opts   Options
-		req    *prompt.Request
+		req    *llm.Request
 		golden string
 	}{
 		{name: "whole conversation", req: conversation(), golden: "conversation.json"},
@@ -164,9 +163,9 @@ func TestRequest(t *testing.T) {
 				},
 				DropParams: []string{"topK", "contents"},
 			},
-			req: &prompt.Request{Model: "gemini-2.5-flash-image", Messages: []prompt.Message{
-				{Role: prompt.RoleUser, Content: "draw a cat"},
-				{Role: prompt.RoleUser, Content: "in blue"},
+			req: &llm.Request{Model: "gemini-2.5-flash-image", Messages: []llm.Message{
+				{Role: llm.RoleUser, Content: "draw a cat"},
+				{Role: llm.RoleUser, Content: "in blue"},
 			}, Params: map[string]any{"temperature": 0.5, "topK": 3, "maxOutputTokens": 77, "stop": "STOP", "seed": 1}},
 			golden: "params.json",
 		},
@@ -174,9 +173,9 @@ func TestRequest(t *testing.T) {
 			// What a /v1 client asks for: one function forced, a seed and
 			// a JSON schema for the answer.
 			name: "forced function, seed and response_format",
-			req: &prompt.Request{Model: "gemini-2.5-flash", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "Weather in Paris?"}},
+			req: &llm.Request{Model: "gemini-2.5-flash", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Weather in Paris?"}},
 				Tools:      conversation().Tools[2:],
-				ToolChoice: prompt.ToolChoiceAuto, ToolFunction: "get_time",
+				ToolChoice: llm.ToolChoiceAuto, ToolFunction: "get_time",
 				Params: map[string]any{"seed": 7, "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w",
 					"schema": map[string]any{"type": "object", "properties": map[string]any{"sky": map[string]any{"type": "string"}}, "additionalProperties": false}}}}},
 			golden: "client.json",
@@ -254,9 +253,9 @@ func TestFunctionCalls(t *testing.T) {
 	}
 	want := &llm.Turn{
 		Text: "Checking.",
-		ToolCalls: []prompt.ToolCall{
-			{ID: "call_1", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
-			{ID: "call_2", Type: "function", Function: prompt.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		ToolCalls: []llm.ToolCall{
+			{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
+			{ID: "call_2", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{}`}},
 		},
 		FinishReason: llm.FinishToolCalls, Usage: usage, Sent: turn.Sent,
 	}
@@ -267,9 +266,9 @@ func TestFunctionCalls(t *testing.T) {
 	// The next turn sends the calls back with the signature Gemini gave the
 	// first, and their results named after them.
 	req.Messages = append(req.Messages,
-		prompt.Message{Role: prompt.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls},
-		prompt.Message{Role: prompt.RoleTool, ToolCallID: "call_1", Content: "18°C"},
-		prompt.Message{Role: prompt.RoleTool, ToolCallID: "call_2", Content: "noon"})
+		llm.Message{Role: llm.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: "18°C"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_2", Content: "noon"})
 	next, err := b.client.Stream(t.Context(), req, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/wire"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // request is the body of streamGenerateContent, its fields in the order they
@@ -101,11 +101,11 @@ var params = []wire.Alias{
 const skipSignature = "skip_thought_signature_validator"
 
 // Body returns the bytes Stream would send for req; see llm.Bodier.
-func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+func (c *Client) Body(req *llm.Request) ([]byte, error) { return c.body(req) }
 
 // body writes the streamGenerateContent body for r. Strings are not
 // HTML-escaped, so the body reads as the prompt does.
-func (c *Client) body(r *prompt.Request) ([]byte, error) {
+func (c *Client) body(r *llm.Request) ([]byte, error) {
 	keep := func(field string) bool {
 		_, added := c.add[field]
 		return !added && !c.drop[field]
@@ -274,7 +274,7 @@ func mode(openai string) string {
 
 // contents translates the conversation (system messages aside) into Gemini's
 // contents.
-func (c *Client) contents(msgs []prompt.Message) []content {
+func (c *Client) contents(msgs []llm.Message) []content {
 	var out []content
 	// images holds the images of the tool results in the current "user"
 	// content, written after all its functionResponse parts.
@@ -304,8 +304,8 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
-		case prompt.RoleSystem:
-		case prompt.RoleAssistant:
+		case llm.RoleSystem:
+		case llm.RoleAssistant:
 			parts := contentParts(m)
 			for j, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Function.Name
@@ -316,7 +316,7 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 				parts = append(parts, p)
 			}
 			add("model", parts...)
-		case prompt.RoleTool:
+		case llm.RoleTool:
 			name := names[m.ToolCallID]
 			if name == "" {
 				name = "unknown" // a result whose call is not in the conversation
@@ -327,7 +327,7 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 			}
 			add("user", part{FunctionResponse: &functionResponse{Name: name, Response: map[string]any{key: wire.Text(m)}}})
 			for _, p := range m.Parts {
-				if p.Type == prompt.PartImage {
+				if p.Type == llm.PartImage {
 					images = append(images, part{InlineData: &blob{MIMEType: p.MIMEType, Data: p.Data}})
 				}
 			}
@@ -340,7 +340,7 @@ func (c *Client) contents(msgs []prompt.Message) []content {
 }
 
 // contentParts is a message's text and images as parts.
-func contentParts(m *prompt.Message) []part {
+func contentParts(m *llm.Message) []part {
 	return wire.Parts(m, func(s string) part { return part{Text: s} }, func(mimeType, data string) part {
 		return part{InlineData: &blob{MIMEType: mimeType, Data: data}}
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // chunk is one GenerateContentResponse of the stream, with the fields Relay
@@ -58,7 +57,7 @@ type reader struct {
 	turn         *llm.Turn
 	model        string
 	text         strings.Builder
-	calls        []prompt.ToolCall
+	calls        []llm.ToolCall
 	finishReason string
 	// finishMessage is Gemini's words on why the answer stopped, if any.
 	finishMessage string
@@ -152,7 +151,7 @@ func (r *reader) call(p responsePart) {
 	r.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: llm.ToolCallDelta{
 		Index: len(r.calls), ID: id, Name: fc.Name, ArgumentsDelta: args,
 	}})
-	r.calls = append(r.calls, prompt.ToolCall{ID: id, Type: "function", Function: prompt.FunctionCall{Name: fc.Name, Arguments: args}})
+	r.calls = append(r.calls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: fc.Name, Arguments: args}})
 }
 
 func (r *reader) addText(s string) {

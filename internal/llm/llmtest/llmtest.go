@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // Turn is one scripted answer.
@@ -25,7 +24,7 @@ type Turn struct {
 	// ToolCalls are the calls the model makes, each streamed as one
 	// EventToolCallDelta with its id, name and whole arguments. A call's Type
 	// is "function" when empty.
-	ToolCalls []prompt.ToolCall
+	ToolCalls []llm.ToolCall
 	// Usage is streamed as an EventUsage at the end, when not zero.
 	Usage llm.Usage
 	// FinishReason is the turn's; when empty, "tool_calls" if there are
@@ -52,8 +51,8 @@ type Model struct {
 	mu    sync.Mutex
 	turns Script
 	next  int
-	fn    func(*prompt.Request) Turn
-	reqs  []*prompt.Request
+	fn    func(*llm.Request) Turn
+	reqs  []*llm.Request
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -66,7 +65,7 @@ func New(turns ...Turn) *Model {
 
 // Func returns a Model that answers each request with fn's turn. fn gets a
 // copy of the request; calls to it are not serialised.
-func Func(fn func(req *prompt.Request) Turn) *Model {
+func Func(fn func(req *llm.Request) Turn) *Model {
 	return &Model{fn: fn}
 }
 
@@ -79,10 +78,10 @@ func (m *Model) Add(turns ...Turn) {
 
 // Requests returns copies of the requests Stream got, in the order it got
 // them.
-func (m *Model) Requests() []*prompt.Request {
+func (m *Model) Requests() []*llm.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]*prompt.Request, len(m.reqs))
+	out := make([]*llm.Request, len(m.reqs))
 	for i, r := range m.reqs {
 		out[i] = CloneRequest(r)
 	}
@@ -90,9 +89,9 @@ func (m *Model) Requests() []*prompt.Request {
 }
 
 // Stream records req and streams the next scripted turn; see llm.Model. The
-// Turn's Sent is req's body as prompt.Request.MarshalJSON writes it. A
+// Turn's Sent is req's body as llm.Request.MarshalJSON writes it. A
 // cancelled ctx ends the turn with context.Cause(ctx) and the partial Turn.
-func (m *Model) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (m *Model) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	if req == nil {
 		return nil, fmt.Errorf("llmtest: nil request")
 	}
@@ -196,7 +195,7 @@ func wait(ctx context.Context, d time.Duration) error {
 
 // CloneRequest returns a deep copy of r: its messages, tool calls, parts,
 // tools and model parameters share nothing with r.
-func CloneRequest(r *prompt.Request) *prompt.Request {
+func CloneRequest(r *llm.Request) *llm.Request {
 	c := *r
 	c.Messages = slices.Clone(r.Messages)
 	for i := range c.Messages {

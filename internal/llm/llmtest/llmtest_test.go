@@ -15,21 +15,20 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
-func request(text string) *prompt.Request {
-	return &prompt.Request{
+func request(text string) *llm.Request {
+	return &llm.Request{
 		Model:    "m",
-		Messages: []prompt.Message{{Role: prompt.RoleUser, Content: text}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: text}},
 		Params:   map[string]any{"stop": []any{"x"}, "nested": map[string]any{"a": 1}},
 	}
 }
 
 func TestScriptReplaysTurnsInOrder(t *testing.T) {
-	call := prompt.ToolCall{ID: "c1", Function: prompt.FunctionCall{Name: "f", Arguments: `{"a":1}`}}
+	call := llm.ToolCall{ID: "c1", Function: llm.FunctionCall{Name: "f", Arguments: `{"a":1}`}}
 	m := llmtest.New(
-		llmtest.Turn{ToolCalls: []prompt.ToolCall{call}, Usage: llm.Usage{TotalTokens: 3}},
+		llmtest.Turn{ToolCalls: []llm.ToolCall{call}, Usage: llm.Usage{TotalTokens: 3}},
 		llmtest.Turn{Text: []string{"Hel", "lo"}, Retries: 1},
 	)
 	var events []llm.Event
@@ -41,7 +40,7 @@ func TestScriptReplaysTurnsInOrder(t *testing.T) {
 	}
 	call.Type = "function"
 	want := &llm.Turn{
-		ToolCalls: []prompt.ToolCall{call}, FinishReason: llm.FinishToolCalls, Usage: llm.Usage{TotalTokens: 3},
+		ToolCalls: []llm.ToolCall{call}, FinishReason: llm.FinishToolCalls, Usage: llm.Usage{TotalTokens: 3},
 		Sent: []byte(`{"model":"m","messages":[{"role":"user","content":"one"}],"nested":{"a":1},"stop":["x"]}`),
 	}
 	if diff := cmp.Diff(want, turn); diff != "" {
@@ -72,7 +71,7 @@ func TestScriptReplaysTurnsInOrder(t *testing.T) {
 func TestRequestsAreCopies(t *testing.T) {
 	m := llmtest.New(llmtest.Turn{Text: []string{"ok"}})
 	req := request("hi")
-	req.Messages[0].Parts = []prompt.Part{{Type: prompt.PartText, Text: "hi"}}
+	req.Messages[0].Parts = []llm.Part{{Type: llm.PartText, Text: "hi"}}
 	if _, err := m.Stream(t.Context(), req, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +83,14 @@ func TestRequestsAreCopies(t *testing.T) {
 	got := m.Requests()
 	got[0].Messages[0].Content = "changed by the reader"
 	want := request("hi")
-	want.Messages[0].Parts = []prompt.Part{{Type: prompt.PartText, Text: "hi"}}
-	if diff := cmp.Diff([]*prompt.Request{want}, m.Requests()); diff != "" {
+	want.Messages[0].Parts = []llm.Part{{Type: llm.PartText, Text: "hi"}}
+	if diff := cmp.Diff([]*llm.Request{want}, m.Requests()); diff != "" {
 		t.Errorf("recorded requests (-want +got):\n%s", diff)
 	}
 }
 
 func TestFunc(t *testing.T) {
-	m := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+	m := llmtest.Func(func(req *llm.Request) llmtest.Turn {
 		return llmtest.Turn{Text: []string{"echo: " + req.Messages[len(req.Messages)-1].Content}}
 	})
 	var wg sync.WaitGroup
@@ -113,7 +112,7 @@ func TestErrorAfterPieces(t *testing.T) {
 	cut := &llm.Error{Kind: llm.ErrStreamCut, Message: "the answer was cut off"}
 	m := llmtest.New(llmtest.Turn{
 		Text:      []string{"part"},
-		ToolCalls: []prompt.ToolCall{{ID: "c", Function: prompt.FunctionCall{Name: "f"}}},
+		ToolCalls: []llm.ToolCall{{ID: "c", Function: llm.FunctionCall{Name: "f"}}},
 		Err:       cut,
 	})
 	turn, err := m.Stream(t.Context(), request("x"), nil)

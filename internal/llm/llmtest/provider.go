@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // Recorder collects the events of a turn: pass its Emit to Stream.
@@ -233,7 +232,7 @@ func CheckClean(t testing.TB, what, text string, secrets ...string) {
 // CheckCancel runs req on m, cancelling it at the first text event, and
 // checks that the turn returns the cancel cause with the text that arrived
 // (want), after one try.
-func CheckCancel(t testing.TB, m llm.Model, req *prompt.Request, tries func() int, want string) {
+func CheckCancel(t testing.TB, m llm.Model, req *llm.Request, tries func() int, want string) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
@@ -254,7 +253,7 @@ func CheckCancel(t testing.TB, m llm.Model, req *prompt.Request, tries func() in
 // CheckSumRoundTrip runs a turn of req, whose one tool adds a and b, and
 // checks that the model calls it with a=2, b=3; then runs the turn after
 // the call, answered "5", and checks that the model says want.
-func CheckSumRoundTrip(t testing.TB, m llm.Model, req *prompt.Request, want string) {
+func CheckSumRoundTrip(t testing.TB, m llm.Model, req *llm.Request, want string) {
 	t.Helper()
 	turn, err := m.Stream(t.Context(), req, nil)
 	if err != nil {
@@ -272,8 +271,8 @@ func CheckSumRoundTrip(t testing.TB, m llm.Model, req *prompt.Request, want stri
 		t.Errorf("call = %+v", call)
 	}
 	req.Messages = append(req.Messages,
-		prompt.Message{Role: prompt.RoleAssistant, ToolCalls: turn.ToolCalls},
-		prompt.Message{Role: prompt.RoleTool, ToolCallID: call.ID, Content: "5"})
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: turn.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: "5"})
 	turn, err = m.Stream(t.Context(), req, nil)
 	if err != nil {
 		t.Fatal(err)

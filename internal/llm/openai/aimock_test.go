@@ -12,7 +12,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/llm/openai"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // aimockFixtures are the answers of the aimock peer. userMessage matches a
@@ -74,10 +73,10 @@ func lastUser(body map[string]any) string {
 	return ""
 }
 
-func ask(text string) *prompt.Request {
-	return &prompt.Request{Model: "gpt-4o-mini", Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "You are terse."},
-		{Role: prompt.RoleUser, Content: text},
+func ask(text string) *llm.Request {
+	return &llm.Request{Model: "gpt-4o-mini", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "You are terse."},
+		{Role: llm.RoleUser, Content: text},
 	}, Params: map[string]any{"temperature": 0.3}}
 }
 
@@ -140,7 +139,7 @@ func TestAimock(t *testing.T) {
 		if len(turn.ToolCalls) != 2 || turn.FinishReason != llm.FinishToolCalls {
 			t.Fatalf("turn %+v", turn)
 		}
-		for i, want := range []prompt.FunctionCall{
+		for i, want := range []llm.FunctionCall{
 			{Name: "get_weather", Arguments: `{"city":"Paris"}`},
 			{Name: "get_time", Arguments: `{"tz":"CET"}`},
 		} {

@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // Body returns the bytes Stream would send for req; see llm.Bodier.
-func (c *Client) Body(req *prompt.Request) ([]byte, error) { return c.body(req) }
+func (c *Client) Body(req *llm.Request) ([]byte, error) { return c.body(req) }
 
 // body returns the bytes sent for req: the prompt's own body, with tool
 // images moved into user messages, streaming asked for, AddParams merged in
 // and DropParams removed.
-func (c *Client) body(req *prompt.Request) ([]byte, error) {
+func (c *Client) body(req *llm.Request) ([]byte, error) {
 	r := *req
 	r.Messages = splitToolImages(req.Messages)
 	base, err := r.MarshalJSON()
@@ -34,18 +34,18 @@ func (c *Client) body(req *prompt.Request) ([]byte, error) {
 // because the tool messages answering one assistant message must follow it
 // directly. msgs itself is not changed; when no tool message has parts it is
 // returned as is.
-func splitToolImages(msgs []prompt.Message) []prompt.Message {
+func splitToolImages(msgs []llm.Message) []llm.Message {
 	if !slices.ContainsFunc(msgs, toolWithParts) {
 		return msgs
 	}
-	out := make([]prompt.Message, 0, len(msgs)+1)
-	var images []prompt.Part
+	out := make([]llm.Message, 0, len(msgs)+1)
+	var images []llm.Part
 	for i := range msgs {
 		m := msgs[i]
-		if m.Role == prompt.RoleTool && len(m.Parts) > 0 {
-			var texts []prompt.Part
+		if m.Role == llm.RoleTool && len(m.Parts) > 0 {
+			var texts []llm.Part
 			for _, p := range m.Parts {
-				if p.Type == prompt.PartImage {
+				if p.Type == llm.PartImage {
 					images = append(images, p)
 				} else {
 					texts = append(texts, p)
@@ -55,22 +55,22 @@ func splitToolImages(msgs []prompt.Message) []prompt.Message {
 			m.Content = joinTexts(texts)
 		}
 		out = append(out, m)
-		lastOfRun := m.Role == prompt.RoleTool && (i+1 == len(msgs) || msgs[i+1].Role != prompt.RoleTool)
+		lastOfRun := m.Role == llm.RoleTool && (i+1 == len(msgs) || msgs[i+1].Role != llm.RoleTool)
 		if lastOfRun && len(images) > 0 {
-			out = append(out, prompt.Message{Role: prompt.RoleUser, Parts: images})
+			out = append(out, llm.Message{Role: llm.RoleUser, Parts: images})
 			images = nil
 		}
 	}
 	return out
 }
 
-func toolWithParts(m prompt.Message) bool {
-	return m.Role == prompt.RoleTool && len(m.Parts) > 0
+func toolWithParts(m llm.Message) bool {
+	return m.Role == llm.RoleTool && len(m.Parts) > 0
 }
 
 // joinTexts joins text parts with a blank line, as tool results' texts are
 // joined (mcp.Format).
-func joinTexts(parts []prompt.Part) string {
+func joinTexts(parts []llm.Part) string {
 	var b bytes.Buffer
 	for _, p := range parts {
 		if p.Text == "" {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/retry"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 func TestMergeParams(t *testing.T) {
@@ -120,8 +120,8 @@ func TestBackoff(t *testing.T) {
 // parameters are sent as they are, unless the endpoint drops them.
 func TestClientChoices(t *testing.T) {
 	c := New(Options{DropParams: []string{"seed"}})
-	req := &prompt.Request{Model: "gpt-4o", Messages: []prompt.Message{{Role: prompt.RoleUser, Content: "hi"}},
-		Tools:      []prompt.FunctionTool{{Function: prompt.Function{Name: "get_weather"}}},
+	req := &llm.Request{Model: "gpt-4o", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+		Tools:      []llm.FunctionTool{{Function: llm.Function{Name: "get_weather"}}},
 		ToolChoice: "required", ToolFunction: "get_weather",
 		Params: map[string]any{"response_format": map[string]any{"type": "json_object"}, "seed": 7}}
 	body, err := c.Body(req)

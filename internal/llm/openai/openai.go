@@ -1,6 +1,6 @@
 // Package openai is Relay's client for OpenAI-compatible chat completions:
 // OpenAI itself, Azure OpenAI, and every custom endpoint that speaks the same
-// API (Ollama, vLLM, OpenRouter, LiteLLM, …). It sends prompt.Request as it is
+// API (Ollama, vLLM, OpenRouter, LiteLLM, …). It sends llm.Request as it is
 // written, adapted by the endpoint's addParams and dropParams, streams the
 // answer back as llm events, retries what may pass, and turns refusals into
 // errors a user can read.
@@ -21,7 +21,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // Defaults of [Options].
@@ -208,7 +207,7 @@ func (c *Client) url(model string) string {
 }
 
 // Stream sends req and streams the answer; see llm.Model. The body sent is
-// req's own (prompt.Request.MarshalJSON), with tool images moved into user
+// req's own (llm.Request.MarshalJSON), with tool images moved into user
 // messages, "stream" and "stream_options" added, AddParams merged in and
 // DropParams removed; Turn.Sent holds it. The returned Turn is not nil once
 // the body is made, even on failure, so that what was sent can be recorded;
@@ -217,7 +216,7 @@ func (c *Client) url(model string) string {
 // *llm.Error, and so is an answer that the provider filtered or the model
 // refused with nothing in it (ErrFiltered, not retried; the Turn holds its
 // usage).
-func (c *Client) Stream(ctx context.Context, req *prompt.Request, emit func(llm.Event)) (*llm.Turn, error) {
+func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
 	body, err := c.body(req)
 	if err != nil {
 		return nil, err

@@ -22,16 +22,15 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/llm/openai"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 const testKey = "sk-test-0123456789abcdef"
 
 // hello is a request with one user message.
-func hello() *prompt.Request {
-	return &prompt.Request{Model: "gpt-4o", Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "Be brief."},
-		{Role: prompt.RoleUser, Content: "hello"},
+func hello() *llm.Request {
+	return &llm.Request{Model: "gpt-4o", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "Be brief."},
+		{Role: llm.RoleUser, Content: "hello"},
 	}}
 }
 
@@ -148,9 +147,9 @@ func TestStreamedToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCalls := []prompt.ToolCall{
-		{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}},
-		{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "get_time", Arguments: `{"tz":"CET"}`}},
+	wantCalls := []llm.ToolCall{
+		{ID: "call_a", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+		{ID: "call_b", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{"tz":"CET"}`}},
 	}
 	if diff := cmp.Diff(wantCalls, turn.ToolCalls); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
@@ -191,9 +190,9 @@ func TestParallelToolCallsSharingAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []prompt.ToolCall{
-		{ID: "call_a", Type: "function", Function: prompt.FunctionCall{Name: "add", Arguments: `{"a":3,"b":12}`}},
-		{ID: "call_b", Type: "function", Function: prompt.FunctionCall{Name: "multiply", Arguments: `{"a":11,"b":49}`}},
+	want := []llm.ToolCall{
+		{ID: "call_a", Type: "function", Function: llm.FunctionCall{Name: "add", Arguments: `{"a":3,"b":12}`}},
+		{ID: "call_b", Type: "function", Function: llm.FunctionCall{Name: "multiply", Arguments: `{"a":11,"b":49}`}},
 	}
 	if diff := cmp.Diff(want, turn.ToolCalls); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
@@ -226,9 +225,9 @@ func TestToolCallsWithoutIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []prompt.ToolCall{
-		{ID: "a", Type: "function", Function: prompt.FunctionCall{Name: "now", Arguments: "{}"}},
-		{ID: "b", Type: "function", Function: prompt.FunctionCall{Name: "sum", Arguments: `{"a":1}`}},
+	want := []llm.ToolCall{
+		{ID: "a", Type: "function", Function: llm.FunctionCall{Name: "now", Arguments: "{}"}},
+		{ID: "b", Type: "function", Function: llm.FunctionCall{Name: "sum", Arguments: `{"a":1}`}},
 	}
 	if diff := cmp.Diff(want, turn.ToolCalls); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
@@ -335,8 +334,8 @@ func TestNonStreamedAnswer(t *testing.T) {
 	}
 	want := &llm.Turn{
 		Text: "Sure.",
-		ToolCalls: []prompt.ToolCall{
-			{ID: "c1", Type: "function", Function: prompt.FunctionCall{Name: "f", Arguments: `{"q":1}`}},
+		ToolCalls: []llm.ToolCall{
+			{ID: "c1", Type: "function", Function: llm.FunctionCall{Name: "f", Arguments: `{"q":1}`}},
 		},
 		FinishReason: llm.FinishToolCalls,
 		Usage:        llm.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9},
@@ -468,20 +467,20 @@ func TestToolImagesFollowInAUserMessage(t *testing.T) {
 		body, _ = io.ReadAll(r.Body)
 		answer(w)
 	})
-	calls := []prompt.ToolCall{
-		{ID: "a", Function: prompt.FunctionCall{Name: "shot", Arguments: "{}"}},
-		{ID: "b", Function: prompt.FunctionCall{Name: "plot", Arguments: "{}"}},
+	calls := []llm.ToolCall{
+		{ID: "a", Function: llm.FunctionCall{Name: "shot", Arguments: "{}"}},
+		{ID: "b", Function: llm.FunctionCall{Name: "plot", Arguments: "{}"}},
 	}
-	req := &prompt.Request{Model: "m", Messages: []prompt.Message{
-		{Role: prompt.RoleUser, Content: "show me"},
-		{Role: prompt.RoleAssistant, ToolCalls: calls},
-		{Role: prompt.RoleTool, ToolCallID: "a", Parts: []prompt.Part{
-			{Type: prompt.PartText, Text: "Here it is."},
-			{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
-			{Type: prompt.PartText, Text: "[image: image/png]"},
+	req := &llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "show me"},
+		{Role: llm.RoleAssistant, ToolCalls: calls},
+		{Role: llm.RoleTool, ToolCallID: "a", Parts: []llm.Part{
+			{Type: llm.PartText, Text: "Here it is."},
+			{Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			{Type: llm.PartText, Text: "[image: image/png]"},
 		}},
-		{Role: prompt.RoleTool, ToolCallID: "b", Parts: []prompt.Part{
-			{Type: prompt.PartImage, MIMEType: "image/jpeg", Data: "/9j/4AAQ"},
+		{Role: llm.RoleTool, ToolCallID: "b", Parts: []llm.Part{
+			{Type: llm.PartImage, MIMEType: "image/jpeg", Data: "/9j/4AAQ"},
 		}},
 	}}
 	before := fmt.Sprint(req.Messages)
@@ -511,9 +510,9 @@ func TestUserImagesStayInTheirMessage(t *testing.T) {
 		body, _ = io.ReadAll(r.Body)
 		answer(w)
 	})
-	req := &prompt.Request{Model: "m", Messages: []prompt.Message{{Role: prompt.RoleUser, Parts: []prompt.Part{
-		{Type: prompt.PartText, Text: "What is this?"},
-		{Type: prompt.PartImage, MIMEType: "image/webp", Data: "UklGRg=="},
+	req := &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+		{Type: llm.PartText, Text: "What is this?"},
+		{Type: llm.PartImage, MIMEType: "image/webp", Data: "UklGRg=="},
 	}}}}
 	if _, err := c.Stream(t.Context(), req, nil); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/sse"
-	"github.com/relay-ai/relay/internal/prompt"
 )
 
 // chunk is one data event of a chat-completions stream, or (with message
@@ -91,7 +90,7 @@ type assembler struct {
 	emitted bool // an event was passed on
 
 	text   strings.Builder
-	calls  []prompt.ToolCall
+	calls  []llm.ToolCall
 	args   []*strings.Builder
 	index  map[int]int // the provider's tool call index → position in calls
 	finish string
@@ -166,7 +165,7 @@ func (a *assembler) addToolCall(d *toolCallDelta) {
 	}
 	if pos < 0 {
 		pos = len(a.calls)
-		a.calls = append(a.calls, prompt.ToolCall{Type: "function"})
+		a.calls = append(a.calls, llm.ToolCall{Type: "function"})
 		a.args = append(a.args, new(strings.Builder))
 		if d.Index != nil {
 			if a.index == nil {

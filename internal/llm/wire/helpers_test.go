@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 func TestUnmapped(t *testing.T) {
@@ -22,13 +22,13 @@ func TestParts(t *testing.T) {
 	text := func(s string) string { return "text:" + s }
 	image := func(mimeType, data string) string { return "image:" + mimeType + ":" + data }
 	for _, tt := range []struct {
-		m    prompt.Message
+		m    llm.Message
 		want []string
 	}{
-		{prompt.Message{Content: "hi"}, []string{"text:hi"}},
-		{prompt.Message{}, nil},
-		{prompt.Message{Content: "x", Parts: []prompt.Part{
-			{Type: prompt.PartText, Text: "a"}, {Type: prompt.PartText}, {Type: prompt.PartImage, MIMEType: "image/png", Data: "AA=="},
+		{llm.Message{Content: "hi"}, []string{"text:hi"}},
+		{llm.Message{}, nil},
+		{llm.Message{Content: "x", Parts: []llm.Part{
+			{Type: llm.PartText, Text: "a"}, {Type: llm.PartText}, {Type: llm.PartImage, MIMEType: "image/png", Data: "AA=="},
 		}}, []string{"text:a", "image:image/png:AA=="}},
 	} {
 		if got := Parts(&tt.m, text, image); !slices.Equal(got, tt.want) {
@@ -40,8 +40,8 @@ func TestParts(t *testing.T) {
 func TestArguments(t *testing.T) {
 	var log bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	call := func(args string) prompt.ToolCall {
-		return prompt.ToolCall{Function: prompt.FunctionCall{Name: "f", Arguments: args}}
+	call := func(args string) llm.ToolCall {
+		return llm.ToolCall{Function: llm.FunctionCall{Name: "f", Arguments: args}}
 	}
 	if got := string(Arguments(call(`{"a":1}`), l)); got != `{"a":1}` || log.Len() != 0 {
 		t.Errorf("Arguments = %s, log %q", got, log.String())

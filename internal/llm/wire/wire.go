@@ -1,8 +1,8 @@
 // Package wire holds what the provider clients share in writing their request
-// bodies from a prompt.Request: JSON written without HTML escaping (so a body
+// bodies from a llm.Request: JSON written without HTML escaping (so a body
 // reads as the prompt does), extra top-level fields appended in key order,
 // model parameters looked up under their aliases and read leniently, and the
-// parts of a prompt.Message every provider needs (its text, its tool call
+// parts of a llm.Message every provider needs (its text, its tool call
 // arguments as an object, whether a tool result is a failure). What each
 // provider's body looks like stays in its own package.
 package wire
@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // Marshal writes v as JSON without HTML escaping and without a trailing
@@ -110,13 +110,13 @@ func Strings(v any) []string {
 
 // Text is a message's text: its non-empty text parts joined with a blank line
 // (as a tool result's texts are), or its Content when it has no parts.
-func Text(m *prompt.Message) string {
+func Text(m *llm.Message) string {
 	if len(m.Parts) == 0 {
 		return m.Content
 	}
 	var texts []string
 	for _, p := range m.Parts {
-		if p.Type != prompt.PartImage && p.Text != "" {
+		if p.Type != llm.PartImage && p.Text != "" {
 			texts = append(texts, p.Text)
 		}
 	}
@@ -126,10 +126,10 @@ func Text(m *prompt.Message) string {
 // System joins the texts of the system messages with a blank line: the
 // providers that take the system prompt apart from the conversation get it
 // whole.
-func System(msgs []prompt.Message) string {
+func System(msgs []llm.Message) string {
 	var texts []string
 	for i := range msgs {
-		if msgs[i].Role == prompt.RoleSystem {
+		if msgs[i].Role == llm.RoleSystem {
 			if t := Text(&msgs[i]); t != "" {
 				texts = append(texts, t)
 			}
@@ -141,8 +141,8 @@ func System(msgs []prompt.Message) string {
 // ToolFailed reports whether a tool message carries a failure, which
 // providers that can be told so (Anthropic's is_error, Gemini's
 // response.error) are told.
-func ToolFailed(m *prompt.Message) bool {
-	return m.Role == prompt.RoleTool && m.IsError
+func ToolFailed(m *llm.Message) bool {
+	return m.Role == llm.RoleTool && m.IsError
 }
 
 // Object returns a tool call's arguments as a JSON object, {} for none. ok is
@@ -183,7 +183,7 @@ func Unmapped(params map[string]any, aliases []Alias) []string {
 
 // Parts is a message's text and images as a provider's content parts, made
 // by text and image. Empty texts are left out: providers refuse them.
-func Parts[T any](m *prompt.Message, text func(s string) T, image func(mimeType, data string) T) []T {
+func Parts[T any](m *llm.Message, text func(s string) T, image func(mimeType, data string) T) []T {
 	if len(m.Parts) == 0 {
 		if m.Content == "" {
 			return nil
@@ -193,7 +193,7 @@ func Parts[T any](m *prompt.Message, text func(s string) T, image func(mimeType,
 	var out []T
 	for _, p := range m.Parts {
 		switch {
-		case p.Type == prompt.PartImage:
+		case p.Type == llm.PartImage:
 			out = append(out, image(p.MIMEType, p.Data))
 		case p.Text != "":
 			out = append(out, text(p.Text))
@@ -204,7 +204,7 @@ func Parts[T any](m *prompt.Message, text func(s string) T, image func(mimeType,
 
 // Arguments is a tool call's arguments as a JSON object (see [Object]); when
 // they are not one, log is told at debug level.
-func Arguments(tc prompt.ToolCall, log *slog.Logger) json.RawMessage {
+func Arguments(tc llm.ToolCall, log *slog.Logger) json.RawMessage {
 	obj, ok := Object(tc.Function.Arguments)
 	if !ok && log != nil {
 		log.Debug("tool call arguments are not a JSON object; sending {}", "tool", tc.Function.Name)

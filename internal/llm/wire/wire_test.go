@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 func TestAppendFields(t *testing.T) {
@@ -63,16 +62,16 @@ func TestParams(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
-	msgs := []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "one"},
-		{Role: prompt.RoleUser, Content: "question"},
-		{Role: prompt.RoleSystem, Parts: []prompt.Part{{Type: prompt.PartText, Text: "two"}, {Type: prompt.PartImage, Data: "x"}, {Type: prompt.PartText, Text: "three"}}},
-		{Role: prompt.RoleSystem, Content: ""},
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Content: "one"},
+		{Role: llm.RoleUser, Content: "question"},
+		{Role: llm.RoleSystem, Parts: []llm.Part{{Type: llm.PartText, Text: "two"}, {Type: llm.PartImage, Data: "x"}, {Type: llm.PartText, Text: "three"}}},
+		{Role: llm.RoleSystem, Content: ""},
 	}
 	if got, want := System(msgs), "one\n\ntwo\n\nthree"; got != want {
 		t.Errorf("System = %q, want %q", got, want)
 	}
-	if ToolFailed(&prompt.Message{Role: prompt.RoleTool, Content: "ok"}) || !ToolFailed(&prompt.Message{Role: prompt.RoleTool, IsError: true}) {
+	if ToolFailed(&llm.Message{Role: llm.RoleTool, Content: "ok"}) || !ToolFailed(&llm.Message{Role: llm.RoleTool, IsError: true}) {
 		t.Error("ToolFailed does not follow the name convention")
 	}
 	for _, tt := range []struct {

@@ -15,7 +15,6 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
@@ -35,7 +34,7 @@ type Team struct {
 
 // NewTeam builds a Team whose model asks answer for each turn, saying which
 // agent asks (read from its system message).
-func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *Team {
+func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) *Team {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
 	if err != nil {
@@ -46,7 +45,7 @@ func NewTeam(t testing.TB, specs map[string]agent.Spec, answer func(who string, 
 }
 
 // NewTeamOn is NewTeam over the store st, of any engine.
-func NewTeamOn(t testing.TB, st store.Store, specs map[string]agent.Spec, answer func(who string, req *prompt.Request) llmtest.Turn) *Team {
+func NewTeamOn(t testing.TB, st store.Store, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) *Team {
 	t.Helper()
 	ctx := context.Background()
 	as := auth.NewService(st, nil)
@@ -61,7 +60,7 @@ func NewTeamOn(t testing.TB, st store.Store, specs map[string]agent.Spec, answer
 			t.Fatal(err)
 		}
 	}
-	model := llmtest.Func(func(req *prompt.Request) llmtest.Turn {
+	model := llmtest.Func(func(req *llm.Request) llmtest.Turn {
 		return answer(Asker(req), req)
 	})
 	m := mcp.NewManager(nil, mcp.Options{})
@@ -80,7 +79,7 @@ func Instructions(id string) string { return "I am " + id + "." }
 // Asker is the agent of a Team that sent req: the paragraph of the system
 // message that is its instructions (the prompt may put other paragraphs, such
 // as the RAG context, around them) names it.
-func Asker(req *prompt.Request) string {
+func Asker(req *llm.Request) string {
 	paras := strings.Split(req.Messages[0].Content, "\n\n")
 	for i := len(paras) - 1; i >= 0; i-- {
 		if id, ok := strings.CutPrefix(paras[i], "I am "); ok && strings.HasSuffix(id, ".") {
@@ -91,8 +90,8 @@ func Asker(req *prompt.Request) string {
 }
 
 // RequestsOf are the requests the agent id sent to the Team's model, in order.
-func (tm *Team) RequestsOf(id string) []*prompt.Request {
-	var out []*prompt.Request
+func (tm *Team) RequestsOf(id string) []*llm.Request {
+	var out []*llm.Request
 	for _, r := range tm.Model.Requests() {
 		if Asker(r) == id {
 			out = append(out, r)

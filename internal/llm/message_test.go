@@ -1,4 +1,4 @@
-package prompt_test
+package llm_test
 
 import (
 	"encoding/json"
@@ -6,40 +6,40 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 func TestMessageParts(t *testing.T) {
 	tests := []struct {
 		name string
-		msg  prompt.Message
+		msg  llm.Message
 		want string
 	}{
 		{
 			name: "no parts keeps the content string",
-			msg:  prompt.Message{Role: prompt.RoleUser, Content: "hi <b> & you"},
+			msg:  llm.Message{Role: llm.RoleUser, Content: "hi <b> & you"},
 			want: `{"role":"user","content":"hi <b> & you"}`,
 		},
 		{
 			name: "assistant with tool calls and no parts keeps null content",
-			msg: prompt.Message{Role: prompt.RoleAssistant, ToolCalls: []prompt.ToolCall{{
-				ID: "c1", Function: prompt.FunctionCall{Name: "f", Arguments: "{}"},
+			msg: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{
+				ID: "c1", Function: llm.FunctionCall{Name: "f", Arguments: "{}"},
 			}}},
 			want: `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
 		},
 		{
 			name: "text and image parts replace the content",
-			msg: prompt.Message{Role: prompt.RoleUser, Content: "ignored", Name: "ann", Parts: []prompt.Part{
-				{Type: prompt.PartText, Text: "look at <this>:\n"},
-				{Type: prompt.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
+			msg: llm.Message{Role: llm.RoleUser, Content: "ignored", Name: "ann", Parts: []llm.Part{
+				{Type: llm.PartText, Text: "look at <this>:\n"},
+				{Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="},
 			}},
 			want: `{"role":"user","content":[{"type":"text","text":"look at <this>:\n"},` +
 				`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}],"name":"ann"}`,
 		},
 		{
 			name: "tool message with a text part",
-			msg: prompt.Message{Role: prompt.RoleTool, ToolCallID: "c1", Parts: []prompt.Part{
-				{Type: prompt.PartText, Text: "[image: image/png]"},
+			msg: llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Parts: []llm.Part{
+				{Type: llm.PartText, Text: "[image: image/png]"},
 			}},
 			want: `{"role":"tool","content":[{"type":"text","text":"[image: image/png]"}],"tool_call_id":"c1"}`,
 		},
@@ -61,9 +61,9 @@ func TestMessageParts(t *testing.T) {
 }
 
 func TestRequestWithParts(t *testing.T) {
-	req := prompt.Request{Model: "m", Messages: []prompt.Message{
-		{Role: prompt.RoleSystem, Content: "sys"},
-		{Role: prompt.RoleUser, Parts: []prompt.Part{{Type: prompt.PartImage, MIMEType: "image/jpeg", Data: "/9j/"}}},
+	req := llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: "sys"},
+		{Role: llm.RoleUser, Parts: []llm.Part{{Type: llm.PartImage, MIMEType: "image/jpeg", Data: "/9j/"}}},
 	}}
 	got, err := req.MarshalJSON()
 	if err != nil {

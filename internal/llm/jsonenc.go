@@ -1,4 +1,4 @@
-package prompt
+package llm
 
 import (
 	"encoding/json"
@@ -16,8 +16,8 @@ import (
 // prompt full of <context> tags stays readable), and a build stays within a
 // few allocations.
 
-// emptyObjectSchema is the parameters of a tool that takes no arguments.
-const emptyObjectSchema = `{"type":"object","properties":{}}`
+// EmptyObjectSchema is the parameters of a tool that takes no arguments.
+const EmptyObjectSchema = `{"type":"object","properties":{}}`
 
 // maxDepth bounds the nesting of a value, which also stops a map that holds
 // itself.
@@ -36,6 +36,12 @@ const (
 // AppendJSONString appends s as a JSON string exactly as encoding/json writes
 // it with HTML escaping off, for callers that write JSON by hand on a hot path.
 func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// AppendJSONValue appends v as JSON the way a [Request] writes its model
+// parameters: JSON-shaped values by hand, maps with sorted keys, without HTML
+// escaping; anything else through encoding/json. It fails on a value JSON
+// cannot hold (NaN, a cycle, an invalid json.RawMessage).
+func AppendJSONValue(dst []byte, v any) ([]byte, error) { return appendValue(dst, v, 0) }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // control characters, U+2028 and U+2029 are escaped; <, > and & are not.
@@ -273,50 +279,3 @@ func validNumber(s string) bool {
 	}
 	return i == len(s)
 }
-
-// Schema is a tool's parameters written as JSON and checked once, so that
-// every later build sends the bytes as they are without looking at them
-// again. Make one with [NewSchema] when a tool is listed, not per request.
-// The zero Schema is an object without properties.
-type Schema struct {
-	raw json.RawMessage
-}
-
-// NewSchema writes v as a Schema. A json.RawMessage (or a Schema) is kept as
-// it is once found valid; any other value is written as encoding/json would
-// write it, maps with sorted keys, but without HTML escaping.
-func NewSchema(v any) (Schema, error) {
-	switch v := v.(type) {
-	case Schema:
-		return v, nil
-	case nil:
-		return Schema{}, nil
-	case json.RawMessage:
-		if len(v) == 0 {
-			return Schema{}, nil
-		}
-		if !json.Valid(v) {
-			return Schema{}, errors.New("schema is not valid JSON")
-		}
-		return Schema{raw: v}, nil
-	}
-	b, err := appendValue(make([]byte, 0, 256), v, 0)
-	if err != nil {
-		return Schema{}, err
-	}
-	return Schema{raw: b}, nil
-}
-
-// trustedSchema wraps JSON that Relay wrote itself.
-func trustedSchema(s string) Schema { return Schema{raw: json.RawMessage(s)} }
-
-// JSON returns the schema's bytes; they must not be modified.
-func (s Schema) JSON() json.RawMessage {
-	if len(s.raw) == 0 {
-		return json.RawMessage(emptyObjectSchema)
-	}
-	return s.raw
-}
-
-// MarshalJSON returns the schema's bytes.
-func (s Schema) MarshalJSON() ([]byte, error) { return s.JSON(), nil }

@@ -1,4 +1,4 @@
-package prompt
+package llm
 
 import (
 	"encoding/json"
@@ -108,11 +108,11 @@ type Request struct {
 	Params map[string]any
 }
 
-// reserved are the body's keys that model parameters may not override, and
-// the model parameters that configure Relay rather than the model
-// (maxContextTokens, the agent's context budget: docs/config.md), which are
-// never sent.
-func reserved(key string) bool {
+// ReservedParam reports whether key is one of the body's keys that model
+// parameters may not override, or a model parameter that configures Relay
+// rather than the model (maxContextTokens, the agent's context budget:
+// docs/config.md), which is never sent.
+func ReservedParam(key string) bool {
 	switch key {
 	case "model", "messages", "tools", "tool_choice", "maxContextTokens":
 		return true
@@ -120,11 +120,12 @@ func reserved(key string) bool {
 	return false
 }
 
-// MarshalJSON writes the body with its keys in the order of spec/prompt.md §7:
-// model, messages, tools, tool_choice, then the model parameters sorted by
-// key. Strings are written without HTML escaping, so the body reads as the
-// prompt does; json.Marshal would escape <, > and & again (same JSON value,
-// other bytes), so send the output of MarshalJSON itself.
+// MarshalJSON writes the body with its keys in a fixed order: model,
+// messages, tools, tool_choice, then the model parameters sorted by key (the
+// golden files in internal/prompt/testdata hold it). Strings are written
+// without HTML escaping, so the body reads as the prompt does; json.Marshal
+// would escape <, > and & again (same JSON value, other bytes), so send the
+// output of MarshalJSON itself.
 func (r Request) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(make([]byte, 0, r.sizeHint()))
 }
@@ -164,7 +165,7 @@ func (r Request) AppendJSON(dst []byte) ([]byte, error) {
 		var arr [16]string
 		keys := arr[:0]
 		for k := range r.Params {
-			if !reserved(k) {
+			if !ReservedParam(k) {
 				keys = append(keys, k)
 			}
 		}
@@ -292,7 +293,7 @@ func (t *FunctionTool) appendJSON(dst []byte) []byte {
 	if p := t.Function.Parameters; len(p) > 0 {
 		dst = append(dst, p...)
 	} else {
-		dst = append(dst, emptyObjectSchema...)
+		dst = append(dst, EmptyObjectSchema...)
 	}
 	return append(dst, "}}"...)
 }
