@@ -139,11 +139,6 @@ func (db *DB) scope(ctx context.Context, ids []string) (textScope, error) {
 	for _, id := range ids {
 		sc.set[id] = true
 	}
-	total := `SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM file_chunks`
-	if db.d.Engine == "postgres" {
-		// The planner's count, kept by ANALYZE and VACUUM; Postgres ids are not dense.
-		total = `SELECT GREATEST(reltuples, 0)::BIGINT FROM pg_class WHERE oid = to_regclass('file_chunks')`
-	}
 	for start := 0; start < len(ids); start += getFilesBatch {
 		batch := ids[start:min(start+getFilesBatch, len(ids))]
 		args := make([]any, len(batch))
@@ -157,7 +152,7 @@ func (db *DB) scope(ctx context.Context, ids []string) (textScope, error) {
 		}
 		sc.chunks += n
 	}
-	if err := db.queryRow(ctx, db.read, total).Scan(&sc.total); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := db.queryRow(ctx, db.read, db.d.ChunkEstimate).Scan(&sc.total); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return sc, fmt.Errorf("counting all chunks: %w", err)
 	}
 	sc.total = max(sc.total, sc.chunks)
@@ -195,9 +190,9 @@ func (db *DB) SearchText(ctx context.Context, q file.Query) ([]file.Hit, error) 
 }
 
 func (db *DB) searchText(ctx context.Context, q file.Query, terms []string) ([]textRow, error) {
-	var eng textEngine = sqliteText{db}
-	if db.d.Engine == "postgres" {
-		eng = postgresText{db}
+	eng, err := db.d.textEngine(db)
+	if err != nil {
+		return nil, err
 	}
 	sc, err := db.scope(ctx, q.FileIDs)
 	if err != nil {

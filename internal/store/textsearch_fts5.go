@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// sqliteText is full-text search on SQLite's FTS5 index, whose file column
+// fts5Text is full-text search on SQLite's FTS5 index, whose file column
 // holds each chunk's file as one token.
-type sqliteText struct{ db *DB }
+type fts5Text struct{ db *DB }
 
 // fileToken is the token of the file id in file_chunks_fts.file (migration 0009).
 func fileToken(id string) string { return "f" + strings.ToUpper(hex.EncodeToString([]byte(id))) }
@@ -27,9 +27,9 @@ func ftsTerms(terms []string, op string) string {
 	return b.String()
 }
 
-func (sqliteText) budget() int { return rankBudget }
+func (fts5Text) budget() int { return rankBudget }
 
-func (e sqliteText) frequencies(ctx context.Context, terms []string) ([]float64, error) {
+func (e fts5Text) frequencies(ctx context.Context, terms []string) ([]float64, error) {
 	var b strings.Builder
 	args := make([]any, len(terms))
 	b.WriteString("SELECT ")
@@ -56,7 +56,7 @@ func (e sqliteText) frequencies(ctx context.Context, terms []string) ([]float64,
 	return out, nil
 }
 
-func (e sqliteText) rank(ctx context.Context, sc textScope, _, match []string, and bool, k, budget int) ([]textRow, error) {
+func (e fts5Text) rank(ctx context.Context, sc textScope, _, match []string, and bool, k, budget int) ([]textRow, error) {
 	op := "OR"
 	if and {
 		op = "AND"

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// postgresText is full-text search on the GIN index of file_chunks.tsv.
-type postgresText struct{ db *DB }
+// tsvectorText is full-text search on the GIN index of file_chunks.tsv.
+type tsvectorText struct{ db *DB }
 
-func (postgresText) budget() int { return pgRankBudget }
+func (tsvectorText) budget() int { return pgRankBudget }
 
-func (e postgresText) frequencies(ctx context.Context, terms []string) ([]float64, error) {
+func (e tsvectorText) frequencies(ctx context.Context, terms []string) ([]float64, error) {
 	// ANALYZE keeps the most common lexemes of tsv with the share of rows
 	// holding each, and after them the smallest such share: a lexeme not
 	// listed is in fewer rows than that. No statistics yet: -1, unknown.
@@ -49,7 +49,7 @@ func (e postgresText) frequencies(ctx context.Context, terms []string) ([]float6
 	return out, rows.Err()
 }
 
-func (e postgresText) rank(ctx context.Context, sc textScope, terms, match []string, and bool, k, budget int) ([]textRow, error) {
+func (e tsvectorText) rank(ctx context.Context, sc textScope, terms, match []string, and bool, k, budget int) ([]textRow, error) {
 	op := " | "
 	if and {
 		op = " & "

@@ -15,11 +15,14 @@ func (db *DB) SearchVector(ctx context.Context, q file.Query, vec []float32) ([]
 	if len(q.FileIDs) == 0 || len(vec) == 0 {
 		return []file.Hit{}, nil
 	}
-	if db.d.VectorScore == "" {
-		return db.searchVectorInGo(ctx, q, vec)
-	}
+	return db.d.searchVector(ctx, db, q, vec)
+}
+
+// searchVectorInSQL has the engine score the vectors of q's files with score,
+// the expression of the dialect's VectorScore.
+func (db *DB) searchVectorInSQL(ctx context.Context, q file.Query, vec []float32, score string) ([]file.Hit, error) {
 	blob := file.EncodeVector(vec)
-	match := `SELECT c.id, c.file_id, c.idx, ` + db.d.VectorScore + ` AS s FROM file_chunks c
+	match := `SELECT c.id, c.file_id, c.idx, ` + score + ` AS s FROM file_chunks c
 		WHERE c.embedding IS NOT NULL AND length(c.embedding) = ? AND c.file_id IN (` + inList(len(q.FileIDs)) + `)`
 	args := []any{blob, len(blob)}
 	for _, id := range q.FileIDs {
@@ -144,9 +147,6 @@ func insertScored(fs []scored, x scored) []scored {
 	})
 	return slices.Insert(fs, i, x)
 }
-
-// inList returns "?, ?, …" for n arguments.
-func inList(n int) string { return "?" + strings.Repeat(", ?", n-1) }
 
 // ranked wraps a query selecting id, file_id, idx and s of chunks so that it
 // keeps at most perFile rows per file (0: no cap) and limit in all, best
