@@ -120,7 +120,7 @@ func reserved(key string) bool {
 	return false
 }
 
-// MarshalJSON writes the body with its keys in the order of spec/prompt.md §7:
+// MarshalJSON writes the body with its keys in the order of docs/prompt.md §7:
 // model, messages, tools, tool_choice, then the model parameters sorted by
 // key. Strings are written without HTML escaping, so the body reads as the
 // prompt does; json.Marshal would escape <, > and & again (same JSON value,
