@@ -13,6 +13,9 @@ import (
 
 // Dialect is what differs between the SQL engines. Queries are written once, with
 // ? placeholders, in SQL that both engines accept; the dialect adapts the rest.
+// Every difference is a field, set by the engine's package (sqlite/, postgres/),
+// or a method below choosing by the fields, so that the files of the tables
+// never ask which engine they run on.
 type Dialect struct {
 	// Engine names the engine, as Store.Engine reports it.
 	Engine string
