@@ -17,7 +17,7 @@ import (
 // Artifacts selects the artifacts prompt an agent gets.
 type Artifacts string
 
-// The artifacts modes of agents.md.
+// The artifacts modes of docs/agents.md.
 const (
 	ArtifactsNone     Artifacts = ""
 	ArtifactsDefault  Artifacts = "default"
@@ -28,7 +28,7 @@ const (
 // ChainType says how a deprecated agent_ids chain passes context along.
 type ChainType string
 
-// The chain types of agents.md.
+// The chain types of docs/agents.md.
 const (
 	ChainConvo             ChainType = "convo"
 	ChainOutputPassthrough ChainType = "output_passthrough"
@@ -37,7 +37,7 @@ const (
 // EdgeType is the kind of an edge between two agents.
 type EdgeType string
 
-// The edge types of seed 001.
+// The edge types of docs/agents.md "Edges".
 const (
 	EdgeHandoff EdgeType = "handoff"
 	EdgeDirect  EdgeType = "direct"
@@ -74,7 +74,7 @@ type FileSearchResources struct {
 	FileIDs []string `json:"file_ids" yaml:"file_ids"`
 }
 
-// Edge connects agents (seed 001 §3). From and To may each be one id or a list.
+// Edge connects agents (docs/agents.md "Edges"). From and To may each be one id or a list.
 type Edge struct {
 	From           IDs      `json:"from" yaml:"from"`
 	To             IDs      `json:"to" yaml:"to"`

@@ -12,7 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-// Service applies the rules of agents.md on top of a Store: who may read and
+// Service applies the rules of docs/agents.md on top of a Store: who may read and
 // change an agent, validation, and that config agents are read-only through it.
 type Service struct {
 	store Store

@@ -388,7 +388,7 @@ func TestCLI(t *testing.T) {
 	if code, _, stderr = runCLI(t, nil, "", "users", "add", "--config", cfgPath); code != 2 || !strings.Contains(stderr, "--email is required") {
 		t.Errorf("missing email: %d %q", code, stderr)
 	}
-	code, out, _ = runCLI(t, nil, "secret-password\n", "users", "add", "--config", cfgPath, "--email", "bob@example.com", "--password-stdin")
+	code, _, _ = runCLI(t, nil, "secret-password\n", "users", "add", "--config", cfgPath, "--email", "bob@example.com", "--password-stdin")
 	if code != 0 {
 		t.Fatalf("users add with password: %d", code)
 	}

@@ -172,13 +172,6 @@ func (c *userClients) put(key, print string, m llm.Model) {
 	}
 }
 
-// len is how many clients are kept.
-func (c *userClients) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 // userHTTPClient is the HTTP client of requests to users' own base URLs: each
 // connection goes through guard, as those to other addresses users choose
 // do. The provider clients bound the wait for an answer themselves.

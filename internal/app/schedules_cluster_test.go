@@ -40,7 +40,6 @@ func TestSchedulesFireOnceAcrossProcesses(t *testing.T) {
 	mcptest.StartProcess(t, mport, nil, aimockBin, "--port", fmt.Sprint(mport), "--host", "127.0.0.1", "--fixtures", fdir)
 
 	db := schemaURL(t, pg)
-	var servers []*exec.Cmd
 	var bases []string
 	for i := range 3 {
 		dir := t.TempDir()
@@ -65,7 +64,6 @@ agents:
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); _ = cmd.Wait() })
-		servers = append(servers, cmd)
 		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", port))
 		_ = i
 	}

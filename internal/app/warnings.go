@@ -30,7 +30,6 @@ func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []st
 	for _, a := range cfg.Agents {
 		used[strings.ToLower(a.Provider)] = true
 	}
-	const perUser = "each user would enter their own; Relay cannot fill per-user values yet (they come with per-user variables and MCP OAuth)"
 	builtins := []struct {
 		name, env string
 		ep        config.Endpoint

@@ -45,7 +45,7 @@ type errorDetail struct {
 	Fields  []fault.FieldError `json:"fields,omitempty"`
 }
 
-// writeError answers with the JSON error of agents.md. Internal errors are logged
+// writeError answers with the JSON error of docs/api.md "Errors". Internal errors are logged
 // and answered with a generic message: a 500 never carries internals.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	kind := fault.KindOf(err)

@@ -10,7 +10,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 
-	// Agents (agents.md).
+	// Agents (docs/api.md "Agents").
 	mux.Handle("GET /api/agents", s.authed(s.listAgents))
 	mux.Handle("POST /api/agents", s.authed(s.createAgent))
 	mux.Handle("GET /api/agents/{id}", s.authed(s.getAgent))
@@ -61,7 +61,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/models", s.authed(s.models))
 	mux.Handle("GET /v1/models/{id}", s.authed(s.model))
 
-	// Scheduled agents (agents.md "Schedules").
+	// Scheduled agents (docs/api.md "Schedules").
 	mux.Handle("GET /api/schedules", s.authed(s.listSchedules))
 	mux.Handle("POST /api/schedules", s.authed(s.createSchedule))
 	mux.Handle("GET /api/schedules/preview", s.authed(s.previewSchedule))
@@ -71,7 +71,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/schedules/{id}/run", s.authed(s.runSchedule))
 	mux.Handle("GET /api/schedules/{id}/runs", s.authed(s.scheduleRuns))
 
-	// MCP servers (mcp.md).
+	// MCP servers (docs/api.md "MCP tools").
 	mux.Handle("GET /api/mcp/servers", s.authed(s.mcpServers))
 	mux.Handle("GET /api/mcp/servers/{name}/tools", s.authed(s.mcpServerTools))
 	mux.Handle("POST /api/mcp/servers/{name}/reconnect", s.authed(s.mcpReconnect))

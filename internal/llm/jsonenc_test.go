@@ -48,7 +48,7 @@ func FuzzAppendString(f *testing.F) {
 
 func TestAppendValueMatchesEncodingJSON(t *testing.T) {
 	values := []any{
-		nil, true, 0.7, 1e21, 1e-7, -0.0, 123456789.0, float32(0.1), 42, int64(-7), uint64(1 << 63), json.Number("1.5e3"),
+		nil, true, 0.7, 1e21, 1e-7, math.Copysign(0, -1), 123456789.0, float32(0.1), 42, int64(-7), uint64(1 << 63), json.Number("1.5e3"),
 		"s", []any{1.0, "a", nil, map[string]any{}}, []string{"x", "<y>"},
 		map[string]any{"type": "object", "properties": map[string]any{"b": 1.0, "a": []any{}}, "required": []any{"a"}},
 		json.RawMessage(`{"z":1,"a":2}`),

@@ -16,7 +16,7 @@ import (
 
 // Field is one property of a question's requested schema: a flat object whose
 // properties are strings, numbers, integers, booleans or arrays of enumerated
-// strings (mcp.md "Questions").
+// strings (docs/mcp.md "Questions").
 type Field struct {
 	Name        string `json:"name"`
 	Type        string `json:"type"`

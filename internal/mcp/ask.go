@@ -1,5 +1,7 @@
 package mcp
 
+//lint:file-ignore SA1019 MCP roots and sampling are deprecated from protocol 2026-07-28 on, and Relay keeps them for the servers that use them (docs/mcp.md "Roots and sampling").
+
 import (
 	"context"
 	"encoding/json"
@@ -13,7 +15,7 @@ import (
 )
 
 // Question is what a server asks the user in the middle of a tool call
-// (elicitation/create, mcp.md "Questions").
+// (elicitation/create, docs/mcp.md "Questions").
 type Question struct {
 	// Server is the configured name of the server that asks.
 	Server string
@@ -87,7 +89,7 @@ func withCaller(ctx context.Context, f func(c *caller)) context.Context {
 // WithAsker returns ctx carrying ask, which puts to the user the questions a
 // server asks during a tool call made with ctx. owner names whose call it is
 // (a run's id): when several calls are in flight on one connection, a question
-// goes to them only if they all have the same owner (mcp.md "Questions").
+// goes to them only if they all have the same owner (docs/mcp.md "Questions").
 func WithAsker(ctx context.Context, owner string, ask Asker) context.Context {
 	return withCaller(ctx, func(c *caller) { c.owner, c.ask = owner, ask })
 }
@@ -125,7 +127,7 @@ func (cs *callers) remove(c *caller) {
 // route finds the call a server's request belongs to. A request the SDK
 // handles within its call (a multi-round-trip tools/call, protocol
 // 2026-07-28) carries the call's context. Otherwise JSON-RPC does not say which
-// call a request is for, and the rule of mcp.md "Questions" applies: with
+// call a request is for, and the rule of docs/mcp.md "Questions" applies: with
 // one call in flight, that call; with several, the oldest, but only when every
 // one was made for the same owner (one run), so that a question never reaches
 // a user whose call it may not be; else none.

@@ -1,5 +1,7 @@
 package mcp
 
+//lint:file-ignore SA1019 MCP roots and sampling are deprecated from protocol 2026-07-28 on, and Relay keeps them for the servers that use them (docs/mcp.md "Roots and sampling").
+
 import (
 	"bytes"
 	"context"
@@ -26,7 +28,7 @@ const ClientName = "relay"
 
 // ConnectOptions are the optional parts of Connect.
 type ConnectOptions struct {
-	// UserID, when not empty, is added to every tools/call (seed 003).
+	// UserID, when not empty, is added to every tools/call (docs/mcp.md "Connections").
 	UserID string
 	// Version is the client version sent in initialize.
 	Version string
@@ -122,7 +124,7 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 	opts := &sdk.ClientOptions{
 		// Roots as configured (none by default), never changed while
 		// connected; questions (form and URL) always, put to the user of
-		// the call in flight (mcp.md "Questions"); sampling only when the
+		// the call in flight (docs/mcp.md "Questions"); sampling only when the
 		// config enables it.
 		Capabilities: &sdk.ClientCapabilities{
 			RootsV2:     &sdk.RootCapabilities{},

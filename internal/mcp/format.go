@@ -13,7 +13,7 @@ import (
 // Family says how a provider takes tool results, which decides where images go.
 type Family string
 
-// The provider families of mcp.md "Results to the model".
+// The provider families of docs/mcp.md "Results".
 const (
 	// FamilyOpenAI is OpenAI-compatible chat completions (also used for Google
 	// for now): the tool message holds text only, and images follow in a user
@@ -134,7 +134,7 @@ func providerImage(mime string) (string, bool) {
 }
 
 // Format turns an MCP tools/call result into what the model of family fam sees
-// (mcp.md "Results to the model"):
+// (docs/mcp.md "Results"):
 //   - text parts are joined with a blank line (empty ones are skipped);
 //   - images go where fam takes them (see [Output]); an image of a type
 //     providers do not accept, or any image for FamilyText, is a

@@ -27,7 +27,7 @@ import (
 // State is where a connection stands.
 type State string
 
-// The connection states of mcp.md.
+// The connection states of docs/mcp.md "Connections".
 const (
 	StateDisconnected State = "disconnected"
 	StateConnecting   State = "connecting"
@@ -38,7 +38,7 @@ const (
 	StateAuthRequired State = "auth_required"
 )
 
-// Options tune a Manager; the zero value gives mcp.md's defaults.
+// Options tune a Manager; the zero value gives the defaults of docs/mcp.md.
 type Options struct {
 	Logger *slog.Logger
 	// Getenv resolves ${VAR}; nil means the process environment.
@@ -481,7 +481,7 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	c.inflight.Add(1)
 	defer func() { c.inflight.Add(-1); c.touch() }()
 	// One time limit for the whole call: waiting for a connect or reconnect and
-	// listing the tools count against it too (mcp.md: a call never waits longer
+	// listing the tools count against it too (docs/mcp.md "Connections": a call never waits longer
 	// than its own timeout). Progress notifications restart it.
 	timeout := c.cfg.Timeout
 	ctx, cancel := context.WithCancelCause(ctx)

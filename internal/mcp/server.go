@@ -27,7 +27,7 @@ const (
 // Scope says who shares a connection.
 type Scope string
 
-// The scopes of mcp.md.
+// The scopes of docs/mcp.md "Connections".
 const (
 	ScopeApp  Scope = "app"  // one connection for everyone
 	ScopeUser Scope = "user" // one connection per user
@@ -69,7 +69,7 @@ type ServerConfig struct {
 	// does not advertise. See Options.Users.
 	OAuth *OAuthConfig
 	// ElicitationTimeout is how long a question of the server waits for the
-	// user's answer before it is declined (mcp.md "Questions"); 0 means 5 min.
+	// user's answer before it is declined (docs/mcp.md "Questions"); 0 means 5 min.
 	ElicitationTimeout time.Duration
 	// Roots are what roots/list answers; none by default.
 	Roots []Root
@@ -225,7 +225,7 @@ func headerSafe(v, _ string) string {
 
 func isHeaderControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 
-// Resolve returns a copy of c with the placeholders of mcp.md substituted in env,
+// Resolve returns a copy of c with the placeholders of docs/mcp.md substituted in env,
 // args, headers and url (getenv nil means the process environment).
 //
 // ${VAR} is expanded in the configured template first, and the user's values
@@ -288,7 +288,7 @@ func (c ServerConfig) resolve(u *User, vars map[string]string, getenv func(strin
 }
 
 // childEnv is the environment of a stdio server: a minimal inherited set plus the
-// server's own env (mcp.md), never the whole of Relay's environment.
+// server's own env (docs/mcp.md), never the whole of Relay's environment.
 func childEnv(extra map[string]string) []string {
 	inherit := []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "NODE_PATH", "NODE_OPTIONS"}
 	var env []string

@@ -22,11 +22,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// seedNow is the moment of seed 000's examples: 2025-11-25 is a Tuesday (2).
+// seedNow is the moment of the reference examples (testdata/*.seed.txt):
+// 2025-11-25 is a Tuesday (2).
 var seedNow = time.Date(2025, 11, 25, 14, 30, 45, 0, time.UTC)
 
-// anvsInstructions is seed 000's serverInstructions for ANVS-IAEA-Wetten as
-// the YAML block scalar yields them (the trailing space is the seed's).
+// anvsInstructions are the serverInstructions of ANVS-IAEA-Wetten in
+// testdata/anvs.seed.txt as the YAML block scalar yields them (the trailing
+// space is the example's).
 const anvsInstructions = `When using search tools, synthesize results into a clear answer in the user's language.
 
 **CITE SEARCH RESULTS:**
@@ -62,7 +64,7 @@ func user(text string) []llm.Message {
 	return []llm.Message{{Role: llm.RoleUser, Content: text}}
 }
 
-// neoInput is seed 000's "Example: MCP Prompt with 6 Tools": the agent of the
+// neoInput is testdata/neo.seed.txt, an MCP prompt with 6 tools: the agent of the
 // "Complete System Prompt" with the NEO server's six tools, listed from a
 // real server through the MCP manager. fromServer selects
 // serverInstructions: true instead of the seed's configured text.
@@ -114,8 +116,8 @@ func neoInput(t *testing.T, fromServer bool) prompt.Input {
 	}
 }
 
-// goldenCase is one example of seed 000. Its system message must contain
-// every line of the seed's example except those in notInGolden, each of
+// goldenCase is one reference example (testdata/<name>.seed.txt). Its system
+// message must contain every line of the example except those in notInGolden, each of
 // which testdata/<name>.md explains; exact cases must equal the example
 // without those lines.
 type goldenCase struct {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The placeholders of spec/prompt.md §5, lower case.
+// The placeholders of docs/prompt.md §5, lower case.
 const (
 	phDate     = "current_date"
 	phDatetime = "current_datetime"
@@ -34,7 +34,7 @@ func Placeholders() []Placeholder {
 
 // ReplacePlaceholders replaces, case-insensitively, {{current_date}},
 // {{current_datetime}}, {{iso_datetime}} and {{current_user}} in text
-// (spec/prompt.md §5). Dates are those of now in loc (nil: now's own
+// (docs/prompt.md §5). Dates are those of now in loc (nil: now's own
 // location); {{iso_datetime}} is always UTC with milliseconds.
 // {{current_user}} stays as it is when userName is empty, and so does any
 // other {{…}}. Replaced values are not searched again.

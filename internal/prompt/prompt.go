@@ -1,7 +1,7 @@
 // Package prompt owns what Relay sends to a model for one agent: the system
 // message (tool contexts, file-search bias, RAG block, agent instructions with
 // their placeholders, the artifacts prompt, MCP server instructions and
-// memory, in the order and with the texts of spec/prompt.md), the tools array
+// memory, in the order and with the texts of docs/prompt.md), the tools array
 // in OpenAI function format with built-in, MCP and handoff names, tool_choice
 // and the agent's model parameters, put together as an [llm.Request] (whose
 // encoder writes the exact bytes of the body).
@@ -126,7 +126,7 @@ type RAGFile struct {
 // MemoryEntry is one thing Relay remembers about the user.
 type MemoryEntry struct {
 	// Key is the name the entry is saved under; the prompt shows only the
-	// value and the date (spec/prompt.md §6).
+	// value and the date (docs/prompt.md §6).
 	Key       string
 	Value     string
 	UpdatedAt time.Time
@@ -182,7 +182,7 @@ type Input struct {
 const maxChunks = 4
 
 // SystemMessage returns the system message for in: the non-empty segments of
-// spec/prompt.md §1, each trimmed, joined by a blank line.
+// docs/prompt.md §1, each trimmed, joined by a blank line.
 func SystemMessage(in Input) string {
 	loc := in.Location
 	if loc == nil {
@@ -344,7 +344,7 @@ func webSearchRules(lang string) string {
 	return base + " (" + strings.ToUpper(lang) + " IN YOUR CASE)."
 }
 
-// ragBlock renders the RAG context block of spec/prompt.md §4.
+// ragBlock renders the RAG context block of docs/prompt.md §4.
 func ragBlock(r *RAG) string {
 	if r == nil || len(r.Files) == 0 {
 		return ""

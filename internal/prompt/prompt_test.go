@@ -183,8 +183,8 @@ func TestLongToolKey(t *testing.T) {
 	}
 }
 
-// landbouwInstructions are seed 000's serverInstructions for "Landbouw &
-// Natuur", with its broken brackets fixed ("ã€ã€‘" is "【】" whose first
+// landbouwInstructions are the serverInstructions of a real server
+// configuration ("Landbouw & Natuur"), with its broken brackets fixed ("ã€ã€‘" is "【】" whose first
 // byte 0x90 has no Windows-1252 character).
 const landbouwInstructions = `When using the gkn_search tool, synthesize the results into a clear, 
 comprehensive answer in the language of the question.

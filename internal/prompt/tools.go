@@ -51,7 +51,7 @@ func BuiltinTool(name string) (Tool, bool) {
 }
 
 // HandoffTool returns the tool that hands the conversation over to the agent
-// targetID along a handoff edge (agents.md): lc_transfer_to_<targetID>,
+// targetID along a handoff edge (docs/agents.md "Edges"): lc_transfer_to_<targetID>,
 // described by description or, when it is empty, by a default sentence.
 // When the edge has a prompt, the tool takes one string parameter named
 // promptKey (default "instructions"), described by prompt, that carries what

@@ -29,7 +29,7 @@ const EventWarning = "run.warning"
 const EventMessageImage = "message.image"
 
 // flow runs one message through the graph of agents its primary reaches
-// (agents.md "Edges"): the start agents together, each direct target once all
+// (docs/agents.md "Edges"): the start agents together, each direct target once all
 // its sources have finished, and handoffs as they are called, all on one
 // budget of model turns. The first failure ends the run.
 type flow struct {
@@ -246,7 +246,7 @@ func (f *flow) inputFor(id string) []llm.Message {
 	return msgs
 }
 
-// buffer renders messages one per line as agents.md says: Human, AI, Tool.
+// buffer renders messages one per line as docs/agents.md "Edges" says: Human, AI, Tool.
 func buffer(msgs []llm.Message) string {
 	names := map[string]string{}
 	var b strings.Builder

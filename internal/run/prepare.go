@@ -345,7 +345,7 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 // prompt --attach), with no id: there is nothing to search in it.
 func isNamedOnly(f prompt.File) bool { return f.ID == "" }
 
-// retrieve runs the RAG retrieval of spec/prompt.md §4 when rag.injectContext
+// retrieve runs the RAG retrieval of docs/prompt.md §4 when rag.injectContext
 // says so: the user's latest message as the query (query, or else the last
 // user message of in) over the conversation's attached files, at most four
 // passages per file, best first.

@@ -294,11 +294,10 @@ func TestHeartbeatsAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, err := c.a.RunNow(ctx, c.user, sc2.ID)
-	if err != nil {
+	if _, err := c.a.RunNow(ctx, c.user, sc2.ID); err != nil {
 		t.Fatal(err)
 	}
-	f2 = c.waitFiring(t, sc2.ID, 1, running)
+	f2 := c.waitFiring(t, sc2.ID, 1, running)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

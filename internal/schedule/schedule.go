@@ -1,4 +1,4 @@
-// Package schedule owns scheduled agents (agents.md "Schedules"): cron and
+// Package schedule owns scheduled agents (docs/agents.md "Schedules"): cron and
 // one-off schedules, computing their next firing in their timezone, claiming a
 // due firing exactly once across Relay processes, and the history of firings.
 // It also keeps the liveness of serving processes (nodes that heartbeat), so

@@ -30,7 +30,7 @@ type Runner interface {
 	Get(ctx context.Context, u *auth.User, runID string) (*run.Detail, error)
 }
 
-// Options are the scheduler's limits; zero values take the defaults of agents.md.
+// Options are the scheduler's limits; zero values take the defaults of docs/agents.md "Schedules".
 type Options struct {
 	MaxPerUser  int           // schedules per user (50)
 	MinInterval time.Duration // between firings of one schedule (1 minute)

@@ -376,10 +376,8 @@ func (db *DB) SyncManagedAgents(ctx context.Context, agents []*agent.Agent) (age
 	)
 	now := db.clock()
 	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		if db.d.SyncLock != "" {
-			if _, err := db.exec(ctx, tx, db.d.SyncLock); err != nil {
-				return fmt.Errorf("waiting for other syncs of managed agents: %w", err)
-			}
+		if err := db.d.lock(ctx, db, tx, db.d.SyncLock); err != nil {
+			return fmt.Errorf("waiting for other syncs of managed agents: %w", err)
 		}
 		for _, p := range plan {
 			cur, err := scanAgent(db.queryRow(ctx, tx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, p.a.ID))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -250,11 +251,7 @@ func (db *DB) clock() time.Time { return utc(db.now()) }
 
 // timeArg is the query argument that stores t.
 func (db *DB) timeArg(t time.Time) any {
-	t = utc(t)
-	if db.d.TextTimes {
-		return t.Format(timeLayout)
-	}
-	return t
+	return db.d.timeArg(utc(t))
 }
 
 // nullTimeArg is the query argument that stores t, or NULL when t is nil.
@@ -264,6 +261,9 @@ func (db *DB) nullTimeArg(t *time.Time) any {
 	}
 	return db.timeArg(*t)
 }
+
+// inList returns "?, ?, …" for n arguments.
+func inList(n int) string { return "?" + strings.Repeat(", ?", n-1) }
 
 // nullString maps "" to NULL.
 func nullString(s string) any {

@@ -83,3 +83,22 @@ func TestLoadMigrations(t *testing.T) {
 		}
 	}
 }
+
+func TestTextEngineNeedsAFullTextIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		d       Dialect
+		wantErr bool
+	}{
+		{"fts5", Dialect{FullText: FTS5}, false},
+		{"tsvector", Dialect{FullText: TSVector}, false},
+		{"none", Dialect{Engine: "other"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.d.textEngine(&DB{})
+			if (err != nil) != tc.wantErr {
+				t.Errorf("textEngine() error = %v, want error %v", err, tc.wantErr)
+			}
+		})
+	}
+}

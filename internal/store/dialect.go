@@ -3,12 +3,19 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/relay-ai/relay/internal/file"
 )
 
 // Dialect is what differs between the SQL engines. Queries are written once, with
 // ? placeholders, in SQL that both engines accept; the dialect adapts the rest.
+// Every difference is a field, set by the engine's package (sqlite/, postgres/),
+// or a method below choosing by the fields, so that the files of the tables
+// never ask which engine they run on.
 type Dialect struct {
 	// Engine names the engine, as Store.Engine reports it.
 	Engine string
@@ -52,6 +59,70 @@ type Dialect struct {
 	// vector c.embedding and the one ? it holds (float32 little-endian), or ""
 	// when the engine cannot compute it and Relay scores the vectors itself.
 	VectorScore string
+	// FullText is the engine's full-text index of file_chunks, which its
+	// migrations create.
+	FullText FullText
+	// ChunkEstimate is the statement that estimates, cheaply, how many rows
+	// file_chunks holds: full-text search weighs the files it covers against it.
+	ChunkEstimate string
+}
+
+// FullText names a full-text index of file_chunks and the queries that use it.
+type FullText string
+
+const (
+	// FTS5 is SQLite's FTS5 table file_chunks_fts, whose file column holds
+	// each chunk's file as one token (textsearch_fts5.go).
+	FTS5 FullText = "fts5"
+	// TSVector is Postgres' tsvector column file_chunks.tsv with a GIN index
+	// (textsearch_tsvector.go).
+	TSVector FullText = "tsvector"
+)
+
+// textEngine returns the full-text search of the dialect's index.
+func (d *Dialect) textEngine(db *DB) (textEngine, error) {
+	switch d.FullText {
+	case FTS5:
+		return fts5Text{db}, nil
+	case TSVector:
+		return tsvectorText{db}, nil
+	}
+	return nil, fmt.Errorf("the %s dialect names no known full-text index (%q)", d.Engine, d.FullText)
+}
+
+// searchVector scores the vectors of q's files in the engine when the dialect
+// has a VectorScore, and in Go otherwise.
+func (d *Dialect) searchVector(ctx context.Context, db *DB, q file.Query, vec []float32) ([]file.Hit, error) {
+	if d.VectorScore == "" {
+		return db.searchVectorInGo(ctx, q, vec)
+	}
+	return db.searchVectorInSQL(ctx, q, vec, d.VectorScore)
+}
+
+// lock runs stmt, one of the dialect's locks (SyncLock, SetupLock), in tx;
+// an empty one, for engines whose write transactions are serialized already,
+// is nothing to do.
+func (d *Dialect) lock(ctx context.Context, db *DB, tx *sql.Tx, stmt string) error {
+	if stmt == "" {
+		return nil
+	}
+	_, err := db.exec(ctx, tx, stmt)
+	return err
+}
+
+// refusedValue reports whether err is the database refusing a value
+// (IsRefusedValue), never when the dialect cannot tell.
+func (d *Dialect) refusedValue(err error) bool {
+	return err != nil && d.IsRefusedValue != nil && d.IsRefusedValue(err)
+}
+
+// timeArg is the query argument that stores t, which is in its stored form
+// (utc): text for engines without a timestamp type (TextTimes).
+func (d *Dialect) timeArg(t time.Time) any {
+	if d.TextTimes {
+		return t.Format(timeLayout)
+	}
+	return t
 }
 
 // bind adapts a query written with ? placeholders to the dialect. A ? inside a

@@ -138,10 +138,8 @@ func (db *DB) SignInAdmins(ctx context.Context) (int, error) {
 // the engine's one writer), so two tokens used at once make one admin.
 func (db *DB) CompleteSetup(ctx context.Context, hash string, now time.Time, u *auth.User) error {
 	return db.inTx(ctx, func(tx *sql.Tx) error {
-		if db.d.SetupLock != "" {
-			if _, err := db.exec(ctx, tx, db.d.SetupLock); err != nil {
-				return fmt.Errorf("waiting for other setups: %w", err)
-			}
+		if err := db.d.lock(ctx, db, tx, db.d.SetupLock); err != nil {
+			return fmt.Errorf("waiting for other setups: %w", err)
 		}
 		var n int
 		if err := db.queryRow(ctx, tx, signInAdmins).Scan(&n); err != nil {

@@ -179,7 +179,7 @@ func storable(args []any) []any {
 // dialect's IsRefusedValue) as fault.Invalid: storing the same value again
 // would be refused again, so it must not be retried like an outage.
 func (db *DB) refused(err error) error {
-	if err == nil || db.d.IsRefusedValue == nil || !db.d.IsRefusedValue(err) {
+	if !db.d.refusedValue(err) {
 		return err
 	}
 	var fe *fault.Error

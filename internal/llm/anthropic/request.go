@@ -154,10 +154,12 @@ func (c *Client) CheckParam(name string, value any) error {
 		if m, ok := value.(map[string]any); ok && m["type"] == "text" {
 			return nil
 		}
+		//lint:ignore ST1005 the message starts with a name, which keeps its capital.
 		return errors.New("Anthropic's Messages API has no response_format (ask for JSON in the instructions)")
 	}
 	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
 	if i < 0 {
+		//lint:ignore ST1005 the message starts with a name, which keeps its capital.
 		return fmt.Errorf("Anthropic's Messages API has no %s", name)
 	}
 	field := params[i].Field

@@ -245,6 +245,7 @@ func responseFormat(v any) (mime string, schema any, err error) {
 func (c *Client) CheckParam(name string, value any) error {
 	i := slices.IndexFunc(params, func(a wire.Alias) bool { return slices.Contains(a.Names, name) })
 	if i < 0 {
+		//lint:ignore ST1005 the message starts with a name, which keeps its capital.
 		return fmt.Errorf("Relay does not send %s to Google", name)
 	}
 	field := params[i].Field

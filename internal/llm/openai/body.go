@@ -27,7 +27,7 @@ func (c *Client) body(req *llm.Request) ([]byte, error) {
 }
 
 // splitToolImages returns msgs with the images of tool messages moved out, as
-// OpenAI-compatible providers take them (mcp.md "Results to the model"): a
+// OpenAI-compatible providers take them (docs/mcp.md "Results"): a
 // tool message holds its text parts only, joined into one string, which every
 // such provider accepts, and its images follow as image_url parts of a user
 // message. The user message comes after the last of a run of tool messages,

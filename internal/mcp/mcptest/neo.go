@@ -11,12 +11,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// NEOName is the name of the NEO search server of seed 000.
+// NEOName is the name of the NEO search server of the reference example
+// internal/prompt/testdata/neo.seed.txt.
 const NEOName = "neo-search-server"
 
-// NEOInstructions are the NEO server's instructions: seed 000's
+// NEOInstructions are the NEO server's instructions: the example's
 // serverInstructions for it, as the YAML block scalar yields them (each line
-// ending in a newline), with the seed's broken encoding fixed ("📄" and "→").
+// ending in a newline), with the example's broken encoding fixed ("📄" and "→").
 // The server also sends them in its initialize result.
 const NEOInstructions = `You have access to search tools for nuclear regulation documents using a 2-STEP process.
 
@@ -42,7 +43,7 @@ Place markers immediately after sentences derived from that source.
 Always answer in the user's language (Dutch).
 `
 
-// The input schemas of the NEO tools, as seed 000 lists them.
+// The input schemas of the NEO tools, as the example lists them.
 const (
 	neoDiscoverySchema = `{"type":"object","properties":{"question":{"type":"string","description":"The search query or question"},"num_results":{"type":"integer","description":"Number of results to return (1-10, default: 5)"}},"required":["question"]}`
 	neoFocusedSchema   = `{"type":"object","properties":{"question":{"type":"string","description":"The search query or question"},"doc_ids":{"type":"array","items":{"type":"integer"},"description":"List of document IDs to search within (from step 1 SUMMARY)"},"num_results":{"type":"integer","description":"Number of chunks to return (1-20, default: 10)"}},"required":["question","doc_ids"]}`
@@ -102,7 +103,7 @@ func neoCollections() []neoCollection {
 	}
 }
 
-// NEOToolNames are the NEO server's tools in the order seed 000 lists them
+// NEOToolNames are the NEO server's tools in the order the example lists them
 // and the server lists them.
 func NEOToolNames() []string {
 	var names []string
@@ -112,10 +113,10 @@ func NEOToolNames() []string {
 	return names
 }
 
-// NEO returns the options of a test server that stands for seed 000's NEO
+// NEO returns the options of a test server that stands for the example's NEO
 // search server: named "neo-search-server", sending [NEOInstructions] in its
-// initialize result, and serving exactly the seed's six tools, with its names,
-// descriptions and input schemas, listed in the seed's order (the sdk alone
+// initialize result, and serving exactly the example's six tools, with its names,
+// descriptions and input schemas, listed in the example's order (the sdk alone
 // would list them by name). Their handlers return fake but plausible search
 // results in the shape the seed shows. Setting Configure on the result
 // replaces what keeps the standard tools out and the order right, so call

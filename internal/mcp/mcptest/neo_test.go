@@ -11,7 +11,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
-// neoSeedTools is seed 000's "Tools Array (OpenAI Function Calling Format)",
+// neoSeedTools is the tools array of internal/prompt/testdata/neo_tools.seed.json,
 // names without the server part, encoding fixed.
 const neoSeedTools = `[
   {"name": "zoek_documenten_nederlandse_wetgeving",

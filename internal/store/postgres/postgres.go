@@ -232,6 +232,9 @@ func dialect() store.Dialect {
 		SyncLock:       fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
 		SetupLock:      fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, setupLockKey),
 		// No VectorScore: vectors are scored in Go (see docs/config.md, rag).
+		FullText: store.TSVector,
+		// The planner's count, kept by ANALYZE and VACUUM; Postgres ids are not dense.
+		ChunkEstimate: `SELECT GREATEST(reltuples, 0)::BIGINT FROM pg_class WHERE oid = to_regclass('file_chunks')`,
 	}
 }
 

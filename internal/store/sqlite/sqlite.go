@@ -243,6 +243,10 @@ func dialect() store.Dialect {
 		// No migration lock: migrations run on the single writer connection, whose
 		// transactions begin IMMEDIATE, so other processes wait for each one.
 		VectorScore: vectorScore,
+		FullText:    store.FTS5,
+		// The span of the chunks' rowids: two lookups in the table's b-tree
+		// rather than a count of its rows; gaps left by deletes make it high.
+		ChunkEstimate: `SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM file_chunks`,
 	}
 }
 

@@ -131,6 +131,9 @@ var vaultTests = []test{
 		// A release drops only its owner's claim.
 		ok, err = s.ClaimGrant(ctx, ann.ID, "github", 2, "node-a", at(7), at(8))
 		must(t, err, "ClaimGrant")
+		if !ok {
+			t.Error("a claim of the refreshed grant failed")
+		}
 		must(t, s.ReleaseGrant(ctx, ann.ID, "github", "node-b"), "ReleaseGrant by another")
 		if g := getGrant(t, s, ann.ID, "github"); g.ClaimOwner != "node-a" {
 			t.Errorf("a release by another dropped the claim")
