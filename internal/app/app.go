@@ -89,6 +89,8 @@ type IO struct {
 	Stdout, Stderr io.Writer
 	// Getenv looks a variable up; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)
+	// hooks are for this package's tests of `relay serve`.
+	hooks *serveHooks
 }
 
 // env is what a running command gets: its streams and the --config flag.

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,11 +22,15 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/quota"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/supervise"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/vault"
 	"github.com/relay-ai/relay/web"
@@ -154,7 +157,9 @@ func serveCommand() *command {
 		summary: "run the Relay server",
 		detail: "Listens on server.addr, applies database migrations, ensures the admin key of\n" +
 			"RELAY_BOOTSTRAP_API_KEY, loads the config's agents, and serves the API until SIGINT or\n" +
-			"SIGTERM, then lets in-flight requests finish (server.shutdown_timeout) and closes the database.",
+			"SIGTERM, then lets in-flight requests finish (server.shutdown_timeout) and closes the database.\n" +
+			"A background part that fails is logged by name and restarted, or stops the server with exit\n" +
+			"status 1, by its rule (docs/architecture.md, \"Lifecycle\").",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			addr := fs.String("addr", "", "listen `address` (overrides server.addr and RELAY_ADDR)")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -360,15 +365,24 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		return err
 	}
 	svc.agents.SetTools(knownTools(mcpm, log))
-	// The background parts (MCP connections, the scheduler) stop after the HTTP
-	// server and before the database closes.
-	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var bg sync.WaitGroup
-	stopBackground := func() { stopBG(); bg.Wait() }
-	bg.Go(func() {
-		mcpm.Start(bgCtx)
-		_ = mcpm.Run(bgCtx)
-	})
+	// The background parts run under one supervisor, each by its rule, and
+	// stop in the reverse of the order they start, after the HTTP server and
+	// the runs and before the database closes (docs/architecture.md,
+	// "Lifecycle"). They do not see ctx end: the shutdown stops them.
+	popts := supervise.Options{Logger: log}
+	if h := e.hooks; h != nil {
+		popts.MinBackoff = h.backoff
+	}
+	parts := supervise.New(popts)
+	bgCtx := context.WithoutCancel(ctx)
+	start := func(p supervise.Part) {
+		if h := e.hooks; h != nil && h.wrap != nil {
+			p = h.wrap(p)
+		}
+		parts.Start(bgCtx, p)
+	}
+	stopBackground := parts.Stop
+	start(mcpPart(mcpm))
 
 	prep, err := preparer(cfg, svc, mcpm, nil) // previews: no summaries
 	if err != nil {
@@ -417,12 +431,14 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	// Every process runs the scheduler; the database makes each firing happen once.
 	sched := scheduleService(cfg, svc, runs, log)
 	sched.Live = live
-	bg.Go(func() { _ = sched.Run(bgCtx) })
-	bg.Go(func() { _ = live.Run(bgCtx) })
-	// Every process ingests uploaded files; the database gives each file to one.
-	bg.Go(func() { _ = ingest.Run(bgCtx) })
-	// Expired sessions and setup tokens are deleted now and every hour.
-	bg.Go(func() { sweepSessions(bgCtx, svc.auth, log, time.Hour) })
+	for _, p := range backgroundParts(svc, live, sched, ingest, log) {
+		start(p)
+	}
+	if h := e.hooks; h != nil {
+		for _, p := range h.parts {
+			start(p)
+		}
+	}
 
 	var api http.Handler = httpapi.New(httpapi.Options{
 		Schedules:    sched,
@@ -460,34 +476,103 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	select {
 	case err = <-served:
 		err = fmt.Errorf("http server stopped: %w", err)
+		log.Error("shutting down", slog.String("cause", err.Error()))
 	case <-ctx.Done():
 		log.Info("shutting down", slog.String("cause", fmt.Sprint(context.Cause(ctx))))
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout.Duration)
-		err = srv.Shutdown(sctx)
-		if err != nil {
-			err = fmt.Errorf("in-flight requests did not finish within server.shutdown_timeout (%s): %w", cfg.Server.ShutdownTimeout.Duration, err)
-		}
-		// Runs still going (scheduled ones, or chats whose clients left) get
-		// what is left of the shutdown timeout to finish; the rest are stopped
-		// with their partial answers saved, before MCP and the database close.
-		if n := runs.Drain(sctx); n > 0 {
-			log.Warn("stopped runs still in progress at shutdown", slog.Int("runs", n))
-		}
-		// Titles and memory updates of finished runs get what is left too;
-		// each is bounded by its own timeout.
-		if serr := runs.Settle(sctx); serr != nil {
-			log.Warn("work after runs still in progress at shutdown", slog.String("err", serr.Error()))
-		}
-		cancel()
+	case <-parts.Failed():
+		err = parts.Err()
+		log.Error("shutting down", slog.String("cause", err.Error()))
+	}
+	if serr := drain(context.WithoutCancel(ctx), srv, runs, cfg.Server.ShutdownTimeout.Duration, log, e.hooks.step); err == nil {
+		err = serr
 	}
 	stopBackground()
-	if cerr := svc.store.Close(); cerr != nil && err == nil {
+	cerr := svc.store.Close()
+	e.hooks.step("database")
+	if cerr != nil && err == nil {
 		err = fmt.Errorf("closing the database: %w", cerr)
 	}
 	if err == nil {
 		log.Info("stopped")
 	}
 	return err
+}
+
+// drain is the first half of the shutdown: the HTTP server stops taking
+// requests and lets those in flight finish, within timeout; the runs still
+// going get what is left of it, and are then stopped with their partial
+// answers saved; the work after finished runs (titles, memory) gets what is
+// left after that. step names each half done, for tests.
+func drain(ctx context.Context, srv *http.Server, runs *run.Service, timeout time.Duration, log *slog.Logger, step func(string)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = fmt.Errorf("in-flight requests did not finish within server.shutdown_timeout (%s): %w", timeout, err)
+	}
+	step("http")
+	if n := runs.Drain(ctx); n > 0 {
+		log.Warn("stopped runs still in progress at shutdown", slog.Int("runs", n))
+	}
+	if serr := runs.Settle(ctx); serr != nil {
+		log.Warn("work after runs still in progress at shutdown", slog.String("err", serr.Error()))
+	}
+	step("runs")
+	return err
+}
+
+// mcpPart closes idle MCP connections, and every connection when it stops.
+// It first connects the servers that start with Relay, once: a restart
+// only resumes the closing of idle connections.
+func mcpPart(m *mcp.Manager) supervise.Part {
+	var started atomic.Bool
+	return supervise.Part{Name: "mcp", Rule: supervise.Restart, Run: func(ctx context.Context) error {
+		if !started.Swap(true) {
+			m.Start(ctx)
+		}
+		return m.Run(ctx)
+	}}
+}
+
+// backgroundParts are the parts that start once the services exist, in
+// their start order; each rule's reason is in docs/architecture.md,
+// "Lifecycle". The liveness heartbeat is fatal: a process that no longer
+// heartbeats is taken for dead by the others, which fail its runs while it
+// still runs them. The others are loops that may begin again at any time.
+func backgroundParts(svc *services, live *schedule.Liveness, sched *schedule.Service, ingest *file.Service, log *slog.Logger) []supervise.Part {
+	return []supervise.Part{
+		{Name: "liveness", Rule: supervise.Fatal, Run: live.Run},
+		// Every process runs the scheduler; the database makes each firing happen once.
+		{Name: "scheduler", Rule: supervise.Restart, Run: sched.Run},
+		// Every process ingests uploaded files; the database gives each file to one.
+		{Name: "ingestion", Rule: supervise.Restart, Run: ingest.Run},
+		// Expired sessions and setup tokens are deleted now and every hour.
+		{Name: "sessions", Rule: supervise.Restart, Run: func(ctx context.Context) error {
+			sweepSessions(ctx, svc.auth, log, time.Hour)
+			return nil
+		}},
+	}
+}
+
+// serveHooks let this package's tests add parts to `relay serve` and watch
+// its shutdown; nil in every real run.
+type serveHooks struct {
+	// parts start after the server's own, so they stop first.
+	parts []supervise.Part
+	// wrap, if set, wraps every part before it starts.
+	wrap func(supervise.Part) supervise.Part
+	// backoff, if set, is the wait before a failed part's first restart.
+	backoff time.Duration
+	// onStep is told each step of the shutdown done: "http" (requests
+	// drained), "runs" (runs drained or stopped), "database" (closed).
+	onStep func(string)
+}
+
+// step tells the hooks that a step of the shutdown is done.
+func (h *serveHooks) step(name string) {
+	if h != nil && h.onStep != nil {
+		h.onStep(name)
+	}
 }
 
 // quotaService builds the per-user quotas and rate limits of the config's limits.
