@@ -91,7 +91,7 @@ func Streamed(events []Event) (string, []Part) {
 		if e.Type != EventMessageDelta {
 			continue
 		}
-		var d delta
+		var d MessageDelta
 		if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
 			continue
 		}

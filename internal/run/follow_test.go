@@ -51,12 +51,12 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d: events were lost or repeated", i, e.Seq)
 		}
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 		if e.Type == run.EventMessageDelta {
 			text.WriteString(string(e.Data))
 		}
 	}
-	if types[0] != run.EventRunStarted || types[len(types)-1] != run.EventRunFinished {
+	if types[0] != string(run.EventRunStarted) || types[len(types)-1] != string(run.EventRunFinished) {
 		t.Errorf("events %v", types)
 	}
 	for _, w := range []string{"one ", "five"} {
@@ -75,7 +75,7 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 // A dead run's answer is rebuilt from its events: one text part per stretch of
 // one agent's deltas, other events ignored, texts joined as a saved answer's.
 func TestStreamedRebuildsTheText(t *testing.T) {
-	ev := func(typ, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
+	ev := func(typ run.Kind, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
 	text, parts := run.Streamed([]run.Event{
 		ev(run.EventRunStarted, `{"run_id":"run_1"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"router","text":"Asking "}`),

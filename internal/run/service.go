@@ -1,9 +1,7 @@
 package run
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,17 +18,6 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
-)
-
-// The types of run events (docs/api.md).
-const (
-	EventRunStarted   = "run.started"
-	EventMessageDelta = "message.delta"
-	EventToolStarted  = "tool.started"
-	EventToolFinished = "tool.finished"
-	EventUsage        = "usage"
-	EventRunFinished  = "run.finished"
-	EventError        = "error"
 )
 
 // Models resolves an agent's provider and model to a client and the family its
@@ -144,9 +131,9 @@ func (lr *liveRun) unsubscribe(ch chan Event) func() {
 }
 
 // next numbers a new event of the run. lr.mu must be held.
-func (lr *liveRun) next(typ string, data []byte) Event {
+func (lr *liveRun) next(p Payload) Event {
 	lr.seq++
-	return Event{RunID: lr.id, Seq: lr.seq, Type: typ, Data: data, CreatedAt: time.Now().UTC()}
+	return newEvent(lr.id, lr.seq, p)
 }
 
 // deliver hands e to every subscriber; lr.mu must be held. A subscriber that
@@ -209,12 +196,6 @@ type ChatRequest struct {
 // a branch with no history (editing the first message, regenerating its
 // answer). It is LibreChat's id of "no parent" (docs/api.md "POST /api/chat").
 const NoParent = "00000000-0000-0000-0000-000000000000"
-
-// delta is the data of a message.delta event, the one streamed most.
-type delta struct {
-	AgentID string `json:"agent_id"`
-	Text    string `json:"text"`
-}
 
 // subBuffer is how many events a subscriber may be behind before it is
 // dropped, to catch up from the store.
@@ -383,7 +364,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []prompt.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
-	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
+	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
@@ -422,9 +403,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	end := &ending{lr: lr, run: r, answer: answer, requests: requests}
 	lr.mu.Lock()
 	if r.Status == StatusFailed {
-		end.events = append(end.events, lr.next(EventError, encode(map[string]any{"message": r.Error, "agent_id": failedAgent(err, a.ID)})))
+		end.events = append(end.events, lr.next(RunError{Message: r.Error, AgentID: failedAgent(err, a.ID)}))
 	}
-	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
+	end.events = append(end.events, lr.next(RunFinished{Status: r.Status, Error: r.Error, Usage: r.Usage, Message: answer}))
 	lr.mu.Unlock()
 	// The work that follows is counted before anyone can see the run end
 	// (its run.finished event, its subscriptions, Wait), so that a Settle
@@ -509,10 +490,9 @@ func readable(err error) string {
 }
 
 // emit hands an event to the run's subscribers and queues it to be stored.
-func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) {
-	raw := encode(data)
+func (s *Service) emit(lr *liveRun, p Payload) {
 	lr.mu.Lock()
-	e := lr.next(typ, raw)
+	e := lr.next(p)
 	lr.pending = append(lr.pending, e)
 	queue := !lr.queued
 	lr.queued = true
@@ -521,21 +501,6 @@ func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) 
 	if queue {
 		s.writer().queue(lr)
 	}
-}
-
-// encode is an event's data as JSON, texts as the model wrote them (no HTML
-// escaping).
-func encode(data any) []byte {
-	if d, ok := data.(delta); ok { // the event streamed most, encoded by hand
-		return d.appendJSON(make([]byte, 0, len(d.AgentID)+len(d.Text)+32))
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
-		return []byte(`{}`)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Subscribe returns the run's events after seq `after` that are stored, and a

@@ -343,6 +343,6 @@ func (e *ending) answerLost(err error) {
 		e.lr.seq--
 	}
 	e.events = append(e.events,
-		e.lr.next(EventError, encode(map[string]any{"message": reason, "agent_id": e.answer.AgentID})),
-		e.lr.next(EventRunFinished, encode(map[string]any{"status": e.run.Status, "error": e.run.Error, "usage": e.run.Usage, "message": e.answer})))
+		e.lr.next(RunError{Message: reason, AgentID: e.answer.AgentID}),
+		e.lr.next(RunFinished{Status: e.run.Status, Error: e.run.Error, Usage: e.run.Usage, Message: e.answer}))
 }
