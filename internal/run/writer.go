@@ -218,6 +218,9 @@ func (w *writer) write() {
 			lr.mu.Unlock()
 			continue
 		}
+		if counts[i] > 0 {
+			lr.stored = lr.pending[counts[i]-1].Seq
+		}
 		n := copy(lr.pending, lr.pending[counts[i]:])
 		clear(lr.pending[n:])
 		lr.pending = lr.pending[:n]
@@ -233,6 +236,7 @@ func (w *writer) write() {
 		}
 		e.lr.mu.Lock()
 		for _, ev := range e.events {
+			e.lr.stored = ev.Seq
 			e.lr.deliver(ev)
 		}
 		e.lr.mu.Unlock()
