@@ -10,11 +10,13 @@ import (
 )
 
 // Kind names a kind of run event: the SSE event name and the type stored
-// with the event (docs/api.md "Run events").
+// with the event (docs/api.md "POST /api/chat", its table of events).
 type Kind string
 
-// The kinds of run events (docs/api.md "Run events"). Each has one payload
-// type below; Decode maps a stored event back to it.
+// The kinds of run events (docs/api.md "POST /api/chat", its table of
+// events). Each has one payload type below; Decode maps a stored event back
+// to it. A new kind gets a constant here, a payload type, a case in Decode, a
+// golden file in testdata/events and a row in that table.
 const (
 	EventRunStarted           Kind = "run.started"
 	EventWarning              Kind = "run.warning"
