@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/run"
 )
@@ -188,5 +189,44 @@ func TestFollowARunWhoseProcessDied(t *testing.T) {
 				t.Errorf("replay after the last delta: %v, %v; want it to end with run.finished", rest, err)
 			}
 		})
+	}
+}
+
+// Follow yields a run's events after a seq, stored ones then live ones, each
+// once and in order, and ends after run.finished: in the process running the
+// run and in another one; a run the user may not see is an error, first.
+func TestFollow(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three ", "four"}, Delay: 100 * time.Millisecond})
+	b := setup(t, model)
+	other := &run.Service{Store: b.svc.Store, Prep: b.svc.Prep, Models: b.svc.Models, MCP: b.svc.MCP, Log: discard()}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, svc := range map[string]*run.Service{"this process": b.svc, "another process": other} {
+		var seqs []int64
+		var last run.Event
+		for e, err := range svc.Follow(ctx, b.user, r.ID, 2) {
+			if err != nil {
+				t.Fatalf("%s: %v after %v", name, err, seqs)
+			}
+			seqs, last = append(seqs, e.Seq), e
+		}
+		for i, s := range seqs {
+			if s != int64(i+3) {
+				t.Fatalf("%s: seqs %v; want 3, 4, … each once", name, seqs)
+			}
+		}
+		p, err := last.Payload()
+		if f, ok := p.(run.RunFinished); err != nil || !ok || f.Status != run.StatusSucceeded || f.Message == nil || f.Message.Text != "one two three four" {
+			t.Errorf("%s: last event %s %s; want run.finished with the answer", name, last.Type, last.Data)
+		}
+	}
+	for _, err := range b.svc.Follow(ctx, b.user, "run_nope", 0) {
+		if !fault.Is(err, fault.NotFound) {
+			t.Errorf("following an unknown run: %v; want not found", err)
+		}
 	}
 }
