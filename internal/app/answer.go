@@ -60,20 +60,13 @@ type terminalAsker struct {
 
 // ask shows the question of an elicitation.requested event, reads the answer
 // and sends it. At the end of the input the question is declined.
-func (t *terminalAsker) ask(ctx context.Context, runID string, data json.RawMessage) error {
-	var q struct {
-		ID, Server, Mode, Message, URL string
-		Schema                         json.RawMessage `json:"requested_schema"`
-	}
-	if err := json.Unmarshal(data, &q); err != nil {
-		return fmt.Errorf("reading the question: %w", err)
-	}
+func (t *terminalAsker) ask(ctx context.Context, runID string, q run.ElicitationRequested) error {
 	fmt.Fprintf(t.out, "\n? %s asks: %s\n", q.Server, q.Message)
 	if q.Mode == "url" {
 		fmt.Fprintf(t.out, "  open %s\n", q.URL)
 	}
 	for range 3 {
-		a, err := t.read(q.Mode, q.Schema)
+		a, err := t.read(q.Mode, q.RequestedSchema)
 		if errors.Is(err, io.EOF) {
 			a = run.AnswerRequest{Action: mcp.ActionDecline}
 		} else if err != nil {

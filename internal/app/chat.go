@@ -3,10 +3,11 @@ package app
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/relay-ai/relay/internal/auth"
@@ -53,67 +54,14 @@ func chatCommand() *command {
 					if err != nil {
 						return err
 					}
-					events, ch, stop, err := runs.Subscribe(ctx, u, r.ID, 0)
+					asker := &terminalAsker{in: stdin, out: e.Stderr, runs: runs, u: u}
+					final, err := showRun(ctx, runs.Follow(ctx, u, r.ID, 0), e.Stdout, e.Stderr, func(q run.ElicitationRequested) {
+						if err := asker.ask(ctx, r.ID, q); err != nil {
+							fmt.Fprintf(e.Stderr, "  the answer was not taken: %v\n", err)
+						}
+					})
 					if err != nil {
 						return err
-					}
-					defer stop()
-					var final struct {
-						Status run.Status `json:"status"`
-						Error  string     `json:"error"`
-					}
-					var last int64
-					asker := &terminalAsker{in: stdin, out: e.Stderr, runs: runs, u: u}
-					show := func(ev run.Event) {
-						if ev.Seq <= last {
-							return
-						}
-						last = ev.Seq
-						var d map[string]any
-						_ = json.Unmarshal(ev.Data, &d)
-						switch ev.Type {
-						case run.EventMessageDelta:
-							fmt.Fprint(e.Stdout, d["text"])
-						case run.EventToolStarted:
-							fmt.Fprintf(e.Stderr, "\n→ %v %v\n", d["name"], d["arguments"])
-						case run.EventToolFinished:
-							mark := "←"
-							if d["is_error"] == true {
-								mark = "✗"
-							}
-							res := fmt.Sprint(d["result"])
-							if len(res) > 200 {
-								res = res[:200] + "…"
-							}
-							fmt.Fprintf(e.Stderr, "%s %s\n", mark, res)
-						case run.EventElicitationRequested:
-							if err := asker.ask(ctx, r.ID, ev.Data); err != nil {
-								fmt.Fprintf(e.Stderr, "  the answer was not taken: %v\n", err)
-							}
-						case run.EventElicitationAnswered:
-							if d["reason"] != nil {
-								fmt.Fprintf(e.Stderr, "  the question ended: %v (%v)\n", d["action"], d["reason"])
-							}
-						case run.EventRunFinished:
-							_ = json.Unmarshal(ev.Data, &final)
-						}
-					}
-					for _, ev := range events {
-						show(ev)
-					}
-					if ch != nil { // nil: the run had already ended, and events hold all of it
-						for ev := range ch {
-							show(ev)
-						}
-					}
-					if final.Status == "" { // the channel closed early: read the rest from the store
-						d, err := runs.Get(ctx, u, r.ID)
-						if err != nil {
-							return err
-						}
-						for _, ev := range d.Events {
-							show(ev)
-						}
 					}
 					fmt.Fprintln(e.Stdout)
 					fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s\n", r.ConversationID, r.ID, final.Status)
@@ -126,4 +74,48 @@ func chatCommand() *command {
 			}
 		},
 	}
+}
+
+// showRun prints a run's events as Follow yields them: the answer's text on
+// out as it streams, tool calls and the ends of questions on errOut; each
+// question is handed to ask. It returns the run's run.finished; an error
+// when following ends without one.
+func showRun(ctx context.Context, events iter.Seq2[run.Event, error], out, errOut io.Writer, ask func(run.ElicitationRequested)) (run.RunFinished, error) {
+	for ev, err := range events {
+		if err != nil {
+			return run.RunFinished{}, fmt.Errorf("following the run: %w", err)
+		}
+		p, err := ev.Payload()
+		if err != nil {
+			continue // a kind this version does not know
+		}
+		switch p := p.(type) {
+		case run.MessageDelta:
+			fmt.Fprint(out, p.Text)
+		case run.ToolStarted:
+			fmt.Fprintf(errOut, "\n→ %s %s\n", p.Name, p.Arguments)
+		case run.ToolFinished:
+			mark := "←"
+			if p.IsError {
+				mark = "✗"
+			}
+			res := p.Result
+			if len(res) > 200 {
+				res = res[:200] + "…"
+			}
+			fmt.Fprintf(errOut, "%s %s\n", mark, res)
+		case run.ElicitationRequested:
+			ask(p)
+		case run.ElicitationSettled:
+			if p.Reason != "" {
+				fmt.Fprintf(errOut, "  the question ended: %s (%s)\n", p.Action, p.Reason)
+			}
+		case run.RunFinished:
+			return p, nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return run.RunFinished{}, err
+	}
+	return run.RunFinished{}, errors.New("following the run: it ended without run.finished")
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,10 +11,6 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 )
 
-// heartbeat is how often an idle event stream gets a comment line, so that
-// proxies do not close it.
-const heartbeat = 15 * time.Second
-
 // chat starts a run for the user's message and streams its events (SSE).
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req run.ChatRequest
@@ -23,21 +18,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	u := userFrom(r.Context())
-	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, req)
+	rn, err := s.opts.Runs.Start(r.Context(), userFrom(r.Context()), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Relay-Run-Id", rn.ID)
-	s.streamRun(w, r, rn.ID, 0, &subscription{ch: ch, stop: stop})
-}
-
-// subscription is a run's stored events and the channel of those to come.
-type subscription struct {
-	events []run.Event
-	ch     <-chan run.Event
-	stop   func()
+	s.streamRun(w, r, rn.ID, 0)
 }
 
 // runEvents streams a run's events after Last-Event-ID (or ?after=), then the
@@ -56,137 +43,37 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	events, ch, stop, err := s.opts.Runs.Subscribe(r.Context(), userFrom(r.Context()), r.PathValue("id"), after)
-	if err != nil {
+	// Checked before the stream starts, so that it is answered with its status.
+	if _, err := s.opts.Runs.Find(r.Context(), userFrom(r.Context()), r.PathValue("id")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.streamRun(w, r, r.PathValue("id"), after, &subscription{events: events, ch: ch, stop: stop})
+	s.streamRun(w, r, r.PathValue("id"), after)
 }
 
-// follow hands each of a run's events after `after` to each, in order, until
-// the run has finished and every event is handed over, the client goes away, or
-// each fails. It calls flush after each burst of events (one write to the
-// network for all the events that were waiting, not one per event), and idle
-// every heartbeat without events.
-//
-// first is the subscription to start from, when the caller has one.
-func (s *Server) follow(r *http.Request, runID string, after int64, first *subscription, each func(run.Event) error, flush, idle func() error) error {
-	u := userFrom(r.Context())
-	finished := false // run.finished has been handed over
-	hand := each
-	each = func(e run.Event) error {
-		finished = finished || e.Type == run.EventRunFinished
-		return hand(e)
-	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		var (
-			events []run.Event
-			ch     <-chan run.Event
-			stop   func()
-			err    error
-		)
-		if first != nil {
-			events, ch, stop, first = first.events, first.ch, first.stop, nil
-		} else if events, ch, stop, err = s.opts.Runs.Subscribe(r.Context(), u, runID, after); err != nil {
-			return err
-		}
-		for _, e := range events {
-			after = e.Seq
-			if err := each(e); err != nil {
-				stop()
-				return err
-			}
-		}
-		if err := flush(); err != nil {
-			stop()
-			return err
-		}
-		if ch == nil { // the run is over: the store had everything
-			return nil
-		}
-	live:
-		for {
-			select {
-			case e, ok := <-ch:
-				if !ok {
-					break live // ended, or fell behind: look again from `after`
-				}
-				if e.Seq <= after {
-					continue
-				}
-				after = e.Seq
-				err := each(e)
-				// Write what else is already waiting before flushing.
-				for n := len(ch); err == nil && n > 0; n-- {
-					if e, ok = <-ch; !ok {
-						break
-					}
-					if e.Seq > after {
-						after = e.Seq
-						err = each(e)
-					}
-				}
-				if err == nil {
-					err = flush()
-				}
-				if err != nil {
-					stop()
-					return err
-				}
-				if !ok {
-					break live
-				}
-				if finished {
-					stop()
-					return nil // run.finished is a run's last event: nothing to look for
-				}
-			case <-tick.C:
-				if err := idle(); err != nil {
-					stop()
-					return err
-				}
-			case <-r.Context().Done():
-				stop()
-				return r.Context().Err()
-			}
-		}
-		stop()
-	}
-}
-
-// streamRun writes a run's events as SSE, each with its id, starting from sub.
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64, sub *subscription) {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+// streamRun writes the events of a run after `after` as SSE, each with its
+// id, as run.Service.Follow yields them: until run.finished, or until the
+// client goes away. A failure of the store ends the stream early; the client
+// resumes from the last id it has.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
+	st := startSSE(w)
+	defer st.close()
 	var buf []byte
-	armed := false // the write deadline is set for the burst being written
-	_ = s.follow(r, runID, after, sub, func(e run.Event) error {
-		if !armed {
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			armed = true
+	for e, err := range s.opts.Runs.Follow(r.Context(), userFrom(r.Context()), runID, after) {
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.WarnContext(r.Context(), "following a run", "run_id", runID, "err", err)
+			}
+			return
 		}
 		buf = appendEvent(buf[:0], e)
-		_, err := w.Write(buf)
-		return err
-	}, func() error {
-		armed = false
-		return rc.Flush()
-	}, func() error {
-		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
-			return err
+		if st.write(buf) != nil {
+			return
 		}
-		return rc.Flush()
-	})
+	}
 }
 
-// appendEvent appends e as an SSE event: its id, its type and its data.
+// appendEvent appends e as an SSE event: its id, its kind and its data.
 func appendEvent(b []byte, e run.Event) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, e.Seq, 10)

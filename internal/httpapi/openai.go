@@ -73,19 +73,25 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := userFrom(r.Context())
-	rn, ch, stop, err := s.opts.Runs.StartStream(r.Context(), u, chat)
+	rn, err := s.opts.Runs.Start(r.Context(), u, chat)
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
 	}
 	id, created := "chatcmpl-"+strings.TrimPrefix(rn.ID, "run_"), time.Now().Unix()
-	rc := http.NewResponseController(w)
-	var finished *runFinished
+	// send writes one piece of a streamed answer; a request without stream
+	// sends nothing until the end.
+	var st *sseStream
+	send := func(b []byte) error {
+		if st == nil {
+			return nil
+		}
+		return st.write(b)
+	}
 	if req.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		if err := writeChunk(w, id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil); err != nil || rc.Flush() != nil {
+		st = startSSE(w)
+		defer st.close()
+		if err := send(chunkData(id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil)); err != nil {
 			return
 		}
 	}
@@ -96,59 +102,45 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if a, err := s.opts.Agents.Get(r.Context(), u, req.Model); err == nil {
 		hide = a.HideSequentialOutputs
 	}
-	err = s.follow(r, rn.ID, 0, &subscription{ch: ch, stop: stop}, func(e run.Event) error {
-		switch e.Type {
-		case run.EventMessageDelta:
-			var d struct {
-				AgentID string `json:"agent_id"`
-				Text    string `json:"text"`
+	var finished *run.RunFinished
+	for e, err := range s.opts.Runs.Follow(r.Context(), u, rn.ID, 0) {
+		if err != nil {
+			if r.Context().Err() != nil {
+				return // the client went away
 			}
-			_ = json.Unmarshal(e.Data, &d)
-			switch {
-			case !req.Stream:
-			case hide: // the saved answer's text is sent at the end
-			default:
-				// name says which agent wrote the text (several may in one run).
-				return writeChunk(w, id, created, req.Model, map[string]any{"content": d.Text, "name": d.AgentID}, nil, nil)
+			s.log.WarnContext(r.Context(), "following a run", "run_id", rn.ID, "err", err)
+			break
+		}
+		if !req.Stream && e.Type != run.EventRunFinished {
+			continue // the saved answer has it all
+		}
+		p, err := e.Payload()
+		if err != nil {
+			continue
+		}
+		switch p := p.(type) {
+		case run.MessageDelta:
+			if !hide { // name says which agent wrote the text (several may in one run)
+				err = send(chunkData(id, created, req.Model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
 			}
-		case run.EventMessageImage:
-			if !req.Stream {
-				return nil // the saved answer lists it
-			}
-			var im struct {
-				AgentID  string `json:"agent_id"`
-				MIMEType string `json:"mime_type"`
-				Data     string `json:"data"`
-			}
-			_ = json.Unmarshal(e.Data, &im)
-			return writeChunk(w, id, created, req.Model, map[string]any{"images": []any{imageURL(im.MIMEType, im.Data)}, "name": im.AgentID}, nil, nil)
-		case run.EventRunFinished:
-			finished = &runFinished{}
-			_ = json.Unmarshal(e.Data, finished)
-			if req.Stream && hide && finished.Message.Text != "" {
-				return writeChunk(w, id, created, req.Model, map[string]any{"content": finished.Message.Text, "name": finished.author()}, nil, nil)
+		case run.MessageImage:
+			err = send(chunkData(id, created, req.Model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
+		case run.RunFinished:
+			finished = &p
+			if hide && p.Message != nil && p.Message.Text != "" {
+				err = send(chunkData(id, created, req.Model, map[string]any{"content": p.Message.Text, "name": author(p.Message)}, nil, nil))
 			}
 		}
-		return nil
-	}, func() error {
-		if req.Stream {
-			return rc.Flush()
+		if err != nil {
+			return // the client went away
 		}
-		return nil
-	}, func() error {
-		if req.Stream {
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
-				return err
-			}
-			return rc.Flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return // the client went away
 	}
 	if finished == nil {
-		finished = &runFinished{Status: run.StatusFailed, Error: "the run ended without finishing"}
+		finished = &run.RunFinished{Status: run.StatusFailed, Error: "the run ended without finishing"}
+	}
+	answer := finished.Message
+	if answer == nil {
+		answer = &run.Message{}
 	}
 	if finished.Status != run.StatusSucceeded && finished.Status != run.StatusCancelled {
 		if strings.HasPrefix(finished.Error, window.ErrorPrefix) {
@@ -156,16 +148,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			// which OpenAI answers as a bad request.
 			e := map[string]any{"message": finished.Error, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
 			if req.Stream {
-				_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"error": e}))
-				_ = rc.Flush()
+				_ = send(dataLine(map[string]any{"error": e}))
 				return
 			}
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": e})
 			return
 		}
 		if req.Stream {
-			_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
-			_ = rc.Flush()
+			_ = send(dataLine(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
 			return
 		}
 		// The run happened (its tools ran, its conversation is saved): a
@@ -176,7 +166,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := llm.FinishStop
-	calls := finished.clientCalls()
+	calls := clientCalls(answer)
 	if len(calls) > 0 {
 		reason = llm.FinishToolCalls
 	}
@@ -188,26 +178,25 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 				c["index"] = i
 				deltas[i] = c
 			}
-			_ = writeChunk(w, id, created, req.Model, map[string]any{"tool_calls": deltas}, nil, nil)
+			_ = send(chunkData(id, created, req.Model, map[string]any{"tool_calls": deltas}, nil, nil))
 		}
 		if req.IncludeUsage { // OpenAI's last chunk: no choices, the usage
-			_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, nil)
-			_, _ = fmt.Fprintf(w, "data: %s\n\n", mustJSON(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": usage}))
+			_ = send(chunkData(id, created, req.Model, map[string]any{}, &reason, nil))
+			_ = send(dataLine(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": usage}))
 		} else {
-			_ = writeChunk(w, id, created, req.Model, map[string]any{}, &reason, usage)
+			_ = send(chunkData(id, created, req.Model, map[string]any{}, &reason, usage))
 		}
-		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-		_ = rc.Flush()
+		_ = send([]byte("data: [DONE]\n\n"))
 		return
 	}
-	msg := map[string]any{"role": "assistant", "content": finished.Message.Text, "name": finished.author()}
+	msg := map[string]any{"role": "assistant", "content": answer.Text, "name": author(answer)}
 	if len(calls) > 0 {
 		msg["tool_calls"] = calls
-		if finished.Message.Text == "" {
+		if answer.Text == "" {
 			msg["content"] = nil
 		}
 	}
-	if images := finished.images(); len(images) > 0 {
+	if images := answerImages(answer); len(images) > 0 {
 		msg["images"] = images
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -223,11 +212,11 @@ func imageURL(mimeType, data string) map[string]any {
 	return map[string]any{"type": "image_url", "image_url": map[string]string{"url": "data:" + mimeType + ";base64," + data}}
 }
 
-// images are the answer's images as image_url parts, in order.
-func (f *runFinished) images() []any {
+// answerImages are the answer's images as image_url parts, in order.
+func answerImages(m *run.Message) []any {
 	var out []any
-	for _, p := range f.Message.Parts {
-		if p.Type == string(run.PartImage) {
+	for _, p := range m.Parts {
+		if p.Type == run.PartImage {
 			out = append(out, imageURL(p.MIMEType, p.Data))
 		}
 	}
@@ -236,49 +225,28 @@ func (f *runFinished) images() []any {
 
 // clientCalls are the answer's calls of the client's functions, as OpenAI's
 // tool_calls.
-func (f *runFinished) clientCalls() []map[string]any {
+func clientCalls(m *run.Message) []map[string]any {
 	var out []map[string]any
-	for _, p := range f.Message.Parts {
-		if p.Type == string(run.PartClientCall) && p.Tool != nil {
+	for _, p := range m.Parts {
+		if p.Type == run.PartClientCall && p.Tool != nil {
 			out = append(out, map[string]any{"id": p.Tool.ID, "type": "function", "function": map[string]any{"name": p.Tool.Name, "arguments": p.Tool.Arguments}})
 		}
 	}
 	return out
 }
 
-// runFinished is the data of a run.finished event.
-type runFinished struct {
-	Status  run.Status `json:"status"`
-	Error   string     `json:"error"`
-	Usage   llm.Usage  `json:"usage"`
-	Message struct {
-		Text  string `json:"text"`
-		Parts []struct {
-			Type     string `json:"type"`
-			AgentID  string `json:"agent_id"`
-			MIMEType string `json:"mime_type"`
-			Data     string `json:"data"`
-			Tool     *struct {
-				ID        string `json:"id"`
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"tool"`
-		} `json:"parts"`
-	} `json:"message"`
-}
-
 // author is the agent that wrote the answer's last text.
-func (f *runFinished) author() string {
-	for i := len(f.Message.Parts) - 1; i >= 0; i-- {
-		if p := f.Message.Parts[i]; p.Type == string(run.PartText) {
+func author(m *run.Message) string {
+	for i := len(m.Parts) - 1; i >= 0; i-- {
+		if p := m.Parts[i]; p.Type == run.PartText {
 			return p.AgentID
 		}
 	}
 	return ""
 }
 
-// writeChunk writes one chat.completion.chunk; the caller flushes.
-func writeChunk(w http.ResponseWriter, id string, created int64, model string, delta map[string]any, finish *string, usage map[string]int) error {
+// chunkData is one chat.completion.chunk as an SSE data line.
+func chunkData(id string, created int64, model string, delta map[string]any, finish *string, usage map[string]int) []byte {
 	chunk := map[string]any{
 		"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
@@ -286,8 +254,12 @@ func writeChunk(w http.ResponseWriter, id string, created int64, model string, d
 	if usage != nil {
 		chunk["usage"] = usage
 	}
-	_, err := fmt.Fprintf(w, "data: %s\n\n", mustJSON(chunk))
-	return err
+	return dataLine(chunk)
+}
+
+// dataLine is v as an SSE data line.
+func dataLine(v any) []byte {
+	return fmt.Appendf(nil, "data: %s\n\n", mustJSON(v))
 }
 
 func mustJSON(v any) []byte {

@@ -19,38 +19,10 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 )
 
-// The events of a question an MCP server asks the run's user (docs/api.md
-// "Questions").
-const (
-	EventElicitationRequested = "elicitation.requested"
-	EventElicitationAnswered  = "elicitation.answered"
-)
-
 // answerPoll is how often a question waiting in this process looks in the
 // store for an answer that reached another Relay process. An answer given to
 // this process wakes it at once.
 const answerPoll = followEvery
-
-// elicitationRequested is the data of an elicitation.requested event.
-type elicitationRequested struct {
-	ID              string          `json:"id"`
-	AgentID         string          `json:"agent_id"`
-	Server          string          `json:"server"`
-	ToolCallID      string          `json:"tool_call_id"`
-	Mode            string          `json:"mode"`
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
-	URL             string          `json:"url,omitempty"`
-	ExpiresAt       time.Time       `json:"expires_at"`
-}
-
-// elicitationAnswered is the data of an elicitation.answered event. Reason
-// says why Relay ended a question nobody answered: "timeout" or "cancelled".
-type elicitationAnswered struct {
-	ID     string `json:"id"`
-	Action string `json:"action"`
-	Reason string `json:"reason,omitempty"`
-}
 
 // asker returns what puts the questions of an agent's tool calls to the run's
 // user: as run events, answered through Service.Answer.
@@ -83,7 +55,7 @@ func (s *Service) ask(ctx context.Context, lr *liveRun, r *Run, agentID, callID 
 	if err := s.Store.CreateElicitation(ctx, e); err != nil {
 		return nil, fmt.Errorf("storing the question of %q: %w", q.Server, err)
 	}
-	s.emit(ctx, lr, r.ID, EventElicitationRequested, elicitationRequested{ID: e.ID, AgentID: agentID, Server: e.Server,
+	s.emit(lr, ElicitationRequested{ID: e.ID, AgentID: agentID, Server: e.Server,
 		ToolCallID: callID, Mode: e.Mode, Message: e.Message, RequestedSchema: e.RequestedSchema, URL: e.URL, ExpiresAt: e.ExpiresAt})
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("mcp_server", q.Server), slog.String("elicitation_id", e.ID))
 
@@ -114,7 +86,7 @@ func (s *Service) ask(ctx context.Context, lr *liveRun, r *Run, agentID, callID 
 				if err != nil {
 					log.Warn("ending an unanswered question", slog.Any("err", err))
 				}
-				s.emit(ctx, lr, r.ID, EventElicitationAnswered, elicitationAnswered{ID: e.ID, Action: action, Reason: reason})
+				s.emit(lr, ElicitationSettled{ID: e.ID, Action: action, Reason: reason})
 				if end == ElicitationCancelled {
 					return nil, context.Cause(ctx)
 				}
@@ -129,7 +101,7 @@ func (s *Service) ask(ctx context.Context, lr *liveRun, r *Run, agentID, callID 
 		if got.Status != ElicitationAnswered {
 			continue
 		}
-		s.emit(ctx, lr, r.ID, EventElicitationAnswered, elicitationAnswered{ID: e.ID, Action: got.Action})
+		s.emit(lr, ElicitationSettled{ID: e.ID, Action: got.Action})
 		a := &mcp.Answer{Action: got.Action}
 		if len(got.Content) > 0 {
 			if err := json.Unmarshal(got.Content, &a.Content); err != nil {

@@ -8,7 +8,7 @@ package run
 // sees it end the same way: every run's events end with run.finished.
 func FailedEnd(r *Run, answer *Message, last int64) []Event {
 	return []Event{
-		{RunID: r.ID, Seq: last + 1, Type: EventError, Data: encode(map[string]any{"message": r.Error, "agent_id": r.AgentID})},
-		{RunID: r.ID, Seq: last + 2, Type: EventRunFinished, Data: encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})},
+		newEvent(r.ID, last+1, RunError{Message: r.Error, AgentID: r.AgentID}),
+		newEvent(r.ID, last+2, RunFinished{Status: r.Status, Error: r.Error, Usage: r.Usage, Message: answer}),
 	}
 }

@@ -22,12 +22,6 @@ import (
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
-// EventWarning says something about the run's graph was dropped or skipped.
-const EventWarning = "run.warning"
-
-// EventMessageImage carries an image a model produced.
-const EventMessageImage = "message.image"
-
 // flow runs one message through the graph of agents its primary reaches
 // (docs/agents.md "Edges"): the start agents together, each direct target once all
 // its sources have finished, and handoffs as they are called, all on one
@@ -109,7 +103,7 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 	f.stop = cancel
 	for _, w := range g.Warnings {
 		f.log.Warn("agent graph", slog.String("warning", w))
-		f.s.emit(ctx, f.lr, f.r.ID, EventWarning, map[string]any{"message": w})
+		f.s.emit(f.lr, Warning{Message: w})
 	}
 	var start []turn
 	for _, id := range g.Start {
@@ -481,22 +475,22 @@ func (f *flow) event(ctx context.Context, id string, e agent.Event, said *said) 
 	said.add(id, e)
 	switch e.Kind {
 	case agent.EventText:
-		s.emit(ctx, lr, r.ID, EventMessageDelta, delta{AgentID: id, Text: e.Text})
+		s.emit(lr, MessageDelta{AgentID: id, Text: e.Text})
 	case agent.EventToolStarted:
-		s.emit(ctx, lr, r.ID, EventToolStarted, map[string]any{"agent_id": id, "id": e.Tool.ID, "name": e.Tool.Name, "arguments": e.Tool.Arguments})
+		s.emit(lr, ToolStarted{AgentID: id, ID: e.Tool.ID, Name: e.Tool.Name, Arguments: e.Tool.Arguments})
 	case agent.EventToolFinished:
-		s.emit(ctx, lr, r.ID, EventToolFinished, map[string]any{"agent_id": id, "id": e.Tool.ID, "result": e.Tool.Result, "is_error": e.Tool.IsError, "duration_ms": e.Tool.Duration.Milliseconds()})
+		s.emit(lr, ToolFinished{AgentID: id, ID: e.Tool.ID, Result: e.Tool.Result, IsError: e.Tool.IsError, DurationMS: e.Tool.Duration.Milliseconds()})
 		// Stored with the run's next batch of events (writer).
 		s.writer().toolCall(&ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
 	case agent.EventUsage:
-		s.emit(ctx, lr, r.ID, EventUsage, map[string]any{"agent_id": id, "usage": e.Usage})
+		s.emit(lr, TurnUsage{AgentID: id, Usage: e.Usage})
 	case agent.EventRetry:
 		f.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
 	case agent.EventImage:
 		f.mu.Lock()
 		f.images = append(f.images, Part{Type: PartImage, AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
 		f.mu.Unlock()
-		s.emit(ctx, lr, r.ID, EventMessageImage, map[string]any{"agent_id": id, "mime_type": e.Image.MIMEType, "data": e.Image.Data})
+		s.emit(lr, MessageImage{AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
 	}
 }
 

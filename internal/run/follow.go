@@ -3,8 +3,11 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"time"
+
+	"github.com/relay-ai/relay/internal/auth"
 )
 
 // followEvery is how often a run in another process is polled for events.
@@ -13,6 +16,68 @@ const followEvery = 250 * time.Millisecond
 // finished reports whether a run's status is final.
 func finished(s Status) bool {
 	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
+}
+
+// Follow yields the events of run runID after seq `after`, for user u (who
+// must be able to see the run: Find): first what is stored, then the rest as
+// it comes — from memory while this process runs the run, by polling the
+// store while another process runs it — each event once and in order. It
+// ends after run.finished, which every run's events end with: a run whose
+// process died is failed by another process with its last events (FailedEnd),
+// and one marked finished without them gets a run.finished made from its
+// stored state (closed). An error ends it too: the run not found, the store
+// failing, or ctx ending (its cause). This is how every client follows a
+// run: the SSE of /api/chat and its resume, /v1 streaming, relay chat.
+func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after int64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if _, err := s.Find(ctx, u, runID); err != nil {
+			yield(Event{}, err)
+			return
+		}
+		// hand yields e, when it is new, and reports whether following goes on.
+		hand := func(e Event) bool {
+			if e.Seq <= after {
+				return true // a resubscription repeats what it had
+			}
+			after = e.Seq
+			return yield(e, nil) && e.Type != EventRunFinished
+		}
+		for {
+			evs, ch, stop, err := s.subscribe(ctx, runID, after)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range evs {
+				if !hand(e) {
+					stop()
+					return
+				}
+			}
+			if ch == nil { // the run is over: the store had all of it
+				stop()
+				return
+			}
+		live:
+			for {
+				select {
+				case e, ok := <-ch:
+					if !ok {
+						break live // ended, or fell behind: look again from `after`
+					}
+					if !hand(e) {
+						stop()
+						return
+					}
+				case <-ctx.Done():
+					stop()
+					yield(Event{}, context.Cause(ctx))
+					return
+				}
+			}
+			stop()
+		}
+	}
 }
 
 // follow streams the stored events of a run that another process is running,
@@ -91,7 +156,7 @@ func Streamed(events []Event) (string, []Part) {
 		if e.Type != EventMessageDelta {
 			continue
 		}
-		var d delta
+		var d MessageDelta
 		if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
 			continue
 		}

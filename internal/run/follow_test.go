@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/run"
 )
@@ -51,12 +52,12 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 		if e.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d: events were lost or repeated", i, e.Seq)
 		}
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 		if e.Type == run.EventMessageDelta {
 			text.WriteString(string(e.Data))
 		}
 	}
-	if types[0] != run.EventRunStarted || types[len(types)-1] != run.EventRunFinished {
+	if types[0] != string(run.EventRunStarted) || types[len(types)-1] != string(run.EventRunFinished) {
 		t.Errorf("events %v", types)
 	}
 	for _, w := range []string{"one ", "five"} {
@@ -75,7 +76,7 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 // A dead run's answer is rebuilt from its events: one text part per stretch of
 // one agent's deltas, other events ignored, texts joined as a saved answer's.
 func TestStreamedRebuildsTheText(t *testing.T) {
-	ev := func(typ, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
+	ev := func(typ run.Kind, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
 	text, parts := run.Streamed([]run.Event{
 		ev(run.EventRunStarted, `{"run_id":"run_1"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"router","text":"Asking "}`),
@@ -188,5 +189,44 @@ func TestFollowARunWhoseProcessDied(t *testing.T) {
 				t.Errorf("replay after the last delta: %v, %v; want it to end with run.finished", rest, err)
 			}
 		})
+	}
+}
+
+// Follow yields a run's events after a seq, stored ones then live ones, each
+// once and in order, and ends after run.finished: in the process running the
+// run and in another one; a run the user may not see is an error, first.
+func TestFollow(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three ", "four"}, Delay: 100 * time.Millisecond})
+	b := setup(t, model)
+	other := &run.Service{Store: b.svc.Store, Prep: b.svc.Prep, Models: b.svc.Models, MCP: b.svc.MCP, Log: discard()}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, svc := range map[string]*run.Service{"this process": b.svc, "another process": other} {
+		var seqs []int64
+		var last run.Event
+		for e, err := range svc.Follow(ctx, b.user, r.ID, 2) {
+			if err != nil {
+				t.Fatalf("%s: %v after %v", name, err, seqs)
+			}
+			seqs, last = append(seqs, e.Seq), e
+		}
+		for i, s := range seqs {
+			if s != int64(i+3) {
+				t.Fatalf("%s: seqs %v; want 3, 4, … each once", name, seqs)
+			}
+		}
+		p, err := last.Payload()
+		if f, ok := p.(run.RunFinished); err != nil || !ok || f.Status != run.StatusSucceeded || f.Message == nil || f.Message.Text != "one two three four" {
+			t.Errorf("%s: last event %s %s; want run.finished with the answer", name, last.Type, last.Data)
+		}
+	}
+	for _, err := range b.svc.Follow(ctx, b.user, "run_nope", 0) {
+		if !fault.Is(err, fault.NotFound) {
+			t.Errorf("following an unknown run: %v; want not found", err)
+		}
 	}
 }

@@ -5,7 +5,7 @@ import "github.com/relay-ai/relay/internal/llm"
 // appendJSON appends d as encoding/json writes it without HTML escaping, at a
 // fraction of the cost: message.delta is the event a run emits most, one per
 // piece of streamed text.
-func (d delta) appendJSON(b []byte) []byte {
+func (d MessageDelta) appendJSON(b []byte) []byte {
 	b = append(b, `{"agent_id":`...)
 	b = appendJSONString(b, d.AgentID)
 	b = append(b, `,"text":`...)

@@ -25,12 +25,12 @@ var jsonTexts = []string{
 
 func TestDeltaJSONIsEncodingJSON(t *testing.T) {
 	for _, s := range jsonTexts {
-		d := delta{AgentID: "agent_" + s, Text: s}
+		d := MessageDelta{AgentID: "agent_" + s, Text: s}
 		if got, want := string(d.appendJSON(nil)), encodingJSON(t, d); got != want {
 			t.Errorf("delta %q:\n got %s\nwant %s", s, got, want)
 		}
-		if got, want := string(encode(d)), encodingJSON(t, d); got != want {
-			t.Errorf("encode(delta %q):\n got %s\nwant %s", s, got, want)
+		if got, want := string(Encode(d)), encodingJSON(t, d); got != want {
+			t.Errorf("Encode(delta %q):\n got %s\nwant %s", s, got, want)
 		}
 	}
 }
@@ -47,11 +47,11 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 func BenchmarkDeltaJSON(b *testing.B) {
-	d := delta{AgentID: "support", Text: " token"}
+	d := MessageDelta{AgentID: "support", Text: " token"}
 	b.Run("appendJSON", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = encode(d)
+			_ = Encode(d)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {

@@ -1,9 +1,7 @@
 package run
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,17 +18,6 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
-)
-
-// The types of run events (docs/api.md).
-const (
-	EventRunStarted   = "run.started"
-	EventMessageDelta = "message.delta"
-	EventToolStarted  = "tool.started"
-	EventToolFinished = "tool.finished"
-	EventUsage        = "usage"
-	EventRunFinished  = "run.finished"
-	EventError        = "error"
 )
 
 // Models resolves an agent's provider and model to a client and the family its
@@ -125,6 +112,7 @@ type liveRun struct {
 	pending []Event // emitted, not yet known to be stored; oldest first
 	queued  bool    // the writer knows that pending has events
 	ended   bool    // every event is stored and the subscriptions are closed
+	stored  int64   // the seq of the last event the writer took out of pending
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	release func() // Service.Admit's, or nothing
@@ -144,9 +132,9 @@ func (lr *liveRun) unsubscribe(ch chan Event) func() {
 }
 
 // next numbers a new event of the run. lr.mu must be held.
-func (lr *liveRun) next(typ string, data []byte) Event {
+func (lr *liveRun) next(p Payload) Event {
 	lr.seq++
-	return Event{RunID: lr.id, Seq: lr.seq, Type: typ, Data: data, CreatedAt: time.Now().UTC()}
+	return newEvent(lr.id, lr.seq, p)
 }
 
 // deliver hands e to every subscriber; lr.mu must be held. A subscriber that
@@ -210,12 +198,6 @@ type ChatRequest struct {
 // answer). It is LibreChat's id of "no parent" (docs/api.md "POST /api/chat").
 const NoParent = "00000000-0000-0000-0000-000000000000"
 
-// delta is the data of a message.delta event, the one streamed most.
-type delta struct {
-	AgentID string `json:"agent_id"`
-	Text    string `json:"text"`
-}
-
 // subBuffer is how many events a subscriber may be behind before it is
 // dropped, to catch up from the store.
 const subBuffer = 256
@@ -224,55 +206,41 @@ const subBuffer = 256
 var ErrAborted = errors.New("aborted by the user")
 
 // Start saves the user's message and starts a run answering it. The run goes
-// on in the background (its context is detached from ctx); follow it with
-// Subscribe, or use StartStream to miss nothing.
+// on in the background (its context is detached from ctx); Follow it from
+// seq 0 to miss nothing: its events come from memory until they are stored.
 func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Run, error) {
-	r, _, stop, err := s.start(ctx, u, req, false)
-	if err == nil {
-		stop()
-	}
-	return r, err
-}
-
-// StartStream is Start with a subscription to the run's events taken before the
-// run begins, so that they come straight from memory. Callers must call stop.
-func (s *Service) StartStream(ctx context.Context, u *auth.User, req ChatRequest) (*Run, <-chan Event, func(), error) {
-	return s.start(ctx, u, req, true)
-}
-
-func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subscribe bool) (*Run, <-chan Event, func(), error) {
 	if strings.TrimSpace(req.Text) == "" && !req.Client.continues() {
-		return nil, nil, nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
+		return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid chat request", Fields: []fault.FieldError{{Field: "text", Message: "required"}}}
 	}
 	a, err := s.Prep.Agents.Get(ctx, u, req.AgentID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	now := time.Now().UTC()
 	if err := checkImages(req.Images); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if req.Timezone != "" { // refused before anything is stored, not by the run
 		if _, err := time.LoadLocation(req.Timezone); err != nil {
-			return nil, nil, nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
+			return nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
 		}
 	}
 	if err := s.checkClient(ctx, u, a, req.Client); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	// A user who has not set the key their agent's endpoint takes from each
 	// user is told before anything is stored; other failures to build the
 	// client fail the run, as they always have.
 	if _, _, err := s.Models(ctx, u.ID, a.Provider, a.Model); errors.As(err, new(*KeyRequiredError)) {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	added, err := s.attach(ctx, u, req.Files)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	conv, isNew, history, earlier, err := s.conversation(ctx, u, a, &req, now)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	userMsg := &Message{ID: ident.New("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
 	for _, f := range added {
@@ -281,12 +249,12 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	userMsg.Parts = append(userMsg.Parts, imageParts(req.Images)...)
 	attached, err := s.attachedBefore(ctx, earlier, added)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	release := func() {}
 	if s.Admit != nil {
 		if release, err = s.Admit(ctx, u); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
 	// The run is stored as running from the start: it starts at once.
@@ -294,7 +262,7 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
 	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
 		release()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	lr := &liveRun{id: r.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -305,16 +273,9 @@ func (s *Service) start(ctx context.Context, u *auth.User, req ChatRequest, subs
 	}
 	s.live[r.ID] = lr
 	s.mu.Unlock()
-	var ch chan Event
-	stop := func() {}
-	if subscribe {
-		ch = make(chan Event, subBuffer)
-		lr.subs[ch] = struct{}{}
-		stop = lr.unsubscribe(ch)
-	}
 	fin := &Finished{User: u, Agent: a, Run: r, Conversation: conv, NewConversation: isNew, Question: userMsg, Request: req}
 	go s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin)
-	return r, ch, stop, nil
+	return r, nil
 }
 
 // conversation returns the conversation of req, a new one (not yet stored, and
@@ -383,7 +344,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []llm.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
-	s.emit(ctx, lr, r.ID, EventRunStarted, map[string]any{"run_id": r.ID, "conversation_id": r.ConversationID, "user_message_id": userMsg.ID, "agent_id": a.ID})
+	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
@@ -422,9 +383,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	end := &ending{lr: lr, run: r, answer: answer, requests: requests}
 	lr.mu.Lock()
 	if r.Status == StatusFailed {
-		end.events = append(end.events, lr.next(EventError, encode(map[string]any{"message": r.Error, "agent_id": failedAgent(err, a.ID)})))
+		end.events = append(end.events, lr.next(RunError{Message: r.Error, AgentID: failedAgent(err, a.ID)}))
 	}
-	end.events = append(end.events, lr.next(EventRunFinished, encode(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage, "message": answer})))
+	end.events = append(end.events, lr.next(RunFinished{Status: r.Status, Error: r.Error, Usage: r.Usage, Message: answer}))
 	lr.mu.Unlock()
 	// The work that follows is counted before anyone can see the run end
 	// (its run.finished event, its subscriptions, Wait), so that a Settle
@@ -509,10 +470,9 @@ func readable(err error) string {
 }
 
 // emit hands an event to the run's subscribers and queues it to be stored.
-func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) {
-	raw := encode(data)
+func (s *Service) emit(lr *liveRun, p Payload) {
 	lr.mu.Lock()
-	e := lr.next(typ, raw)
+	e := lr.next(p)
 	lr.pending = append(lr.pending, e)
 	queue := !lr.queued
 	lr.queued = true
@@ -523,38 +483,21 @@ func (s *Service) emit(_ context.Context, lr *liveRun, _, typ string, data any) 
 	}
 }
 
-// encode is an event's data as JSON, texts as the model wrote them (no HTML
-// escaping).
-func encode(data any) []byte {
-	if d, ok := data.(delta); ok { // the event streamed most, encoded by hand
-		return d.appendJSON(make([]byte, 0, len(d.AgentID)+len(d.Text)+32))
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
-		return []byte(`{}`)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-// Subscribe returns the run's events after seq `after` that are stored, and a
-// channel of those still to come: nil when the run has already ended, else
-// closed when it ends or when the subscriber falls behind (it then subscribes
-// again from its last seq). A run that another Relay process is running is
-// followed through the database. Callers must call stop when done.
-func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, after int64) ([]Event, <-chan Event, func(), error) {
-	r, err := s.Store.GetRun(ctx, runID)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if r.UserID != u.ID && !u.IsAdmin() {
-		return nil, nil, nil, fault.New(fault.NotFound, "run %q not found", runID)
-	}
+// subscribe returns the run's events after seq `after` that are stored (and,
+// for a run of this process, those not stored yet), and a channel of those
+// still to come: nil when the run has already ended, else closed when it ends
+// or when the subscriber falls behind (it then subscribes again from its last
+// seq). A run that another Relay process is running is followed through the
+// database. Callers must call stop when done.
+func (s *Service) subscribe(ctx context.Context, runID string, after int64) ([]Event, <-chan Event, func(), error) {
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
 	if lr == nil { // finished, or running in another process
+		r, err := s.Store.GetRun(ctx, runID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		evs, err := s.Store.ListEvents(ctx, runID, after)
 		if err == nil && finished(r.Status) {
 			evs, err = s.closed(ctx, r, after, evs)
@@ -571,7 +514,15 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	}
 	ch := make(chan Event, subBuffer)
 	lr.mu.Lock()
-	evs, err := s.Store.ListEvents(ctx, runID, after)
+	var (
+		evs []Event
+		err error
+	)
+	// What is stored after `after` is still pending too, unless the writer
+	// stored more than the subscriber has: only then is the store read.
+	if after < lr.stored {
+		evs, err = s.Store.ListEvents(ctx, runID, after)
+	}
 	ended := lr.ended
 	if err == nil && !ended {
 		last := after
@@ -589,8 +540,9 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if ended { // the run ended between the two looks: the store had everything
-		return evs, nil, func() {}, nil
+	if ended { // every event of the run is stored
+		evs, err := s.Store.ListEvents(ctx, runID, after)
+		return evs, nil, func() {}, err
 	}
 	return evs, ch, lr.unsubscribe(ch), nil
 }
@@ -625,15 +577,25 @@ func (s *Service) closed(ctx context.Context, r *Run, after int64, evs []Event) 
 	return append(evs, end[len(end)-1]), nil
 }
 
-// Abort stops a run of u's: the model stream and pending tool calls are
-// cancelled and the partial answer is kept.
-func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, error) {
+// Find returns a run that u may see: u's own, or anyone's for an admin;
+// any other is fault.NotFound.
+func (s *Service) Find(ctx context.Context, u *auth.User, runID string) (*Run, error) {
 	r, err := s.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	if r.UserID != u.ID && !u.IsAdmin() {
 		return nil, fault.New(fault.NotFound, "run %q not found", runID)
+	}
+	return r, nil
+}
+
+// Abort stops a run of u's: the model stream and pending tool calls are
+// cancelled and the partial answer is kept.
+func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, error) {
+	r, err := s.Find(ctx, u, runID)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	lr := s.live[runID]
@@ -682,12 +644,9 @@ type AgentRef struct {
 
 // Get returns one of u's runs with its events, model requests and tool calls.
 func (s *Service) Get(ctx context.Context, u *auth.User, runID string) (*Detail, error) {
-	r, err := s.Store.GetRun(ctx, runID)
+	r, err := s.Find(ctx, u, runID)
 	if err != nil {
 		return nil, err
-	}
-	if r.UserID != u.ID && !u.IsAdmin() {
-		return nil, fault.New(fault.NotFound, "run %q not found", runID)
 	}
 	d := &Detail{Run: r}
 	if d.Events, err = s.Store.ListEvents(ctx, runID, 0); err != nil {

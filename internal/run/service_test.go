@@ -103,7 +103,7 @@ func TestRunCallsToolAndSavesEverything(t *testing.T) {
 	}
 	var types []string
 	for _, e := range d.Events {
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 	}
 	if got := strings.Join(types, ","); got != "run.started,usage,tool.started,tool.finished,message.delta,message.delta,usage,run.finished" {
 		t.Errorf("events %s", got)

@@ -101,16 +101,6 @@ type Run struct {
 	FinishedAt        *time.Time `json:"finished_at,omitempty"`
 }
 
-// Event is one event of a run, as streamed to clients; Seq orders a run's
-// events from 1 and is the SSE id.
-type Event struct {
-	RunID     string          `json:"run_id"`
-	Seq       int64           `json:"seq"`
-	Type      string          `json:"type"`
-	Data      json.RawMessage `json:"data"`
-	CreatedAt time.Time       `json:"created_at"`
-}
-
 // ModelRequest is one request body sent to a provider during a run.
 type ModelRequest struct {
 	RunID   string          `json:"run_id"`

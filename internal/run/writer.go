@@ -218,6 +218,9 @@ func (w *writer) write() {
 			lr.mu.Unlock()
 			continue
 		}
+		if counts[i] > 0 {
+			lr.stored = lr.pending[counts[i]-1].Seq
+		}
 		n := copy(lr.pending, lr.pending[counts[i]:])
 		clear(lr.pending[n:])
 		lr.pending = lr.pending[:n]
@@ -233,6 +236,7 @@ func (w *writer) write() {
 		}
 		e.lr.mu.Lock()
 		for _, ev := range e.events {
+			e.lr.stored = ev.Seq
 			e.lr.deliver(ev)
 		}
 		e.lr.mu.Unlock()
@@ -343,6 +347,6 @@ func (e *ending) answerLost(err error) {
 		e.lr.seq--
 	}
 	e.events = append(e.events,
-		e.lr.next(EventError, encode(map[string]any{"message": reason, "agent_id": e.answer.AgentID})),
-		e.lr.next(EventRunFinished, encode(map[string]any{"status": e.run.Status, "error": e.run.Error, "usage": e.run.Usage, "message": e.answer})))
+		e.lr.next(RunError{Message: reason, AgentID: e.answer.AgentID}),
+		e.lr.next(RunFinished{Status: e.run.Status, Error: e.run.Error, Usage: e.run.Usage, Message: e.answer}))
 }

@@ -467,7 +467,7 @@ func appendBatched(events []run.Event, runID string, batch []byte, after int64) 
 		if b.Seq <= after {
 			continue
 		}
-		e := run.Event{RunID: runID, Seq: b.Seq, Type: b.Type, CreatedAt: time.UnixMicro(b.At).UTC()}
+		e := run.Event{RunID: runID, Seq: b.Seq, Type: run.Kind(b.Type), CreatedAt: time.UnixMicro(b.At).UTC()}
 		if len(b.Data) > 0 {
 			e.Data = b.Data
 		}
@@ -537,7 +537,7 @@ func appendBatchedEvent(b []byte, e *run.Event) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"type":`...)
-	if plainType(e.Type) {
+	if plainType(string(e.Type)) {
 		b = append(b, '"')
 		b = append(b, e.Type...)
 		b = append(b, '"')

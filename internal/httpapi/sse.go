@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// heartbeat is how often an idle event stream gets a comment line, so that
+// proxies do not close it.
+const heartbeat = 15 * time.Second
+
+// writeTimeout bounds each burst of writes to an event stream's client.
+const writeTimeout = 30 * time.Second
+
+// sseStream is an event stream to one client (SSE). The handler writes
+// events; a goroutine of the stream flushes them once the writes waiting are
+// done — one write to the network for a burst of events, not one per event —
+// and sends a heartbeat comment when the stream has been idle for heartbeat.
+// The first write that fails ends the stream: every later write returns its
+// error.
+type sseStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+
+	mu    sync.Mutex
+	armed bool // the write deadline is set for the burst being written
+	dirty bool // written since the last flush
+	busy  bool // written since the last heartbeat tick
+	err   error
+
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// startSSE sends the headers of an event stream and starts its flusher; the
+// caller must call close before it returns.
+func startSSE(w http.ResponseWriter) *sseStream {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	st := &sseStream{w: w, rc: http.NewResponseController(w), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	st.dirty = true // the headers
+	go st.loop()
+	st.kick <- struct{}{}
+	return st
+}
+
+// write writes b, one or more whole events, to be flushed with the burst.
+func (st *sseStream) write(b []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.writeLocked(b); err != nil {
+		return err
+	}
+	select {
+	case st.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (st *sseStream) writeLocked(b []byte) error {
+	if st.err != nil {
+		return st.err
+	}
+	if !st.armed {
+		_ = st.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		st.armed = true
+	}
+	if _, err := st.w.Write(b); err != nil {
+		st.err = err
+		return err
+	}
+	st.dirty, st.busy = true, true
+	return nil
+}
+
+func (st *sseStream) flushLocked() {
+	if !st.dirty || st.err != nil {
+		return
+	}
+	st.dirty, st.armed = false, false
+	if err := st.rc.Flush(); err != nil {
+		st.err = err
+	}
+}
+
+func (st *sseStream) loop() {
+	defer close(st.done)
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-st.kick:
+			st.mu.Lock()
+			st.flushLocked()
+			st.mu.Unlock()
+		case <-tick.C:
+			st.mu.Lock()
+			if !st.busy && st.writeLocked([]byte(": heartbeat\n\n")) == nil {
+				st.flushLocked()
+			}
+			st.busy = false
+			st.mu.Unlock()
+		case <-st.quit:
+			return
+		}
+	}
+}
+
+// close stops the flusher and flushes what is left; it returns the stream's
+// first error.
+func (st *sseStream) close() error {
+	close(st.quit)
+	<-st.done
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.flushLocked()
+	return st.err
+}
