@@ -92,25 +92,14 @@ func startServer(t *testing.T, cfgPath string, vars map[string]string) *server {
 		in.Stdin, in.Stdout, in.Stderr, in.Getenv = strings.NewReader(""), io.Discard, s.stderr, testEnv(vars)
 		s.done <- Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr}, in)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
+	waitFor(t, 30*time.Second, "relay serve ready", func() bool {
 		select {
 		case code := <-s.done:
 			t.Fatalf("relay serve exited with %d before it was ready:\n%s", code, s.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay serve not ready after 30s:\n%s", s.stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return answersReady(s.base)
+	})
 	t.Cleanup(func() { s.stop(t) })
 	return s
 }

@@ -152,13 +152,7 @@ func TestChatAbortCancelsTheToolCall(t *testing.T) {
 	if r["status"] != "cancelled" || time.Since(began) > 5*time.Second {
 		t.Fatalf("abort: %v after %s", r, time.Since(began))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for stats.Cancelled() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the MCP server never saw the call cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the call's cancellation seen by the MCP server", func() bool { return stats.Cancelled() != 0 })
 }
 
 func TestChatReconnectMissesNothing(t *testing.T) {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,20 +69,7 @@ agents:
 		_ = i
 	}
 	for _, base := range bases { // every process ready: migrated and serving
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			resp, err := http.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never became ready", base)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitFor(t, 60*time.Second, base+" ready", func() bool { return answersReady(base) })
 	}
 	s := &server{base: bases[0]}
 	for time.Now().Second() > 50 { // create them well before a minute boundary

@@ -72,25 +72,15 @@ func startRelay(t *testing.T, bin, cfg, base, host string) *relayProcess {
 			t.Logf("relay %s (pid %d) output:\n%s", base, p.cmd.Process.Pid, p.out.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
+	waitFor(t, 60*time.Second, base+" ready", func() bool {
 		select {
 		case <-p.waited:
 			t.Fatalf("relay exited before it was ready:\n%s", p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became ready", base)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return answersReady(base)
+	})
+	return p
 }
 
 // kill sends SIGKILL to the process alone (not its group: aimock and the
@@ -125,19 +115,6 @@ func firingsOf(t *testing.T, s *server, scheduleID string) []firingView {
 }
 
 type runView struct{ Status, Error string }
-
-// waitFor polls until ok, at most d, and returns when it became true.
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Now()
-}
 
 // ownHosts reports whether processes can be given host names of their own
 // (root, with unshare), so that one is found dead by its missing heartbeats

@@ -139,19 +139,11 @@ func TestWebSocketProgress(t *testing.T) {
 	}
 	// The client handles notifications apart from results, so the last may
 	// come in after the result although it was sent before.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	waitFor(t, 2*time.Second, "progress [1 2 3 4 5]", func() bool {
 		mu.Lock()
-		got := fmt.Sprint(progress)
-		mu.Unlock()
-		if got == "[1 2 3 4 5]" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress %s, want [1 2 3 4 5]", got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return fmt.Sprint(progress) == "[1 2 3 4 5]"
+	})
 }
 
 func TestWebSocketCancelReachesServer(t *testing.T) {
@@ -210,13 +202,7 @@ func TestWebSocketClientCloseEndsServerSession(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for wsSessions(srv) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server session outlived the client")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 3*time.Second, "end of the server session after the client's", func() bool { return wsSessions(srv) == 0 })
 }
 
 func TestWebSocketServerCloseEndsClientSession(t *testing.T) {
