@@ -98,25 +98,19 @@ func startRelay(t *testing.T, config string, vars map[string]string) *relay {
 		r.done <- app.Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr},
 			app.IO{Stdin: strings.NewReader(""), Stdout: r.Log, Stderr: r.Log, Getenv: getenv})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(r.Base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	waitFor(t, 30*time.Second, "relay serve ready", func() bool {
 		select {
 		case code := <-r.done:
 			t.Fatalf("relay serve exited with %d before it was ready:\n%s", code, r.Log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay serve not ready after 30s:\n%s", r.Log)
+		resp, err := http.Get(r.Base + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -136,15 +130,12 @@ var setupLinkRE = regexp.MustCompile(`https?://[^\s"]+/setup#[A-Za-z0-9_-]+`)
 // setupLink waits for the one-time setup link that serve prints on a first start.
 func (r *relay) setupLink(t *testing.T) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := setupLinkRE.FindString(r.Log.String()); m != "" {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("relay serve printed no setup link:\n%s", r.Log)
-	return ""
+	var link string
+	waitFor(t, 10*time.Second, "setup link printed by relay serve", func() bool {
+		link = setupLinkRE.FindString(r.Log.String())
+		return link != ""
+	})
+	return link
 }
 
 // call sends an API request with an API key and decodes the JSON answer into

@@ -257,19 +257,20 @@ mcpServers:
 	)
 	waitText(t, ctx, ".ok-note", "Exported 1 sample")
 	var sample string
-	deadline := time.Now().Add(20 * time.Second)
-	for sample == "" {
+	t.Cleanup(func() {
+		if sample == "" {
+			entries, _ := os.ReadDir(dir)
+			t.Logf("the download folder has %v", entries)
+		}
+	})
+	waitFor(t, 20*time.Second, "relay-ragas-YYYYMMDD.jsonl downloaded", func() bool {
 		if m, _ := filepath.Glob(filepath.Join(dir, "relay-ragas-*.jsonl")); len(m) == 1 {
 			if b, err := os.ReadFile(m[0]); err == nil && strings.HasSuffix(string(b), "\n") {
 				sample = string(b)
 			}
 		}
-		if sample == "" && time.Now().After(deadline) {
-			entries, _ := os.ReadDir(dir)
-			t.Fatalf("no relay-ragas-YYYYMMDD.jsonl downloaded; the download folder has %v", entries)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return sample != ""
+	})
 	var got struct {
 		UserInput string `json:"user_input"`
 		Response  string `json:"response"`

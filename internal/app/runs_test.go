@@ -143,7 +143,7 @@ func TestChatAbortCancelsTheToolCall(t *testing.T) {
 	defer resp.Body.Close()
 	runID := resp.Header.Get("Relay-Run-Id")
 	readSSE(t, resp, func(e sseEvent) bool { return e.Type == "tool.started" })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the call reaching the MCP server", func() bool { return stats.Calls("sleep") != 0 })
 	began := time.Now()
 	var r map[string]any
 	ab := s.post(t, "/api/runs/"+runID+"/abort", "", nil)

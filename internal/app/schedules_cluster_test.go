@@ -26,11 +26,8 @@ func TestSchedulesFireOnceAcrossProcesses(t *testing.T) {
 		t.Skip("takes over three minutes; skipped with -short")
 	}
 	t.Parallel() // mostly waiting for minute boundaries, as the kill -9 test does
-	bin := filepath.Join(t.TempDir(), "relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
-		t.Fatalf("building relay: %v\n%s", err, out)
-	}
 	aimockBin := mcptest.Peer(t, "PEER_AIMOCK")
+	bin := buildRelay(t)
 	fdir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(fdir, "f.json"), []byte(`{"fixtures":[{"match":{"userMessage":"tick"},"response":{"content":"tock"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,9 +69,8 @@ agents:
 		waitFor(t, 60*time.Second, base+" ready", func() bool { return answersReady(base) })
 	}
 	s := &server{base: bases[0]}
-	for time.Now().Second() > 50 { // create them well before a minute boundary
-		time.Sleep(time.Second)
-	}
+	// Create them well before a minute boundary.
+	waitFor(t, time.Minute, "a time well before a minute boundary", func() bool { return time.Now().Second() <= 50 })
 	var ids []string
 	for i := range 20 {
 		var sc map[string]any

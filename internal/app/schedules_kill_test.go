@@ -25,14 +25,34 @@ const slowFixtures = `{"fixtures":[{"match":{"userMessage":"slow job"},
  "response":{"content":"` + "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen" + `"},
  "chunkSize":2,"latency":1000}]}`
 
-// buildRelay builds the relay binary into a test directory.
+// built is the relay binary that buildRelay builds once for the tests of
+// this process; TestMain removes its directory.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildRelay returns the relay binary, built on first use: a build takes tens
+// of seconds on a small machine, and every test runs the same binary.
 func buildRelay(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
-		t.Fatalf("building relay: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "relay-test-bin-"); built.err != nil {
+			return
+		}
+		bin := filepath.Join(built.dir, "relay")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%w\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatalf("building relay: %v", built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // relayProcess is a `relay serve` child process.
@@ -141,9 +161,9 @@ func TestKilledProcessRunFailsAndNextFiringRunsElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about a minute and a half; skipped with -short")
 	}
-	t.Parallel() // mostly waiting for a minute boundary, as the three-process test does
+	t.Parallel()                                 // mostly waiting for a minute boundary, as the three-process test does
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	db := schemaURL(t, pg)
 	var procs []*relayProcess
 	var mu sync.Mutex
@@ -186,9 +206,7 @@ agents:
 
 	// Fire well before a minute boundary, so that the next firing comes after
 	// the dead process is found (at most dead-after plus a heartbeat, 25 s).
-	for s := time.Now().Second(); s < 1 || s > 30; s = time.Now().Second() {
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "a time early in a minute", func() bool { s := time.Now().Second(); return s >= 1 && s <= 30 })
 	a := &server{base: procs[0].base}
 	var sc struct{ ID string }
 	if code := a.call(t, testKey, "POST", "/api/schedules", `{"agent_id":"worker","name":"Slow","prompt":"slow job","cron":"* * * * *"}`, &sc); code != 201 {
@@ -290,8 +308,8 @@ func TestKilledProcessRunFailedAtRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts relay; skipped with -short")
 	}
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
