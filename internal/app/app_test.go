@@ -290,13 +290,16 @@ func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		resp.Body.Close()
 		res <- result{code: resp.StatusCode}
 	}()
+	// A write to the pipe returns once the client has taken it to send: the
+	// headers and the start of the body are on their way, the rest is not.
 	if _, err := pw.Write([]byte(`{"provider":"openAI",`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the request is now being handled
 	stopped := make(chan int, 1)
 	go func() { stopped <- s.stop(t) }()
-	time.Sleep(200 * time.Millisecond) // shutdown has begun and waits for the request
+	// Shutdown has begun once the server no longer answers as ready; it waits
+	// for the request.
+	waitFor(t, 10*time.Second, "shutdown begun", func() bool { return !answersReady(s.base) })
 	if _, err := pw.Write([]byte(`"model":"m"}`)); err != nil {
 		t.Fatal(err)
 	}
