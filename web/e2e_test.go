@@ -203,8 +203,8 @@ func browserPath(t *testing.T) string {
 }
 
 // newBrowser returns the settings of a headless Chromium for the test;
-// newPerson starts one of them for each person of a test, so that each has
-// cookies of their own.
+// newPerson opens a browser context of its own for each person of a test, so
+// that each has cookies of their own.
 func newBrowser(t *testing.T) []chromedp.ExecAllocatorOption {
 	t.Helper()
 	return append(chromedp.DefaultExecAllocatorOptions[:],
@@ -216,22 +216,56 @@ func newBrowser(t *testing.T) []chromedp.ExecAllocatorOption {
 	)
 }
 
-// newPerson starts a browser and returns the context of its tab. Every
-// action on it gives up after two minutes.
+// shared is the one Chromium that the tests of this package share: starting
+// one takes seconds, many on a busy machine, and a browser context per person
+// keeps cookies and storage apart as separate browsers would. TestMain closes
+// it.
+var shared struct {
+	once  sync.Once
+	ctx   context.Context
+	close context.CancelFunc
+	err   error
+}
+
+// sharedBrowser starts the shared Chromium with the settings of the first
+// caller (newBrowser's, the same for every test) and returns its context.
+func sharedBrowser(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	shared.once.Do(func() {
+		alloc, cancelA := chromedp.NewExecAllocator(context.Background(), browser...)
+		// chromedp's complaints about browser events it does not know (newer
+		// Chromium sends some) are left out; its other errors are printed.
+		ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(format string, args ...any) {
+			if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+				log.Print(msg)
+			}
+		}))
+		shared.ctx, shared.close = ctx, func() { cancel(); cancelA() }
+		shared.err = chromedp.Run(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the browser: %v", shared.err)
+	}
+	return shared.ctx
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.close != nil {
+		shared.close()
+	}
+	os.Exit(code)
+}
+
+// newPerson opens a browser context of its own (cookies, storage, downloads)
+// in the shared browser and returns the context of its tab, closed when the
+// test ends. Every action on it gives up after two minutes.
 func newPerson(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	alloc, cancelA := chromedp.NewExecAllocator(context.Background(), browser...)
-	t.Cleanup(cancelA)
-	// chromedp's complaints about browser events it does not know (newer
-	// Chromium sends some) are left out; its other errors are printed.
-	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(format string, args ...any) {
-		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
-			log.Print(msg)
-		}
-	}))
+	ctx, cancel := chromedp.NewContext(sharedBrowser(t, browser), chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("starting the browser: %v", err)
+		t.Fatalf("opening a browser context: %v", err)
 	}
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelT)

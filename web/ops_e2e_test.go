@@ -249,7 +249,8 @@ mcpServers:
 	// The run is on the runs page; chosen there, it is exported for Ragas.
 	dir := t.TempDir()
 	run(t, ctx, "exporting the run for Ragas",
-		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir),
+		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir).
+			WithBrowserContextID(chromedp.FromContext(ctx).BrowserContextID),
 		chromedp.Navigate(r.Base+"/runs"),
 		chromedp.WaitVisible(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
 		chromedp.Click(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
