@@ -276,13 +276,18 @@ func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", s.base+"/api/agents", pr)
 	req.Header.Set("Authorization", "Bearer "+testKey)
+	// The body waits for the server's 100 Continue, which it sends when the
+	// handler first reads the body.
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	defer client.CloseIdleConnections()
 	type result struct {
 		code int
 		err  error
 	}
 	res := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			res <- result{err: err}
 			return
@@ -290,8 +295,8 @@ func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		resp.Body.Close()
 		res <- result{code: resp.StatusCode}
 	}()
-	// A write to the pipe returns once the client has taken it to send: the
-	// headers and the start of the body are on their way, the rest is not.
+	// A write to the pipe returns once the client has taken it to send, after
+	// 100 Continue: the request is being handled, and waits for the rest.
 	if _, err := pw.Write([]byte(`{"provider":"openAI",`)); err != nil {
 		t.Fatal(err)
 	}
