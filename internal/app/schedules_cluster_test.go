@@ -81,6 +81,9 @@ agents:
 	}
 	first := time.Now().UTC().Round(0).Truncate(time.Minute).Add(time.Minute)
 	last := first.Add(2 * time.Minute)
+	// This sleep stays: three real processes fire on the wall clock's minutes,
+	// and that a minute fired once, not twice, shows only once every process
+	// has had its chance to claim it.
 	time.Sleep(time.Until(last.Add(40 * time.Second)))
 
 	for _, id := range ids {

@@ -275,7 +275,9 @@ agents:
 		}
 		return false
 	})
-	time.Sleep(2 * time.Second) // a second claim, were there one, would show by now
+	// This sleep stays: a second claim, were there one, would show by now; that
+	// none is made by the other real processes shows only as time passes.
+	time.Sleep(2 * time.Second)
 	var atNext []string
 	for _, f := range firingsOf(t, b, sc.ID) {
 		if f.FireAt.Equal(nextFire) {

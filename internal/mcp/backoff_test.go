@@ -97,7 +97,9 @@ func TestCrashingServerBacksOffAndStops(t *testing.T) {
 		t.Errorf("the last attempt did not end in a crash after connecting: %+v", st)
 	}
 	// In the error state nothing restarts it until it is used: wait twice the
-	// backoff another attempt would have had.
+	// backoff another attempt would have had. This sleep stays: what it shows
+	// is that nothing happens, to a real child process, on the manager's real
+	// clock, and only time passing can show that.
 	time.Sleep(2 * (base << (attempts - 1)))
 	if n, st := len(pids()), status(); n != attempts || st.State != mcp.StateError {
 		t.Errorf("started %d times, want %d; state %+v", n, attempts, st)
