@@ -24,7 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/relay-ai/relay/internal/app"
@@ -262,10 +264,34 @@ func TestMain(m *testing.M) {
 // test ends. Every action on it gives up after two minutes.
 func newPerson(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(sharedBrowser(t, browser), chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	if err := chromedp.Run(ctx); err != nil {
+	b := sharedBrowser(t, browser)
+	var bc cdp.BrowserContextID
+	var tab target.ID
+	if err := chromedp.Run(b, chromedp.ActionFunc(func(ctx context.Context) error {
+		browser := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
+		var err error
+		if bc, err = target.CreateBrowserContext().Do(browser); err != nil {
+			return err
+		}
+		// In a window of its own: headless Chromium opens no tab in a browser
+		// context that has no window yet.
+		tab, err = target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).Do(browser)
+		return err
+	})); err != nil {
 		t.Fatalf("opening a browser context: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithTargetID(tab))
+	// Known to the context, as WithNewBrowserContext would have it, for
+	// actions that name it and for tabs opened from this one.
+	chromedp.FromContext(ctx).BrowserContextID = bc
+	t.Cleanup(func() {
+		cancel() // closes the tab
+		_ = chromedp.Run(b, chromedp.ActionFunc(func(ctx context.Context) error {
+			return target.DisposeBrowserContext(bc).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		}))
+	})
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("opening a tab: %v", err)
 	}
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelT)
