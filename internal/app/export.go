@@ -12,7 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
-	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/ragas"
 )
 
 // retrieval reports whether a tool's results are retrieved contexts: file_search,
@@ -53,7 +53,7 @@ func exportRagasCommand() *command {
 				if len(args) > 0 {
 					return usageErr("unexpected argument %q", args[0])
 				}
-				opts := run.RagasOptions{AgentID: *agentID, MultiTurn: *multi}
+				opts := ragas.Options{AgentID: *agentID, MultiTurn: *multi}
 				if *since != "" {
 					t, err := time.Parse(time.DateOnly, *since)
 					if err != nil {
@@ -89,7 +89,7 @@ func exportRagasCommand() *command {
 					defer f.Close()
 					w = f
 				}
-				n, err := runs.ExportRagas(ctx, w, opts)
+				n, err := (&ragas.Exporter{Store: runs.Store}).Export(ctx, w, opts)
 				if err != nil {
 					return err
 				}

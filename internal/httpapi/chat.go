@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ragas"
 	"github.com/relay-ai/relay/internal/run"
 )
 
@@ -340,7 +341,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	q := r.URL.Query()
-	opts := run.RagasOptions{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
+	opts := ragas.Options{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
 	def := u.ID
 	if u.IsAdmin() {
 		def = ""
@@ -371,7 +372,7 @@ func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 		opts.RunIDs = ids // of the caller's runs, or anyone's for an admin (def)
 	}
 	ew := &exportWriter{w: w}
-	if _, err := s.opts.Runs.ExportRagas(r.Context(), ew, opts); err != nil {
+	if _, err := (&ragas.Exporter{Store: s.opts.Runs.Store}).Export(r.Context(), ew, opts); err != nil {
 		if !ew.started {
 			s.writeError(w, r, err)
 			return

@@ -24,6 +24,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/ragas"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
@@ -255,7 +256,7 @@ func TestRagasExport(t *testing.T) {
 	}{{"ragas_single", false}, {"ragas_multi", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{MultiTurn: tc.multi, Retrieval: retrieval})
+			n, err := (&ragas.Exporter{Store: b.svc.Store}).Export(ctx, &buf, ragas.Options{MultiTurn: tc.multi, Retrieval: retrieval})
 			if err != nil || n != 2 {
 				t.Fatalf("export: %d samples, %v", n, err)
 			}
@@ -288,10 +289,10 @@ func TestRagasExport(t *testing.T) {
 	}
 	// Another user's runs are not in an export filtered by user.
 	var buf bytes.Buffer
-	if n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{UserID: "usr_someone_else"}); err != nil || n != 0 || buf.Len() != 0 {
+	if n, err := (&ragas.Exporter{Store: b.svc.Store}).Export(ctx, &buf, ragas.Options{UserID: "usr_someone_else"}); err != nil || n != 0 || buf.Len() != 0 {
 		t.Errorf("export of another user's runs: %d samples, %v, %q", n, err, buf.String())
 	}
-	if n, err := b.svc.ExportRagas(ctx, &buf, run.RagasOptions{UserID: b.user.ID}); err != nil || n != 2 {
+	if n, err := (&ragas.Exporter{Store: b.svc.Store}).Export(ctx, &buf, ragas.Options{UserID: b.user.ID}); err != nil || n != 2 {
 		t.Errorf("export of Ann's runs: %d samples, %v", n, err)
 	}
 }

@@ -1,4 +1,8 @@
-package run
+// Package ragas writes succeeded runs as a Ragas evaluation dataset (JSONL):
+// single-turn samples (question, retrieved contexts, answer) or multi-turn
+// ones (the messages with their tool calls), read from the stored runs
+// (docs/api.md "Ragas export").
+package ragas
 
 import (
 	"context"
@@ -12,12 +16,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
-// RagasOptions select and shape a Ragas export (docs/api.md "Ragas export").
-type RagasOptions struct {
+// Store is what an export reads of the stored runs.
+type Store interface {
+	GetRun(ctx context.Context, id string) (*run.Run, error)
+	ListRuns(ctx context.Context, f run.RunFilter) ([]*run.Run, error)
+	GetMessage(ctx context.Context, id string) (*run.Message, error)
+	ListModelRequests(ctx context.Context, runID string) ([]run.ModelRequest, error)
+	ListToolCalls(ctx context.Context, runID string) ([]run.ToolCall, error)
+}
+
+// Exporter writes Ragas datasets from a store's runs.
+type Exporter struct {
+	Store Store
+}
+
+// Options select and shape a Ragas export (docs/api.md "Ragas export").
+type Options struct {
 	UserID  string // empty: every user's runs
 	AgentID string
 	Since   time.Time
@@ -58,17 +77,17 @@ type multiTurn struct {
 	UserInput []ragasMessage `json:"user_input"`
 }
 
-// ExportRagas writes one JSONL sample per succeeded run matching o, oldest
+// Export writes one JSONL sample per succeeded run matching o, oldest
 // first, and returns how many it wrote.
-func (s *Service) ExportRagas(ctx context.Context, w io.Writer, o RagasOptions) (int, error) {
+func (s *Exporter) Export(ctx context.Context, w io.Writer, o Options) (int, error) {
 	var (
-		runs []*Run
+		runs []*run.Run
 		err  error
 	)
 	if o.RunIDs != nil {
 		runs, err = s.selected(ctx, o)
 	} else {
-		runs, err = s.Store.ListRuns(ctx, RunFilter{UserID: o.UserID, AgentID: o.AgentID, Status: StatusSucceeded, Since: o.Since})
+		runs, err = s.Store.ListRuns(ctx, run.RunFilter{UserID: o.UserID, AgentID: o.AgentID, Status: run.StatusSucceeded, Since: o.Since})
 	}
 	if err != nil {
 		return 0, err
@@ -98,10 +117,10 @@ func (s *Service) ExportRagas(ctx context.Context, w io.Writer, o RagasOptions) 
 }
 
 // selected loads the runs o.RunIDs names, each once, checking each as
-// RagasOptions.RunIDs says.
-func (s *Service) selected(ctx context.Context, o RagasOptions) ([]*Run, error) {
+// Options.RunIDs says.
+func (s *Exporter) selected(ctx context.Context, o Options) ([]*run.Run, error) {
 	var (
-		runs []*Run
+		runs []*run.Run
 		seen = map[string]bool{}
 	)
 	for _, id := range o.RunIDs {
@@ -116,7 +135,7 @@ func (s *Service) selected(ctx context.Context, o RagasOptions) ([]*Run, error) 
 		if o.UserID != "" && r.UserID != o.UserID {
 			return nil, fault.New(fault.NotFound, "run %q not found", id)
 		}
-		if r.Status != StatusSucceeded {
+		if r.Status != run.StatusSucceeded {
 			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid export", Fields: []fault.FieldError{{
 				Field: "run_id", Message: fmt.Sprintf("run %q is %s: only succeeded runs are exported", id, r.Status)}}}
 		}
@@ -125,7 +144,7 @@ func (s *Service) selected(ctx context.Context, o RagasOptions) ([]*Run, error) 
 	return runs, nil
 }
 
-func (s *Service) answer(ctx context.Context, r *Run) (question, answer string, err error) {
+func (s *Exporter) answer(ctx context.Context, r *run.Run) (question, answer string, err error) {
 	q, err := s.Store.GetMessage(ctx, r.UserMessageID)
 	if err != nil {
 		return "", "", err
@@ -140,7 +159,7 @@ func (s *Service) answer(ctx context.Context, r *Run) (question, answer string, 
 	return q.Text, StripCitations(answer), nil
 }
 
-func (s *Service) singleTurn(ctx context.Context, r *Run, retrieval func(string) bool) (any, error) {
+func (s *Exporter) singleTurn(ctx context.Context, r *run.Run, retrieval func(string) bool) (any, error) {
 	q, a, err := s.answer(ctx, r)
 	if err != nil {
 		return nil, err
@@ -167,7 +186,7 @@ func (s *Service) singleTurn(ctx context.Context, r *Run, retrieval func(string)
 // the contexts stored with the call; for a file_search call stored without them,
 // the passages its sources mark out in the result; otherwise the whole result.
 // A file_search call without passages (no files, no match) retrieved nothing.
-func retrievedContexts(c *ToolCall) []string {
+func retrievedContexts(c *run.ToolCall) []string {
 	if len(c.Contexts) > 0 {
 		return c.Contexts
 	}
@@ -211,7 +230,7 @@ func fileSearchPassages(result string, sources []tool.Source) []string {
 
 // multiTurn rebuilds the conversation from the last request the run sent (it
 // holds every earlier message, tool calls and results included) and the answer.
-func (s *Service) multiTurn(ctx context.Context, r *Run) (any, error) {
+func (s *Exporter) multiTurn(ctx context.Context, r *run.Run) (any, error) {
 	_, a, err := s.answer(ctx, r)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,10 @@
-package run_test
+package ragas_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/ragas"
 )
 
 func TestStripCitations(t *testing.T) {
@@ -27,7 +27,7 @@ func TestStripCitations(t *testing.T) {
 		{"upper-case escape", `Done \UE202turn0file0.`, "Done."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := run.StripCitations(tc.in); got != tc.want {
+			if got := ragas.StripCitations(tc.in); got != tc.want {
 				t.Errorf("StripCitations(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 			}
 		})
@@ -47,7 +47,7 @@ func TestToolArgs(t *testing.T) {
 		{`{"q": "cut off`, `{"arguments":"{\"q\": \"cut off"}`},
 		{`a <b> & c`, `{"arguments":"a <b> & c"}`},
 	} {
-		got := run.ToolArgs(json.RawMessage(tc.in))
+		got := ragas.ToolArgs(json.RawMessage(tc.in))
 		if string(got) != tc.want {
 			t.Errorf("ToolArgs(%q) = %s, want %s", tc.in, got, tc.want)
 		}
