@@ -44,7 +44,10 @@ func TestConcurrentRunsStoreEveryEvent(t *testing.T) {
 			}
 			// Join after seq 3 once more is stored, while the run streams:
 			// catch up, then follow.
-			waitUntil(t, b.stored(r.ID, 5))
+			if !eventually(b.stored(r.ID, 5)) {
+				t.Errorf("run %d: fewer than 5 events stored after 20 s", i)
+				return
+			}
 			evs, ch, stop, err := b.svc.Subscribe(ctx, b.user, r.ID, 3)
 			if err != nil {
 				t.Error(err)
@@ -248,8 +251,16 @@ func waitDone(b *bundle, id string) <-chan struct{} {
 // service's own goroutines, which give the test nothing to block on.
 func waitUntil(t *testing.T, ok func() bool) {
 	t.Helper()
+	if !eventually(ok) {
+		t.Fatal("timed out")
+	}
+}
+
+// eventually is waitUntil for any goroutine: it reports whether ok came to
+// hold within 20 s.
+func eventually(ok func() bool) bool {
 	if ok() {
-		return
+		return true
 	}
 	deadline := time.NewTimer(20 * time.Second)
 	defer deadline.Stop()
@@ -259,13 +270,10 @@ func waitUntil(t *testing.T, ok func() bool) {
 		select {
 		case <-tick.C:
 			if ok() {
-				return
+				return true
 			}
 		case <-deadline.C:
-			if ok() {
-				return
-			}
-			t.Fatal("timed out")
+			return ok()
 		}
 	}
 }
