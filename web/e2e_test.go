@@ -24,7 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/relay-ai/relay/internal/app"
@@ -98,25 +100,19 @@ func startRelay(t *testing.T, config string, vars map[string]string) *relay {
 		r.done <- app.Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr},
 			app.IO{Stdin: strings.NewReader(""), Stdout: r.Log, Stderr: r.Log, Getenv: getenv})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(r.Base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	waitFor(t, 30*time.Second, "relay serve ready", func() bool {
 		select {
 		case code := <-r.done:
 			t.Fatalf("relay serve exited with %d before it was ready:\n%s", code, r.Log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay serve not ready after 30s:\n%s", r.Log)
+		resp, err := http.Get(r.Base + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -136,15 +132,12 @@ var setupLinkRE = regexp.MustCompile(`https?://[^\s"]+/setup#[A-Za-z0-9_-]+`)
 // setupLink waits for the one-time setup link that serve prints on a first start.
 func (r *relay) setupLink(t *testing.T) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := setupLinkRE.FindString(r.Log.String()); m != "" {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("relay serve printed no setup link:\n%s", r.Log)
-	return ""
+	var link string
+	waitFor(t, 10*time.Second, "setup link printed by relay serve", func() bool {
+		link = setupLinkRE.FindString(r.Log.String())
+		return link != ""
+	})
+	return link
 }
 
 // call sends an API request with an API key and decodes the JSON answer into
@@ -212,8 +205,8 @@ func browserPath(t *testing.T) string {
 }
 
 // newBrowser returns the settings of a headless Chromium for the test;
-// newPerson starts one of them for each person of a test, so that each has
-// cookies of their own.
+// newPerson opens a browser context of its own for each person of a test, so
+// that each has cookies of their own.
 func newBrowser(t *testing.T) []chromedp.ExecAllocatorOption {
 	t.Helper()
 	return append(chromedp.DefaultExecAllocatorOptions[:],
@@ -225,22 +218,80 @@ func newBrowser(t *testing.T) []chromedp.ExecAllocatorOption {
 	)
 }
 
-// newPerson starts a browser and returns the context of its tab. Every
-// action on it gives up after two minutes.
+// shared is the one Chromium that the tests of this package share: starting
+// one takes seconds, many on a busy machine, and a browser context per person
+// keeps cookies and storage apart as separate browsers would. TestMain closes
+// it.
+var shared struct {
+	once  sync.Once
+	ctx   context.Context
+	close context.CancelFunc
+	err   error
+}
+
+// sharedBrowser starts the shared Chromium with the settings of the first
+// caller (newBrowser's, the same for every test) and returns its context.
+func sharedBrowser(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	shared.once.Do(func() {
+		alloc, cancelA := chromedp.NewExecAllocator(context.Background(), browser...)
+		// chromedp's complaints about browser events it does not know (newer
+		// Chromium sends some) are left out; its other errors are printed.
+		ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(format string, args ...any) {
+			if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
+				log.Print(msg)
+			}
+		}))
+		shared.ctx, shared.close = ctx, func() { cancel(); cancelA() }
+		shared.err = chromedp.Run(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the browser: %v", shared.err)
+	}
+	return shared.ctx
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.close != nil {
+		shared.close()
+	}
+	os.Exit(code)
+}
+
+// newPerson opens a browser context of its own (cookies, storage, downloads)
+// in the shared browser and returns the context of its tab, closed when the
+// test ends. Every action on it gives up after two minutes.
 func newPerson(t *testing.T, browser []chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	alloc, cancelA := chromedp.NewExecAllocator(context.Background(), browser...)
-	t.Cleanup(cancelA)
-	// chromedp's complaints about browser events it does not know (newer
-	// Chromium sends some) are left out; its other errors are printed.
-	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(format string, args ...any) {
-		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "unhandled node event") {
-			log.Print(msg)
+	b := sharedBrowser(t, browser)
+	var bc cdp.BrowserContextID
+	var tab target.ID
+	if err := chromedp.Run(b, chromedp.ActionFunc(func(ctx context.Context) error {
+		browser := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
+		var err error
+		if bc, err = target.CreateBrowserContext().Do(browser); err != nil {
+			return err
 		}
-	}))
-	t.Cleanup(cancel)
+		// In a window of its own: headless Chromium opens no tab in a browser
+		// context that has no window yet.
+		tab, err = target.CreateTarget("about:blank").WithBrowserContextID(bc).WithNewWindow(true).Do(browser)
+		return err
+	})); err != nil {
+		t.Fatalf("opening a browser context: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithTargetID(tab))
+	// Known to the context, as WithNewBrowserContext would have it, for
+	// actions that name it and for tabs opened from this one.
+	chromedp.FromContext(ctx).BrowserContextID = bc
+	t.Cleanup(func() {
+		cancel() // closes the tab
+		_ = chromedp.Run(b, chromedp.ActionFunc(func(ctx context.Context) error {
+			return target.DisposeBrowserContext(bc).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		}))
+	})
 	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("starting the browser: %v", err)
+		t.Fatalf("opening a tab: %v", err)
 	}
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancelT)

@@ -249,7 +249,8 @@ mcpServers:
 	// The run is on the runs page; chosen there, it is exported for Ragas.
 	dir := t.TempDir()
 	run(t, ctx, "exporting the run for Ragas",
-		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir),
+		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir).
+			WithBrowserContextID(chromedp.FromContext(ctx).BrowserContextID),
 		chromedp.Navigate(r.Base+"/runs"),
 		chromedp.WaitVisible(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
 		chromedp.Click(`[data-testid=run-row] input[type=checkbox]`, chromedp.ByQuery),
@@ -257,19 +258,20 @@ mcpServers:
 	)
 	waitText(t, ctx, ".ok-note", "Exported 1 sample")
 	var sample string
-	deadline := time.Now().Add(20 * time.Second)
-	for sample == "" {
+	t.Cleanup(func() {
+		if sample == "" {
+			entries, _ := os.ReadDir(dir)
+			t.Logf("the download folder has %v", entries)
+		}
+	})
+	waitFor(t, 20*time.Second, "relay-ragas-YYYYMMDD.jsonl downloaded", func() bool {
 		if m, _ := filepath.Glob(filepath.Join(dir, "relay-ragas-*.jsonl")); len(m) == 1 {
 			if b, err := os.ReadFile(m[0]); err == nil && strings.HasSuffix(string(b), "\n") {
 				sample = string(b)
 			}
 		}
-		if sample == "" && time.Now().After(deadline) {
-			entries, _ := os.ReadDir(dir)
-			t.Fatalf("no relay-ragas-YYYYMMDD.jsonl downloaded; the download folder has %v", entries)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return sample != ""
+	})
 	var got struct {
 		UserInput string `json:"user_input"`
 		Response  string `json:"response"`

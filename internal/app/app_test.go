@@ -92,25 +92,14 @@ func startServer(t *testing.T, cfgPath string, vars map[string]string) *server {
 		in.Stdin, in.Stdout, in.Stderr, in.Getenv = strings.NewReader(""), io.Discard, s.stderr, testEnv(vars)
 		s.done <- Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr}, in)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
+	waitFor(t, 30*time.Second, "relay serve ready", func() bool {
 		select {
 		case code := <-s.done:
 			t.Fatalf("relay serve exited with %d before it was ready:\n%s", code, s.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay serve not ready after 30s:\n%s", s.stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return answersReady(s.base)
+	})
 	t.Cleanup(func() { s.stop(t) })
 	return s
 }
@@ -287,13 +276,18 @@ func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", s.base+"/api/agents", pr)
 	req.Header.Set("Authorization", "Bearer "+testKey)
+	// The body waits for the server's 100 Continue, which it sends when the
+	// handler first reads the body.
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	defer client.CloseIdleConnections()
 	type result struct {
 		code int
 		err  error
 	}
 	res := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			res <- result{err: err}
 			return
@@ -301,13 +295,16 @@ func TestServeGracefulShutdownFinishesInFlightRequests(t *testing.T) {
 		resp.Body.Close()
 		res <- result{code: resp.StatusCode}
 	}()
+	// A write to the pipe returns once the client has taken it to send, after
+	// 100 Continue: the request is being handled, and waits for the rest.
 	if _, err := pw.Write([]byte(`{"provider":"openAI",`)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the request is now being handled
 	stopped := make(chan int, 1)
 	go func() { stopped <- s.stop(t) }()
-	time.Sleep(200 * time.Millisecond) // shutdown has begun and waits for the request
+	// Shutdown has begun once the server no longer answers as ready; it waits
+	// for the request.
+	waitFor(t, 10*time.Second, "shutdown begun", func() bool { return !answersReady(s.base) })
 	if _, err := pw.Write([]byte(`"model":"m"}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ func TestKilledChatCommandRunFailed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds relay; skipped with -short")
 	}
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	db := filepath.Join(dir, "data", "relay.db")

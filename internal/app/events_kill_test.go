@@ -22,8 +22,8 @@ func TestKilledServeRunReplayEnds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts relay; skipped with -short")
 	}
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`server:

@@ -50,23 +50,18 @@ func (s *server) upload(t *testing.T, name string, data []byte) string {
 // ready waits until the file is ingested and returns its record.
 func (s *server) ready(t *testing.T, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var f map[string]any
+	var f map[string]any
+	waitFor(t, 30*time.Second, "file "+id+" ready", func() bool {
+		f = nil
 		if code := s.call(t, testKey, "GET", "/api/files/"+id, "", &f); code != 200 {
 			t.Fatalf("GET file %s: %d", id, code)
 		}
-		switch f["status"] {
-		case "ready":
-			return f
-		case "failed":
+		if f["status"] == "failed" {
 			t.Fatalf("file %s failed: %v", id, f["error"])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("file %s still %v after 30 s", id, f["status"])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return f["status"] == "ready"
+	})
+	return f
 }
 
 // TestFileSearchEndToEnd: a multi-page PDF and

@@ -74,25 +74,19 @@ fileConfig:
 	// Every page decodes the same 8 MB stream again: with the decoding
 	// limit raised, this runs for minutes.
 	slow := upload("slow.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
-	started := time.Now().Add(time.Minute)
-	for f := get(slow); f.Status != "processing" || f.Progress == 0; f = get(slow) {
+	waitFor(t, time.Minute, "progress of the slow bomb", func() bool {
+		f := get(slow)
 		if f.Status == "failed" || f.Status == "ready" {
 			t.Fatalf("the slow bomb ended %s: %s", f.Status, f.Error)
 		}
-		if time.Now().After(started) {
-			t.Fatalf("the slow bomb is still %s", f.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return f.Status == "processing" && f.Progress != 0
+	})
 	form := upload("form.pdf", extracttest.FormBombPDF(2000))
-	deadline := time.Now().Add(time.Minute)
 	f := get(form)
-	for ; f.Status != "failed" && f.Status != "ready"; f = get(form) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the form bomb is still %s", f.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "end of the form bomb", func() bool {
+		f = get(form)
+		return f.Status == "failed" || f.Status == "ready"
+	})
 	if f.Status != "failed" || !strings.Contains(f.Error, "more than 100000 operations") || !strings.Contains(f.Error, "(fileConfig.maxPdfOperations)") {
 		t.Errorf("the form bomb ended %s: %q", f.Status, f.Error)
 	}

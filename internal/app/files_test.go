@@ -51,18 +51,11 @@ func TestFilesCLIAndAPI(t *testing.T) {
 	if resp.StatusCode != 201 || up.Status != "pending" {
 		t.Fatalf("POST /api/files: %d %+v", resp.StatusCode, up)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitFor(t, 15*time.Second, "the uploaded file ready", func() bool {
 		var f struct{ Status string }
 		s.call(t, testKey, "GET", "/api/files/"+up.ID, "", &f)
-		if f.Status == "ready" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("uploaded file still %q", f.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return f.Status == "ready"
+	})
 
 	// Over fileConfig.serverFileSizeLimit (1 MB).
 	big := filepath.Join(dir, "big.txt")

@@ -105,6 +105,9 @@ func leaks() []string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 	suiteMu.Lock()
 	n, s := len(suiteLogs), len(suiteSecrets)
 	suiteMu.Unlock()

@@ -159,8 +159,7 @@ mcpServers:
 	if code := s.call(t, testKey, "GET", "/api/mcp/servers/good/tools", "", &tools); code != 200 || len(tools.Data) == 0 {
 		t.Fatalf("good server's tools: %d %+v", code, tools)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, 10*time.Second, "every server's state settled", func() bool {
 		var sts struct {
 			Data []struct {
 				Name, State string
@@ -175,14 +174,8 @@ mcpServers:
 				t.Errorf("%s: error state without a reason", st.Name)
 			}
 		}
-		if states["good"] == "connected" && states["badcommand"] == "error" && states["unreachable"] == "error" && states["slow"] == "error" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("states %v", sts.Data)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return states["good"] == "connected" && states["badcommand"] == "error" && states["unreachable"] == "error" && states["slow"] == "error"
+	})
 	var e map[string]any
 	if code := s.call(t, testKey, "GET", "/api/mcp/servers/nope/tools", "", &e); code != http.StatusNotFound {
 		t.Errorf("unknown server: %d", code)

@@ -143,7 +143,7 @@ func TestChatAbortCancelsTheToolCall(t *testing.T) {
 	defer resp.Body.Close()
 	runID := resp.Header.Get("Relay-Run-Id")
 	readSSE(t, resp, func(e sseEvent) bool { return e.Type == "tool.started" })
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the call reaching the MCP server", func() bool { return stats.Calls("sleep") != 0 })
 	began := time.Now()
 	var r map[string]any
 	ab := s.post(t, "/api/runs/"+runID+"/abort", "", nil)
@@ -152,13 +152,7 @@ func TestChatAbortCancelsTheToolCall(t *testing.T) {
 	if r["status"] != "cancelled" || time.Since(began) > 5*time.Second {
 		t.Fatalf("abort: %v after %s", r, time.Since(began))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for stats.Cancelled() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the MCP server never saw the call cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the call's cancellation seen by the MCP server", func() bool { return stats.Cancelled() != 0 })
 }
 
 func TestChatReconnectMissesNothing(t *testing.T) {

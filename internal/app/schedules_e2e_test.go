@@ -73,19 +73,15 @@ agents:
 				FireAt                    time.Time `json:"fire_at"`
 			}
 			var got firing
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			waitFor(t, 30*time.Second, "the firing ended", func() bool {
 				var runs struct{ Data []firing }
 				s.call(t, testKey, "GET", "/api/schedules/"+sc.ID+"/runs", "", &runs)
 				if len(runs.Data) == 1 && runs.Data[0].Status != "queued" && runs.Data[0].Status != "running" {
 					got = runs.Data[0]
-					break
+					return true
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("firings %+v", runs.Data)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return false
+			})
 			if got.Status != "succeeded" {
 				t.Fatalf("firing %+v", got)
 			}

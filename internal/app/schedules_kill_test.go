@@ -25,14 +25,34 @@ const slowFixtures = `{"fixtures":[{"match":{"userMessage":"slow job"},
  "response":{"content":"` + "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen" + `"},
  "chunkSize":2,"latency":1000}]}`
 
-// buildRelay builds the relay binary into a test directory.
+// built is the relay binary that buildRelay builds once for the tests of
+// this process; TestMain removes its directory.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildRelay returns the relay binary, built on first use: a build takes tens
+// of seconds on a small machine, and every test runs the same binary.
 func buildRelay(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
-		t.Fatalf("building relay: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "relay-test-bin-"); built.err != nil {
+			return
+		}
+		bin := filepath.Join(built.dir, "relay")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/relay-ai/relay/cmd/relay").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%w\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatalf("building relay: %v", built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // relayProcess is a `relay serve` child process.
@@ -72,25 +92,15 @@ func startRelay(t *testing.T, bin, cfg, base, host string) *relayProcess {
 			t.Logf("relay %s (pid %d) output:\n%s", base, p.cmd.Process.Pid, p.out.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
+	waitFor(t, 60*time.Second, base+" ready", func() bool {
 		select {
 		case <-p.waited:
 			t.Fatalf("relay exited before it was ready:\n%s", p.out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became ready", base)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return answersReady(base)
+	})
+	return p
 }
 
 // kill sends SIGKILL to the process alone (not its group: aimock and the
@@ -126,19 +136,6 @@ func firingsOf(t *testing.T, s *server, scheduleID string) []firingView {
 
 type runView struct{ Status, Error string }
 
-// waitFor polls until ok, at most d, and returns when it became true.
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Now()
-}
-
 // ownHosts reports whether processes can be given host names of their own
 // (root, with unshare), so that one is found dead by its missing heartbeats
 // rather than by its pid being gone from the host.
@@ -164,9 +161,9 @@ func TestKilledProcessRunFailsAndNextFiringRunsElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about a minute and a half; skipped with -short")
 	}
-	t.Parallel() // mostly waiting for a minute boundary, as the three-process test does
+	t.Parallel()                                 // mostly waiting for a minute boundary, as the three-process test does
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	db := schemaURL(t, pg)
 	var procs []*relayProcess
 	var mu sync.Mutex
@@ -209,9 +206,7 @@ agents:
 
 	// Fire well before a minute boundary, so that the next firing comes after
 	// the dead process is found (at most dead-after plus a heartbeat, 25 s).
-	for s := time.Now().Second(); s < 1 || s > 30; s = time.Now().Second() {
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "a time early in a minute", func() bool { s := time.Now().Second(); return s >= 1 && s <= 30 })
 	a := &server{base: procs[0].base}
 	var sc struct{ ID string }
 	if code := a.call(t, testKey, "POST", "/api/schedules", `{"agent_id":"worker","name":"Slow","prompt":"slow job","cron":"* * * * *"}`, &sc); code != 201 {
@@ -280,7 +275,9 @@ agents:
 		}
 		return false
 	})
-	time.Sleep(2 * time.Second) // a second claim, were there one, would show by now
+	// This sleep stays: a second claim, were there one, would show by now; that
+	// none is made by the other real processes shows only as time passes.
+	time.Sleep(2 * time.Second)
 	var atNext []string
 	for _, f := range firingsOf(t, b, sc.ID) {
 		if f.FireAt.Equal(nextFire) {
@@ -313,8 +310,8 @@ func TestKilledProcessRunFailedAtRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts relay; skipped with -short")
 	}
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
 	bin := buildRelay(t)
-	mock := llmtest.StartAimock(t, slowFixtures)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`server:

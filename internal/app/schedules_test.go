@@ -36,18 +36,11 @@ agents:
 	if code := s.call(t, testKey, "POST", "/api/schedules/"+id+"/run", "", &f); code != 202 {
 		t.Fatalf("run now: %d %v", code, f)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitFor(t, 15*time.Second, "the firing succeeded", func() bool {
 		var runs struct{ Data []map[string]any }
 		s.call(t, testKey, "GET", "/api/schedules/"+id+"/runs", "", &runs)
-		if len(runs.Data) == 1 && runs.Data[0]["status"] == "succeeded" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("firings %+v", runs.Data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(runs.Data) == 1 && runs.Data[0]["status"] == "succeeded"
+	})
 	code, out, stderr := runCLI(t, nil, "", "schedules", "list", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "0 7 * * MON-FRI") {
 		t.Errorf("schedules list: %d %q %q", code, out, stderr)

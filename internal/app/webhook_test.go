@@ -86,13 +86,7 @@ agents:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no webhook:\n%s", s.stderr)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(s.stderr.String(), "schedule webhook refused") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal logged:\n%s", s.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, 30*time.Second, "the refusal logged", func() bool { return strings.Contains(s.stderr.String(), "schedule webhook refused") })
 	if log := s.stderr.String(); !strings.Contains(log, "localhost resolves to") || strings.Contains(log, token) {
 		t.Errorf("log:\n%s", log)
 	}

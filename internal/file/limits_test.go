@@ -17,20 +17,7 @@ import (
 // waitLong is wait with room for a bomb on a busy machine.
 func (b *bundle) waitLong(t *testing.T, owner, id string) *file.File {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		f, err := b.svc.Get(t.Context(), owner, id)
-		if err != nil {
-			t.Fatalf("Get: %v", err)
-		}
-		if f.Status == file.Ready || f.Status == file.Failed {
-			return f
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("file %s still %s at %d%%", f.Name, f.Status, f.Progress)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return b.waitWithin(t, 2*time.Minute, owner, id)
 }
 
 // Bombs uploaded to a service with the default limits end failed, with a
@@ -116,23 +103,19 @@ func TestUploadRefusesMismatchedBytes(t *testing.T) {
 func TestOthersServedDuringBomb(t *testing.T) {
 	b := setup(t, file.Options{Limits: extract.Limits{MaxDecodedBytes: 1 << 40}, ExtractTimeout: time.Hour})
 	bomb := b.upload(t, "bomb.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
-	started := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, 30*time.Second, "progress of the bomb", func() bool {
 		f, err := b.svc.Get(t.Context(), b.owner, bomb.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if time.Now().After(started) {
-			t.Fatalf("the bomb is still %s after 30 s", f.Status)
-		}
 		if f.Status == file.Processing && f.Progress > 0 {
-			break
+			return true
 		}
 		if f.Status != file.Pending && f.Status != file.Processing {
 			t.Fatalf("the bomb ended %s before the test: %q", f.Status, f.Error)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	other := &auth.User{ID: auth.NewUserID(), Email: "bob@example.com", Role: auth.RoleUser}
 	if err := b.store.CreateUser(t.Context(), other); err != nil {
 		t.Fatal(err)
@@ -143,15 +126,15 @@ func TestOthersServedDuringBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for f.Status != file.Ready {
+	waitFor(t, 30*time.Second, "another user's file ready during the bomb", func() bool {
 		if f, err = b.svc.Get(ctx, other.ID, f.ID); err != nil {
 			t.Fatalf("another user's file during the bomb: %v", err)
 		}
 		if f.Status == file.Failed {
 			t.Fatalf("another user's file failed: %s", f.Error)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return f.Status == file.Ready
+	})
 	hits, err := b.svc.Search(ctx, file.Query{FileIDs: []string{f.ID}, Text: "boiler"})
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("search during the bomb: %v, %v", hits, err)

@@ -121,20 +121,21 @@ func (b *bundle) upload(t *testing.T, name string, data []byte) *file.File {
 // wait polls until the file is ready or failed.
 func (b *bundle) wait(t *testing.T, id string) *file.File {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		f, err := b.svc.Get(t.Context(), b.owner, id)
-		if err != nil {
+	return b.waitWithin(t, 20*time.Second, b.owner, id)
+}
+
+// waitWithin waits until owner's file id is ready or failed, at most d.
+func (b *bundle) waitWithin(t *testing.T, d time.Duration, owner, id string) *file.File {
+	t.Helper()
+	var f *file.File
+	waitFor(t, d, "end of ingestion of file "+id, func() bool {
+		var err error
+		if f, err = b.svc.Get(t.Context(), owner, id); err != nil {
 			t.Fatalf("Get: %v", err)
 		}
-		if f.Status == file.Ready || f.Status == file.Failed {
-			return f
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("file %s still %s at %d%%", f.Name, f.Status, f.Progress)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return f.Status == file.Ready || f.Status == file.Failed
+	})
+	return f
 }
 
 func texts(hs []file.Hit) []string {

@@ -132,20 +132,15 @@ func (b *filesBundle) upload(t *testing.T, key, name string, r io.Reader, chunke
 
 func (b *filesBundle) waitFile(t *testing.T, key, id string) file.File {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var f file.File
+	var f file.File
+	waitFor(t, 20*time.Second, "end of ingestion of file "+id, func() bool {
+		f = file.File{}
 		if code := b.do(t, key, "GET", "/api/files/"+id, nil, &f); code != http.StatusOK {
 			t.Fatalf("GET /api/files/%s: status %d", id, code)
 		}
-		if f.Status == file.Ready || f.Status == file.Failed {
-			return f
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("file %s still %s at %d%%", f.Name, f.Status, f.Progress)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return f.Status == file.Ready || f.Status == file.Failed
+	})
+	return f
 }
 
 // sized is a reader of n bytes of text that reports its length.
@@ -255,9 +250,16 @@ func TestBadFiles(t *testing.T) {
 	}
 
 	b.stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done && runtime.NumGoroutine() > before; {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			done = true
+		}
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<20)

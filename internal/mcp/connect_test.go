@@ -121,11 +121,5 @@ func TestStdioStderrLeavesNothingBehind(t *testing.T) {
 			t.Errorf("%q logged %d times, want 4:\n%s", want, got, logs.String())
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for goroutinesIn() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines of package mcp before, %d after every manager closed", before, goroutinesIn())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "end of the goroutines of package mcp", func() bool { return goroutinesIn() <= before })
 }

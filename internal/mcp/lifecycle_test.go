@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,14 +45,8 @@ func TestCloseLeavesNoOrphans(t *testing.T) {
 		}
 	}
 	m.Close()
-	deadline := time.Now().Add(5 * time.Second)
 	for name, pid := range pids {
-		for alive(pid) && !zombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %d outlived the manager", name, pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitFor(t, 5*time.Second, fmt.Sprintf("end of %s %d after the manager closed", name, pid), func() bool { return !alive(pid) || zombie(pid) })
 	}
 }
 
@@ -78,20 +73,13 @@ func TestToolListChangedRefreshes(t *testing.T) {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late"}}}, nil
 		})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, 5*time.Second, "refresh of the tools after list_changed", func() bool {
 		after, err := m.Tools(ctx, "live", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(after) == len(before)+1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools not refreshed after list_changed: %d then %d", len(before), len(after))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(after) == len(before)+1
+	})
 	res, err := call(t, m, nil, "late-tool__mcp__live", `{}`)
 	if err != nil || text(res) != "late" {
 		t.Fatalf("calling the new tool: %v %v", res, err)

@@ -143,17 +143,13 @@ func ready(t *testing.T, m *mcp.Manager, server string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for {
+	waitFor(t, time.Minute, fmt.Sprintf("server %q ready", server), func() bool {
 		_, err := m.Tools(ctx, server, nil)
-		if err == nil {
-			return
+		if err != nil {
+			t.Logf("server %q not ready yet: %v", server, err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("server %q not ready within a minute: %v", server, err)
-		}
-		t.Logf("server %q not ready yet: %v", server, err)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 func TestCancelReachesTheServer(t *testing.T) {
@@ -165,13 +161,7 @@ func TestCancelReachesTheServer(t *testing.T) {
 	if _, err := m.Call(ctx, nil, "sleep__mcp__go", json.RawMessage(`{"ms": 10000}`)); err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for stats.Cancelled() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server never saw notifications/cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "notifications/cancelled seen by the server", func() bool { return stats.Cancelled() != 0 })
 }
 
 func TestStdioChildKilledMidCall(t *testing.T) {
@@ -220,30 +210,20 @@ func TestHTTPServerDownAndBack(t *testing.T) {
 	} else {
 		t.Fatal("a call to a stopped server succeeded")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, 20*time.Second, "error state with a reason", func() bool {
 		st := m.Status(nil)[0]
-		if st.State == mcp.StateError && st.LastError != "" {
-			t.Logf("state %s: %s", st.State, st.LastError)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state stayed %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return st.State == mcp.StateError && st.LastError != ""
+	})
+	st := m.Status(nil)[0]
+	t.Logf("state %s: %s", st.State, st.LastError)
 	mcptest.StartProcess(t, port, env, "node", everything, "streamableHttp")
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, 20*time.Second, "recovery", func() bool {
 		res, err := call(t, m, nil, "echo__mcp__remote", `{"message":"back"}`)
-		if err == nil && text(res) == "Echo: back" {
-			break
+		if err != nil {
+			t.Logf("call while recovering: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && text(res) == "Echo: back"
+	})
 	if st := m.Status(nil)[0]; st.State != mcp.StateConnected {
 		t.Errorf("after recovery: %+v", st)
 	}
@@ -316,11 +296,5 @@ func TestUserScopedConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Status(nil)[0].Connections != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("idle user connections still open: %+v", m.Status(nil)[0])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "close of the idle user connections", func() bool { return m.Status(nil)[0].Connections == 0 })
 }

@@ -110,8 +110,11 @@ func TestErrorsNeverCarrySecrets(t *testing.T) {
 				if _, err := m.Tools(context.Background(), "s", user); err != nil {
 					seen = append(seen, err.Error())
 				}
-				// Let a reconnect fail and be logged too.
-				time.Sleep(300 * time.Millisecond)
+				// Let a reconnect after the backoff fail and be logged too.
+				uses := strings.Count(logs.String(), "mcp connect failed")
+				waitFor(t, 10*time.Second, "a reconnect failed and logged", func() bool {
+					return strings.Count(logs.String(), "mcp connect failed") > uses
+				})
 				for _, st := range append(m.Status(nil), m.Status(user)...) {
 					raw, _ := json.Marshal(st)
 					seen = append(seen, string(raw))

@@ -20,15 +20,24 @@ import (
 func TestCallTimeoutCoversTheConnect(t *testing.T) {
 	srv := mcptest.NewServer(mcptest.Options{})
 	h := mcptest.Handler(func() *sdk.Server { return srv })
+	// The first request, initialize, is held until the first call has ended.
 	var slow atomic.Bool
 	slow.Store(true)
+	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if slow.CompareAndSwap(true, false) {
-			time.Sleep(2500 * time.Millisecond) // the first request, initialize
+			<-release
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
 	s := server("slow", mcp.TransportStreamableHTTP, hs.URL+mcptest.StreamablePath)
 	s.Timeout, s.InitTimeout = time.Second, 10*time.Second
 	m := newManager(t, mcp.Options{}, s)
@@ -45,7 +54,8 @@ func TestCallTimeoutCoversTheConnect(t *testing.T) {
 	if !strings.Contains(mcp.FailureText("echo__mcp__slow", err), "within 1s") {
 		t.Errorf("the model would read: %s", mcp.FailureText("echo__mcp__slow", err))
 	}
-	time.Sleep(2 * time.Second)
+	close(release)
+	waitFor(t, 10*time.Second, "connect after initialize was answered", func() bool { return m.Status(nil)[0].State == mcp.StateConnected })
 	res, err := call(t, m, nil, "echo__mcp__slow", `{"message":"later"}`)
 	if err != nil || !strings.Contains(text(res), "later") {
 		t.Errorf("a later call: %v %v", res, err)

@@ -55,6 +55,10 @@ func TestToolsChangedDuringListing(t *testing.T) {
 			res, err := next(ctx, method, req)
 			if method == "tools/list" && changed.CompareAndSwap(false, true) {
 				// The answer holds only "a"; the notification of "b" goes first.
+				// This sleep stays: the client hands notifications to their
+				// handler apart from answers, and nothing outside the manager
+				// shows when that handler has run, so the answer is held back
+				// long enough for it to run while the listing is in flight.
 				sdk.AddTool(srv, &sdk.Tool{Name: "b"}, answerOK)
 				time.Sleep(200 * time.Millisecond)
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
@@ -139,19 +140,11 @@ func TestWebSocketProgress(t *testing.T) {
 	}
 	// The client handles notifications apart from results, so the last may
 	// come in after the result although it was sent before.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	waitFor(t, 2*time.Second, "progress [1 2 3 4 5]", func() bool {
 		mu.Lock()
-		got := fmt.Sprint(progress)
-		mu.Unlock()
-		if got == "[1 2 3 4 5]" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress %s, want [1 2 3 4 5]", got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return fmt.Sprint(progress) == "[1 2 3 4 5]"
+	})
 }
 
 func TestWebSocketCancelReachesServer(t *testing.T) {
@@ -210,13 +203,7 @@ func TestWebSocketClientCloseEndsServerSession(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for wsSessions(srv) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the server session outlived the client")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 3*time.Second, "end of the server session after the client's", func() bool { return wsSessions(srv) == 0 })
 }
 
 func TestWebSocketServerCloseEndsClientSession(t *testing.T) {
@@ -285,18 +272,27 @@ func TestWebSocketHeadersAndUserID(t *testing.T) {
 }
 
 func TestWebSocketHandshakeContextBoundsOnlyTheHandshake(t *testing.T) {
-	url := mcptest.Start(t, mcptest.TransportWebSocket, mcptest.Options{})
-	ctx, cancel := context.WithCancel(t.Context())
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "relay-test", Version: "0"}, nil).Connect(ctx, &mcp.WebSocketTransport{URL: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	cancel()
-	time.Sleep(50 * time.Millisecond)
-	if got := wsCall(t, cs, "echo", map[string]any{"message": "later"}); got != "Echo: later" {
-		t.Errorf("echo after the connect context ended: %q", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(mcptest.Options{})
+		client := serveMem(t, mcptest.Handler(func() *sdk.Server { return srv }))
+		t.Cleanup(func() {
+			for ss := range srv.Sessions() {
+				_ = ss.Close()
+			}
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		tr := &mcp.WebSocketTransport{URL: "ws://mem" + mcptest.WebSocketPath, HTTPClient: client}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "relay-test", Version: "0"}, nil).Connect(ctx, tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		cancel()
+		synctest.Wait() // whatever the end of ctx sets off has run
+		if got := wsCall(t, cs, "echo", map[string]any{"message": "later"}); got != "Echo: later" {
+			t.Errorf("echo after the connect context ended: %q", got)
+		}
+	})
 }
 
 func TestWebSocketHandshakeFailures(t *testing.T) {
@@ -373,16 +369,28 @@ func wsSwitch(t *testing.T, w http.ResponseWriter, r *http.Request, subprotocol 
 // to it from WebSocketTransport.
 func wsRaw(t *testing.T, handle func(ws *websocket.Conn)) sdk.Connection {
 	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewServer(wsRawHandler(handle))
+	t.Cleanup(hs.Close)
+	return wsRawOn(t, nil, hs.URL)
+}
+
+// wsRawHandler accepts a websocket and gives it to handle.
+func wsRawHandler(handle func(ws *websocket.Conn)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"mcp"}})
 		if err != nil {
 			return
 		}
 		defer ws.CloseNow()
 		handle(ws)
-	}))
-	t.Cleanup(hs.Close)
-	conn, err := (&mcp.WebSocketTransport{URL: hs.URL}).Connect(t.Context())
+	})
+}
+
+// wsRawOn connects to url with client (nil: http.DefaultClient); the
+// connection is closed when the test ends.
+func wsRawOn(t *testing.T, client *http.Client, url string) sdk.Connection {
+	t.Helper()
+	conn, err := (&mcp.WebSocketTransport{URL: url, HTTPClient: client}).Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,17 +427,21 @@ func TestWebSocketBatch(t *testing.T) {
 }
 
 func TestWebSocketCloseUnblocksRead(t *testing.T) {
+	synctest.Test(t, testWebSocketCloseUnblocksRead)
+}
+
+func testWebSocketCloseUnblocksRead(t *testing.T) {
 	status := make(chan websocket.StatusCode, 1)
-	conn := wsRaw(t, func(ws *websocket.Conn) {
+	conn := wsRawOn(t, serveMem(t, wsRawHandler(func(ws *websocket.Conn) {
 		_, _, err := ws.Read(context.Background())
 		status <- websocket.CloseStatus(err)
-	})
+	})), "ws://mem/")
 	read := make(chan error, 1)
 	go func() {
 		_, err := conn.Read(context.Background())
 		read <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait() // the read is blocked on the connection
 	if err := conn.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}

@@ -24,7 +24,7 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the run is under way, some events are stored
+	waitUntil(t, b.stored(r.ID, 2)) // the run is under way, some events are stored
 	evs, ch, stop, err := other.Subscribe(ctx, b.user, r.ID, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,7 +176,19 @@ func TestRunAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Abort once part of the answer has streamed.
+	evs, ch, stop, err := b.svc.Subscribe(ctx, b.user, r.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !slices.ContainsFunc(evs, func(e run.Event) bool { return e.Type == run.EventMessageDelta }) {
+		e, ok := <-ch
+		if !ok {
+			t.Fatal("the run ended before any of its answer streamed")
+		}
+		evs = append(evs, e)
+	}
+	stop()
 	got, err := b.svc.Abort(ctx, b.user, r.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -42,8 +42,12 @@ func TestConcurrentRunsStoreEveryEvent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			time.Sleep(time.Duration(50+5*i) * time.Millisecond)
-			// Join after seq 3, while the run streams: catch up, then follow.
+			// Join after seq 3 once more is stored, while the run streams:
+			// catch up, then follow.
+			if !eventually(b.stored(r.ID, 5)) {
+				t.Errorf("run %d: fewer than 5 events stored after 20 s", i)
+				return
+			}
 			evs, ch, stop, err := b.svc.Subscribe(ctx, b.user, r.ID, 3)
 			if err != nil {
 				t.Error(err)
@@ -242,13 +246,42 @@ func waitDone(b *bundle, id string) <-chan struct{} {
 	return done
 }
 
+// waitUntil polls ok until it holds and returns as soon as it does, failing
+// the test if it does not within 20 s: what it waits for happens on the
+// service's own goroutines, which give the test nothing to block on.
 func waitUntil(t *testing.T, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
+	if !eventually(ok) {
+		t.Fatal("timed out")
+	}
+}
+
+// eventually is waitUntil for any goroutine: it reports whether ok came to
+// hold within 20 s.
+func eventually(ok func() bool) bool {
+	if ok() {
+		return true
+	}
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if ok() {
+				return true
+			}
+		case <-deadline.C:
+			return ok()
 		}
-		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stored reports whether at least n of run id's events are in the store.
+func (b *bundle) stored(id string, n int) func() bool {
+	return func() bool {
+		d, err := b.svc.Get(context.Background(), b.user, id)
+		return err == nil && len(d.Events) >= n
 	}
 }

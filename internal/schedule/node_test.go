@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -79,17 +80,12 @@ func (c *cluster) firings(t *testing.T, id string) []*Firing {
 // waitFiring waits until the schedule's n-th firing (from 1) satisfies ok.
 func (c *cluster) waitFiring(t *testing.T, id string, n int, ok func(*Firing) bool) *Firing {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fs := c.firings(t, id)
-		if len(fs) >= n && ok(fs[n-1]) {
-			return fs[n-1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("firing %d of %d never got there: %+v", n, len(fs), fs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var fs []*Firing
+	waitFor(t, 10*time.Second, fmt.Sprintf("firing %d in the state wanted", n), func() bool {
+		fs = c.firings(t, id)
+		return len(fs) >= n && ok(fs[n-1])
+	})
+	return fs[n-1]
 }
 
 func running(f *Firing) bool { return f.Status == FiringRunning && f.RunID != "" }
@@ -267,28 +263,15 @@ func TestHeartbeatsAndStop(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- c.liveA.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := c.st.GetNode(ctx, c.liveA.ID()); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a never registered again")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "registration of a again", func() bool {
+		_, err := c.st.GetNode(ctx, c.liveA.ID())
+		return err == nil
+	})
 	c.clock.Set(time.Date(2026, 5, 1, 10, 5, 0, 0, time.UTC))
-	deadline = time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, 5*time.Second, fmt.Sprintf("a's heartbeat at %v", c.clock.Now()), func() bool {
 		n, err := c.st.GetNode(ctx, c.liveA.ID())
-		if err == nil && n.HeartbeatAt.Equal(c.clock.Now()) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a's heartbeat never reached %v: %+v", c.clock.Now(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
+	})
 	// A second run on a, started after it came back, fails when a stops.
 	sc2, err := c.a.Create(ctx, c.user, Input{AgentID: str("digest"), Name: str("Another"), Prompt: str("Go"), Cron: str("0 7 * * *")})
 	if err != nil {

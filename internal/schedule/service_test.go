@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -80,10 +81,10 @@ func str(s string) *string { return &s }
 // waitFinished waits until every firing of the schedule has finished.
 func (f *fixture) waitFinished(t *testing.T, id string, want int) []*Firing {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fs, err := f.a.Store.ListFirings(context.Background(), id, 100)
-		if err != nil {
+	var fs []*Firing
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d finished firings", want), func() bool {
+		var err error
+		if fs, err = f.a.Store.ListFirings(context.Background(), id, 100); err != nil {
 			t.Fatal(err)
 		}
 		done := 0
@@ -92,14 +93,9 @@ func (f *fixture) waitFinished(t *testing.T, id string, want int) []*Firing {
 				done++
 			}
 		}
-		if len(fs) == want && done == want {
-			return fs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("firings %+v, want %d finished", fs, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(fs) == want && done == want
+	})
+	return fs
 }
 
 func TestFiresOnceAcrossProcesses(t *testing.T) {
