@@ -30,6 +30,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/relay-ai/relay/internal/app"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // shotsDir, when set, is where the tests write their screenshots
@@ -100,7 +101,7 @@ func startRelay(t *testing.T, config string, vars map[string]string) *relay {
 		r.done <- app.Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr},
 			app.IO{Stdin: strings.NewReader(""), Stdout: r.Log, Stderr: r.Log, Getenv: getenv})
 	}()
-	waitFor(t, 30*time.Second, "relay serve ready", func() bool {
+	poll.Until(t, 30*time.Second, "relay serve ready", func() bool {
 		select {
 		case code := <-r.done:
 			t.Fatalf("relay serve exited with %d before it was ready:\n%s", code, r.Log)
@@ -133,7 +134,7 @@ var setupLinkRE = regexp.MustCompile(`https?://[^\s"]+/setup#[A-Za-z0-9_-]+`)
 func (r *relay) setupLink(t *testing.T) string {
 	t.Helper()
 	var link string
-	waitFor(t, 10*time.Second, "setup link printed by relay serve", func() bool {
+	poll.Until(t, 10*time.Second, "setup link printed by relay serve", func() bool {
 		link = setupLinkRE.FindString(r.Log.String())
 		return link != ""
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // byText finds an element by its tag and its whole visible text, for buttons
@@ -264,7 +265,7 @@ mcpServers:
 			t.Logf("the download folder has %v", entries)
 		}
 	})
-	waitFor(t, 20*time.Second, "relay-ragas-YYYYMMDD.jsonl downloaded", func() bool {
+	poll.Until(t, 20*time.Second, "relay-ragas-YYYYMMDD.jsonl downloaded", func() bool {
 		if m, _ := filepath.Glob(filepath.Join(dir, "relay-ragas-*.jsonl")); len(m) == 1 {
 			if b, err := os.ReadFile(m[0]); err == nil && strings.HasSuffix(string(b), "\n") {
 				sample = string(b)

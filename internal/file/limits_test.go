@@ -12,6 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/file/extract"
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // waitLong is wait with room for a bomb on a busy machine.
@@ -103,7 +104,7 @@ func TestUploadRefusesMismatchedBytes(t *testing.T) {
 func TestOthersServedDuringBomb(t *testing.T) {
 	b := setup(t, file.Options{Limits: extract.Limits{MaxDecodedBytes: 1 << 40}, ExtractTimeout: time.Hour})
 	bomb := b.upload(t, "bomb.pdf", extracttest.StreamBombPDF(2000, 8<<20-1024))
-	waitFor(t, 30*time.Second, "progress of the bomb", func() bool {
+	poll.Until(t, 30*time.Second, "progress of the bomb", func() bool {
 		f, err := b.svc.Get(t.Context(), b.owner, bomb.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +127,7 @@ func TestOthersServedDuringBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "another user's file ready during the bomb", func() bool {
+	poll.Until(t, 30*time.Second, "another user's file ready during the bomb", func() bool {
 		if f, err = b.svc.Get(ctx, other.ID, f.ID); err != nil {
 			t.Fatalf("another user's file during the bomb: %v", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
 	"github.com/relay-ai/relay/internal/file/filetest"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
@@ -128,7 +129,7 @@ func (b *bundle) wait(t *testing.T, id string) *file.File {
 func (b *bundle) waitWithin(t *testing.T, d time.Duration, owner, id string) *file.File {
 	t.Helper()
 	var f *file.File
-	waitFor(t, d, "end of ingestion of file "+id, func() bool {
+	poll.Until(t, d, "end of ingestion of file "+id, func() bool {
 		var err error
 		if f, err = b.svc.Get(t.Context(), owner, id); err != nil {
 			t.Fatalf("Get: %v", err)

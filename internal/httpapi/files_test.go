@@ -21,6 +21,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/file/extract/extracttest"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -133,7 +134,7 @@ func (b *filesBundle) upload(t *testing.T, key, name string, r io.Reader, chunke
 func (b *filesBundle) waitFile(t *testing.T, key, id string) file.File {
 	t.Helper()
 	var f file.File
-	waitFor(t, 20*time.Second, "end of ingestion of file "+id, func() bool {
+	poll.Until(t, 20*time.Second, "end of ingestion of file "+id, func() bool {
 		f = file.File{}
 		if code := b.do(t, key, "GET", "/api/files/"+id, nil, &f); code != http.StatusOK {
 			t.Fatalf("GET /api/files/%s: status %d", id, code)

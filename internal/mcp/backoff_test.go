@@ -13,6 +13,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // TestCrashingServerBacksOffAndStops: a server that connects and then crashes
@@ -66,7 +67,7 @@ func TestCrashingServerBacksOffAndStops(t *testing.T) {
 		var startedAt time.Time
 		// Within a minute: node's start-up can be slow on a loaded machine, and
 		// nothing asserted here depends on how long it takes.
-		waitFor(t, time.Minute, fmt.Sprintf("start %d", n), func() bool {
+		poll.Until(t, time.Minute, fmt.Sprintf("start %d", n), func() bool {
 			if p := pids(); len(p) > n {
 				t.Fatalf("start %d before crash %d", len(p), n)
 			} else if len(p) < n {
@@ -92,7 +93,7 @@ func TestCrashingServerBacksOffAndStops(t *testing.T) {
 			t.Fatalf("killing start %d (pid %d): %v", n, pid, err)
 		}
 	}
-	waitFor(t, time.Minute, "the error state", func() bool { return status().State == mcp.StateError })
+	poll.Until(t, time.Minute, "the error state", func() bool { return status().State == mcp.StateError })
 	if st := status(); !strings.Contains(st.LastError, "connection lost") {
 		t.Errorf("the last attempt did not end in a crash after connecting: %+v", st)
 	}

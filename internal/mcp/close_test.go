@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // TestClosedManagerStartsNothing: using a manager after Close fails with
@@ -39,7 +40,7 @@ func TestClosedManagerStartsNothing(t *testing.T) {
 	}
 	// A child is started by a goroutine of the manager's; once none is left,
 	// any child it started exists: a shell not yet past touch, or the file.
-	waitFor(t, 5*time.Second, "end of the manager's goroutines", func() bool { return goroutinesIn() <= before })
+	poll.Until(t, 5*time.Second, "end of the manager's goroutines", func() bool { return goroutinesIn() <= before })
 	if _, err := os.Stat(started); err == nil {
 		t.Errorf("a stdio child was started after Close")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // TestHeadersStayWithTheirHost: a server that redirects to another host does not
@@ -121,5 +122,5 @@ func TestStdioStderrLeavesNothingBehind(t *testing.T) {
 			t.Errorf("%q logged %d times, want 4:\n%s", want, got, logs.String())
 		}
 	}
-	waitFor(t, 5*time.Second, "end of the goroutines of package mcp", func() bool { return goroutinesIn() <= before })
+	poll.Until(t, 5*time.Second, "end of the goroutines of package mcp", func() bool { return goroutinesIn() <= before })
 }

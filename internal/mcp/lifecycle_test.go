@@ -15,6 +15,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
@@ -46,7 +47,7 @@ func TestCloseLeavesNoOrphans(t *testing.T) {
 	}
 	m.Close()
 	for name, pid := range pids {
-		waitFor(t, 5*time.Second, fmt.Sprintf("end of %s %d after the manager closed", name, pid), func() bool { return !alive(pid) || zombie(pid) })
+		poll.Until(t, 5*time.Second, fmt.Sprintf("end of %s %d after the manager closed", name, pid), func() bool { return !alive(pid) || zombie(pid) })
 	}
 }
 
@@ -73,7 +74,7 @@ func TestToolListChangedRefreshes(t *testing.T) {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late"}}}, nil
 		})
-	waitFor(t, 5*time.Second, "refresh of the tools after list_changed", func() bool {
+	poll.Until(t, 5*time.Second, "refresh of the tools after list_changed", func() bool {
 		after, err := m.Tools(ctx, "live", nil)
 		if err != nil {
 			t.Fatal(err)

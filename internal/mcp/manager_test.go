@@ -17,6 +17,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 func server(name, transport, url string) mcp.ServerConfig {
@@ -143,7 +144,7 @@ func ready(t *testing.T, m *mcp.Manager, server string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitFor(t, time.Minute, fmt.Sprintf("server %q ready", server), func() bool {
+	poll.Until(t, time.Minute, fmt.Sprintf("server %q ready", server), func() bool {
 		_, err := m.Tools(ctx, server, nil)
 		if err != nil {
 			t.Logf("server %q not ready yet: %v", server, err)
@@ -161,7 +162,7 @@ func TestCancelReachesTheServer(t *testing.T) {
 	if _, err := m.Call(ctx, nil, "sleep__mcp__go", json.RawMessage(`{"ms": 10000}`)); err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
-	waitFor(t, 5*time.Second, "notifications/cancelled seen by the server", func() bool { return stats.Cancelled() != 0 })
+	poll.Until(t, 5*time.Second, "notifications/cancelled seen by the server", func() bool { return stats.Cancelled() != 0 })
 }
 
 func TestStdioChildKilledMidCall(t *testing.T) {
@@ -210,14 +211,14 @@ func TestHTTPServerDownAndBack(t *testing.T) {
 	} else {
 		t.Fatal("a call to a stopped server succeeded")
 	}
-	waitFor(t, 20*time.Second, "error state with a reason", func() bool {
+	poll.Until(t, 20*time.Second, "error state with a reason", func() bool {
 		st := m.Status(nil)[0]
 		return st.State == mcp.StateError && st.LastError != ""
 	})
 	st := m.Status(nil)[0]
 	t.Logf("state %s: %s", st.State, st.LastError)
 	mcptest.StartProcess(t, port, env, "node", everything, "streamableHttp")
-	waitFor(t, 20*time.Second, "recovery", func() bool {
+	poll.Until(t, 20*time.Second, "recovery", func() bool {
 		res, err := call(t, m, nil, "echo__mcp__remote", `{"message":"back"}`)
 		if err != nil {
 			t.Logf("call while recovering: %v", err)
@@ -296,5 +297,5 @@ func TestUserScopedConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	waitFor(t, 5*time.Second, "close of the idle user connections", func() bool { return m.Status(nil)[0].Connections == 0 })
+	poll.Until(t, 5*time.Second, "close of the idle user connections", func() bool { return m.Status(nil)[0].Connections == 0 })
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // logBuffer collects a logger's output; handlers write to it from many goroutines.
@@ -112,7 +113,7 @@ func TestErrorsNeverCarrySecrets(t *testing.T) {
 				}
 				// Let a reconnect after the backoff fail and be logged too.
 				uses := strings.Count(logs.String(), "mcp connect failed")
-				waitFor(t, 10*time.Second, "a reconnect failed and logged", func() bool {
+				poll.Until(t, 10*time.Second, "a reconnect failed and logged", func() bool {
 					return strings.Count(logs.String(), "mcp connect failed") > uses
 				})
 				for _, st := range append(m.Status(nil), m.Status(user)...) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // TestCallTimeoutCoversTheConnect: a call to a server that is slow to connect
@@ -55,7 +56,7 @@ func TestCallTimeoutCoversTheConnect(t *testing.T) {
 		t.Errorf("the model would read: %s", mcp.FailureText("echo__mcp__slow", err))
 	}
 	close(release)
-	waitFor(t, 10*time.Second, "connect after initialize was answered", func() bool { return m.Status(nil)[0].State == mcp.StateConnected })
+	poll.Until(t, 10*time.Second, "connect after initialize was answered", func() bool { return m.Status(nil)[0].State == mcp.StateConnected })
 	res, err := call(t, m, nil, "echo__mcp__slow", `{"message":"later"}`)
 	if err != nil || !strings.Contains(text(res), "later") {
 		t.Errorf("a later call: %v %v", res, err)

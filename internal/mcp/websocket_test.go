@@ -22,6 +22,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // wsClient connects an sdk client to url over a WebSocketTransport and closes
@@ -140,7 +141,7 @@ func TestWebSocketProgress(t *testing.T) {
 	}
 	// The client handles notifications apart from results, so the last may
 	// come in after the result although it was sent before.
-	waitFor(t, 2*time.Second, "progress [1 2 3 4 5]", func() bool {
+	poll.Until(t, 2*time.Second, "progress [1 2 3 4 5]", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return fmt.Sprint(progress) == "[1 2 3 4 5]"
@@ -203,7 +204,7 @@ func TestWebSocketClientCloseEndsServerSession(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	waitFor(t, 3*time.Second, "end of the server session after the client's", func() bool { return wsSessions(srv) == 0 })
+	poll.Until(t, 3*time.Second, "end of the server session after the client's", func() bool { return wsSessions(srv) == 0 })
 }
 
 func TestWebSocketServerCloseEndsClientSession(t *testing.T) {

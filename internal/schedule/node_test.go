@@ -13,6 +13,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -81,7 +82,7 @@ func (c *cluster) firings(t *testing.T, id string) []*Firing {
 func (c *cluster) waitFiring(t *testing.T, id string, n int, ok func(*Firing) bool) *Firing {
 	t.Helper()
 	var fs []*Firing
-	waitFor(t, 10*time.Second, fmt.Sprintf("firing %d in the state wanted", n), func() bool {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("firing %d in the state wanted", n), func() bool {
 		fs = c.firings(t, id)
 		return len(fs) >= n && ok(fs[n-1])
 	})
@@ -263,12 +264,12 @@ func TestHeartbeatsAndStop(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- c.liveA.Run(ctx) }()
-	waitFor(t, 5*time.Second, "registration of a again", func() bool {
+	poll.Until(t, 5*time.Second, "registration of a again", func() bool {
 		_, err := c.st.GetNode(ctx, c.liveA.ID())
 		return err == nil
 	})
 	c.clock.Set(time.Date(2026, 5, 1, 10, 5, 0, 0, time.UTC))
-	waitFor(t, 5*time.Second, fmt.Sprintf("a's heartbeat at %v", c.clock.Now()), func() bool {
+	poll.Until(t, 5*time.Second, fmt.Sprintf("a's heartbeat at %v", c.clock.Now()), func() bool {
 		n, err := c.st.GetNode(ctx, c.liveA.ID())
 		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
 	})

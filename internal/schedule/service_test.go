@@ -15,6 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/run"
 	. "github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
@@ -82,7 +83,7 @@ func str(s string) *string { return &s }
 func (f *fixture) waitFinished(t *testing.T, id string, want int) []*Firing {
 	t.Helper()
 	var fs []*Firing
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d finished firings", want), func() bool {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("%d finished firings", want), func() bool {
 		var err error
 		if fs, err = f.a.Store.ListFirings(context.Background(), id, 100); err != nil {
 			t.Fatal(err)
