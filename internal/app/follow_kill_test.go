@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -21,9 +22,10 @@ import (
 
 // Two `relay serve` processes on one database; the first runs a chat and is
 // killed with SIGKILL in the middle of it. The run's followers elsewhere —
-// the chat's SSE resumed on the second process, and relay chat's renderer
+// the chat's SSE resumed on the second process, an OpenAI client streaming
+// the run's completion from the second process, and relay chat's renderer
 // following from a third process (this test's, with no live state of the
-// run) — all end, within a deadline, with the same run.finished: failed, as
+// run) — all end, within a deadline, with the same end: the run failed, as
 // the second process failed it for the dead one.
 func TestKilledProducerFollowersEndAlike(t *testing.T) {
 	if testing.Short() {
@@ -78,6 +80,12 @@ agents:
 	// The SSE of the chat, resumed on the other process after its first event.
 	sse := make(chan sseEnd, 1)
 	go func() { sse <- followSSE(ctx, "http://"+addrB+"/api/runs/"+runID+"/events", "1") }()
+	// An OpenAI client reading the run's completion as a stream on the other
+	// process.
+	v1 := make(chan v1End, 1)
+	go func() {
+		v1 <- followV1(ctx, "http://"+addrB+"/v1/chat/completions/chatcmpl-"+strings.TrimPrefix(runID, "run_")+"?stream=true")
+	}()
 	// relay chat's renderer, following the run through the database.
 	type cliEnd struct {
 		final    run.RunFinished
@@ -123,6 +131,17 @@ agents:
 		t.Errorf("SSE run.finished answer %+v; want what had been streamed", sseFinal.Message)
 	}
 
+	o := <-v1
+	if o.err != nil {
+		t.Fatalf("the /v1 stream did not end with the run (%v); text %q", o.err, o.text)
+	}
+	if o.final.Error.Type != "relay_run_failed" || o.final.Error.Message != sseFinal.Error || o.done {
+		t.Errorf("/v1 stream ended with %+v ([DONE] %v); want the run's failure %q as its last data line", o.final, o.done, sseFinal.Error)
+	}
+	if !strings.HasPrefix(o.text, "one") || !strings.HasPrefix(sseFinal.Message.Text, o.text) {
+		t.Errorf("/v1 streamed %q; want the answer streamed before the kill, %q", o.text, sseFinal.Message.Text)
+	}
+
 	c := <-cli
 	if c.failed != nil {
 		t.Fatalf("relay chat's renderer: %v\nstdout %s\nstderr %s", c.failed, c.out, c.err)
@@ -140,6 +159,61 @@ agents:
 type sseEnd struct {
 	types, data []string
 	err         error
+}
+
+// v1End is what an OpenAI client of a streamed completion read: the text of
+// its chunks, the last data line (an error, for a run that failed), whether
+// [DONE] came, and why reading stopped (nil when the server ended the stream).
+type v1End struct {
+	text  string
+	final struct {
+		Error struct{ Message, Type string }
+	}
+	done bool
+	err  error
+}
+
+// followV1 reads a streamed chat completion from url.
+func followV1(ctx context.Context, url string) v1End {
+	var end v1End
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		end.err = err
+		return end
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		end.err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		return end
+	}
+	var text strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	last := ""
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if d == "[DONE]" {
+			end.done = true
+			continue
+		}
+		last = d
+		var c struct {
+			Choices []struct{ Delta struct{ Content string } }
+		}
+		if json.Unmarshal([]byte(d), &c) == nil && len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	end.text, end.err = text.String(), sc.Err()
+	if end.err == nil {
+		end.err = json.Unmarshal([]byte(last), &end.final)
+	}
+	return end
 }
 
 // followSSE reads a run's event stream from url after Last-Event-ID last.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/run"
@@ -78,7 +79,57 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.writeOpenAIError(w, r, err)
 		return
 	}
-	id, created := "chatcmpl-"+strings.TrimPrefix(rn.ID, "run_"), time.Now().Unix()
+	s.answerRun(w, r, u, rn.ID, completionOut{
+		id: completionID(rn.ID), created: time.Now().Unix(), model: req.Model,
+		stream: req.Stream, includeUsage: req.IncludeUsage,
+	})
+}
+
+// completionOut says how a run is answered as a chat completion.
+type completionOut struct {
+	id      string // "chatcmpl-…"
+	created int64
+	model   string // the agent's id
+	// stream sends chat.completion.chunk events; includeUsage adds the
+	// usage chunk OpenAI's stream_options.include_usage asks for.
+	stream, includeUsage bool
+}
+
+// completionID is the chat completion id of a run, and runOfCompletion the
+// run of a chat completion id.
+func completionID(runID string) string { return "chatcmpl-" + strings.TrimPrefix(runID, "run_") }
+
+func runOfCompletion(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, "chatcmpl-")
+	return "run_" + rest, ok && rest != ""
+}
+
+// storedCompletion answers GET /v1/chat/completions/{id}: the completion of
+// one of the user's runs, once the run has ended, as OpenAI returns a stored
+// completion; with ?stream=true its chunks from the run's start, so a client
+// whose stream broke off reads the answer again from any replica
+// (docs/api.md "OpenAI-compatible").
+func (s *Server) storedCompletion(w http.ResponseWriter, r *http.Request) {
+	u := userFrom(r.Context())
+	runID, ok := runOfCompletion(r.PathValue("id"))
+	if !ok {
+		s.writeOpenAIError(w, r, fault.New(fault.NotFound, "no chat completion %q", r.PathValue("id")))
+		return
+	}
+	rn, err := s.opts.Runs.Find(r.Context(), u, runID)
+	if err != nil {
+		s.writeOpenAIError(w, r, err)
+		return
+	}
+	s.answerRun(w, r, u, rn.ID, completionOut{
+		id: completionID(rn.ID), created: rn.CreatedAt.Unix(), model: rn.AgentID,
+		stream: r.URL.Query().Get("stream") == "true",
+	})
+}
+
+// answerRun follows run runID to its end and writes it as a chat completion.
+func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User, runID string, out completionOut) {
+	id, created := out.id, out.created
 	// send writes one piece of a streamed answer; a request without stream
 	// sends nothing until the end.
 	var st *sseStream
@@ -88,10 +139,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		return st.write(b)
 	}
-	if req.Stream {
+	if out.stream {
 		st = startSSE(w)
 		defer st.close()
-		if err := send(chunkData(id, created, req.Model, map[string]any{"role": "assistant", "content": ""}, nil, nil)); err != nil {
+		if err := send(chunkData(id, created, out.model, map[string]any{"role": "assistant", "content": ""}, nil, nil)); err != nil {
 			return
 		}
 	}
@@ -99,19 +150,19 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	// a stream sends no text until the run ends, then the saved answer's text:
 	// the same as the answer without streaming, whichever agents spoke last.
 	hide := false
-	if a, err := s.opts.Agents.Get(r.Context(), u, req.Model); err == nil {
+	if a, err := s.opts.Agents.Get(r.Context(), u, out.model); err == nil {
 		hide = a.HideSequentialOutputs
 	}
 	var finished *run.RunFinished
-	for e, err := range s.opts.Runs.Follow(r.Context(), u, rn.ID, 0) {
+	for e, err := range s.opts.Runs.Follow(r.Context(), u, runID, 0) {
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
-			s.log.WarnContext(r.Context(), "following a run", "run_id", rn.ID, "err", err)
+			s.log.WarnContext(r.Context(), "following a run", "run_id", runID, "err", err)
 			break
 		}
-		if !req.Stream && e.Type != run.EventRunFinished {
+		if !out.stream && e.Type != run.EventRunFinished {
 			continue // the saved answer has it all
 		}
 		p, err := e.Payload()
@@ -121,14 +172,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		switch p := p.(type) {
 		case run.MessageDelta:
 			if !hide { // name says which agent wrote the text (several may in one run)
-				err = send(chunkData(id, created, req.Model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
+				err = send(chunkData(id, created, out.model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
 			}
 		case run.MessageImage:
-			err = send(chunkData(id, created, req.Model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
+			err = send(chunkData(id, created, out.model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
 		case run.RunFinished:
 			finished = &p
 			if hide && p.Message != nil && p.Message.Text != "" {
-				err = send(chunkData(id, created, req.Model, map[string]any{"content": p.Message.Text, "name": author(p.Message)}, nil, nil))
+				err = send(chunkData(id, created, out.model, map[string]any{"content": p.Message.Text, "name": author(p.Message)}, nil, nil))
 			}
 		}
 		if err != nil {
@@ -147,14 +198,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			// Nothing reached the model: the conversation is too long for it,
 			// which OpenAI answers as a bad request.
 			e := map[string]any{"message": finished.Error, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
-			if req.Stream {
+			if out.stream {
 				_ = send(dataLine(map[string]any{"error": e}))
 				return
 			}
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": e})
 			return
 		}
-		if req.Stream {
+		if out.stream {
 			_ = send(dataLine(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
 			return
 		}
@@ -171,20 +222,20 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		reason = llm.FinishToolCalls
 	}
 	usage := map[string]int{"prompt_tokens": finished.Usage.PromptTokens, "completion_tokens": finished.Usage.CompletionTokens, "total_tokens": finished.Usage.TotalTokens}
-	if req.Stream {
+	if out.stream {
 		if len(calls) > 0 {
 			deltas := make([]any, len(calls))
 			for i, c := range calls {
 				c["index"] = i
 				deltas[i] = c
 			}
-			_ = send(chunkData(id, created, req.Model, map[string]any{"tool_calls": deltas}, nil, nil))
+			_ = send(chunkData(id, created, out.model, map[string]any{"tool_calls": deltas}, nil, nil))
 		}
-		if req.IncludeUsage { // OpenAI's last chunk: no choices, the usage
-			_ = send(chunkData(id, created, req.Model, map[string]any{}, &reason, nil))
-			_ = send(dataLine(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": usage}))
+		if out.includeUsage { // OpenAI's last chunk: no choices, the usage
+			_ = send(chunkData(id, created, out.model, map[string]any{}, &reason, nil))
+			_ = send(dataLine(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": out.model, "choices": []any{}, "usage": usage}))
 		} else {
-			_ = send(chunkData(id, created, req.Model, map[string]any{}, &reason, usage))
+			_ = send(chunkData(id, created, out.model, map[string]any{}, &reason, usage))
 		}
 		_ = send([]byte("data: [DONE]\n\n"))
 		return
@@ -200,7 +251,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		msg["images"] = images
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+		"id": id, "object": "chat.completion", "created": created, "model": out.model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": reason}},
 		"usage":   usage,
 	})

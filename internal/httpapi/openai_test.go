@@ -187,3 +187,82 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 		t.Errorf("the model saw %+v", got)
 	}
 }
+
+// get reads path and returns the status and the whole answer.
+func (tm *team) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", tm.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tm.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// A completion is read again by its id: the same answer as the POST gave,
+// and with ?stream=true the same chunks' text; an id of no run is 404.
+func TestV1StoredCompletion(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn {
+		return llmtest.Turn{Text: []string{"one ", "two"}}
+	})
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"go"}]}`)
+	type completion struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	var posted completion
+	if err := json.Unmarshal([]byte(out), &posted); err != nil || code != 200 || !strings.HasPrefix(posted.ID, "chatcmpl-") {
+		t.Fatalf("answer: %d %s", code, out)
+	}
+	code, out = tm.get(t, "/v1/chat/completions/"+posted.ID)
+	var got completion
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 200 {
+		t.Fatalf("GET: %d %s", code, out)
+	}
+	if got.ID != posted.ID || got.Object != "chat.completion" || got.Model != "a" || len(got.Choices) != 1 ||
+		got.Choices[0].Message.Content != "one two" || got.Choices[0].FinishReason != "stop" || got.Usage != posted.Usage {
+		t.Errorf("GET %s = %+v; want the POST's %+v", posted.ID, got, posted)
+	}
+	code, out = tm.get(t, "/v1/chat/completions/"+posted.ID+"?stream=true")
+	var text strings.Builder
+	done := false
+	for _, line := range strings.Split(out, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		if d == "[DONE]" {
+			done = true
+			continue
+		}
+		var c struct {
+			ID      string `json:"id"`
+			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil || c.ID != posted.ID {
+			t.Fatalf("chunk %s: %v", d, err)
+		}
+		if len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if code != 200 || text.String() != "one two" || !done {
+		t.Errorf("GET ?stream=true: %d, text %q, [DONE] %v; want the answer streamed again", code, text.String(), done)
+	}
+	for _, id := range []string{"chatcmpl-nope", "nope", "chatcmpl-"} {
+		if code, out := tm.get(t, "/v1/chat/completions/"+id); code != 404 || !strings.Contains(out, `"error"`) {
+			t.Errorf("GET %s: %d %s; want 404 with an OpenAI error", id, code, out)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func (s *Server) routes() http.Handler {
 
 	// OpenAI-compatible: any OpenAI client talks to Relay's agents.
 	mux.Handle("POST /v1/chat/completions", s.authed(s.completions))
+	mux.Handle("GET /v1/chat/completions/{id}", s.authed(s.storedCompletion))
 	mux.Handle("GET /v1/models", s.authed(s.models))
 	mux.Handle("GET /v1/models/{id}", s.authed(s.model))
 
