@@ -247,7 +247,7 @@ func TestV1StoredCompletion(t *testing.T) {
 			continue
 		}
 		var c struct {
-			ID      string `json:"id"`
+			ID      string                                     `json:"id"`
 			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
 		}
 		if err := json.Unmarshal([]byte(d), &c); err != nil || c.ID != posted.ID {
