@@ -155,6 +155,7 @@ type Service struct {
 	store      Store
 	now        func() time.Time
 	sessionTTL time.Duration
+	keys       keyCache
 }
 
 // NewService returns a Service over store. now may be nil for time.Now.
@@ -285,9 +286,19 @@ func (s *Service) storeKey(ctx context.Context, userID, name, secret string) (*K
 	return k, secret, nil
 }
 
-// RevokeKey revokes a key; the key stops working at once.
+// RevokeKey revokes a key; the key stops working at once in this process,
+// and within KeyCacheTTL in every other.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
-	return s.store.RevokeKey(ctx, id, s.now().UTC())
+	err := s.store.RevokeKey(ctx, id, s.now().UTC())
+	s.keys.forgetKey(id)
+	return err
+}
+
+// updateUser stores u and forgets what the key cache holds of the user.
+func (s *Service) updateUser(ctx context.Context, u *User) error {
+	err := s.store.UpdateUser(ctx, u)
+	s.keys.forgetUser(u.ID)
+	return err
 }
 
 // ListKeys lists a user's keys.
@@ -318,7 +329,19 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	if !ValidSecretFormat(secret) {
 		return nil, errBadKey
 	}
-	k, err := s.store.GetKeyByHash(ctx, HashSecret(secret))
+	hash := HashSecret(secret)
+	now := s.now().UTC()
+	if e, ok := s.keys.get(hash, now); ok {
+		if now.Sub(e.lastUsed) >= touchPeriod {
+			if err := s.store.TouchKey(ctx, e.keyID, now); err != nil {
+				return nil, fmt.Errorf("recording key use: %w", err)
+			}
+			s.keys.used(hash, now)
+		}
+		u := e.user
+		return &u, nil
+	}
+	k, err := s.store.GetKeyByHash(ctx, hash)
 	if fault.Is(err, fault.NotFound) {
 		return nil, errBadKey
 	}
@@ -335,12 +358,17 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	if u.Disabled {
 		return nil, errBadKey
 	}
-	now := s.now().UTC()
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchPeriod {
+	e := keyEntry{keyID: k.ID, user: *u, expires: now.Add(KeyCacheTTL)}
+	if k.LastUsedAt != nil {
+		e.lastUsed = *k.LastUsedAt
+	}
+	if now.Sub(e.lastUsed) >= touchPeriod {
 		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
 			return nil, fmt.Errorf("recording key use: %w", err)
 		}
+		e.lastUsed = now
 	}
+	s.keys.put(hash, e, now)
 	return u, nil
 }
 
@@ -365,7 +393,7 @@ func (s *Service) Bootstrap(ctx context.Context, secret string) (*User, error) {
 		}
 		if u.Role != RoleAdmin {
 			u.Role, u.UpdatedAt = RoleAdmin, s.now().UTC()
-			if err := s.store.UpdateUser(ctx, u); err != nil {
+			if err := s.updateUser(ctx, u); err != nil {
 				return nil, err
 			}
 		}

@@ -315,7 +315,7 @@ func (s *Service) setPassword(ctx context.Context, u *User, password, keep strin
 	}
 	prev := *u
 	u.PasswordHash, u.UpdatedAt = h, s.now().UTC()
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	if err := s.updateUser(ctx, u); err != nil {
 		*u = prev
 		return err
 	}
@@ -334,7 +334,7 @@ func (s *Service) SetDisabled(ctx context.Context, ref string, disabled bool) (*
 		return u, nil
 	}
 	u.Disabled, u.UpdatedAt = disabled, s.now().UTC()
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	if err := s.updateUser(ctx, u); err != nil {
 		return nil, err
 	}
 	if disabled {
@@ -400,7 +400,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor *User, id string, p User
 		}
 	}
 	u.UpdatedAt = s.now().UTC()
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	if err := s.updateUser(ctx, u); err != nil {
 		return nil, err
 	}
 	if p.Password != nil || (u.Disabled && !wasDisabled) {
