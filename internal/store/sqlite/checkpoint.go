@@ -3,55 +3,110 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"os"
 	"time"
 )
 
 // checkpointEvery is how often the checkpointer copies what the write-ahead
-// log holds back into the database file.
-const checkpointEvery = time.Second
+// log holds back into the database file, and measureEvery how often it looks
+// at the log's size.
+const (
+	checkpointEvery = time.Second
+	measureEvery    = 100 * time.Millisecond
+)
 
 // autoCheckpoint is how many pages (4 KiB) the log may reach before a commit
 // checkpoints it itself: a backstop for a checkpointer that falls behind, far
 // above what it lets the log grow to.
 const autoCheckpoint = 10000
 
+// walResetAt is the size of the log past which the checkpointer, rather than
+// copying what it can, takes the writer's connection, waits for the readers
+// to leave the log and starts it again from empty (TRUNCATE). Readers that
+// follow each other without pause would otherwise keep the log from ever
+// starting over, and it would grow without bound under load.
+const walResetAt = 4 << 20
+
+// resetWait bounds how long a reset waits for the readers, during which the
+// process's writes wait for it; a reset that cannot finish in time gives up
+// and is tried again at the next tick.
+const resetWait = 100 * time.Millisecond
+
 // checkpointer moves the write-ahead log back into the database file from a
 // connection of its own. Left to SQLite, the commit that takes the log past
 // 1,000 pages copies them and syncs the file itself, which adds milliseconds
 // to one request in every hundred or so; PASSIVE checkpoints run alongside
-// the writer and readers without blocking either.
+// the writer and readers without blocking either. When the log passes
+// walResetAt all the same, the checkpointer resets it.
 type checkpointer struct {
-	db   *sql.DB
+	wal   string  // the log's path
+	write *sql.DB // the writer's pool of one connection
+	db    *sql.DB
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// startCheckpointer opens the checkpointer's connection to path and starts it.
-func startCheckpointer(path string) (*checkpointer, error) {
+// startCheckpointer opens the checkpointer's connection to path and starts it;
+// write is the pool of the process's one writing connection.
+func startCheckpointer(path string, write *sql.DB) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
 	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, stop: stop, done: make(chan struct{})}
+	c := &checkpointer{wal: path + "-wal", write: write, db: db, stop: stop, done: make(chan struct{})}
 	go c.run(ctx)
 	return c, nil
 }
 
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
-	t := time.NewTicker(checkpointEvery)
+	t := time.NewTicker(measureEvery)
 	defer t.Stop()
+	var last time.Time // of the last checkpoint
 	for {
+		var now time.Time
 		select {
-		case <-t.C:
+		case now = <-t.C:
 		case <-ctx.Done():
 			return
 		}
-		// A failure (the file busy with another process's checkpoint) is
-		// retried at the next tick; the backstop keeps the log bounded.
+		// A failure (the file busy with another process's checkpoint, or
+		// readers that stayed longer than resetWait) is retried at the next
+		// tick; the backstop keeps the log bounded.
+		if fi, err := os.Stat(c.wal); err == nil && fi.Size() > walResetAt {
+			c.reset(ctx)
+			last = now
+			continue
+		}
+		if now.Sub(last) < checkpointEvery {
+			continue
+		}
 		_, _ = c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+		last = now
+	}
+}
+
+// reset checkpoints the whole log and truncates it, on the writer's own
+// connection: no write of this process can come between, so only readers
+// are waited for, and no longer than resetWait.
+func (c *checkpointer) reset(ctx context.Context) {
+	conn, err := c.write.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, resetWait.Milliseconds())); err != nil {
+		return
+	}
+	_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	// The writer's own wait, back for its transactions. Should this fail, the
+	// connection must not serve them with the short one.
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds())); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 }
 

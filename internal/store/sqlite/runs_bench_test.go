@@ -2,7 +2,10 @@ package sqlite_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,4 +67,87 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkWALUnderLoad writes batches of events as BenchmarkWriteBatch does
+// while four readers read runs' events without pause, the load under which
+// readers keep the write-ahead log from being reset, and reports the log's
+// largest size (sampled every 5ms) in MB.
+func BenchmarkWALUnderLoad(b *testing.B) {
+	ctx := b.Context()
+	path := filepath.Join(b.TempDir(), "relay.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const runs, perRun = 100, 20
+	ids := make([]string, runs)
+	now := time.Now()
+	for i := range ids {
+		c := &run.Conversation{ID: fmt.Sprintf("conv_%d", i), UserID: u.ID, AgentID: "a", Title: "t"}
+		m := &run.Message{ID: fmt.Sprintf("msg_%d", i), ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
+		r := &run.Run{ID: fmt.Sprintf("run_%d", i), UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID,
+			Status: run.StatusRunning, StartedAt: &now}
+		if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = r.ID
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := i; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := db.ListEvents(ctx, ids[j%runs], int64(j%perRun)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var peak atomic.Int64
+	wg.Go(func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > peak.Load() {
+				peak.Store(fi.Size())
+			}
+		}
+	})
+	data := []byte(`{"agent_id":"bench","text":"<1763790000000000000>"}`)
+	seq := int64(0)
+	b.ResetTimer()
+	for b.Loop() {
+		batch := &run.Batch{Events: make([]run.Event, 0, runs*perRun)}
+		for range perRun {
+			seq++
+			for _, id := range ids {
+				batch.Events = append(batch.Events, run.Event{RunID: id, Seq: seq, Type: run.EventMessageDelta, Data: data, CreatedAt: now})
+			}
+		}
+		if err := db.WriteBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(peak.Load())/1e6, "MB-wal-peak")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*runs*perRun), "ns/event")
 }

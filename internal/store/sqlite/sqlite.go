@@ -91,7 +91,7 @@ func Open(ctx context.Context, path string) (*store.DB, error) {
 		db.Close()
 		return nil, describe(path, err)
 	}
-	cp, err := startCheckpointer(path)
+	cp, err := startCheckpointer(path, write)
 	if err != nil {
 		db.Close()
 		return nil, &openError{path, err.Error(), err}

@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A reset copies the whole log into the database and empties the log, and
+// leaves the writer's connection with its usual busy timeout.
+func TestCheckpointerResetEmptiesTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.db")
+	write, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write.SetMaxOpenConns(1)
+	defer write.Close()
+	ctx := t.Context()
+	if _, err := write.ExecContext(ctx, `CREATE TABLE t (v TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	row := strings.Repeat("x", 4000)
+	for range walResetAt / 4000 * 2 {
+		if _, err := write.ExecContext(ctx, `INSERT INTO t VALUES (?)`, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := startCheckpointer(path, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	size := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	if n := size(); n <= walResetAt {
+		t.Fatalf("the log is %d bytes; the test needs more than %d", n, walResetAt)
+	}
+	c.reset(ctx)
+	if n := size(); n != 0 {
+		t.Errorf("after a reset the log is %d bytes, want 0", n)
+	}
+	var count int
+	read, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Close()
+	if err := read.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&count); err != nil || count != walResetAt/4000*2 {
+		t.Errorf("after a reset the table has %d rows (%v), want %d", count, err, walResetAt/4000*2)
+	}
+	var wait int64
+	if err := write.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&wait); err != nil || wait != busyTimeout.Milliseconds() {
+		t.Errorf("the writer's busy timeout after a reset is %d (%v), want %d", wait, err, busyTimeout.Milliseconds())
+	}
+}
