@@ -44,8 +44,8 @@ type checkpointer struct {
 	wal   string  // the log's path
 	write *sql.DB // the writer's pool of one connection
 	db    *sql.DB
-	stop context.CancelFunc
-	done chan struct{}
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // startCheckpointer opens the checkpointer's connection to path and starts it;
