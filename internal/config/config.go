@@ -60,9 +60,10 @@ type Config struct {
 	Ignored []string `yaml:"-"`
 	// Unknown lists, in file order, the keys of the file that neither Relay nor
 	// its list of LibreChat keys knows, each as a warning with its position:
-	// `relay.yaml:3:3: unknown key "adress" in server (known: addr, ...)`.
-	// Relay skips them, as LibreChat's schema strips them; `config check
-	// --strict` refuses them.
+	// `relay.yaml:3:3: unknown key "adress" in server (known: addr, ...)`,
+	// then the LibreChat values Relay does not have (a search provider).
+	// Relay skips them, as LibreChat's schema strips them; Strict (`config
+	// check --strict`) refuses them.
 	Unknown []string `yaml:"-"`
 	// DotEnv is the .env file Load read variables from, "" when there was none.
 	DotEnv string `yaml:"-"`
@@ -420,13 +421,17 @@ func (e *Endpoints) ContextWindow(provider, model string) int {
 	return 0
 }
 
-// Models lists the models a provider offers.
+// Models lists the models a provider offers: `{default: [...]}`, or the list
+// itself, as LibreChat's endpoints.anthropic writes it.
 type Models struct {
 	Default ModelList `yaml:"default,omitempty"`
 
 	_ any `yaml:"fetch" relay:"ignored"`
 	_ any `yaml:"userIdQuery" relay:"ignored"`
 }
+
+// decodeList reads the list form, `models: [a, b]`, as `models: {default: [a, b]}`.
+func (m *Models) decodeList(n *yaml.Node) error { return n.Decode(&m.Default) }
 
 // IsZero reports whether no model is listed; it keeps an empty `models:` out of dumps.
 func (m Models) IsZero() bool { return len(m.Default) == 0 }
@@ -806,7 +811,7 @@ func (a *Agent) setDefaults() { a.Shared = true }
 // dropped are summarised by a model and the summary is sent in their place.
 // Off unless Enabled.
 type Summarization struct {
-	// Enabled turns summarisation on (Relay-only: LibreChat has no switch).
+	// Enabled turns summarisation on; without it the other keys do nothing.
 	Enabled bool `yaml:"enabled"`
 	// Provider and Model make the summary; empty means the agent's own.
 	Provider string `yaml:"provider,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1217,5 +1218,39 @@ memory:
 	}
 	if c := mustLoadYAML(t, "memory:\n  agent:\n    id: memo\n    instructions: Keep notes.\n", nil); c.Memory.Agent.ID != "memo" {
 		t.Errorf("agent %+v", c.Memory.Agent)
+	}
+}
+
+// A provider's models may be a list of names, as LibreChat writes them for
+// endpoints.anthropic, or LibreChat's {default: [...]}.
+func TestModelsListForm(t *testing.T) {
+	c := mustLoadYAML(t, "endpoints:\n  anthropic:\n    models: [claude-sonnet-4-5, \"${EXTRA_MODEL}\"]\n  openAI:\n    models:\n      default: [gpt-4.1]\n", map[string]string{"EXTRA_MODEL": "claude-opus-4-1"})
+	if got := c.Endpoints.Anthropic.Models.Default; !slices.Equal(got, ModelList{"claude-sonnet-4-5", "claude-opus-4-1"}) {
+		t.Errorf("endpoints.anthropic.models = %q", got)
+	}
+	if got := c.Endpoints.OpenAI.Models.Default; !slices.Equal(got, ModelList{"gpt-4.1"}) {
+		t.Errorf("endpoints.openAI.models.default = %q", got)
+	}
+	_, err := loadYAML(t, "endpoints:\n  anthropic:\n    models: [claude-sonnet-4-5, [x]]\n", nil)
+	want := []string{`relay.yaml:3:13: endpoints.anthropic.models: item 1: expected a model name or a mapping with a name, got a list`}
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// A search provider LibreChat has and Relay does not loads with a warning that
+// a strict check refuses; any other is still a config error.
+func TestLibreChatSearchProvider(t *testing.T) {
+	c := mustLoadYAML(t, "webSearch:\n  searchProvider: keenable\n", nil)
+	want := []string{`relay.yaml:2:19: webSearch.searchProvider: "keenable" is a LibreChat search provider Relay does not have; web_search answers that it is not available (known: searxng, brave, tavily, serper)`}
+	if diff := cmp.Diff(want, c.Unknown); diff != "" {
+		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	if err := c.Strict(); err == nil {
+		t.Error("Strict() = nil, want the warning as a problem")
+	}
+	_, err := loadYAML(t, "webSearch:\n  searchProvider: bing\n", nil)
+	if diff := cmp.Diff([]string{`relay.yaml:2:19: webSearch.searchProvider: must be one of searxng, brave, tavily, serper, or empty, got "bing"`}, problems(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

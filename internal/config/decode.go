@@ -49,6 +49,11 @@ type defaulter interface{ setDefaults() }
 // written as a mapping and also have a scalar form (an Azure model's `true`).
 type scalarDecoder interface{ decodeScalar(n *yaml.Node) error }
 
+// listDecoder is implemented by structs that are walked key by key when
+// written as a mapping and also have a list form (a provider's `models`, which
+// LibreChat's endpoints.anthropic writes as a list of names).
+type listDecoder interface{ decodeList(n *yaml.Node) error }
+
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func newDecoder(file string, getenv func(string) (string, bool)) *decoder {
@@ -94,6 +99,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, raw bool) {
 		case t.Kind() == reflect.Struct:
 			if sd, ok := v.Addr().Interface().(scalarDecoder); ok && n.Kind == yaml.ScalarNode && !isNull(n) {
 				if err := sd.decodeScalar(n); err != nil {
+					d.typeProblem(n, path, "%s", err)
+				}
+				return
+			}
+			if ld, ok := v.Addr().Interface().(listDecoder); ok && n.Kind == yaml.SequenceNode {
+				if !raw {
+					n = d.expand(n)
+				}
+				if err := ld.decodeList(n); err != nil {
 					d.typeProblem(n, path, "%s", err)
 				}
 				return

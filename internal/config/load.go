@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,6 +91,9 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 		c.Unknown = d.unknown
 	}
 	c.where = d.where
+	if file != "" {
+		c.Unknown = append(c.Unknown, c.libreChatValues()...)
+	}
 	for _, o := range envOverrides {
 		if v, ok := getenv(o.name); ok && v != "" {
 			o.set(c, v)
@@ -105,6 +109,34 @@ func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// libreChatValues returns a warning, with its position, for each value the
+// file gives that LibreChat accepts and Relay does not have, so that such a
+// librechat.yaml loads as it is (docs/config.md "Unknown keys").
+func (c *Config) libreChatValues() []string {
+	var out []string
+	if p := c.WebSearch.SearchProvider; slices.Contains(libreChatSearchProviders, p) {
+		out = append(out, fmt.Sprintf("%s: webSearch.searchProvider: %q is a LibreChat search provider Relay does not have; web_search answers that it is not available (known: %s)",
+			c.whereOf("webSearch.searchProvider"), p, strings.Join(searchProviders, ", ")))
+	}
+	return out
+}
+
+// Strict returns the error of a strict check (`relay config check --strict`):
+// each warning of Unknown as a problem at its position, or nil when there are
+// none. The LibreChat keys listed in Ignored never make it fail. The caller
+// decides when warnings are errors; Load never does.
+func (c *Config) Strict() error {
+	if len(c.Unknown) == 0 {
+		return nil
+	}
+	fe := &fault.Error{Kind: fault.Invalid, Message: "invalid config " + c.Path + " (--strict): unknown keys"}
+	for _, u := range c.Unknown {
+		where, msg, _ := strings.Cut(u, ": ")
+		fe.Fields = append(fe.Fields, fault.FieldError{Field: where, Message: msg})
+	}
+	return fe
 }
 
 // find returns the config file to read, or "" for defaults only, in the order

@@ -646,9 +646,14 @@ func (v *validator) scheduler() {
 
 var searchProviders = []string{SearchSearxng, SearchBrave, SearchTavily, SearchSerper}
 
+// libreChatSearchProviders are LibreChat's search providers that Relay does not
+// have. A librechat.yaml naming one loads with a warning (libreChatValues), and
+// web_search answers that it is not available (docs/config.md "webSearch").
+var libreChatSearchProviders = []string{"keenable"}
+
 func (v *validator) webSearch() {
 	w := v.c.WebSearch
-	if w.SearchProvider != "" && !slices.Contains(searchProviders, w.SearchProvider) {
+	if w.SearchProvider != "" && !slices.Contains(searchProviders, w.SearchProvider) && !slices.Contains(libreChatSearchProviders, w.SearchProvider) {
 		v.add("webSearch.searchProvider", "must be one of %s, or empty, got %q", strings.Join(searchProviders, ", "), w.SearchProvider)
 	}
 	if w.SafeSearch < SafeSearchOff || w.SafeSearch > SafeSearchStrict {
