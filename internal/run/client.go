@@ -10,6 +10,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/turn"
 	"github.com/relay-ai/relay/internal/window"
 )
 
@@ -27,7 +28,7 @@ type Client struct {
 	Tools []llm.FunctionTool
 	// ToolChoice is "none", "auto" or "required"; empty keeps the agent's.
 	// ToolFunction names the one function the model must call. A choice that
-	// forces a call holds for the first model turn only (agent.Loop).
+	// forces a call holds for the first model turn only (turn.Run).
 	ToolChoice, ToolFunction string
 	// Params are model parameters that override the agent's
 	// model_parameters for this run (temperature, max_tokens, seed, …).
@@ -132,7 +133,7 @@ func (f *flow) hand(id string, calls []llm.ToolCall) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range calls {
-		f.handed = append(f.handed, Part{Type: PartClientCall, AgentID: id, Tool: &agent.ToolRecord{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}})
+		f.handed = append(f.handed, Part{Type: PartClientCall, AgentID: id, Tool: &turn.ToolRecord{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}})
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // flow runs one message through the graph of agents its primary reaches
@@ -105,10 +106,10 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 		f.log.Warn("agent graph", slog.String("warning", w))
 		f.s.emit(f.lr, Warning{Message: w})
 	}
-	var start []turn
+	var start []agentTurn
 	for _, id := range g.Start {
 		f.started[id] = true
-		start = append(start, turn{id: id, msgs: f.inputFor(id)})
+		start = append(start, agentTurn{id: id, msgs: f.inputFor(id)})
 	}
 	f.spawn(ctx, start)
 	f.wg.Wait()
@@ -117,8 +118,8 @@ func (f *flow) run(ctx context.Context, primary *agent.Agent) error {
 	return f.err
 }
 
-// turn is an agent about to run and the messages it starts from.
-type turn struct {
+// agentTurn is an agent about to run and the messages it starts from.
+type agentTurn struct {
 	id   string
 	msgs []llm.Message
 }
@@ -127,7 +128,7 @@ type turn struct {
 // that the usual single agent needs no goroutine), and records the first
 // failure. It returns when that last turn and what followed it are done; the
 // others are awaited by run.
-func (f *flow) spawn(ctx context.Context, turns []turn) {
+func (f *flow) spawn(ctx context.Context, turns []agentTurn) {
 	for i, t := range turns {
 		if f.failed() {
 			return
@@ -291,7 +292,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err
 	}()
 	a := f.graph.Agents[id]
 	if f.left() <= 0 {
-		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
+		return fmt.Errorf("%w: the run used its %d steps (recursion_limit) before agent %q could answer", turn.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]), id)
 	}
 	query := f.req.Text
 	if f.req.Client.continues() {
@@ -331,7 +332,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err
 	if prep.Fitter != nil {
 		fit = prep.Fitter.Fit
 	}
-	out, err := agent.Loop(ctx, prep.Request, agent.LoopOptions{
+	out, err := turn.Run(ctx, prep.Request, turn.Options{
 		Fit:   fit,
 		Model: model, Tools: box, MaxSteps: f.steps(f.graph.Agents[f.graph.Primary]), TakeStep: f.takeStep, Parallel: f.s.Parallel, ToolTimeout: f.s.ToolTimeout,
 		Stop: func(c llm.ToolCall) bool {
@@ -340,7 +341,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err
 			return ok && known
 		},
 		Client: func(c llm.ToolCall) bool { return client != nil && client.has(c.Function.Name) },
-		Emit:   func(e agent.Event) { f.event(ctx, id, e, &said) },
+		Emit:   func(e turn.Event) { f.event(ctx, id, e, &said) },
 	})
 	f.record(id, out, &said)
 	if err == nil && len(out.Handed) > 0 {
@@ -348,20 +349,20 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err
 		return nil
 	}
 	if err != nil {
-		if errors.Is(err, agent.ErrStepLimit) {
-			return fmt.Errorf("%w: the run used its %d steps (recursion_limit)", agent.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]))
+		if errors.Is(err, turn.ErrStepLimit) {
+			return fmt.Errorf("%w: the run used its %d steps (recursion_limit)", turn.ErrStepLimit, f.steps(f.graph.Agents[f.graph.Primary]))
 		}
 		return err
 	}
 	// Every handoff called in that turn runs, with the direct targets that
 	// may now start, all together.
-	var next []turn
+	var next []agentTurn
 	if out.StoppedBy != nil {
 		next = f.handoffs(a, msgs, out, targets)
 	}
 	for _, t := range f.ready(id) {
-		if !slices.ContainsFunc(next, func(n turn) bool { return n.id == t }) {
-			next = append(next, turn{id: t, msgs: f.inputFor(t)})
+		if !slices.ContainsFunc(next, func(n agentTurn) bool { return n.id == t }) {
+			next = append(next, agentTurn{id: t, msgs: f.inputFor(t)})
 		}
 	}
 	f.spawn(ctx, next)
@@ -372,7 +373,7 @@ func (f *flow) runAgent(ctx context.Context, id string, msgs []llm.Message) (err
 // last turn. Each target continues a's conversation: what a started from (with
 // the prompt of its direct edge or its own handoff note), what a added, and the
 // note of this handoff.
-func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *agent.Outcome, targets map[string]graph.Edge) []turn {
+func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *turn.Outcome, targets map[string]graph.Edge) []agentTurn {
 	var calls []llm.ToolCall
 	for i := len(out.Messages) - 1; i >= 0; i-- {
 		if out.Messages[i].Role == llm.RoleAssistant {
@@ -380,7 +381,7 @@ func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *agent.Outcome, 
 			break
 		}
 	}
-	var next []turn
+	var next []agentTurn
 	for _, c := range calls {
 		target, ok := prompt.HandoffTarget(c.Function.Name)
 		edge, known := targets[target]
@@ -392,7 +393,7 @@ func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *agent.Outcome, 
 			note += "\n\n" + v
 		}
 		in := slices.Concat(msgs, out.Messages, []llm.Message{{Role: llm.RoleUser, Content: note}})
-		next = append(next, turn{id: target, msgs: in})
+		next = append(next, agentTurn{id: target, msgs: in})
 	}
 	return next
 }
@@ -446,19 +447,19 @@ type said struct {
 }
 
 // add records one of the agent's loop events.
-func (s *said) add(id string, e agent.Event) {
+func (s *said) add(id string, e turn.Event) {
 	switch e.Kind {
-	case agent.EventText:
+	case turn.EventText:
 		s.text.WriteString(e.Text)
 		if n := len(s.parts); n > 0 && s.parts[n-1].Type == PartText {
 			s.parts[n-1].Text += e.Text
 		} else {
 			s.parts = append(s.parts, Part{Type: PartText, AgentID: id, Text: e.Text})
 		}
-	case agent.EventToolStarted:
+	case turn.EventToolStarted:
 		rec := *e.Tool
 		s.parts = append(s.parts, Part{Type: PartToolCall, AgentID: id, Tool: &rec})
-	case agent.EventToolFinished:
+	case turn.EventToolFinished:
 		for i := len(s.parts) - 1; i >= 0; i-- {
 			if p := &s.parts[i]; p.Type == PartToolCall && p.Tool.ID == e.Tool.ID {
 				rec := *e.Tool
@@ -470,23 +471,23 @@ func (s *said) add(id string, e agent.Event) {
 }
 
 // event streams and stores one of an agent's loop events.
-func (f *flow) event(ctx context.Context, id string, e agent.Event, said *said) {
+func (f *flow) event(ctx context.Context, id string, e turn.Event, said *said) {
 	s, r, lr := f.s, f.r, f.lr
 	said.add(id, e)
 	switch e.Kind {
-	case agent.EventText:
+	case turn.EventText:
 		s.emit(lr, MessageDelta{AgentID: id, Text: e.Text})
-	case agent.EventToolStarted:
+	case turn.EventToolStarted:
 		s.emit(lr, ToolStarted{AgentID: id, ID: e.Tool.ID, Name: e.Tool.Name, Arguments: e.Tool.Arguments})
-	case agent.EventToolFinished:
+	case turn.EventToolFinished:
 		s.emit(lr, ToolFinished{AgentID: id, ID: e.Tool.ID, Result: e.Tool.Result, IsError: e.Tool.IsError, DurationMS: e.Tool.Duration.Milliseconds()})
 		// Stored with the run's next batch of events (writer).
 		s.writer().toolCall(&ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
-	case agent.EventUsage:
+	case turn.EventUsage:
 		s.emit(lr, TurnUsage{AgentID: id, Usage: e.Usage})
-	case agent.EventRetry:
+	case turn.EventRetry:
 		f.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
-	case agent.EventImage:
+	case turn.EventImage:
 		f.mu.Lock()
 		f.images = append(f.images, Part{Type: PartImage, AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
 		f.mu.Unlock()
@@ -495,7 +496,7 @@ func (f *flow) event(ctx context.Context, id string, e agent.Event, said *said) 
 }
 
 // record keeps what an agent's loop produced.
-func (f *flow) record(id string, out *agent.Outcome, said *said) {
+func (f *flow) record(id string, out *turn.Outcome, said *said) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.parts = append(f.parts, said.parts...)

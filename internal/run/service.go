@@ -18,6 +18,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // Models resolves an agent's provider and model to a client and the family its
@@ -459,7 +460,7 @@ func readable(err error) string {
 	if errors.As(err, &le) {
 		return le.Error()
 	}
-	if errors.Is(err, agent.ErrStepLimit) {
+	if errors.Is(err, turn.ErrStepLimit) {
 		return err.Error()
 	}
 	var fe *fault.Error
