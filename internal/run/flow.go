@@ -217,12 +217,12 @@ func (f *flow) inputFor(id string) []llm.Message {
 				if t := f.lastText[from]; t != "" {
 					prompts = append(prompts, t)
 				} else {
-					prompts = append(prompts, buffer(f.runMsgs))
+					prompts = append(prompts, prompt.Buffer(f.runMsgs))
 				}
 			}
 		case e.Prompt != "":
-			p := strings.ReplaceAll(e.Prompt, "{results}", buffer(f.runMsgs))
-			p = strings.ReplaceAll(p, "{convo}", buffer(append(slices.Clone(f.base), f.runMsgs...)))
+			p := strings.ReplaceAll(e.Prompt, "{results}", prompt.Buffer(f.runMsgs))
+			p = strings.ReplaceAll(p, "{convo}", prompt.Buffer(append(slices.Clone(f.base), f.runMsgs...)))
 			prompts = append(prompts, p)
 		}
 	}
@@ -239,28 +239,6 @@ func (f *flow) inputFor(id string) []llm.Message {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: strings.Join(prompts, "\n\n")})
 	}
 	return msgs
-}
-
-// buffer renders messages one per line as docs/agents.md "Edges" says: Human, AI, Tool.
-func buffer(msgs []llm.Message) string {
-	names := map[string]string{}
-	var b strings.Builder
-	for _, m := range msgs {
-		switch m.Role {
-		case llm.RoleUser:
-			fmt.Fprintf(&b, "Human: %s\n", m.Content)
-		case llm.RoleAssistant:
-			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Function.Name
-			}
-			if m.Content != "" {
-				fmt.Fprintf(&b, "AI: %s\n", m.Content)
-			}
-		case llm.RoleTool:
-			fmt.Fprintf(&b, "Tool: %s, %s\n", names[m.ToolCallID], m.Content)
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 // takeStep takes one step of the run's budget for a model turn; false when
