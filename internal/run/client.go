@@ -10,7 +10,6 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
-	"github.com/relay-ai/relay/internal/turn"
 	"github.com/relay-ai/relay/internal/window"
 )
 
@@ -126,20 +125,4 @@ func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent,
 		}
 	}
 	return nil
-}
-
-// hand keeps the calls of the client's functions that an agent made.
-func (f *flow) hand(id string, calls []llm.ToolCall) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range calls {
-		f.handed = append(f.handed, Part{Type: PartClientCall, AgentID: id, Tool: &turn.ToolRecord{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}})
-	}
-}
-
-// handedParts are the answer's calls of the client's functions, in order.
-func (f *flow) handedParts() []Part {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.handed)
 }
