@@ -1,5 +1,7 @@
-// Package agent owns agent definitions: their fields, validation, versions, who may
-// see and change them, and (in later parts) one agent's run loop.
+// Package agent owns agent definitions: their fields and edges, validation,
+// versions, sharing, and who may see and change them. Running an agent is
+// package turn's (one agent's turn) and package graph's (the agents a run
+// reaches along their edges).
 package agent
 
 import (

@@ -1,10 +1,17 @@
-// Package graph owns resolving the agents and edges reached from a primary
-// agent: breadth-first discovery through edges, de-duplication, dropping edges
-// to agents that cannot be used, turning the deprecated agent_ids chain into
-// direct edges, breaking cycles of direct edges, and working out which agents
-// start a run and which run together. It does no I/O: agents are loaded through
-// a Lookup that the caller passes in, so the same resolution serves chat runs,
-// scheduled runs and previews.
+// Package graph owns the agents and edges reached from a primary agent: how
+// they are resolved, and how a run executes them (a flow).
+//
+// Resolve does the breadth-first discovery through edges, de-duplication,
+// dropping edges to agents that cannot be used, turning the deprecated
+// agent_ids chain into direct edges, breaking cycles of direct edges, and
+// working out which agents start a run and which run together. Execute runs
+// the resolved graph: who runs when, from which messages, on one budget of
+// steps, and what the answer keeps (see Executing a flow).
+//
+// The package does no I/O: agents are loaded through a Lookup, and each
+// agent's turn is run through a Runner, that the caller passes in. The same
+// resolution serves chat runs, scheduled runs and previews; a run implements
+// the Runner, and makes what happens durable.
 //
 // # Who starts and who runs together
 //
@@ -34,6 +41,25 @@
 // Edges are taken in resolved order and the one that closes a cycle is dropped
 // with a warning. Handoff cycles are kept: an agent may hand back to the one
 // that handed to it, and the run's step budget ends a loop.
+//
+// # Executing a flow
+//
+// Execute starts the agents of Start together. When an agent finishes its
+// turn, the agents it handed off to in its last step run, together with the
+// targets of its direct edges whose sources have now all finished (each
+// target once). A handoff target continues its source's conversation: what
+// the source started from, what it added, and a note naming it with the value
+// it passed. A direct target starts from the conversation, this run's messages
+// unless its edges exclude them, and the prompts of its edges ({results} and
+// {convo} become message buffers, prompt.Buffer); a passthrough edge's prompt
+// is the source's last answer (docs/agents.md "Edges").
+//
+// All agents draw on one budget of steps, the primary's recursion_limit, even
+// those running at the same time. The first failure ends the flow and stops
+// the agents still running; a call of one of the caller's own functions ends
+// it too, for the caller to answer. The answer is every agent's text in the
+// order they finished (only the last one's with hide_sequential_outputs) and
+// every tool call, as they happened.
 package graph
 
 import (

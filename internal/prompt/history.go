@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/relay-ai/relay/internal/llm"
@@ -73,4 +74,29 @@ func foreignResult(name string, m llm.Message) string {
 		label = "[Error from " + name + "]"
 	}
 	return label + "\n" + m.Content
+}
+
+// Buffer renders messages as text, one line each (docs/agents.md "Edges"):
+// "Human: …" for a user message, "AI: …" for an assistant's text, "Tool:
+// <name>, <result>" for a tool's result. It is how an edge's prompt gives one
+// agent what others did, and how dropped messages reach the summary model.
+func Buffer(msgs []llm.Message) string {
+	names := map[string]string{}
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case llm.RoleUser:
+			fmt.Fprintf(&b, "Human: %s\n", m.Content)
+		case llm.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				names[c.ID] = c.Function.Name
+			}
+			if m.Content != "" {
+				fmt.Fprintf(&b, "AI: %s\n", m.Content)
+			}
+		case llm.RoleTool:
+			fmt.Fprintf(&b, "Tool: %s, %s\n", names[m.ToolCallID], m.Content)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

@@ -70,3 +70,23 @@ func TestForeignCalls(t *testing.T) {
 		})
 	}
 }
+
+// Buffer writes one line per message that says something: the user's, the
+// assistant's text (its tool calls only name the results), and each result
+// with its tool's name; system messages are left out.
+func TestBuffer(t *testing.T) {
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Content: "Be brief."},
+		{Role: llm.RoleUser, Content: "Write it"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "search", Arguments: `{}`}}}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: "two hits"},
+		{Role: llm.RoleAssistant, Content: "A's draft"},
+	}
+	want := "Human: Write it\nTool: search, two hits\nAI: A's draft"
+	if got := Buffer(msgs); got != want {
+		t.Errorf("Buffer = %q, want %q", got, want)
+	}
+	if got := Buffer(nil); got != "" {
+		t.Errorf("Buffer(nil) = %q, want empty", got)
+	}
+}

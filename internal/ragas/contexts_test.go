@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // A file_search call stored without its contexts (before they were kept) is
@@ -29,26 +29,26 @@ func TestRetrievedContextsOfStoredFileSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"First.\n---\nFile: a.pdf\nContent: not a header", "Second.", "Third."}
-	old := &run.ToolCall{ToolRecord: agent.ToolRecord{Name: builtin.FileSearchName, Result: res.Text, Sources: res.Sources}}
+	old := &run.ToolCall{ToolRecord: turn.ToolRecord{Name: builtin.FileSearchName, Result: res.Text, Sources: res.Sources}}
 	if diff := cmp.Diff(want, retrievedContexts(old)); diff != "" {
 		t.Errorf("contexts of a call stored without them (-want +got):\n%s", diff)
 	}
-	stored := &run.ToolCall{ToolRecord: agent.ToolRecord{Name: builtin.FileSearchName, Result: res.Text, Sources: res.Sources, Contexts: res.Contexts}}
+	stored := &run.ToolCall{ToolRecord: turn.ToolRecord{Name: builtin.FileSearchName, Result: res.Text, Sources: res.Sources, Contexts: res.Contexts}}
 	if diff := cmp.Diff(want, retrievedContexts(stored)); diff != "" {
 		t.Errorf("contexts of a call stored with them (-want +got):\n%s", diff)
 	}
 	// No files, no match, or a text that is not what the sources describe:
 	// nothing retrieved, rather than a note or a blob.
 	for _, c := range []*run.ToolCall{
-		{ToolRecord: agent.ToolRecord{Name: builtin.FileSearchName, Result: builtin.NoFilesText}},
-		{ToolRecord: agent.ToolRecord{Name: builtin.FileSearchName, Result: "changed", Sources: []tool.Source{{Kind: tool.SourceFile, FileName: "a.pdf"}}}},
+		{ToolRecord: turn.ToolRecord{Name: builtin.FileSearchName, Result: builtin.NoFilesText}},
+		{ToolRecord: turn.ToolRecord{Name: builtin.FileSearchName, Result: "changed", Sources: []tool.Source{{Kind: tool.SourceFile, FileName: "a.pdf"}}}},
 	} {
 		if got := retrievedContexts(c); len(got) != 0 {
 			t.Errorf("contexts of %q: %q, want none", c.Result, got)
 		}
 	}
 	// Another tool's result without contexts is one passage.
-	mcpCall := &run.ToolCall{ToolRecord: agent.ToolRecord{Name: "search__mcp__docs", Result: "One passage.\n\nStill one."}}
+	mcpCall := &run.ToolCall{ToolRecord: turn.ToolRecord{Name: "search__mcp__docs", Result: "One passage.\n\nStill one."}}
 	if diff := cmp.Diff([]string{"One passage.\n\nStill one."}, retrievedContexts(mcpCall)); diff != "" {
 		t.Errorf("contexts of an MCP call (-want +got):\n%s", diff)
 	}

@@ -27,7 +27,7 @@ type Client struct {
 	Tools []llm.FunctionTool
 	// ToolChoice is "none", "auto" or "required"; empty keeps the agent's.
 	// ToolFunction names the one function the model must call. A choice that
-	// forces a call holds for the first model turn only (agent.Loop).
+	// forces a call holds for the first model turn only (turn.Run).
 	ToolChoice, ToolFunction string
 	// Params are model parameters that override the agent's
 	// model_parameters for this run (temperature, max_tokens, seed, …).
@@ -125,20 +125,4 @@ func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent,
 		}
 	}
 	return nil
-}
-
-// hand keeps the calls of the client's functions that an agent made.
-func (f *flow) hand(id string, calls []llm.ToolCall) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range calls {
-		f.handed = append(f.handed, Part{Type: PartClientCall, AgentID: id, Tool: &agent.ToolRecord{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments}})
-	}
-}
-
-// handedParts are the answer's calls of the client's functions, in order.
-func (f *flow) handedParts() []Part {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.handed)
 }

@@ -84,23 +84,23 @@ func Sources(parts []Part) []tool.Source {
 // search is the Preparer's search for the RAG context, remembering each
 // answer for the rest of the run: the agents of a run share one message and
 // its attachments, so they need not search again.
-func (f *flow) search(ctx context.Context, q file.Query) ([]file.Hit, error) {
+func (rn *runner) search(ctx context.Context, q file.Query) ([]file.Hit, error) {
 	key := strings.Join(q.FileIDs, "\x00") + "\x01" + q.Text + "\x01" + strconv.Itoa(q.Limit) + "\x01" + strconv.Itoa(q.PerFile)
-	f.mu.Lock()
-	hits, ok := f.searched[key]
-	f.mu.Unlock()
+	rn.mu.Lock()
+	hits, ok := rn.searched[key]
+	rn.mu.Unlock()
 	if ok {
 		return hits, nil
 	}
-	hits, err := f.s.Prep.Search(ctx, q)
+	hits, err := rn.s.Prep.Search(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	if f.searched == nil {
-		f.searched = map[string][]file.Hit{}
+	rn.mu.Lock()
+	if rn.searched == nil {
+		rn.searched = map[string][]file.Hit{}
 	}
-	f.searched[key] = hits
-	f.mu.Unlock()
+	rn.searched[key] = hits
+	rn.mu.Unlock()
 	return hits, nil
 }

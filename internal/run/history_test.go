@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/anthropic"
@@ -18,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 func sumCallOf(id string, a, b int) llm.ToolCall {
@@ -221,8 +221,8 @@ func TestUnknownOrForeignConversationIsNotFound(t *testing.T) {
 }
 
 func TestReplay(t *testing.T) {
-	rec := func(id string, step int, result string, isErr bool) *agent.ToolRecord {
-		return &agent.ToolRecord{ID: id, Name: "lookup", Arguments: `{"q":"x"}`, Result: result, IsError: isErr, Step: step}
+	rec := func(id string, step int, result string, isErr bool) *turn.ToolRecord {
+		return &turn.ToolRecord{ID: id, Name: "lookup", Arguments: `{"q":"x"}`, Result: result, IsError: isErr, Step: step}
 	}
 	tc := func(id string) llm.ToolCall {
 		return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "lookup", Arguments: `{"q":"x"}`}}

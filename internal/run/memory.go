@@ -16,6 +16,7 @@ import (
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // Defaults of a MemoryAgent's zero fields.
@@ -108,8 +109,8 @@ func (m *MemoryAgent) After(ctx context.Context, f *Finished) {
 
 var errMemoryTimeout = errors.New("the memory agent ran out of time")
 
-// update runs the memory agent's loop for f and returns its outcome.
-func (m *MemoryAgent) update(ctx context.Context, f *Finished) (*agent.Outcome, error) {
+// update runs the memory agent's turn for f and returns its outcome.
+func (m *MemoryAgent) update(ctx context.Context, f *Finished) (*turn.Outcome, error) {
 	provider, model, instructions, params := m.Provider, m.Model, DefaultMemoryInstructions, m.ModelParameters
 	if m.AgentID != "" {
 		a, err := m.Agents(ctx, m.AgentID)
@@ -150,7 +151,7 @@ func (m *MemoryAgent) update(ctx context.Context, f *Finished) (*agent.Outcome, 
 	if err != nil {
 		return nil, err
 	}
-	return agent.Loop(ctx, req, agent.LoopOptions{
+	return turn.Run(ctx, req, turn.Options{
 		Model: client, Tools: memoryTools{m.Tools, f.User.ID},
 		MaxSteps: cmp.Or(m.MaxSteps, DefaultMemorySteps), Parallel: 1,
 	})
@@ -234,15 +235,15 @@ type memoryTools struct {
 	userID string
 }
 
-func (t memoryTools) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
+func (t memoryTools) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 	name := call.Function.Name
 	tl, ok := t.tools[name]
 	if !ok || (name != prompt.SetMemory && name != prompt.DeleteMemory) {
-		return agent.ToolOutput{Text: "Unknown tool " + strconv.Quote(name) + ": only set_memory and delete_memory are available.", IsError: true}
+		return turn.ToolOutput{Text: "Unknown tool " + strconv.Quote(name) + ": only set_memory and delete_memory are available.", IsError: true}
 	}
 	res, err := tl.Call(ctx, t.userID, []byte(call.Function.Arguments))
 	if err != nil {
-		return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
+		return turn.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 	}
-	return agent.ToolOutput{Text: res.Text, IsError: res.IsError}
+	return turn.ToolOutput{Text: res.Text, IsError: res.IsError}
 }

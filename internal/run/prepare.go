@@ -1,7 +1,11 @@
-// Package run owns runs of agents: preparing the request a message produces
-// (the agent's tools resolved, MCP servers asked for their tools and
-// instructions, files, memory and time filled in), and, in later parts, the
-// durable runs and conversations built on it.
+// Package run owns durable runs of agents and the conversations they answer:
+// a run's messages, records and events in the store, following a run while
+// it streams (what is stored, then what comes), aborting it, and ending the
+// runs that shutdown or a dead process cut off. For each agent of a run it
+// prepares the request (the agent's tools resolved, MCP servers asked for
+// their tools and instructions, files, memory and time filled in) and runs its
+// turn: run implements graph.Runner, and graph.Execute decides which agents
+// run, when, and from what.
 package run
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // Models resolves an agent's provider and model to a client and the family its
@@ -57,8 +58,9 @@ func (e *KeyRequiredError) Error() string {
 // message a client sees.
 func (e *KeyRequiredError) Unwrap() error { return fault.New(fault.Invalid, "%s", e.Error()) }
 
-// Service runs agents for users: it saves the message, prepares the request,
-// runs the agent's loop, streams and stores every event, and saves the answer.
+// Service runs agents for users: it saves the message, runs the agents its
+// agent reaches (graph.Execute), preparing each one's request, streams and
+// stores every event, and saves the answer.
 type Service struct {
 	Store    Store
 	Prep     *Preparer
@@ -347,22 +349,17 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 
 	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
-	f := &flow{s: s, u: u, r: r, lr: lr, log: log, req: req, history: history, attached: attached,
-		base: append(slices.Clone(history), userMessage(req.Text, imageParts(req.Images)))}
-	if req.Client.continues() { // the model answers the client's tool results
-		f.base = slices.Clone(history)
-	}
-	err := f.run(ctx, a)
+	rn := &runner{s: s, u: u, r: r, lr: lr, log: log, req: req, attached: attached}
+	res, err := rn.flow(ctx, a, history)
 
 	// The final state is written whatever happened, without the run's own
 	// context: the model requests, the answer, the run and the last events, in
 	// one transaction with whatever else of the run is waiting to be stored.
-	f.mu.Lock()
-	requests, usage := f.requests, f.usage
-	f.mu.Unlock()
-	r.Usage = usage
-	answer.Text, answer.Parts = f.answer(a.HideSequentialOutputs)
-	answer.Parts = append(answer.Parts, f.handedParts()...)
+	rn.mu.Lock()
+	requests := rn.requests
+	rn.mu.Unlock()
+	r.Usage = res.Usage
+	answer.Text, answer.Parts = res.Text, answerParts(res.Parts)
 	answer.Sources = Sources(answer.Parts)
 	finished := time.Now().UTC().Truncate(time.Microsecond) // as stored
 	r.FinishedAt = &finished
@@ -459,7 +456,7 @@ func readable(err error) string {
 	if errors.As(err, &le) {
 		return le.Error()
 	}
-	if errors.Is(err, agent.ErrStepLimit) {
+	if errors.Is(err, turn.ErrStepLimit) {
 		return err.Error()
 	}
 	var fe *fault.Error

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // Conversation is a thread of messages between a user and an agent.
@@ -45,11 +45,11 @@ const (
 
 // Part is one piece of a message's content, saying which agent produced it.
 type Part struct {
-	Type    PartType          `json:"type"`
-	AgentID string            `json:"agent_id,omitempty"`
-	Text    string            `json:"text,omitempty"`
-	Tool    *agent.ToolRecord `json:"tool,omitempty"`
-	FileID  string            `json:"file_id,omitempty"`
+	Type    PartType         `json:"type"`
+	AgentID string           `json:"agent_id,omitempty"`
+	Text    string           `json:"text,omitempty"`
+	Tool    *turn.ToolRecord `json:"tool,omitempty"`
+	FileID  string           `json:"file_id,omitempty"`
 	// MIMEType and Data (base64) are an image part's picture.
 	MIMEType string `json:"mime_type,omitempty"`
 	Data     string `json:"data,omitempty"`
@@ -120,7 +120,7 @@ type ModelRequest struct {
 type ToolCall struct {
 	RunID   string `json:"run_id"`
 	AgentID string `json:"agent_id"`
-	agent.ToolRecord
+	turn.ToolRecord
 	CreatedAt time.Time `json:"created_at"`
 }
 

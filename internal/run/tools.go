@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // Toolbox runs an agent's tool calls for one user: MCP tools through the
@@ -36,16 +36,16 @@ type Toolbox struct {
 	Sample mcp.Sampler
 }
 
-var _ agent.ToolRunner = (*Toolbox)(nil)
+var _ turn.ToolRunner = (*Toolbox)(nil)
 
 // Run calls one tool; every failure becomes an error result the model reads.
-func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
+func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 	name, args := call.Function.Name, json.RawMessage(call.Function.Arguments)
 	if target, ok := prompt.HandoffTarget(name); ok {
 		if !slices.Contains(b.Handoffs, target) {
-			return agent.ToolOutput{Text: fmt.Sprintf("Cannot transfer to agent %q: it is not an agent you can hand the conversation to.", target), IsError: true}
+			return turn.ToolOutput{Text: fmt.Sprintf("Cannot transfer to agent %q: it is not an agent you can hand the conversation to.", target), IsError: true}
 		}
-		return agent.ToolOutput{Text: "Transferred to agent " + target + "."}
+		return turn.ToolOutput{Text: "Transferred to agent " + target + "."}
 	}
 	if t, ok := b.Builtins[name]; ok {
 		uid := ""
@@ -54,9 +54,9 @@ func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 		}
 		res, err := t.Call(ctx, uid, args)
 		if err != nil {
-			return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
+			return turn.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 		}
-		return agent.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources, Contexts: res.Contexts}
+		return turn.ToolOutput{Text: res.Text, IsError: res.IsError, Sources: res.Sources, Contexts: res.Contexts}
 	}
 	if b.Ask != nil {
 		ctx = mcp.WithAsker(ctx, b.Owner, func(ctx context.Context, q *mcp.Question) (*mcp.Answer, error) {
@@ -68,10 +68,10 @@ func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 	}
 	res, err := b.MCP.Call(ctx, MCPUser(b.User), name, args)
 	if err != nil {
-		return agent.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
+		return turn.ToolOutput{Text: mcp.FailureText(name, err), IsError: true}
 	}
 	out := mcp.Format(res, b.Family)
-	o := agent.ToolOutput{Text: out.Text, IsError: out.IsError}
+	o := turn.ToolOutput{Text: out.Text, IsError: out.IsError}
 	if cs := mcp.Chunks(res); len(cs) > 1 || len(cs) == 1 && cs[0] != out.Text {
 		o.Contexts = cs
 	}

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 func toolbox(t *testing.T, fam mcp.Family) *run.Toolbox {
@@ -79,4 +79,4 @@ func TestToolboxImagesPerFamily(t *testing.T) {
 	}
 }
 
-var _ agent.ToolRunner = (*run.Toolbox)(nil)
+var _ turn.ToolRunner = (*run.Toolbox)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/window"
 )
@@ -72,7 +73,7 @@ func Summarizer(models Models, sm Summary) func(ctx context.Context, userID stri
 		params["max_tokens"] = sm.MaxTokens
 		req := &llm.Request{Model: model, Params: params, Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: cmp.Or(strings.TrimSpace(sm.Prompt), DefaultSummaryPrompt)},
-			{Role: llm.RoleUser, Content: buffer(dropped)},
+			{Role: llm.RoleUser, Content: prompt.Buffer(dropped)},
 		}}
 		ctx, cancel := context.WithTimeout(ctx, cmp.Or(sm.Timeout, time.Minute))
 		defer cancel()

@@ -11,13 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // newID returns a fresh id with the given prefix.
@@ -171,7 +171,7 @@ func conversationIDs(cs []*run.Conversation) []string {
 func toolCall(runID, id string, minute int) *run.ToolCall {
 	return &run.ToolCall{
 		RunID: runID, AgentID: "agent_helper",
-		ToolRecord: agent.ToolRecord{
+		ToolRecord: turn.ToolRecord{
 			ID: id, Name: "web_search", Arguments: `{"query":"weather «Utrecht»"}`, Result: "Sunny, 21°C",
 			Duration: 1500 * time.Millisecond, Step: 1,
 		},
@@ -438,7 +438,7 @@ var runTests = []test{
 	{"MessageRoundTrip", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		c := newChat(t, s, "msg@example.com")
-		tool := &agent.ToolRecord{
+		tool := &turn.ToolRecord{
 			ID: "call_1", Name: "mcp__github__search", Arguments: `{"q":"relay <&>"}`, Result: "found «3» 🚀",
 			IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 2,
 			Sources: []tool.Source{{Kind: tool.SourceFile, Anchor: `\ue202turn0file0`, FileID: "file_1", FileName: "a «b».pdf", Page: 2, Relevance: 0.5, Snippet: "x"}},
@@ -923,7 +923,7 @@ var runTests = []test{
 		c := newChat(t, s, "tools@example.com")
 		tc := &run.ToolCall{
 			RunID: c.run.ID, AgentID: "agent_writer",
-			ToolRecord: agent.ToolRecord{
+			ToolRecord: turn.ToolRecord{
 				ID: "call_«1»", Name: "mcp__github__search", Arguments: `{"q":"<relay> & co 🚀"}`,
 				Result: "error: rate «limited»\nretry later", IsError: true, Duration: 1234567891 * time.Nanosecond, Step: 3,
 				Sources:  []tool.Source{{Kind: tool.SourceWeb, Anchor: "a", Title: "T «1»", URL: "https://example.com/?q=<x>&y", Snippet: "s"}},

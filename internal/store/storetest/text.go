@@ -11,6 +11,7 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // bad holds what Postgres refuses in text and SQLite takes: a NUL, an invalid
@@ -37,7 +38,7 @@ var textTests = []test{
 		answer.RunID = id
 		answer.Parts = []run.Part{
 			{Type: run.PartText, Text: "answer " + bad},
-			{Type: run.PartToolCall, Tool: &agent.ToolRecord{ID: "call_nul", Name: "web_search", Arguments: `{"q":"x\u0000y"}`, Result: "result " + bad}},
+			{Type: run.PartToolCall, Tool: &turn.ToolRecord{ID: "call_nul", Name: "web_search", Arguments: `{"q":"x\u0000y"}`, Result: "result " + bad}},
 		}
 		// What encoding/json makes of the answer: NUL escaped, invalid bytes \ufffd.
 		delta, err := json.Marshal(map[string]string{"text": "answer " + bad})
@@ -62,7 +63,7 @@ var textTests = []test{
 		}
 		wantParts := []run.Part{
 			{Type: run.PartText, Text: "answer " + badStored},
-			{Type: run.PartToolCall, Tool: &agent.ToolRecord{ID: "call_nul", Name: "web_search", Arguments: `{"q":"x\u0000y"}`, Result: "result " + badStored}},
+			{Type: run.PartToolCall, Tool: &turn.ToolRecord{ID: "call_nul", Name: "web_search", Arguments: `{"q":"x\u0000y"}`, Result: "result " + badStored}},
 		}
 		if d := cmp.Diff(wantParts, m.Parts, equal); d != "" {
 			t.Errorf("the answer's parts (-want +got):\n%s", d)

@@ -1,4 +1,4 @@
-package agent_test
+package turn_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // scripted is a model that plays turns in order and keeps what it was sent.
@@ -69,7 +69,7 @@ type tools struct {
 	running, peak atomic.Int32
 }
 
-func (f *tools) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
+func (f *tools) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 	n := f.running.Add(1)
 	defer f.running.Add(-1)
 	for {
@@ -82,32 +82,32 @@ func (f *tools) Run(ctx context.Context, call llm.ToolCall) agent.ToolOutput {
 	case "sum":
 		var a struct{ A, B int }
 		if err := json.Unmarshal([]byte(call.Function.Arguments), &a); err != nil {
-			return agent.ToolOutput{Text: "bad arguments", IsError: true}
+			return turn.ToolOutput{Text: "bad arguments", IsError: true}
 		}
-		return agent.ToolOutput{Text: fmt.Sprint(a.A + a.B)}
+		return turn.ToolOutput{Text: fmt.Sprint(a.A + a.B)}
 	case "slow":
 		select {
 		case <-time.After(100 * time.Millisecond):
-			return agent.ToolOutput{Text: "done"}
+			return turn.ToolOutput{Text: "done"}
 		case <-ctx.Done():
-			return agent.ToolOutput{Text: "cancelled", IsError: true}
+			return turn.ToolOutput{Text: "cancelled", IsError: true}
 		}
 	case "image":
-		return agent.ToolOutput{Text: "a picture", Parts: []llm.Part{{Type: llm.PartText, Text: "a picture"}, {Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
+		return turn.ToolOutput{Text: "a picture", Parts: []llm.Part{{Type: llm.PartText, Text: "a picture"}, {Type: llm.PartImage, MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
 	}
-	return agent.ToolOutput{Text: fmt.Sprintf("%q tool call failed: no such tool", call.Function.Name), IsError: true}
+	return turn.ToolOutput{Text: fmt.Sprintf("%q tool call failed: no such tool", call.Function.Name), IsError: true}
 }
 
 func request() *llm.Request {
 	return &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "Be brief."}, {Role: llm.RoleUser, Content: "What is 2+3?"}}}
 }
 
-func TestLoopCallsToolsAndAnswers(t *testing.T) {
+func TestRunCallsToolsAndAnswers(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`, "nope", `{}`), say("The sum is 5."))
-	var events []agent.Event
+	var events []turn.Event
 	req := request()
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Emit: func(e agent.Event) { events = append(events, e) }})
+	out, err := turn.Run(context.Background(), req, turn.Options{Model: m, Tools: &tools{}, Emit: func(e turn.Event) { events = append(events, e) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +150,9 @@ func TestLoopCallsToolsAndAnswers(t *testing.T) {
 	started := map[string]int{}
 	for i, e := range events {
 		switch e.Kind {
-		case agent.EventToolStarted:
+		case turn.EventToolStarted:
 			started[e.Tool.ID] = i
-		case agent.EventToolFinished:
+		case turn.EventToolFinished:
 			if j, ok := started[e.Tool.ID]; !ok || j > i {
 				t.Errorf("tool %s finished before it started", e.Tool.ID)
 			}
@@ -160,7 +160,7 @@ func TestLoopCallsToolsAndAnswers(t *testing.T) {
 	}
 }
 
-func TestLoopRunsToolsInParallelBounded(t *testing.T) {
+func TestRunRunsToolsInParallelBounded(t *testing.T) {
 	m := &scripted{}
 	var calls []string
 	for range 10 {
@@ -169,7 +169,7 @@ func TestLoopRunsToolsInParallelBounded(t *testing.T) {
 	m.turns = append(m.turns, callTools(calls...), say("ok"))
 	f := &tools{}
 	began := time.Now()
-	if _, err := agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: f, Parallel: 4}); err != nil {
+	if _, err := turn.Run(context.Background(), request(), turn.Options{Model: m, Tools: f, Parallel: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.peak.Load(); p != 4 {
@@ -180,13 +180,13 @@ func TestLoopRunsToolsInParallelBounded(t *testing.T) {
 	}
 }
 
-func TestLoopStepLimit(t *testing.T) {
+func TestRunStepLimit(t *testing.T) {
 	m := &scripted{}
 	for range 5 {
 		m.turns = append(m.turns, callTools("sum", `{"a":1,"b":1}`))
 	}
-	out, err := agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, MaxSteps: 3})
-	if !errors.Is(err, agent.ErrStepLimit) || !strings.Contains(err.Error(), "3 steps") {
+	out, err := turn.Run(context.Background(), request(), turn.Options{Model: m, Tools: &tools{}, MaxSteps: 3})
+	if !errors.Is(err, turn.ErrStepLimit) || !strings.Contains(err.Error(), "3 steps") {
 		t.Fatalf("error %v, want the step limit", err)
 	}
 	if len(out.Tools) != 3 || len(out.Requests) != 3 {
@@ -194,9 +194,9 @@ func TestLoopStepLimit(t *testing.T) {
 	}
 }
 
-// Two loops drawing on one budget of 5 steps make 5 model turns between them,
+// Two turns drawing on one budget of 5 steps make 5 model calls between them,
 // whatever their own MaxSteps, and at least one ends at the step limit.
-func TestLoopSharedStepBudget(t *testing.T) {
+func TestRunSharedStepBudget(t *testing.T) {
 	var mu sync.Mutex
 	left := 5
 	take := func() bool {
@@ -216,21 +216,21 @@ func TestLoopSharedStepBudget(t *testing.T) {
 			m.turns = append(m.turns, callTools("sum", `{"a":1,"b":1}`))
 		}
 		wg.Go(func() {
-			_, errs[i] = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, MaxSteps: 10, TakeStep: take})
+			_, errs[i] = turn.Run(context.Background(), request(), turn.Options{Model: m, Tools: &tools{}, MaxSteps: 10, TakeStep: take})
 		})
 	}
 	wg.Wait()
 	if n := len(models[0].sent) + len(models[1].sent); n != 5 {
-		t.Errorf("%d model turns in all, want the budget's 5", n)
+		t.Errorf("%d model calls in all, want the budget's 5", n)
 	}
 	for i, err := range errs {
-		if !errors.Is(err, agent.ErrStepLimit) {
-			t.Errorf("loop %d ended with %v, want the step limit", i, err)
+		if !errors.Is(err, turn.ErrStepLimit) {
+			t.Errorf("turn %d ended with %v, want the step limit", i, err)
 		}
 	}
 }
 
-func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
+func TestRunAbortKeepsPartialAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	m := &scripted{}
 	m.turns = append(m.turns, func(req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
@@ -239,7 +239,7 @@ func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
 		return &llm.Turn{Text: "The answer is "}, context.Cause(ctx)
 	})
 	req := request()
-	out, err := agent.Loop(ctx, req, agent.LoopOptions{Model: m, Tools: &tools{}})
+	out, err := turn.Run(ctx, req, turn.Options{Model: m, Tools: &tools{}})
 	if err == nil || err.Error() != "user abort" {
 		t.Fatalf("error %v", err)
 	}
@@ -248,11 +248,11 @@ func TestLoopAbortKeepsPartialAnswer(t *testing.T) {
 	}
 }
 
-func TestLoopImageResultsAndStop(t *testing.T) {
+func TestRunImageResultsAndStop(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("image", `{}`, "lc_transfer_to_b", `{"instructions":"go"}`))
 	req := request()
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Stop: func(c llm.ToolCall) bool {
+	out, err := turn.Run(context.Background(), req, turn.Options{Model: m, Tools: &tools{}, Stop: func(c llm.ToolCall) bool {
 		_, ok := prompt.HandoffTarget(c.Function.Name)
 		return ok
 	}})
@@ -267,16 +267,16 @@ func TestLoopImageResultsAndStop(t *testing.T) {
 	}
 }
 
-// A call of the caller's own function is not run: the loop ends after the
-// turn's other calls ran, and hands it back; a forced tool_choice holds for
-// the first turn only.
-func TestLoopHandsClientCallsBack(t *testing.T) {
+// A call of the caller's own function is not run: the turn ends after the
+// step's other calls ran, and hands it back; a forced tool_choice holds for
+// the first step only.
+func TestRunHandsClientCallsBack(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), callTools("sum", `{"a":1,"b":1}`, "weather", `{"city":"Paris"}`), say("unreached"))
 	req := request()
 	req.Tools = []llm.FunctionTool{{Function: llm.Function{Name: "sum"}}, {Function: llm.Function{Name: "weather"}}}
 	req.ToolChoice = "required"
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Client: func(c llm.ToolCall) bool { return c.Function.Name == "weather" }})
+	out, err := turn.Run(context.Background(), req, turn.Options{Model: m, Tools: &tools{}, Client: func(c llm.ToolCall) bool { return c.Function.Name == "weather" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,10 +296,10 @@ func TestLoopHandsClientCallsBack(t *testing.T) {
 	}
 }
 
-// Fit runs before every model turn; what it drops from the front does not
-// change which messages the loop reports as its own, and its error ends the
-// loop before anything is sent.
-func TestLoopFitsEveryTurn(t *testing.T) {
+// Fit runs before every step; what it drops from the front does not change
+// which messages the turn reports as its own, and its error ends the turn
+// before anything is sent.
+func TestRunFitsEveryTurn(t *testing.T) {
 	m := &scripted{}
 	m.turns = append(m.turns, callTools("sum", `{"a":2,"b":3}`), say("The sum is 5."))
 	req := request()
@@ -312,7 +312,7 @@ func TestLoopFitsEveryTurn(t *testing.T) {
 		}
 		return nil
 	}
-	out, err := agent.Loop(context.Background(), req, agent.LoopOptions{Model: m, Tools: &tools{}, Fit: fit})
+	out, err := turn.Run(context.Background(), req, turn.Options{Model: m, Tools: &tools{}, Fit: fit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,8 +329,8 @@ func TestLoopFitsEveryTurn(t *testing.T) {
 	m = &scripted{}
 	m.turns = append(m.turns, say("never"))
 	tooBig := errors.New("does not fit")
-	out, err = agent.Loop(context.Background(), request(), agent.LoopOptions{Model: m, Tools: &tools{}, Fit: func(context.Context, *llm.Request) error { return tooBig }})
+	out, err = turn.Run(context.Background(), request(), turn.Options{Model: m, Tools: &tools{}, Fit: func(context.Context, *llm.Request) error { return tooBig }})
 	if !errors.Is(err, tooBig) || len(m.sent) != 0 || len(out.Messages) != 0 {
-		t.Errorf("Loop with a request that does not fit: %v, %d sent, %d added", err, len(m.sent), len(out.Messages))
+		t.Errorf("Run with a request that does not fit: %v, %d sent, %d added", err, len(m.sent), len(out.Messages))
 	}
 }

@@ -1,4 +1,10 @@
-package agent
+// Package turn runs one agent's turn: the model streams its answer, the tools
+// it asks for run (several at once, bounded) and their results go back to it,
+// round after round, until it answers without calling a tool or the turn runs
+// out of steps (a step is one model call). The caller gives the request, the
+// model and the tools, and hears what happens as events; agents' definitions,
+// the graph between them and what a run stores are not this package's.
+package turn
 
 import (
 	"context"
@@ -49,20 +55,20 @@ type ToolRecord struct {
 	Contexts []string `json:"-"`
 }
 
-// EventKind is the kind of a loop event.
+// EventKind is the kind of a turn's event.
 type EventKind string
 
-// The events of one agent's loop, in the order they happen.
+// The events of one agent's turn, in the order they happen.
 const (
 	EventText         EventKind = "text"          // a piece of the answer
 	EventToolStarted  EventKind = "tool_started"  // a tool call is about to run
 	EventToolFinished EventKind = "tool_finished" // a tool call returned
-	EventUsage        EventKind = "usage"         // a model turn's token usage
+	EventUsage        EventKind = "usage"         // a step's token usage
 	EventRetry        EventKind = "retry"         // the provider is being asked again
 	EventImage        EventKind = "image"         // the model produced an image
 )
 
-// Event is one thing that happened in the loop.
+// Event is one thing that happened in the turn.
 type Event struct {
 	Kind  EventKind
 	Text  string
@@ -72,11 +78,11 @@ type Event struct {
 	Image *llm.Image
 }
 
-// LoopOptions are what one agent's loop runs with.
-type LoopOptions struct {
+// Options are what one agent's turn runs with.
+type Options struct {
 	Model llm.Model
 	Tools ToolRunner
-	// MaxSteps bounds the model turns (recursion_limit); 0 means 50.
+	// MaxSteps bounds the steps, the model calls (recursion_limit); 0 means 50.
 	MaxSteps int
 	// Parallel bounds the tool calls run at once; 0 means 4.
 	Parallel int
@@ -84,69 +90,69 @@ type LoopOptions struct {
 	ToolTimeout time.Duration
 	// Emit receives events as they happen; it must not block for long.
 	Emit func(Event)
-	// Stop, when it returns true for a tool call, ends the loop after that turn's
-	// calls (a handoff: the next agent continues).
+	// Stop, when it returns true for a tool call, ends the turn after that
+	// step's calls (a handoff: the next agent continues).
 	Stop func(call llm.ToolCall) bool
 	// Client, when it returns true for a tool call, marks a function of the
-	// caller's own (a tool an OpenAI-compatible client declared): the loop
-	// does not run it. The turn's other calls run, then the loop ends with
+	// caller's own (a tool an OpenAI-compatible client declared): the turn
+	// does not run it. The step's other calls run, then the turn ends with
 	// the caller's calls in Outcome.Handed, for the caller to answer.
 	Client func(call llm.ToolCall) bool
-	// TakeStep, when set, is asked before each model turn for one step of a
-	// budget shared with other loops (a run's recursion_limit spans all of its
+	// TakeStep, when set, is asked before each step for one step of a budget
+	// shared with other turns (a run's recursion_limit spans all of its
 	// agents, even those running at the same time). When it returns false the
-	// loop ends with ErrStepLimit, as when MaxSteps is reached.
+	// turn ends with ErrStepLimit, as when MaxSteps is reached.
 	TakeStep func() bool
-	// Fit, when set, is called before each model turn to keep the request
-	// inside the model's context window (window.Fitter.Fit): it may cut tool
-	// results and drop the oldest messages, never those after the newest
-	// user message (this turn's). Its error ends the loop before anything is
-	// sent.
+	// Fit, when set, is called before each step to keep the request inside
+	// the model's context window (window.Fitter.Fit): it may cut tool results
+	// and drop the oldest messages, never those after the newest user message
+	// (this turn's). Its error ends the turn before anything is sent.
 	Fit func(ctx context.Context, req *llm.Request) error
 }
 
-// Outcome is what one agent's loop produced.
+// Outcome is what one agent's turn produced.
 type Outcome struct {
-	// Text is the agent's answer (the text of its last turn with any text).
+	// Text is the agent's answer (the text of its last step with any text).
 	Text string
-	// Messages are the messages the loop added after the request's own.
+	// Messages are the messages the turn added after the request's own.
 	Messages []llm.Message
 	// Tools are every tool call with its result, in order.
 	Tools []ToolRecord
-	// Requests are the exact bodies sent to the provider, one per model turn,
-	// with when each was sent and answered.
+	// Requests are the exact bodies sent to the provider, one per step, with
+	// when each was sent and answered.
 	Requests []Request
 	Usage    llm.Usage
 	Steps    int
-	// StoppedBy is the tool call that ended the loop through Stop, if any.
+	// StoppedBy is the tool call that ended the turn through Stop, if any.
 	StoppedBy *llm.ToolCall
-	// Handed are the calls of the last turn that LoopOptions.Client claimed:
+	// Handed are the calls of the last step that Options.Client claimed:
 	// not run, their results for the caller to give. The last assistant
 	// message of Messages holds them, without tool messages answering them.
 	Handed []llm.ToolCall
 }
 
-// Request is one model turn's request as it was sent, for a run's trace.
+// Request is one step's request as it was sent, for a run's trace.
 type Request struct {
 	// Body is the exact body sent to the provider.
 	Body []byte
-	// SentAt is when the turn began; DoneAt when its answer ended (or failed).
+	// SentAt is when the step began; DoneAt when its answer ended (or failed).
 	SentAt, DoneAt time.Time
-	// Usage is the turn's tokens, as the provider reported them.
+	// Usage is the step's tokens, as the provider reported them.
 	Usage llm.Usage
 }
 
-// ErrStepLimit is wrapped by the error of a loop that reached its step limit.
+// ErrStepLimit is wrapped by the error of a turn that reached its step limit.
 var ErrStepLimit = errors.New("step limit reached")
 
-// Loop runs one agent: the model answers req, the tools it calls run (several at
-// once, bounded), their results go back to it, until it answers without calling
-// a tool or the step limit is reached. req is extended in place with the new
-// messages. A tool_choice that forces a call (required, or req.ToolFunction)
-// holds for the first model turn only: later turns are "auto", or the model
-// could never answer. On any error (the provider failed, ctx was cancelled by a user abort,
-// the step limit) the Outcome holds everything produced until then.
-func Loop(ctx context.Context, req *llm.Request, o LoopOptions) (*Outcome, error) {
+// Run runs one agent's turn: the model answers req, the tools it calls run
+// (several at once, bounded), their results go back to it, until it answers
+// without calling a tool or the step limit is reached. req is extended in
+// place with the new messages. A tool_choice that forces a call (required, or
+// req.ToolFunction) holds for the first step only: later steps are "auto", or
+// the model could never answer. On any error (the provider failed, ctx was
+// cancelled by a user abort, the step limit) the Outcome holds everything
+// produced until then.
+func Run(ctx context.Context, req *llm.Request, o Options) (*Outcome, error) {
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 50
 	}
@@ -172,12 +178,12 @@ func Loop(ctx context.Context, req *llm.Request, o LoopOptions) (*Outcome, error
 			if err := o.Fit(ctx, req); err != nil {
 				return out, err
 			}
-			// What was dropped came before this loop's messages.
+			// What was dropped came before this turn's messages.
 			start = max(0, start-(n-len(req.Messages)))
 		}
 		out.Steps = step
 		sent := time.Now()
-		turn, err := o.Model.Stream(ctx, req, func(e llm.Event) {
+		answer, err := o.Model.Stream(ctx, req, func(e llm.Event) {
 			switch e.Kind {
 			case llm.EventText:
 				emit(Event{Kind: EventText, Text: e.Text})
@@ -187,33 +193,33 @@ func Loop(ctx context.Context, req *llm.Request, o LoopOptions) (*Outcome, error
 				emit(Event{Kind: EventImage, Image: e.Image})
 			}
 		})
-		if turn != nil {
-			out.Requests = append(out.Requests, Request{Body: turn.Sent, SentAt: sent.UTC(), DoneAt: time.Now().UTC(), Usage: turn.Usage})
-			out.Usage = out.Usage.Add(turn.Usage)
-			if turn.Usage != (llm.Usage{}) {
-				emit(Event{Kind: EventUsage, Usage: turn.Usage})
+		if answer != nil {
+			out.Requests = append(out.Requests, Request{Body: answer.Sent, SentAt: sent.UTC(), DoneAt: time.Now().UTC(), Usage: answer.Usage})
+			out.Usage = out.Usage.Add(answer.Usage)
+			if answer.Usage != (llm.Usage{}) {
+				emit(Event{Kind: EventUsage, Usage: answer.Usage})
 			}
-			if turn.Text != "" {
-				out.Text = turn.Text
+			if answer.Text != "" {
+				out.Text = answer.Text
 			}
 		}
 		if err != nil {
-			if turn != nil && turn.Text != "" {
-				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: turn.Text})
+			if answer != nil && answer.Text != "" {
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: answer.Text})
 			}
 			return out, err
 		}
 		if req.ToolFunction != "" || req.ToolChoice == "required" {
 			req.ToolFunction, req.ToolChoice = "", llm.ToolChoiceAuto
 		}
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: turn.Text, ToolCalls: turn.ToolCalls, Thinking: turn.Thinking})
-		if len(turn.ToolCalls) == 0 {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: answer.Text, ToolCalls: answer.ToolCalls, Thinking: answer.Thinking})
+		if len(answer.ToolCalls) == 0 {
 			return out, nil
 		}
-		calls := turn.ToolCalls
+		calls := answer.ToolCalls
 		if o.Client != nil {
 			calls = nil
-			for _, call := range turn.ToolCalls {
+			for _, call := range answer.ToolCalls {
 				if o.Client(call) {
 					out.Handed = append(out.Handed, call)
 				} else {
@@ -235,7 +241,7 @@ func Loop(ctx context.Context, req *llm.Request, o LoopOptions) (*Outcome, error
 			return out, nil
 		}
 		if o.Stop != nil {
-			for _, call := range turn.ToolCalls {
+			for _, call := range answer.ToolCalls {
 				if o.Stop(call) {
 					out.StoppedBy = &call
 					return out, nil
@@ -250,9 +256,9 @@ type toolResult struct {
 	Parts []llm.Part
 }
 
-// runTools runs one turn's tool calls, at most o.Parallel at once, and returns
+// runTools runs one step's tool calls, at most o.Parallel at once, and returns
 // their results in the order of the calls.
-func runTools(ctx context.Context, calls []llm.ToolCall, o LoopOptions, step int, emit func(Event)) []toolResult {
+func runTools(ctx context.Context, calls []llm.ToolCall, o Options, step int, emit func(Event)) []toolResult {
 	results := make([]toolResult, len(calls))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup

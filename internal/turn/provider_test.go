@@ -1,4 +1,4 @@
-package agent_test
+package turn_test
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/anthropic"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // anthropicEvent is one server-sent event as Anthropic writes it.
@@ -20,9 +20,9 @@ func anthropicEvent(typ, data string) string {
 
 // With extended thinking on, Anthropic answers 400 to a tool loop whose last
 // assistant message does not start with the thinking that led to its tool
-// calls; the loop keeps that thinking on the message and the client sends it
+// calls; the turn keeps that thinking on the message and the client sends it
 // back first, signature and all.
-func TestLoopSendsAnthropicThinkingBack(t *testing.T) {
+func TestRunSendsAnthropicThinkingBack(t *testing.T) {
 	const usage = `{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}`
 	fake := llmtest.NewProvider(t, func(r *http.Request) bool { return r.URL.Path == "/v1/messages" },
 		llmtest.Stream("text/event-stream",
@@ -51,7 +51,7 @@ func TestLoopSendsAnthropicThinkingBack(t *testing.T) {
 	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{{Role: llm.RoleUser, Content: "What is 2+3?"}},
 		Tools:      []llm.FunctionTool{{Function: llm.Function{Name: "sum", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`)}}},
 		ToolChoice: llm.ToolChoiceAuto}
-	out, err := agent.Loop(t.Context(), req, agent.LoopOptions{Model: model, Tools: &tools{}})
+	out, err := turn.Run(t.Context(), req, turn.Options{Model: model, Tools: &tools{}})
 	if err != nil {
 		t.Fatal(err)
 	}

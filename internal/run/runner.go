@@ -1,0 +1,175 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/graph"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/tool"
+	"github.com/relay-ai/relay/internal/tool/builtin"
+	"github.com/relay-ai/relay/internal/turn"
+)
+
+// runner runs the agents of one run for graph.Execute: it prepares each
+// agent's request, runs its turn with the agent's model and the run's tools,
+// and streams and stores what happens as the run's events and records.
+type runner struct {
+	s        *Service
+	u        *auth.User
+	r        *Run
+	lr       *liveRun
+	log      *slog.Logger
+	req      ChatRequest
+	attached []prompt.File // the files attached to the conversation
+
+	mu       sync.Mutex
+	searched map[string][]file.Hit // RAG retrievals of this run, by query
+	requests []ModelRequest
+}
+
+var _ graph.Runner = (*runner)(nil)
+
+// flow resolves the graph of agents primary reaches and executes it for the
+// run, from history (the conversation before the run). The warnings of the
+// graph are the run's first events after run.started. The Result holds what
+// the agents produced, even when the error says the run failed.
+func (rn *runner) flow(ctx context.Context, primary *agent.Agent, history []llm.Message) (*graph.Result, error) {
+	g, err := graph.Resolve(primary.ID, func(id string) (*agent.Agent, error) {
+		if id == primary.ID { // loaded when the run started
+			return primary, nil
+		}
+		return rn.s.Prep.Agents.Get(ctx, rn.u, id)
+	})
+	if err != nil {
+		return &graph.Result{}, err
+	}
+	for _, w := range g.Warnings {
+		rn.log.Warn("agent graph", slog.String("warning", w))
+		rn.s.emit(rn.lr, Warning{Message: w})
+	}
+	in := graph.Input{History: history, Messages: append(slices.Clone(history), userMessage(rn.req.Text, imageParts(rn.req.Images))),
+		DefaultSteps: rn.s.DefaultSteps, StepLimit: rn.s.StepLimit}
+	if rn.req.Client.continues() { // the model answers the client's tool results
+		in.Messages = slices.Clone(history)
+	}
+	return graph.Execute(ctx, g, rn, in)
+}
+
+// Turn prepares the agent's request from t.Messages and runs its turn with
+// its model and the run's tools. The client's tools and parameters are the
+// primary agent's only.
+func (rn *runner) Turn(ctx context.Context, t graph.Turn) (*turn.Outcome, error) {
+	s, id, a := rn.s, t.AgentID, t.Agent
+	query := rn.req.Text
+	if rn.req.Client.continues() {
+		query = "" // Text holds tool results: the last user message is the query
+	}
+	client := rn.req.Client
+	if id != t.Graph.Primary {
+		client = nil
+	}
+	prep, err := s.Prep.Prepare(ctx, rn.u, Request{AgentID: id, Agent: a, Timezone: rn.req.Timezone, History: t.Messages, Now: rn.req.Now,
+		Attached: rn.attached, Search: rn.search, Graph: t.Graph, Query: query, Client: client})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range prep.Unreachable {
+		rn.log.Warn("mcp server unreachable for run", slog.String("agent", id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
+	}
+	model, fam, err := s.Models(ctx, rn.u.ID, a.Provider, a.Model)
+	if err != nil {
+		return nil, err
+	}
+	box := &Toolbox{MCP: s.MCP, Builtins: s.Builtins, User: rn.u, Family: fam,
+		Owner: rn.r.ID, Ask: s.asker(rn.lr, rn.r, id), Sample: sampler(model, prep.Request.Model)}
+	for _, e := range t.Graph.Handoffs(id) {
+		box.Handoffs = append(box.Handoffs, e.To[0])
+	}
+	if s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
+		box.Builtins = maps.Clone(box.Builtins)
+		if box.Builtins == nil {
+			box.Builtins = map[string]tool.Tool{}
+		}
+		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(s.Prep.Search), prep.FileIDs)
+	}
+	o := t.Options
+	o.Model, o.Tools, o.Parallel, o.ToolTimeout = model, box, s.Parallel, s.ToolTimeout
+	if prep.Fitter != nil {
+		o.Fit = prep.Fitter.Fit
+	}
+	o.Client = func(c llm.ToolCall) bool { return client != nil && client.has(c.Function.Name) }
+	out, err := turn.Run(ctx, prep.Request, o)
+	rn.record(id, out)
+	return out, err
+}
+
+// record keeps the model requests of an agent's turn, numbered in the order
+// the agents finished.
+func (rn *runner) record(id string, out *turn.Outcome) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	for _, rq := range out.Requests {
+		done := rq.DoneAt
+		rn.requests = append(rn.requests, ModelRequest{RunID: rn.r.ID, Seq: len(rn.requests) + 1, AgentID: id, Body: json.RawMessage(rq.Body),
+			SentAt: rq.SentAt, FinishedAt: &done, Usage: rq.Usage})
+	}
+}
+
+// Event streams and stores one of an agent's turn events.
+func (rn *runner) Event(id string, e turn.Event) {
+	s, r, lr := rn.s, rn.r, rn.lr
+	switch e.Kind {
+	case turn.EventText:
+		s.emit(lr, MessageDelta{AgentID: id, Text: e.Text})
+	case turn.EventToolStarted:
+		s.emit(lr, ToolStarted{AgentID: id, ID: e.Tool.ID, Name: e.Tool.Name, Arguments: e.Tool.Arguments})
+	case turn.EventToolFinished:
+		s.emit(lr, ToolFinished{AgentID: id, ID: e.Tool.ID, Result: e.Tool.Result, IsError: e.Tool.IsError, DurationMS: e.Tool.Duration.Milliseconds()})
+		// Stored with the run's next batch of events (writer).
+		s.writer().toolCall(&ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
+	case turn.EventUsage:
+		s.emit(lr, TurnUsage{AgentID: id, Usage: e.Usage})
+	case turn.EventRetry:
+		rn.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
+	case turn.EventImage:
+		s.emit(lr, MessageImage{AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
+	}
+}
+
+// answerParts turns the parts of a flow's answer into a message's parts.
+func answerParts(parts []graph.Part) []Part {
+	out := make([]Part, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case graph.PartText:
+			out = append(out, Part{Type: PartText, AgentID: p.AgentID, Text: p.Text})
+		case graph.PartTool:
+			out = append(out, Part{Type: PartToolCall, AgentID: p.AgentID, Tool: p.Tool})
+		case graph.PartImage:
+			out = append(out, Part{Type: PartImage, AgentID: p.AgentID, MIMEType: p.Image.MIMEType, Data: p.Image.Data})
+		case graph.PartClientCall:
+			out = append(out, Part{Type: PartClientCall, AgentID: p.AgentID, Tool: p.Tool})
+		}
+	}
+	return out
+}
+
+// failedAgent is the agent whose failure err is, or def when err names none
+// (the run failed before any agent ran).
+func failedAgent(err error, def string) string {
+	if ae, ok := errors.AsType[*graph.AgentError](err); ok {
+		return ae.AgentID
+	}
+	return def
+}
