@@ -46,7 +46,7 @@ func needsUsers(cfg *config.Config) bool {
 
 // accountService builds the service of users' MCP accounts. Its MCP manager is
 // set once the manager exists (the manager asks it for each user's values).
-func accountService(e *env, cfg *config.Config, v *vault.Vault, log *slog.Logger) *account.Service {
+func accountService(cfg *config.Config, v *vault.Vault, log *slog.Logger) *account.Service {
 	// The MCP servers are the operator's (often on the private network, with
 	// their authorization server beside them), so discovery may reach any
 	// address the server's metadata names, as connecting to it does.
@@ -55,18 +55,9 @@ func accountService(e *env, cfg *config.Config, v *vault.Vault, log *slog.Logger
 		Vault:     v,
 		Auth:      &mcp.Authorizer{HTTP: client, ClientName: "Relay"},
 		PublicURL: cfg.Server.PublicURL,
-		Getenv:    e.Getenv,
+		Getenv:    cfg.Getenv,
 		Log:       log,
 	}
-}
-
-// mcpManager builds the MCP manager of a command or server on opened
-// services, with the service of users' accounts at its servers.
-func mcpManager(e *env, cfg *config.Config, svc *services, log *slog.Logger) (*mcp.Manager, *account.Service, error) {
-	acct := accountService(e, cfg, svc.vault, log)
-	m := newMCPManager(e, cfg, log, acct)
-	acct.MCP = m
-	return m, acct, nil
 }
 
 // owner names this process in the claims it makes in the database: unique
@@ -76,34 +67,26 @@ func owner() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:8])
 }
 
-// withAccounts loads the config and runs f with a started MCP manager whose
-// user-scoped connections carry each user's variables and authorization, and
-// the service of those accounts, closing both after.
-func withAccounts(ctx context.Context, e *env, f func(*config.Config, *services, *account.Service, *mcp.Manager) error) error {
-	cfg, err := e.loadConfig()
+// withAccounts opens the application and runs f with the MCP manager, whose
+// user-scoped connections carry each user's variables and authorization,
+// and the service of those accounts, closing all after.
+func withAccounts(ctx context.Context, e *env, f func(*App, *account.Service, *mcp.Manager) error) error {
+	a, err := e.open(ctx)
 	if err != nil {
 		return err
 	}
-	log := e.logger(cfg)
-	svc, err := open(ctx, e, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer svc.store.Close()
-	m, acct, err := mcpManager(e, cfg, svc, log)
-	if err != nil {
-		return err
-	}
+	defer a.Close()
+	m, acct := a.MCP()
 	defer m.Close()
-	return f(cfg, svc, acct, m)
+	return f(a, acct, m)
 }
 
 // accountUser finds the user a command acts for.
-func accountUser(ctx context.Context, svc *services, ref string) (*mcp.User, error) {
+func accountUser(ctx context.Context, a *App, ref string) (*mcp.User, error) {
 	if ref == "" {
 		return nil, usageErr("--user is required (a user id or email)")
 	}
-	u, err := svc.auth.FindUser(ctx, ref)
+	u, err := a.Auth.FindUser(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +109,8 @@ func mcpAuthCommand() *command {
 				if len(args) != 1 {
 					return usageErr("expected one server name")
 				}
-				return withAccounts(ctx, e, func(cfg *config.Config, svc *services, acct *account.Service, m *mcp.Manager) error {
-					u, err := accountUser(ctx, svc, *user)
+				return withAccounts(ctx, e, func(a *App, acct *account.Service, m *mcp.Manager) error {
+					u, err := accountUser(ctx, a, *user)
 					if err != nil {
 						return err
 					}
@@ -139,7 +122,7 @@ func mcpAuthCommand() *command {
 						return nil
 					}
 					s, ok := m.Server(args[0])
-					if ok && s.OAuth != nil && s.OAuth.RedirectURI == "" && cfg.Server.PublicURL == "" {
+					if ok && s.OAuth != nil && s.OAuth.RedirectURI == "" && a.Config.Server.PublicURL == "" {
 						return errors.New("server.public_url is not set: the authorization server could not send the user back to Relay")
 					}
 					link, err := acct.Start(ctx, u, args[0])
@@ -178,8 +161,8 @@ func mcpVarsCommand() *command {
 						return err
 					}
 				}
-				return withAccounts(ctx, e, func(_ *config.Config, svc *services, acct *account.Service, _ *mcp.Manager) error {
-					u, err := accountUser(ctx, svc, *user)
+				return withAccounts(ctx, e, func(a *App, acct *account.Service, _ *mcp.Manager) error {
+					u, err := accountUser(ctx, a, *user)
 					if err != nil {
 						return err
 					}

@@ -3,7 +3,6 @@ package app
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -15,20 +14,6 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/graph"
 )
-
-// withServices loads the config, opens the store and runs f, closing the store after.
-func withServices(ctx context.Context, e *env, f func(*services) error) error {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return err
-	}
-	svc, err := open(ctx, e, cfg, e.logger(cfg))
-	if err != nil {
-		return err
-	}
-	defer svc.store.Close()
-	return f(svc)
-}
 
 func usersAddCommand() *command {
 	return &command{
@@ -55,8 +40,8 @@ func usersAddCommand() *command {
 					}
 					in.Password = pw
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					u, err := svc.auth.CreateUser(ctx, in)
+				return withServices(ctx, e, func(a *App) error {
+					u, err := a.Auth.CreateUser(ctx, in)
 					if err != nil {
 						return err
 					}
@@ -101,8 +86,8 @@ func usersPasswdCommand() *command {
 				if err != nil {
 					return err
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					u, err := svc.auth.SetPassword(ctx, args[0], pw)
+				return withServices(ctx, e, func(a *App) error {
+					u, err := a.Auth.SetPassword(ctx, args[0], pw)
 					if err != nil {
 						return err
 					}
@@ -132,8 +117,8 @@ func usersDisableCommand(disabled bool) *command {
 				if len(args) != 1 {
 					return usageErr("expected one user id or email")
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					u, err := svc.auth.SetDisabled(ctx, args[0], disabled)
+				return withServices(ctx, e, func(a *App) error {
+					u, err := a.Auth.SetDisabled(ctx, args[0], disabled)
 					if err != nil {
 						return err
 					}
@@ -156,8 +141,8 @@ func usersListCommand() *command {
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			return func(ctx context.Context, e *env, _ []string) error {
-				return withServices(ctx, e, func(svc *services) error {
-					us, err := svc.auth.ListUsers(ctx)
+				return withServices(ctx, e, func(a *App) error {
+					us, err := a.Auth.ListUsers(ctx)
 					if err != nil {
 						return err
 					}
@@ -188,12 +173,12 @@ func keysCreateCommand() *command {
 				if *user == "" {
 					return usageErr("--user is required")
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					u, err := svc.auth.FindUser(ctx, *user)
+				return withServices(ctx, e, func(a *App) error {
+					u, err := a.Auth.FindUser(ctx, *user)
 					if err != nil {
 						return err
 					}
-					k, secret, err := svc.auth.CreateKey(ctx, u.ID, *name)
+					k, secret, err := a.Auth.CreateKey(ctx, u.ID, *name)
 					if err != nil {
 						return err
 					}
@@ -217,12 +202,12 @@ func keysListCommand() *command {
 				if *user == "" {
 					return usageErr("--user is required")
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					u, err := svc.auth.FindUser(ctx, *user)
+				return withServices(ctx, e, func(a *App) error {
+					u, err := a.Auth.FindUser(ctx, *user)
 					if err != nil {
 						return err
 					}
-					ks, err := svc.auth.ListKeys(ctx, u.ID)
+					ks, err := a.Auth.ListKeys(ctx, u.ID)
 					if err != nil {
 						return err
 					}
@@ -251,8 +236,8 @@ func keysRevokeCommand() *command {
 				if len(args) != 1 {
 					return usageErr("expected one key id (see 'relay keys list')")
 				}
-				return withServices(ctx, e, func(svc *services) error {
-					if err := svc.auth.RevokeKey(ctx, args[0]); err != nil {
+				return withServices(ctx, e, func(a *App) error {
+					if err := a.Auth.RevokeKey(ctx, args[0]); err != nil {
 						return err
 					}
 					fmt.Fprintf(e.Stderr, "revoked %s\n", args[0])
@@ -271,10 +256,10 @@ func agentsListCommand() *command {
 			user := fs.String("user", "", "only the agents this user (`id or email`) may use")
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			return func(ctx context.Context, e *env, _ []string) error {
-				return withServices(ctx, e, func(svc *services) error {
+				return withServices(ctx, e, func(a *App) error {
 					opts := agent.ListOptions{Limit: 1000}
 					if *user != "" {
-						u, err := svc.auth.FindUser(ctx, *user)
+						u, err := a.Auth.FindUser(ctx, *user)
 						if err != nil {
 							return err
 						}
@@ -284,7 +269,7 @@ func agentsListCommand() *command {
 					}
 					var all []*agent.Agent
 					for {
-						page, err := svc.store.ListAgents(ctx, opts)
+						page, err := a.Store.ListAgents(ctx, opts)
 						if err != nil {
 							return err
 						}
@@ -324,37 +309,23 @@ func agentsShowCommand() *command {
 				if len(args) != 1 {
 					return usageErr("expected one agent id")
 				}
-				return withServices(ctx, e, func(svc *services) error {
+				return withServices(ctx, e, func(a *App) error {
 					if *versions {
-						vs, err := svc.store.AgentVersions(ctx, args[0])
+						vs, err := a.Store.AgentVersions(ctx, args[0])
 						if err != nil {
 							return err
 						}
 						return printJSON(e.Stdout, vs)
 					}
-					a, err := svc.store.GetAgent(ctx, args[0])
+					ag, err := a.Store.GetAgent(ctx, args[0])
 					if err != nil {
 						return err
 					}
-					return printJSON(e.Stdout, a)
+					return printJSON(e.Stdout, ag)
 				})
 			}
 		},
 	}
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-func fmtTime(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.Format(time.RFC3339)
 }
 
 func agentsGraphCommand() *command {
@@ -375,16 +346,16 @@ func agentsGraphCommand() *command {
 				if *format != "json" && *format != "mermaid" {
 					return usageErr("--format must be json or mermaid")
 				}
-				return withServices(ctx, e, func(svc *services) error {
+				return withServices(ctx, e, func(a *App) error {
 					caller := &auth.User{Role: auth.RoleAdmin}
 					if *user != "" {
-						u, err := svc.auth.FindUser(ctx, *user)
+						u, err := a.Auth.FindUser(ctx, *user)
 						if err != nil {
 							return err
 						}
 						caller = u
 					}
-					g, err := graph.Resolve(args[0], graph.Lookup(svc.agents.Lookup(ctx, caller)))
+					g, err := graph.Resolve(args[0], graph.Lookup(a.Agents.Lookup(ctx, caller)))
 					if err != nil {
 						return err
 					}

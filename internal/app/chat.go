@@ -47,7 +47,8 @@ func chatCommand() *command {
 				if text == "" {
 					return usageErr("no message: give one as an argument or on standard input")
 				}
-				return withRuns(ctx, e, *user, func(_ *services, runs *run.Service, u *auth.User) error {
+				return withRuns(ctx, e, *user, func(_ *App, rn *Runner, u *auth.User) error {
+					runs := rn.Runs
 					// The conversation alone continues from its latest message.
 					req := run.ChatRequest{AgentID: *agentID, Text: text, ConversationID: *conv, Timezone: *tz, Files: files}
 					r, err := runs.Start(ctx, u, req)

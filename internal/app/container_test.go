@@ -34,13 +34,13 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		name                  string
 		bi                    *debug.BuildInfo
 		version, commit, date string // the -X values
-		want                  buildInfo
+		want                  BuildInfo
 	}{
-		{"no build info", nil, "", "", "", buildInfo{Version: "dev", Commit: "unknown", Date: "unknown"}},
+		{"no build info", nil, "", "", "", BuildInfo{Version: "dev", Commit: "unknown", Date: "unknown"}},
 		{"go build in a work tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: stamped.Settings[:3]},
-			"", "", "", buildInfo{Version: "dev", Commit: "0123456789abcdef", Date: "2026-01-02T03:04:05Z"}},
-		{"stamped and modified", stamped, "", "", "", buildInfo{Version: "v1.2.3", Commit: "0123456789abcdef", Date: "2026-01-02T03:04:05Z", Modified: true}},
-		{"-X values win", stamped, "v2.0.0", "fedcba", "2026-03-04T05:06:07Z", buildInfo{Version: "v2.0.0", Commit: "fedcba", Date: "2026-03-04T05:06:07Z"}},
+			"", "", "", BuildInfo{Version: "dev", Commit: "0123456789abcdef", Date: "2026-01-02T03:04:05Z"}},
+		{"stamped and modified", stamped, "", "", "", BuildInfo{Version: "v1.2.3", Commit: "0123456789abcdef", Date: "2026-01-02T03:04:05Z", Modified: true}},
+		{"-X values win", stamped, "v2.0.0", "fedcba", "2026-03-04T05:06:07Z", BuildInfo{Version: "v2.0.0", Commit: "fedcba", Date: "2026-03-04T05:06:07Z"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 			}
 		})
 	}
-	b := buildInfo{Version: "v1.2.3", Commit: "0123abc", Date: "2026-01-02T03:04:05Z", Modified: true}
+	b := BuildInfo{Version: "v1.2.3", Commit: "0123abc", Date: "2026-01-02T03:04:05Z", Modified: true}
 	want := fmt.Sprintf("relay v1.2.3 (commit 0123abc-modified, built 2026-01-02T03:04:05Z, %s %s/%s)", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	if got := b.String(); got != want {
 		t.Errorf("String() = %q, want %q", got, want)

@@ -12,20 +12,20 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 )
 
-// withConversations opens the store and runs f with the service that reads
-// and renames conversations, as the user named by ref (default: the
+// withConversations opens the application and runs f with the service that
+// reads and renames conversations, as the user named by ref (default: the
 // bootstrap admin).
 func withConversations(ctx context.Context, e *env, ref string, f func(*run.Service, *auth.User) error) error {
-	_, svc, log, err := openFromConfig(ctx, e)
+	a, err := e.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer svc.store.Close()
-	u, err := cliUser(ctx, svc, ref)
+	defer a.Close()
+	u, err := cliUser(ctx, a, ref)
 	if err != nil {
 		return err
 	}
-	return f(&run.Service{Store: svc.store, Log: log}, u)
+	return f(a.Conversations(), u)
 }
 
 func conversationsCommands() []*command {

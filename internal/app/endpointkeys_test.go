@@ -190,9 +190,9 @@ agents:
 func storedKeys(t *testing.T, cfgPath, userID, endpoint string) map[string]string {
 	t.Helper()
 	var got map[string]string
-	err := withServices(t.Context(), &env{IO: IO{Getenv: testEnv(nil)}, configPath: cfgPath}, func(svc *services) error {
+	err := withServices(t.Context(), &env{IO: IO{Getenv: testEnv(nil)}, configPath: cfgPath}, func(a *App) error {
 		var err error
-		got, err = svc.vault.Vars(t.Context(), userID, vault.KindEndpoint, endpoint)
+		got, err = a.Vault.Vars(t.Context(), userID, vault.KindEndpoint, endpoint)
 		return err
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ func endpointsCommands() []*command {
 					if *user == "" {
 						return usageErr("--user is required")
 					}
-					return withUserKeys(ctx, e, *user, func(k *userKeys, uid string) error {
+					return withUserKeys(ctx, e, *user, func(k httpapi.EndpointKeys, uid string) error {
 						list, err := k.List(ctx, uid)
 						if err != nil {
 							return err
@@ -87,7 +87,7 @@ func endpointsCommands() []*command {
 					if *baseURL != "" {
 						values[config.FieldBaseURL] = *baseURL
 					}
-					return withUserKeys(ctx, e, *user, func(k *userKeys, uid string) error {
+					return withUserKeys(ctx, e, *user, func(k httpapi.EndpointKeys, uid string) error {
 						if *clear {
 							if err := k.Clear(ctx, uid, args[0]); err != nil {
 								return err
@@ -121,19 +121,19 @@ func setFields(st httpapi.EndpointKey) string {
 	return strings.Join(out, ", ")
 }
 
-// withUserKeys opens the services and runs f with the endpoint keys of the
-// user named user (id or email).
-func withUserKeys(ctx context.Context, e *env, user string, f func(*userKeys, string) error) error {
-	cfg, svc, _, err := openFromConfig(ctx, e)
+// withUserKeys opens the application and runs f with the endpoint keys of
+// the user named user (id or email).
+func withUserKeys(ctx context.Context, e *env, user string, f func(httpapi.EndpointKeys, string) error) error {
+	a, err := e.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer svc.store.Close()
-	u, err := svc.auth.FindUser(ctx, user)
+	defer a.Close()
+	u, err := a.Auth.FindUser(ctx, user)
 	if err != nil {
 		return err
 	}
-	return f(&userKeys{cfg: cfg, keys: svc.keys, guard: outboundGuard(cfg)}, u.ID)
+	return f(a.EndpointKeys, u.ID)
 }
 
 // readSecretLine reads a secret from the first line of r.

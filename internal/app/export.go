@@ -9,15 +9,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/ragas"
 )
 
-// retrieval reports whether a tool's results are retrieved contexts: file_search,
-// and the tools of MCP servers marked `retrieval: true`.
-func retrieval(cfg *config.Config) func(string) bool {
+// Retrieval reports whether a tool's results are retrieved contexts, for the
+// Ragas export: file_search, and the tools of MCP servers marked
+// `retrieval: true`.
+func (a *App) Retrieval() func(toolName string) bool {
+	cfg := a.Config
 	return func(name string) bool {
 		if name == prompt.FileSearch {
 			return true
@@ -63,23 +64,19 @@ func exportRagasCommand() *command {
 					}
 					opts.Since = t
 				}
-				cfg, svc, log, err := openFromConfig(ctx, e)
+				a, err := e.open(ctx)
 				if err != nil {
 					return err
 				}
-				defer svc.store.Close()
+				defer a.Close()
 				if *user != "" {
-					u, err := svc.auth.FindUser(ctx, *user)
+					u, err := a.Auth.FindUser(ctx, *user)
 					if err != nil {
 						return fmt.Errorf("--user %s: %w", *user, err)
 					}
 					opts.UserID = u.ID
 				}
-				opts.Retrieval = retrieval(cfg)
-				runs, err := runService(e, cfg, svc, mcp.NewManager(nil, mcp.Options{}), log)
-				if err != nil {
-					return err
-				}
+				opts.Retrieval = a.Retrieval()
 				var w io.Writer = e.Stdout
 				if *out != "" {
 					f, err := os.Create(*out)
@@ -89,7 +86,7 @@ func exportRagasCommand() *command {
 					defer f.Close()
 					w = f
 				}
-				n, err := (&ragas.Exporter{Store: runs.Store}).Export(ctx, w, opts)
+				n, err := (&ragas.Exporter{Store: a.Store}).Export(ctx, w, opts)
 				if err != nil {
 					return err
 				}

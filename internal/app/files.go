@@ -68,19 +68,19 @@ func unreadableFiles(st store.Store) func(context.Context, *auth.User, []string)
 	}
 }
 
-// withFiles opens the store and runs f with the file service, as the user
-// named by ref (default: the bootstrap admin).
-func withFiles(ctx context.Context, e *env, ref string, f func(*config.Config, *file.Service, *auth.User) error) error {
-	cfg, svc, _, err := openFromConfig(ctx, e)
+// withFiles opens the application and runs f with it, as the user named by
+// ref (default: the bootstrap admin).
+func withFiles(ctx context.Context, e *env, ref string, f func(*App, *auth.User) error) error {
+	a, err := e.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer svc.store.Close()
-	u, err := cliUser(ctx, svc, ref)
+	defer a.Close()
+	u, err := cliUser(ctx, a, ref)
 	if err != nil {
 		return err
 	}
-	return f(cfg, svc.files, u)
+	return f(a, u)
 }
 
 func filesCommands() []*command {
@@ -99,8 +99,8 @@ func filesCommands() []*command {
 					if len(paths) == 0 {
 						return usageErr("name at least one file to add")
 					}
-					return withFiles(ctx, e, *user, func(cfg *config.Config, svc *file.Service, u *auth.User) error {
-						return addFiles(ctx, e, cfg, svc, u, paths, *wait)
+					return withFiles(ctx, e, *user, func(a *App, u *auth.User) error {
+						return addFiles(ctx, e, a.Files, u, paths, a.Config.FileConfig.UploadLimit(), *wait)
 					})
 				}
 			}},
@@ -112,8 +112,8 @@ func filesCommands() []*command {
 					if len(args) > 0 {
 						return usageErr("unexpected argument %q", args[0])
 					}
-					return withFiles(ctx, e, *user, func(_ *config.Config, svc *file.Service, u *auth.User) error {
-						list, err := svc.List(ctx, u.ID)
+					return withFiles(ctx, e, *user, func(a *App, u *auth.User) error {
+						list, err := a.Files.List(ctx, u.ID)
 						if err != nil {
 							return err
 						}
@@ -137,9 +137,9 @@ func filesCommands() []*command {
 					if len(ids) == 0 {
 						return usageErr("name at least one file id to delete")
 					}
-					return withFiles(ctx, e, *user, func(_ *config.Config, svc *file.Service, u *auth.User) error {
+					return withFiles(ctx, e, *user, func(a *App, u *auth.User) error {
 						for _, id := range ids {
-							if err := svc.Delete(ctx, u.ID, u.Role == auth.RoleAdmin, id); err != nil {
+							if err := a.Files.Delete(ctx, u.ID, u.Role == auth.RoleAdmin, id); err != nil {
 								return err
 							}
 							fmt.Fprintf(e.Stdout, "deleted %s\n", id)
@@ -165,11 +165,12 @@ func statusText(f *file.File) string {
 	return string(f.Status)
 }
 
-// addFiles uploads paths and, with wait, ingests until each is done.
-func addFiles(ctx context.Context, e *env, cfg *config.Config, svc *file.Service, u *auth.User, paths []string, wait bool) error {
+// addFiles uploads paths, each at most limit bytes, and, with wait, ingests
+// until each is done.
+func addFiles(ctx context.Context, e *env, svc *file.Service, u *auth.User, paths []string, limit int64, wait bool) error {
 	var added []*file.File
 	for _, p := range paths {
-		f, err := uploadPath(ctx, svc, u, p, cfg.FileConfig.UploadLimit())
+		f, err := uploadPath(ctx, svc, u, p, limit)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

@@ -89,9 +89,9 @@ agents:
 		var out, errOut bytes.Buffer
 		var end cliEnd
 		e := &env{IO: IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(string) (string, bool) { return "", false }}, configPath: cfgB}
-		end.failed = withRuns(ctx, e, "", func(_ *services, runs *run.Service, u *auth.User) error {
+		end.failed = withRuns(ctx, e, "", func(_ *App, r *Runner, u *auth.User) error {
 			var err error
-			end.final, err = showRun(ctx, runs.Follow(ctx, u, runID, 0), &out, &errOut, func(run.ElicitationRequested) {})
+			end.final, err = showRun(ctx, r.Runs.Follow(ctx, u, runID, 0), &out, &errOut, func(run.ElicitationRequested) {})
 			return err
 		})
 		end.out, end.err = out.String(), errOut.String()

@@ -38,11 +38,11 @@ func (l *lifecycle) seen() []string {
 
 // hooks records every step and every part's stop (its Run returning once
 // stopped) in l; change, if set, changes a part before it is recorded.
-func (l *lifecycle) hooks(change func(supervise.Part) supervise.Part) *serveHooks {
-	return &serveHooks{
-		onStep:  l.add,
-		backoff: time.Millisecond,
-		wrap: func(p supervise.Part) supervise.Part {
+func (l *lifecycle) hooks(change func(supervise.Part) supervise.Part) *Hooks {
+	return &Hooks{
+		OnStep:  l.add,
+		Backoff: time.Millisecond,
+		Wrap: func(p supervise.Part) supervise.Part {
 			if change != nil {
 				p = change(p)
 			}
@@ -61,12 +61,12 @@ func (l *lifecycle) hooks(change func(supervise.Part) supervise.Part) *serveHook
 
 // serveWithHooks runs `relay serve` with hooks until ctx ends or it stops
 // by itself, and returns its exit code and log.
-func serveWithHooks(t *testing.T, ctx context.Context, h *serveHooks, ready chan<- string) (int, string) {
+func serveWithHooks(t *testing.T, ctx context.Context, h *Hooks, ready chan<- string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+"\n  shutdown_timeout: 5s\n")
 	addr := freeAddr(t)
-	h.parts = append(h.parts, supervise.Part{Name: "probe", Rule: supervise.Restart, Run: func(ctx context.Context) error {
+	h.Parts = append(h.Parts, supervise.Part{Name: "probe", Rule: supervise.Restart, Run: func(ctx context.Context) error {
 		if ready != nil {
 			ready <- "http://" + addr
 		}
@@ -139,7 +139,7 @@ func TestFatalPartStopsTheServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var l lifecycle
 			h := l.hooks(tc.change)
-			h.parts = tc.inject
+			h.Parts = tc.inject
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			code, log := serveWithHooks(t, ctx, h, nil)

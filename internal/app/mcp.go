@@ -72,8 +72,37 @@ func mcpRoots(rs []config.MCPRoot) []mcp.Root {
 
 // newMCPManager builds the manager for the config; users (nil: none) gives
 // user-scoped connections each user's variables and authorization.
-func newMCPManager(e *env, cfg *config.Config, log *slog.Logger, users mcp.Users) *mcp.Manager {
-	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: e.Getenv, Version: version(), Users: users})
+func newMCPManager(cfg *config.Config, log *slog.Logger, users mcp.Users) *mcp.Manager {
+	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: cfg.Getenv, Version: version(), Users: users})
+}
+
+// MCP builds the manager of the config's MCP servers, whose user-scoped
+// connections carry each user's variables and authorization, with the
+// service of users' accounts at those servers. The caller closes the
+// manager.
+func (a *App) MCP() (*mcp.Manager, *account.Service) {
+	acct := accountService(a.Config, a.Vault, a.Log)
+	m := newMCPManager(a.Config, a.Log, acct)
+	acct.MCP = m
+	return m, acct
+}
+
+// OpenMCP builds the manager of the config's MCP servers for a program that
+// uses them without serving, and returns it with the function that closes
+// it. Only when a server needs something of each user (OAuth,
+// customUserVars) is the database opened, for the manager to read it; it
+// closes with the manager.
+func OpenMCP(ctx context.Context, cfg *config.Config, opts Options) (*mcp.Manager, func(), error) {
+	if !needsUsers(cfg) {
+		m := newMCPManager(cfg, opts.logger(cfg), nil)
+		return m, func() { m.Close() }, nil
+	}
+	a, err := Open(ctx, cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, _ := a.MCP()
+	return m, func() { m.Close(); a.Close() }, nil
 }
 
 // withMCP loads the config and runs f with a started manager (every start-up
@@ -87,14 +116,11 @@ func withMCP(ctx context.Context, e *env, f func(*config.Config, *mcp.Manager) e
 	if len(cfg.MCPOrder) == 0 {
 		return errors.New("no mcpServers in the config")
 	}
-	if needsUsers(cfg) {
-		return withAccounts(ctx, e, func(cfg *config.Config, _ *services, _ *account.Service, m *mcp.Manager) error {
-			m.Start(ctx)
-			return f(cfg, m)
-		})
+	m, closeMCP, err := OpenMCP(ctx, cfg, Options{Logger: e.logger(cfg)})
+	if err != nil {
+		return err
 	}
-	m := newMCPManager(e, cfg, e.logger(cfg), nil)
-	defer m.Close()
+	defer closeMCP()
 	m.Start(ctx)
 	return f(cfg, m)
 }

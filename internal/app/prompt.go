@@ -8,29 +8,22 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
-// multiFlag collects a repeated flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// preparer builds the run.Preparer of the config over the services and an MCP
-// manager. mods makes the summaries of summarization; nil (a preview) means
-// none are made.
-func preparer(cfg *config.Config, svc *services, m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
+// preparer builds the run.Preparer over the MCP manager m. mods makes the
+// summaries of summarization; nil (a preview) means none are made.
+func (a *App) preparer(m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
+	cfg := a.Config
 	loc, err := cfg.Location()
 	if err != nil {
 		return nil, err
 	}
 	win := &run.Window{
-		Counters:           svc.tokens,
+		Counters:           a.tokens,
 		ContextWindow:      cfg.Endpoints.ContextWindow,
 		MaxToolResultChars: cfg.Endpoints.Agents.MaxToolResultChars,
 	}
@@ -39,18 +32,47 @@ func preparer(cfg *config.Config, svc *services, m *mcp.Manager, mods run.Models
 		win.Summarize = run.Summarizer(mods, run.Summary{Provider: sm.Provider, Model: sm.Model, Params: sm.Parameters, Prompt: sm.Prompt, MaxTokens: sm.MaxSummaryTokens})
 	}
 	return &run.Preparer{
-		Agents:         svc.agents,
+		Agents:         a.Agents,
 		MCP:            m,
-		Files:          svc.promptFiles,
-		AttachedFiles:  svc.attachedFiles,
-		Memory:         svc.promptMemory,
-		Search:         svc.files.Search,
+		Files:          a.promptFiles,
+		AttachedFiles:  a.attachedFiles,
+		Memory:         a.promptMemory,
+		Search:         a.Files.Search,
 		InjectContext:  cfg.RAG.InjectContext,
 		Location:       loc,
 		AnswerLanguage: cfg.WebSearch.AnswerLanguage,
 		Window:         win,
 	}, nil
 }
+
+// Preview builds the request a message to an agent would send, as a run
+// does, and sends nothing to a model: no summary either. Close closes its
+// MCP connections.
+type Preview struct {
+	// Prep prepares the request.
+	Prep *run.Preparer
+	// Models are the provider clients that would send it, which write its
+	// body (run.SentBody).
+	Models run.Models
+
+	mcp *mcp.Manager
+}
+
+// Preview builds a Preview with its own MCP manager, whose connections
+// carry each user's variables and authorization.
+func (a *App) Preview() (*Preview, error) {
+	m, _ := a.MCP()
+	mods := models(a.Config, a.keys, a.Log)
+	p, err := a.preparer(m, nil)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &Preview{Prep: p, Models: mods, mcp: m}, nil
+}
+
+// Close closes the Preview's MCP connections.
+func (p *Preview) Close() { p.mcp.Close() }
 
 func promptCommand() *command {
 	return &command{
@@ -99,26 +121,20 @@ func promptCommand() *command {
 					}
 					req.Attached = append(req.Attached, prompt.File{Filename: name, Type: mime})
 				}
-				cfg, svc, log, err := openFromConfig(ctx, e)
+				a, err := e.open(ctx)
 				if err != nil {
 					return err
 				}
-				defer svc.store.Close()
-				m, _, err := mcpManager(e, cfg, svc, log)
+				defer a.Close()
+				p, err := a.Preview()
 				if err != nil {
 					return err
 				}
-				defer m.Close()
-				// A preview sends nothing to a model: no summary either.
-				mods := models(e, cfg, svc.keys, log)
-				p, err := preparer(cfg, svc, m, nil)
-				if err != nil {
-					return err
-				}
+				defer p.Close()
 				// The command line acts as an admin: it may build any agent.
 				caller := &auth.User{Role: auth.RoleAdmin}
 				if *user != "" {
-					if caller, err = svc.auth.FindUser(ctx, *user); err != nil {
+					if caller, err = a.Auth.FindUser(ctx, *user); err != nil {
 						return err
 					}
 				}
@@ -127,7 +143,7 @@ func promptCommand() *command {
 				}
 				if *conversation != "" {
 					if *user == "" { // act as the conversation's owner
-						c, err := svc.store.GetConversation(ctx, *conversation)
+						c, err := a.Store.GetConversation(ctx, *conversation)
 						if fault.Is(err, fault.NotFound) {
 							fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
 							return exitCode(2)
@@ -135,11 +151,11 @@ func promptCommand() *command {
 						if err != nil {
 							return err
 						}
-						if caller, err = svc.auth.FindUser(ctx, c.UserID); err != nil {
+						if caller, err = a.Auth.FindUser(ctx, c.UserID); err != nil {
 							return err
 						}
 					}
-					history, err := (&run.Service{Store: svc.store}).History(ctx, caller, *conversation, *parent)
+					history, err := a.Conversations().History(ctx, caller, *conversation, *parent)
 					if fault.Is(err, fault.NotFound) {
 						fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
 						return exitCode(2)
@@ -150,7 +166,7 @@ func promptCommand() *command {
 					req.History = history
 				}
 				if len(files) > 0 {
-					fs, err := svc.attachedFiles(ctx, caller, files)
+					fs, err := p.Prep.AttachedFiles(ctx, caller, files)
 					if fault.Is(err, fault.NotFound) {
 						fmt.Fprintf(e.Stderr, "relay prompt: --file: %s\n", describe(err))
 						return exitCode(2)
@@ -160,7 +176,7 @@ func promptCommand() *command {
 					}
 					req.Attached = append(req.Attached, fs...)
 				}
-				out, err := p.Prepare(ctx, caller, req)
+				out, err := p.Prep.Prepare(ctx, caller, req)
 				if fault.Is(err, fault.NotFound) {
 					fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
 					return exitCode(2)
@@ -169,7 +185,7 @@ func promptCommand() *command {
 					return err
 				}
 				// The body as the agent's provider client writes it.
-				body, warning, err := run.SentBody(ctx, mods, caller.ID, out.Agent.Provider, out.Request)
+				body, warning, err := run.SentBody(ctx, p.Models, caller.ID, out.Agent.Provider, out.Request)
 				if err != nil {
 					return err
 				}
@@ -199,8 +215,8 @@ func promptCommand() *command {
 
 // promptFiles resolves file ids to the files the prompt lists, in the given
 // order; ids that do not exist are left out.
-func (s *services) promptFiles(ctx context.Context, ids []string) ([]prompt.File, error) {
-	fs, err := s.store.GetFiles(ctx, ids)
+func (a *App) promptFiles(ctx context.Context, ids []string) ([]prompt.File, error) {
+	fs, err := a.Store.GetFiles(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +229,8 @@ func (s *services) promptFiles(ctx context.Context, ids []string) ([]prompt.File
 
 // attachedFiles resolves the ids of files a user attaches to a conversation:
 // their own files (any file, for admins); another user's file is not found.
-func (s *services) attachedFiles(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error) {
-	fs, err := s.store.GetFiles(ctx, ids)
+func (a *App) attachedFiles(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error) {
+	fs, err := a.Store.GetFiles(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +248,11 @@ func (s *services) attachedFiles(ctx context.Context, u *auth.User, ids []string
 
 // promptMemory returns a user's memory for the prompt, and whether memory is on.
 // Users have no memory setting of their own yet, so personalisation counts as on.
-func (s *services) promptMemory(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error) {
-	if !s.memory.Enabled(true) || u == nil || u.ID == "" {
+func (a *App) promptMemory(ctx context.Context, u *auth.User) ([]prompt.MemoryEntry, bool, error) {
+	if !a.Memory.Enabled(true) || u == nil || u.ID == "" {
 		return nil, false, nil
 	}
-	es, err := s.memory.List(ctx, u.ID)
+	es, err := a.Memory.List(ctx, u.ID)
 	if err != nil {
 		return nil, false, err
 	}

@@ -4,103 +4,49 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"text/tabwriter"
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
-	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
-	"github.com/relay-ai/relay/internal/store"
 )
 
-// scheduleService builds the scheduler over the opened services.
-func scheduleService(cfg *config.Config, svc *services, runs *run.Service, log *slog.Logger) *schedule.Service {
-	return &schedule.Service{Store: svc.store, Agents: svc.agents, Users: svc.store, Runner: runs, Guard: outboundGuard(cfg),
-		Log: log.With(slog.String("part", "scheduler")), Opts: schedule.Options{
-			RunTimeout: cfg.Scheduler.RunTimeout.Duration, MaxPerUser: cfg.Scheduler.MaxPerUser,
-			MinInterval: cfg.Scheduler.MinInterval.Duration, Grace: cfg.Scheduler.Grace.Duration,
-			AdminsLimited: cfg.Limits.IncludeAdmins,
-		}}
+// withRuns opens what running agents from the command line needs (the
+// application and its Runner) and runs f as the user named by ref (default:
+// the bootstrap admin).
+func withRuns(ctx context.Context, e *env, ref string, f func(*App, *Runner, *auth.User) error) error {
+	a, err := e.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	u, err := cliUser(ctx, a, ref)
+	if err != nil {
+		return err
+	}
+	r, err := a.Runner(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close(ctx)
+	return f(a, r, u)
 }
-
-// liveness builds this serving process's node, with the config's heartbeat.
-func liveness(cfg *config.Config, svc *services, log *slog.Logger) *schedule.Liveness {
-	return &schedule.Liveness{Store: svc.store, Log: log.With(slog.String("part", "liveness")),
-		Interval: cfg.Scheduler.HeartbeatInterval.Duration, DeadAfter: cfg.Scheduler.DeadAfter.Duration}
-}
-
-// withRuns opens what running agents from the command line needs — the store,
-// the MCP manager and the run service — and runs f as the user named by ref
-// (default: the bootstrap admin).
-func withRuns(ctx context.Context, e *env, ref string, f func(*services, *run.Service, *auth.User) error) error {
-	cfg, svc, log, err := openFromConfig(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer svc.store.Close()
-	m, _, err := mcpManager(e, cfg, svc, log)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	runs, err := runService(e, cfg, svc, m, log)
-	if err != nil {
-		return err
-	}
-	u, err := cliUser(ctx, svc, ref)
-	if err != nil {
-		return err
-	}
-	// Like a server, the command registers as a node while it runs agents, so
-	// that a run it leaves behind (killed mid-run) is failed by the others
-	// within scheduler.dead_after; on a normal exit its node goes away.
-	live := liveness(cfg, svc, log)
-	if err := live.Register(ctx); err != nil {
-		return err
-	}
-	if db, ok := svc.store.(*store.DB); ok {
-		runs.Store = db.OnNode(live.ID())
-	}
-	lctx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() { _ = live.Run(lctx); close(done) }()
-	defer func() { stopLive(); <-done }()
-	err = f(svc, runs, u)
-	// The work that follows the runs (a new conversation's title, the memory agent) is done
-	// before the database closes; each piece is bounded by its own timeout.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-	defer cancel()
-	if serr := runs.Settle(sctx); serr != nil {
-		log.Warn("work after runs still in progress at exit", slog.String("err", serr.Error()))
-	}
-	return err
-}
-
-// settleTimeout bounds how long a command waits, at exit, for the work that
-// follows its runs.
-const settleTimeout = run.DefaultTitleTimeout + 5*time.Second
 
 // withSchedules runs f with the scheduler, as the user named by user.
 func withSchedules(ctx context.Context, e *env, user string, f func(*schedule.Service, *auth.User) error) error {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return err
-	}
-	return withRuns(ctx, e, user, func(svc *services, runs *run.Service, u *auth.User) error {
-		return f(scheduleService(cfg, svc, runs, svc.log), u)
+	return withRuns(ctx, e, user, func(_ *App, r *Runner, u *auth.User) error {
+		return f(r.Schedules(), u)
 	})
 }
 
 // cliUser finds the user a command acts as: --user, else the bootstrap admin.
-func cliUser(ctx context.Context, svc *services, ref string) (*auth.User, error) {
+func cliUser(ctx context.Context, a *App, ref string) (*auth.User, error) {
 	who := ref
 	if who == "" {
 		who = auth.BootstrapEmail
 	}
-	u, err := svc.auth.FindUser(ctx, who)
+	u, err := a.Auth.FindUser(ctx, who)
 	if fault.Is(err, fault.NotFound) && ref == "" {
 		return nil, usageErr("--user is required (no bootstrap admin %s exists)", auth.BootstrapEmail)
 	}

@@ -2,12 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/secret"
-	"github.com/relay-ai/relay/internal/vault"
 )
 
 // keyring returns the keyring of the config's secrets section
@@ -44,21 +44,19 @@ func secretsCommands() []*command {
 					if len(args) > 0 {
 						return usageErr("unexpected argument %q", args[0])
 					}
-					cfg, svc, log, err := openFromConfig(ctx, e)
+					a, err := e.open(ctx)
 					if err != nil {
 						return err
 					}
-					defer svc.store.Close()
-					keys, err := keyring(cfg)
-					if err != nil {
+					defer a.Close()
+					n, err := a.Vault.Rotate(ctx)
+					if errors.Is(err, secret.ErrNoKeyConfigured) {
 						return err
 					}
-					v := &vault.Vault{Store: svc.store, Keys: keys, Logger: log}
-					n, err := v.Rotate(ctx)
 					if err != nil {
 						return fmt.Errorf("re-sealed %d before failing: %w", n, err)
 					}
-					fmt.Fprintf(e.Stdout, "re-sealed %d stored secrets with key %s\n", n, keys.CurrentID())
+					fmt.Fprintf(e.Stdout, "re-sealed %d stored secrets with key %s\n", n, a.Vault.Keys.CurrentID())
 					return nil
 				}
 			},
