@@ -56,8 +56,8 @@ func gcPercent() int {
 type ServeOptions struct {
 	Options
 	// SetupLink is given the one-time link that creates the first admin
-	// when no admin can sign in, to show the person starting Relay: the
-	// link holds a credential, so the log says only that it was given. nil
+	// when no admin can sign in, to show the person starting Relay. The
+	// link holds a credential: the log says only that there is one. nil
 	// drops it.
 	SetupLink func(link string)
 	// Hooks are for tests; nil in every real run.
@@ -69,8 +69,8 @@ type ServeOptions struct {
 // (Postgres may still be starting), builds the services, starts the
 // background parts, and only then reports ready. When ctx is done, the HTTP
 // server fails or a fatal part fails, it shuts down in the order of
-// docs/architecture.md, "Lifecycle"; the error says why it stopped, when that
-// was not ctx.
+// docs/architecture.md, "Lifecycle". It returns nil when it stopped for ctx
+// and shut down cleanly, else what failed.
 func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	log := opts.logger(cfg)
 	hooks := opts.Hooks

@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/app"
-	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
 )
 
 // withMCP loads the config and runs f with a started manager (every start-up
 // server attempted), closing it after. When a server needs something of each
 // user (OAuth, customUserVars), the manager reads it from the database.
-func withMCP(ctx context.Context, e *env, f func(*config.Config, *mcp.Manager) error) error {
+func withMCP(ctx context.Context, e *env, f func(*mcp.Manager) error) error {
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -33,7 +32,7 @@ func withMCP(ctx context.Context, e *env, f func(*config.Config, *mcp.Manager) e
 	}
 	defer closeMCP()
 	m.Start(ctx)
-	return f(cfg, m)
+	return f(m)
 }
 
 func mcpListCommand() *command {
@@ -46,7 +45,7 @@ func mcpListCommand() *command {
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print JSON instead of a table")
 			return func(ctx context.Context, e *env, _ []string) error {
-				return withMCP(ctx, e, func(_ *config.Config, m *mcp.Manager) error {
+				return withMCP(ctx, e, func(m *mcp.Manager) error {
 					// Start listed the tools of the servers marked for
 					// start-up; the other app-scoped ones are asked now.
 					var g sync.WaitGroup
@@ -99,7 +98,7 @@ func mcpToolsCommand() *command {
 				if len(args) > 1 {
 					return usageErr("expected at most one server name")
 				}
-				return withMCP(ctx, e, func(_ *config.Config, m *mcp.Manager) error {
+				return withMCP(ctx, e, func(m *mcp.Manager) error {
 					var names []string
 					if len(args) == 1 {
 						if _, ok := m.Server(args[0]); !ok {
@@ -165,7 +164,7 @@ func mcpCallCommand() *command {
 				default:
 					return usageErr("--format must be text, openai or anthropic")
 				}
-				return withMCP(ctx, e, func(_ *config.Config, m *mcp.Manager) error {
+				return withMCP(ctx, e, func(m *mcp.Manager) error {
 					res, err := m.Call(ctx, mcpUser(*user), args[0], json.RawMessage(*argsJSON))
 					if err != nil {
 						fmt.Fprintln(e.Stdout, mcp.FailureText(args[0], err))
