@@ -12,10 +12,10 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-// azureConfig is a config with three Azure groups in front of up (the
-// end-to-end Azure tests of internal/cli use the same): a
+// azureConfig is a config with three Azure groups in front of up: a
 // resource behind a proxy, a gateway whose URL names the deployment, and a
-// serverless endpoint.
+// serverless endpoint. The end-to-end Azure tests of internal/cli
+// (azure_test.go) use the same.
 func azureConfig(dataDir, up string) string {
 	return fmt.Sprintf(`server:
   data_dir: %s

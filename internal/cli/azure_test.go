@@ -95,7 +95,8 @@ func streamText(s *llmtest.SSE, text string) {
 
 // azureConfig is a config with three Azure groups in front of up: a
 // resource behind a proxy, a gateway whose URL names the deployment, and a
-// serverless endpoint.
+// serverless endpoint. The tests of internal/app's provider clients
+// (models_test.go) use the same.
 func azureConfig(dataDir, up string) string {
 	return fmt.Sprintf(`server:
   data_dir: %s
