@@ -29,7 +29,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/relay-ai/relay/internal/app"
+	"github.com/relay-ai/relay/internal/cli"
 	"github.com/relay-ai/relay/internal/poll"
 )
 
@@ -98,8 +98,8 @@ func startRelay(t *testing.T, config string, vars map[string]string) *relay {
 		return "", false
 	}
 	go func() {
-		r.done <- app.Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr},
-			app.IO{Stdin: strings.NewReader(""), Stdout: r.Log, Stderr: r.Log, Getenv: getenv})
+		r.done <- cli.Main(ctx, []string{"serve", "--config", cfgPath, "--addr", addr},
+			cli.IO{Stdin: strings.NewReader(""), Stdout: r.Log, Stderr: r.Log, Getenv: getenv})
 	}()
 	poll.Until(t, 30*time.Second, "relay serve ready", func() bool {
 		select {

@@ -8,12 +8,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/relay-ai/relay/internal/app"
+	"github.com/relay-ai/relay/internal/cli"
 )
 
 func main() {
 	ctx, stop := signalContext()
-	code := app.Main(ctx, os.Args[1:], app.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	code := cli.Main(ctx, os.Args[1:], cli.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
 }

@@ -1,23 +1,17 @@
 package app
 
 import (
-	"bufio"
-	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/relay-ai/relay/internal/account"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/secret"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/vault"
@@ -46,7 +40,7 @@ func needsUsers(cfg *config.Config) bool {
 
 // accountService builds the service of users' MCP accounts. Its MCP manager is
 // set once the manager exists (the manager asks it for each user's values).
-func accountService(e *env, cfg *config.Config, v *vault.Vault, log *slog.Logger) *account.Service {
+func accountService(cfg *config.Config, v *vault.Vault, log *slog.Logger) *account.Service {
 	// The MCP servers are the operator's (often on the private network, with
 	// their authorization server beside them), so discovery may reach any
 	// address the server's metadata names, as connecting to it does.
@@ -55,18 +49,9 @@ func accountService(e *env, cfg *config.Config, v *vault.Vault, log *slog.Logger
 		Vault:     v,
 		Auth:      &mcp.Authorizer{HTTP: client, ClientName: "Relay"},
 		PublicURL: cfg.Server.PublicURL,
-		Getenv:    e.Getenv,
+		Getenv:    cfg.Getenv,
 		Log:       log,
 	}
-}
-
-// mcpManager builds the MCP manager of a command or server on opened
-// services, with the service of users' accounts at its servers.
-func mcpManager(e *env, cfg *config.Config, svc *services, log *slog.Logger) (*mcp.Manager, *account.Service, error) {
-	acct := accountService(e, cfg, svc.vault, log)
-	m := newMCPManager(e, cfg, log, acct)
-	acct.MCP = m
-	return m, acct, nil
 }
 
 // owner names this process in the claims it makes in the database: unique
@@ -76,164 +61,10 @@ func owner() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:8])
 }
 
-// withAccounts loads the config and runs f with a started MCP manager whose
-// user-scoped connections carry each user's variables and authorization, and
-// the service of those accounts, closing both after.
-func withAccounts(ctx context.Context, e *env, f func(*config.Config, *services, *account.Service, *mcp.Manager) error) error {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return err
-	}
-	log := e.logger(cfg)
-	svc, err := open(ctx, e, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer svc.store.Close()
-	m, acct, err := mcpManager(e, cfg, svc, log)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return f(cfg, svc, acct, m)
-}
-
-// accountUser finds the user a command acts for.
-func accountUser(ctx context.Context, svc *services, ref string) (*mcp.User, error) {
-	if ref == "" {
-		return nil, usageErr("--user is required (a user id or email)")
-	}
-	u, err := svc.auth.FindUser(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return run.MCPUser(u), nil
-}
-
-func mcpAuthCommand() *command {
-	return &command{
-		name:    "mcp auth",
-		args:    "SERVER",
-		summary: "print a link that connects a user's account at an OAuth MCP server",
-		detail: "The user opens the link in a browser, signs in at the server's authorization server,\n" +
-			"and is sent back to Relay's callback (server.public_url + /api/mcp/oauth/callback), which a\n" +
-			"running `relay serve` on the same database finishes. The link works once, for 10 minutes.\n" +
-			"With --revoke, the user's authorization is forgotten and revoked instead.",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "the user (`id` or email) whose account is connected")
-			revoke := fs.Bool("revoke", false, "forget and revoke the user's authorization instead")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("expected one server name")
-				}
-				return withAccounts(ctx, e, func(cfg *config.Config, svc *services, acct *account.Service, m *mcp.Manager) error {
-					u, err := accountUser(ctx, svc, *user)
-					if err != nil {
-						return err
-					}
-					if *revoke {
-						if err := acct.Disconnect(ctx, u.ID, args[0]); err != nil {
-							return err
-						}
-						fmt.Fprintf(e.Stderr, "authorization of %s at %s forgotten and revoked\n", *user, args[0])
-						return nil
-					}
-					s, ok := m.Server(args[0])
-					if ok && s.OAuth != nil && s.OAuth.RedirectURI == "" && cfg.Server.PublicURL == "" {
-						return errors.New("server.public_url is not set: the authorization server could not send the user back to Relay")
-					}
-					link, err := acct.Start(ctx, u, args[0])
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(e.Stderr, "Open this link to connect the account of %s at %s (valid 10 minutes, once):\n", *user, args[0])
-					fmt.Fprintln(e.Stdout, link)
-					return nil
-				})
-			}
-		},
-	}
-}
-
-func mcpVarsCommand() *command {
-	return &command{
-		name:    "mcp vars",
-		args:    "SERVER",
-		summary: "show or set a user's values of an MCP server's customUserVars",
-		detail: "Without --set-stdin, lists the server's variables and whether the user has set each\n" +
-			"(values are never shown). With --set-stdin, each line of standard input is NAME=VALUE\n" +
-			"(an empty VALUE removes the value); values are stored encrypted. --clear removes all.",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "the user (`id` or email)")
-			setStdin := fs.Bool("set-stdin", false, "read NAME=VALUE lines from standard input and set them")
-			clear := fs.Bool("clear", false, "remove all of the user's values for the server")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("expected one server name")
-				}
-				var values map[string]string
-				if *setStdin {
-					var err error
-					if values, err = readVarLines(e); err != nil {
-						return err
-					}
-				}
-				return withAccounts(ctx, e, func(_ *config.Config, svc *services, acct *account.Service, _ *mcp.Manager) error {
-					u, err := accountUser(ctx, svc, *user)
-					if err != nil {
-						return err
-					}
-					switch {
-					case *clear:
-						if err := acct.DeleteVars(ctx, u.ID, args[0]); err != nil {
-							return err
-						}
-					case *setStdin:
-						if err := acct.SetVars(ctx, u.ID, args[0], values); err != nil {
-							return err
-						}
-					}
-					st, err := acct.Get(ctx, u.ID, args[0])
-					if err != nil {
-						return err
-					}
-					tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tSET\tUPDATED\tTITLE")
-					for _, v := range st.Vars {
-						updated := "-"
-						if v.UpdatedAt != nil {
-							updated = v.UpdatedAt.Format(time.RFC3339)
-						}
-						fmt.Fprintf(tw, "%s\t%t\t%s\t%s\n", v.Name, v.Set, updated, v.Title)
-					}
-					return tw.Flush()
-				})
-			}
-		},
-	}
-}
-
-// readVarLines reads NAME=VALUE lines from standard input; blank lines are skipped.
-func readVarLines(e *env) (map[string]string, error) {
-	out := map[string]string{}
-	sc := bufio.NewScanner(e.Stdin)
-	sc.Buffer(make([]byte, 64<<10), 64<<10)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(line, "=")
-		if !ok || strings.TrimSpace(name) == "" {
-			return nil, usageErr("standard input line %d: want NAME=VALUE", n)
-		}
-		out[strings.TrimSpace(name)] = value
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading standard input: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, usageErr("--set-stdin: no NAME=VALUE line on standard input")
-	}
-	return out, nil
+// keyring returns the keyring of the config's secrets section
+// (docs/config.md "secrets"): its key, else RELAY_SECRETS_KEY (applied by
+// config.Load), else for SQLite the key file beside the database;
+// secret.ErrNoKeyConfigured for Postgres without a key.
+func keyring(cfg *config.Config) (*secret.Keyring, error) {
+	return secret.Load(cfg.SecretKeys.Key, cfg.SecretKeys.PreviousKeys, cfg.SecretKeyFile())
 }

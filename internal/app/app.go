@@ -1,24 +1,34 @@
-// Package app is Relay's composition root: it parses the command line, loads the
-// config, opens the store and wires the services together, and starts and stops
-// the long-lived parts in a stated order. Nothing imports it but cmd/relay.
+// Package app is Relay's composition root. From one loaded config it opens
+// the store and builds the services on it (App, from Open), builds what runs
+// agents (a Runner, a Preview, the MCP manager), and runs the server (Serve):
+// it listens, opens the database, starts the long-lived parts and stops them
+// in a stated order (docs/architecture.md, "Lifecycle"). It parses no
+// arguments and prints nothing for people to read: the command line
+// (internal/cli) does, calling the services built here, as the HTTP API does.
 package app
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sort"
-	"strings"
 
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/config"
-	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/file"
+	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/redact"
+	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
+	"github.com/relay-ai/relay/internal/store/postgres"
+	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/token"
+	"github.com/relay-ai/relay/internal/vault"
 )
 
 // Version, Commit and Date describe the build when it is made without the Go
@@ -29,17 +39,23 @@ import (
 // Empty means: read from the binary's build information.
 var Version, Commit, Date = "", "", ""
 
-// buildInfo is what `relay version` prints.
-type buildInfo struct {
+// BuildInfo describes the build of the running binary.
+type BuildInfo struct {
 	Version, Commit, Date string
 	Modified              bool // built from a work tree with uncommitted changes
+}
+
+// Build returns the running binary's BuildInfo.
+func Build() BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return readBuild(bi)
 }
 
 // readBuild returns the build's description: the -X values when set, else the
 // main module's version and the vcs.revision, vcs.time and vcs.modified
 // settings the Go toolchain records (bi may be nil).
-func readBuild(bi *debug.BuildInfo) buildInfo {
-	b := buildInfo{Version: "dev", Commit: "unknown", Date: "unknown"}
+func readBuild(bi *debug.BuildInfo) BuildInfo {
+	b := BuildInfo{Version: "dev", Commit: "unknown", Date: "unknown"}
 	if bi != nil {
 		if v := bi.Main.Version; v != "" && v != "(devel)" {
 			b.Version = v
@@ -67,9 +83,9 @@ func readBuild(bi *debug.BuildInfo) buildInfo {
 	return b
 }
 
-// String is the line `relay version` prints, e.g.
+// String describes the build in one line, e.g.
 // "relay v1.2.3 (commit 0123abc, built 2026-01-02T03:04:05Z, go1.26.0 linux/amd64)".
-func (b buildInfo) String() string {
+func (b BuildInfo) String() string {
 	commit := b.Commit
 	if b.Modified {
 		commit += "-modified"
@@ -78,69 +94,32 @@ func (b buildInfo) String() string {
 }
 
 // version returns Relay's version: Version, or the module version recorded in the binary.
-func version() string {
-	bi, _ := debug.ReadBuildInfo()
-	return readBuild(bi).Version
-}
+func version() string { return Build().Version }
 
-// IO is where a command reads and writes, and its environment.
-type IO struct {
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// Getenv looks a variable up; nil means os.LookupEnv.
-	Getenv func(string) (string, bool)
-	// hooks are for this package's tests of `relay serve`.
-	hooks *serveHooks
-}
-
-// env is what a running command gets: its streams and the --config flag.
-type env struct {
-	IO
-	configPath string
-	// redact masks the secrets of the loaded config in the command's error.
-	redact *redact.Replacer
-}
-
-// loadConfig loads the config named by --config (or found the usual way).
-func (e *env) loadConfig() (*config.Config, error) {
-	cfg, err := config.Load(e.configPath, e.Getenv)
-	if err == nil {
-		e.Getenv = cfg.Getenv // the .env beside the config counts as environment
-		e.redact = e.secrets(cfg)
-	}
-	return cfg, err
-}
-
-// logger returns the logger the config asks for, writing to stderr.
-func (e *env) logger(cfg *config.Config) *slog.Logger {
+// Logger returns the logger cfg asks for (server.log_level and
+// server.log_format), writing to w, with the secrets of cfg masked.
+func Logger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Server.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewTextHandler(e.Stderr, opts)
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Server.LogFormat == "json" {
-		h = slog.NewJSONHandler(e.Stderr, opts)
+		h = slog.NewJSONHandler(w, opts)
 	}
-	r := e.redact
-	if r == nil {
-		r = e.secrets(cfg)
-	}
-	return slog.New(redact.NewHandler(h, r))
+	return slog.New(redact.NewHandler(h, Secrets(cfg)))
 }
 
 // minLogSecret is the length of the shortest secret the log masks.
 const minLogSecret = 8
 
-// secrets is what the log masks (docs/config.md, "Secrets in logs and
-// errors"): the config's secrets and the bootstrap key.
-func (e *env) secrets(cfg *config.Config) *redact.Replacer {
-	getenv := e.Getenv
-	if getenv == nil {
-		getenv = os.LookupEnv
-	}
-	vals := cfg.Secrets(getenv)
-	if k, ok := getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
+// Secrets is what the log masks, and the command line in the errors it
+// prints (docs/config.md, "Secrets in logs and errors"): the config's secrets
+// and the bootstrap key, as cfg's environment holds them.
+func Secrets(cfg *config.Config) *redact.Replacer {
+	vals := cfg.Secrets(cfg.Getenv)
+	if k, ok := cfg.Getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
 		vals = append(vals, k)
 	}
 	var s redact.Secrets
@@ -154,198 +133,113 @@ func (e *env) secrets(cfg *config.Config) *redact.Replacer {
 	return s.Replacer()
 }
 
-// command is one subcommand. setup registers its flags and returns the function that runs it.
-type command struct {
-	name    string // e.g. "users add"
-	args    string // the synopsis of its positional arguments
-	summary string
-	detail  string
-	setup   func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+// Options are what a program gives Open besides the config.
+type Options struct {
+	// Logger is where Relay logs; nil means Logger(cfg, os.Stderr).
+	Logger *slog.Logger
 }
 
-// errUsage marks an error in how a command was called (exit code 2).
-type errUsage struct{ msg string }
+// logger returns the logger of o for cfg.
+func (o Options) logger(cfg *config.Config) *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return Logger(cfg, os.Stderr)
+}
 
-func (e errUsage) Error() string { return e.msg }
+// App is Relay's services on an opened store, built from one config: those
+// the HTTP API serves and the command line calls. Close closes the store.
+type App struct {
+	Config *config.Config
+	Log    *slog.Logger
+	Store  store.Store
+	Auth   *auth.Service
+	Agents *agent.Service
+	Memory *memory.Service
+	Files  *file.Service
+	// Vault keeps users' own secrets (docs/config.md "secrets").
+	Vault *vault.Vault
+	// EndpointKeys checks and stores users' own values for the endpoints
+	// that take them (docs/config.md, "Keys each user provides").
+	EndpointKeys httpapi.EndpointKeys
 
-func usageErr(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
+	// keys hold those values for the provider clients.
+	keys keyStore
+	// tokens counts the tokens of every request, with one cache of message
+	// counts for the process.
+	tokens *token.Counters
+}
 
-// Main runs the relay command line and returns the process exit code.
-func Main(ctx context.Context, args []string, io IO) int {
-	if io.Getenv == nil {
-		io.Getenv = os.LookupEnv
-	}
-	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) > 1 {
-			if c, _ := find(cmds, args[1:]); c != nil {
-				printCommandHelp(io.Stdout, c)
-				return 0
-			}
-			fmt.Fprintf(io.Stderr, "relay: no command %q\n\n", strings.Join(args[1:], " "))
-			printHelp(io.Stderr, cmds)
-			return 2
-		}
-		printHelp(io.Stdout, cmds)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	if args[0] == "--version" {
-		args = []string{"version"}
-	}
-	c, rest := find(cmds, args)
-	if c == nil {
-		fmt.Fprintf(io.Stderr, "relay: unknown command %q; run 'relay help' for the list\n", strings.Join(args, " "))
-		return 2
-	}
-	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Stderr)
-	e := &env{IO: io}
-	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
-	run := c.setup(fs)
-	fs.Usage = func() {} // errors are reported below
-	positional, err := parseInterleaved(fs, rest)
+// Open opens the database cfg names, applies its migrations, builds the
+// services on it and syncs the config's agents into it.
+func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	log := opts.logger(cfg)
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printCommandHelp(io.Stdout, c)
-			return 0
-		}
-		fmt.Fprintf(io.Stderr, "run 'relay %s --help' for usage\n", c.name)
-		return 2
+		return nil, err
 	}
-	err = run(ctx, e, positional)
-	if err == nil {
-		return 0
+	a := &App{
+		Config: cfg,
+		Log:    log,
+		Store:  st,
+		Auth:   auth.NewService(st, nil),
+		Agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit, Files: unreadableFiles(st)}),
+		Memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
+			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
+		Files:  fileService(cfg, st, log),
+		tokens: token.NewCounters(0),
 	}
-	var ue errUsage
-	if errors.As(err, &ue) {
-		fmt.Fprintf(io.Stderr, "relay %s: %s\nrun 'relay %s --help' for usage\n", c.name, ue.msg, c.name)
-		return 2
+	a.Auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
+	// Without a key (Postgres with no secrets.key) the vault refuses every
+	// use, saying what to set: only what needs per-user secrets fails.
+	if a.Vault, err = newVault(cfg, st, log, owner()); err != nil {
+		st.Close()
+		return nil, err
 	}
-	var ec exitCode
-	if errors.As(err, &ec) {
-		return int(ec)
+	a.keys = vaultKeys{a.Vault}
+	a.EndpointKeys = &userKeys{cfg: cfg, keys: a.keys, guard: outboundGuard(cfg)}
+	defs := make([]*agent.Agent, len(cfg.Agents))
+	for i, ag := range cfg.Agents {
+		defs[i] = &agent.Agent{ID: ag.ID, Spec: ag.Spec}
 	}
-	fmt.Fprintf(io.Stderr, "relay %s: %s\n", c.name, e.redact.String(describe(err)))
-	return 1
+	res, err := a.Agents.SyncConfig(ctx, defs)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("loading the config's agents: %w", err)
+	}
+	if res.Created+res.Updated+res.Released > 0 {
+		log.Info("config agents synced", slog.Int("created", res.Created), slog.Int("updated", res.Updated),
+			slog.Int("unchanged", res.Unchanged), slog.Int("released", res.Released))
+	}
+	return a, nil
 }
 
-// parseInterleaved parses args with flags anywhere on the line, before,
-// between and after the positional arguments (`relay agents show ID
-// --versions`), and returns the positional ones in order. Everything after
-// "--" is positional.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if at := len(args) - len(rest); at > 0 && args[at-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
+// Close closes the store.
+func (a *App) Close() error { return a.Store.Close() }
+
+// Conversations returns the run service that lists, renames and reads
+// conversations and answers the questions of runs; it runs no agent.
+func (a *App) Conversations() *run.Service {
+	return &run.Service{Store: a.Store, Log: a.Log}
 }
 
-// exitCode ends a command with that code after it has printed its own message.
-type exitCode int
-
-func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
-
-// describe formats an error for the terminal, one field per line for validation errors.
-func describe(err error) string {
-	var fe *fault.Error
-	if errors.As(err, &fe) && len(fe.Fields) > 0 {
-		var b strings.Builder
-		prefix := strings.TrimSuffix(err.Error(), fe.Error())
-		b.WriteString(prefix + fe.Message)
-		for _, f := range fe.Fields {
-			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
-		}
-		return b.String()
+// openStore opens the database the config names and applies migrations.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
+	engine, dsn, err := cfg.DB()
+	if err != nil {
+		return nil, err
 	}
-	return err.Error()
-}
-
-// find matches the longest command name at the start of args.
-func find(cmds []*command, args []string) (*command, []string) {
-	var best *command
-	n := 0
-	for _, c := range cmds {
-		words := strings.Fields(c.name)
-		if len(words) <= len(args) && len(words) > n && strings.Join(args[:len(words)], " ") == c.name {
-			best, n = c, len(words)
-		}
+	var db *store.DB
+	switch engine {
+	case "sqlite":
+		db, err = sqlite.Open(ctx, dsn)
+	case "postgres":
+		db, err = postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
+	default:
+		err = fmt.Errorf("database.url: unsupported engine %q", engine)
 	}
-	return best, args[n:]
-}
-
-func printHelp(w io.Writer, cmds []*command) {
-	fmt.Fprintf(w, "relay %s — a self-hosted AI agent server\n\nUsage: relay <command> [flags]\n\nCommands:\n", version())
-	sorted := append([]*command(nil), cmds...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	width := 16
-	for _, c := range sorted {
-		width = max(width, len(c.name))
+	if err != nil {
+		return nil, err // not db: a nil *DB in a Store interface would not be nil
 	}
-	for _, c := range sorted {
-		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nEvery command takes --config FILE. Run 'relay <command> --help' for its flags.")
-}
-
-func printCommandHelp(w io.Writer, c *command) {
-	fmt.Fprintf(w, "Usage: relay %s [flags] %s\n\n%s\n", c.name, c.args, c.summary)
-	if c.detail != "" {
-		fmt.Fprintf(w, "\n%s\n", c.detail)
-	}
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
-	c.setup(fs)
-	fmt.Fprintln(w, "\nFlags:")
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n        %s", f.Name, typ, usage)
-		if f.DefValue != "" && f.DefValue != "false" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// commands is every subcommand of relay.
-func commands() []*command {
-	return append([]*command{
-		serveCommand(),
-		versionCommand(),
-		healthcheckCommand(),
-		configCheckCommand(),
-		usersAddCommand(),
-		usersListCommand(),
-		usersPasswdCommand(),
-		usersDisableCommand(true),
-		usersDisableCommand(false),
-		keysCreateCommand(),
-		keysListCommand(),
-		keysRevokeCommand(),
-		agentsListCommand(),
-		agentsShowCommand(),
-		agentsGraphCommand(),
-		mcpListCommand(),
-		mcpToolsCommand(),
-		mcpCallCommand(),
-		mcpAuthCommand(),
-		mcpVarsCommand(),
-		promptCommand(),
-		chatCommand(),
-		runsAnswerCommand(),
-		exportRagasCommand(),
-	}, append(append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), secretsCommands()...), endpointsCommands()...)...)
+	return db, nil
 }

@@ -22,12 +22,12 @@ import (
 	"github.com/relay-ai/relay/internal/vault"
 )
 
-// EndpointKeys keeps each user's own values of the endpoint fields that say
+// keyStore keeps each user's own values of the endpoint fields that say
 // user_provided (docs/config.md, "Keys each user provides"), as secrets of
 // kind endpointKind named by the endpoint's configured name. A value the
 // user has not set is absent from a map; an empty value given to SetVars
 // removes that one.
-type EndpointKeys interface {
+type keyStore interface {
 	// Vars returns the user's values, by field name ("apiKey", "baseURL").
 	Vars(ctx context.Context, userID, kind, name string) (map[string]string, error)
 	// SetVars stores the user's values; "" deletes a field's.
@@ -36,7 +36,7 @@ type EndpointKeys interface {
 	VarsSet(ctx context.Context, userID, kind, name string) (map[string]time.Time, error)
 }
 
-// endpointKind is the kind of the secrets EndpointKeys keeps for endpoints.
+// endpointKind is the kind of the secrets keyStore keeps for endpoints.
 const endpointKind = "endpoint"
 
 // vaultKeys keeps endpoint keys in the vault.
@@ -81,7 +81,7 @@ func userFields(cfg *config.Config, provider, model string) (string, []string) {
 
 // userValues returns the user's values of an endpoint's fields, or a
 // *run.KeyRequiredError naming those they have not set.
-func userValues(ctx context.Context, keys EndpointKeys, userID, endpoint string, fields []string) (map[string]string, error) {
+func userValues(ctx context.Context, keys keyStore, userID, endpoint string, fields []string) (map[string]string, error) {
 	vals := map[string]string{}
 	if userID != "" {
 		if keys == nil {
@@ -194,7 +194,7 @@ const (
 // them in keys.
 type userKeys struct {
 	cfg   *config.Config
-	keys  EndpointKeys
+	keys  keyStore
 	guard *netguard.Guard
 }
 

@@ -35,7 +35,7 @@ import (
 // provides"): each user gets a client of their own, kept while their values
 // are unchanged (see userClients). A user's base URL is reached through the
 // outbound guard, as other addresses users choose are.
-func models(e *env, cfg *config.Config, keys EndpointKeys, log *slog.Logger) run.Models {
+func models(cfg *config.Config, keys keyStore, log *slog.Logger) run.Models {
 	var mu sync.Mutex
 	clients := map[string]llm.Model{}
 	own := newUserClients(maxUserClients)
@@ -44,7 +44,7 @@ func models(e *env, cfg *config.Config, keys EndpointKeys, log *slog.Logger) run
 		if configured != "" && !strings.HasPrefix(configured, "${") && configured != userProvided {
 			return configured
 		}
-		v, _ := e.Getenv(envVar)
+		v, _ := cfg.Getenv(envVar)
 		return v
 	}
 	return func(ctx context.Context, userID, provider, model string) (llm.Model, mcp.Family, error) {
@@ -212,30 +212,31 @@ func azureOptions(cfg *config.Config, model string, vals map[string]string) (ope
 	return opts, g.Group + "\x00" + d.Deployment + "\x00" + d.Version, nil
 }
 
-// runService builds the service that runs agents, over the opened services.
-func runService(e *env, cfg *config.Config, svc *services, m *mcp.Manager, log *slog.Logger) (*run.Service, error) {
-	mods := models(e, cfg, svc.keys, log)
-	prep, err := preparer(cfg, svc, m, mods)
+// runService builds the service that runs agents with the MCP manager m.
+func (a *App) runService(m *mcp.Manager) (*run.Service, error) {
+	cfg := a.Config
+	mods := models(cfg, a.keys, a.Log)
+	prep, err := a.preparer(m, mods)
 	if err != nil {
 		return nil, err
 	}
 	memoryTools := map[string]tool.Tool{
-		builtin.SetMemoryName:    builtin.SetMemory(svc.memory),
-		builtin.DeleteMemoryName: builtin.DeleteMemory(svc.memory),
+		builtin.SetMemoryName:    builtin.SetMemory(a.Memory),
+		builtin.DeleteMemoryName: builtin.DeleteMemory(a.Memory),
 	}
 	s := &run.Service{
-		Store: svc.store, Prep: prep, Models: mods, MCP: m, Log: log,
+		Store: a.Store, Prep: prep, Models: mods, MCP: m, Log: a.Log,
 		Builtins: map[string]tool.Tool{
 			builtin.SetMemoryName:    memoryTools[builtin.SetMemoryName],
 			builtin.DeleteMemoryName: memoryTools[builtin.DeleteMemoryName],
-			builtin.WebSearchName:    webSearchTool(e, cfg, log),
+			builtin.WebSearchName:    webSearchTool(cfg, a.Log),
 		},
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
 	}
-	titler := &run.Titler{Store: svc.store, Models: mods, For: titleModel(cfg), Log: log}
+	titler := &run.Titler{Store: a.Store, Models: mods, For: titleModel(cfg), Log: a.Log}
 	s.After = append(s.After, titler.After)
-	if ma := memoryAgent(cfg, svc, memoryTools, mods, log); ma != nil {
+	if ma := a.memoryAgent(memoryTools, mods); ma != nil {
 		s.After = append(s.After, ma.After)
 	}
 	return s, nil
@@ -261,14 +262,15 @@ func titleModel(cfg *config.Config) func(a *agent.Agent) (run.TitleModel, bool) 
 
 // memoryAgent returns the memory agent of the config's memory.agent, or nil
 // when there is none or memory is disabled (docs/config.md).
-func memoryAgent(cfg *config.Config, svc *services, tools map[string]tool.Tool, mod run.Models, log *slog.Logger) *run.MemoryAgent {
+func (a *App) memoryAgent(tools map[string]tool.Tool, mod run.Models) *run.MemoryAgent {
+	cfg := a.Config
 	c := cfg.Memory.Agent
 	if c == nil || cfg.Memory.Disabled {
 		return nil
 	}
 	return &run.MemoryAgent{
-		Memory: svc.memory, Tools: tools, Store: svc.store, Models: mod, Agents: svc.store.GetAgent,
-		Log:     log.With(slog.String("part", "memory_agent")),
+		Memory: a.Memory, Tools: tools, Store: a.Store, Models: mod, Agents: a.Store.GetAgent,
+		Log:     a.Log.With(slog.String("part", "memory_agent")),
 		AgentID: c.ID, Provider: c.Provider, Model: c.Model, Instructions: c.Instructions, ModelParameters: c.ModelParameters,
 		Window: cfg.Memory.MessageWindowSize,
 	}

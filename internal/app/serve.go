@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/auth/oidc"
 	"github.com/relay-ai/relay/internal/config"
@@ -23,264 +20,18 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/mcp"
-	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
-	"github.com/relay-ai/relay/internal/store/postgres"
-	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/supervise"
-	"github.com/relay-ai/relay/internal/token"
-	"github.com/relay-ai/relay/internal/vault"
 	"github.com/relay-ai/relay/web"
 )
-
-func versionCommand() *command {
-	return &command{
-		name:    "version",
-		summary: "print Relay's version, commit and build date",
-		detail:  "Also `relay --version`.",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			return func(_ context.Context, e *env, _ []string) error {
-				bi, _ := debug.ReadBuildInfo()
-				fmt.Fprintln(e.Stdout, readBuild(bi))
-				return nil
-			}
-		},
-	}
-}
-
-func healthcheckCommand() *command {
-	return &command{
-		name:    "healthcheck",
-		args:    "[--url URL]",
-		summary: "exit 0 when the server is ready (GET /readyz answers 200), 1 otherwise",
-		detail: "Asks the server of the config's server.addr (a wildcard host is asked on 127.0.0.1), or\n" +
-			"--url. Meant for container health checks: the image has no curl.",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			url := fs.String("url", "", "the readiness `URL` to ask (default: http://<server.addr>/readyz)")
-			timeout := fs.Duration("timeout", 5*time.Second, "give up after this `duration`")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usageErr("unexpected argument %q", args[0])
-				}
-				u := *url
-				if u == "" {
-					cfg, err := e.loadConfig()
-					if err != nil {
-						return err
-					}
-					u = "http://" + localAddr(cfg.Server.Addr) + "/readyz"
-				}
-				ctx, cancel := context.WithTimeout(ctx, *timeout)
-				defer cancel()
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-				if err != nil {
-					return usageErr("--url: %v", err)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return fmt.Errorf("not ready: %w", err)
-				}
-				defer resp.Body.Close()
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-				if resp.StatusCode != http.StatusOK {
-					return fmt.Errorf("not ready: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-				}
-				fmt.Fprintln(e.Stdout, "ready")
-				return nil
-			}
-		},
-	}
-}
-
-// localAddr is the address a process on the same host dials to reach a server
-// listening on addr: a wildcard host (":3080", "0.0.0.0:3080", "[::]:3080")
-// becomes 127.0.0.1.
-func localAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func configCheckCommand() *command {
-	return &command{
-		name:    "config check",
-		summary: "validate the config and print it as Relay sees it, secrets masked",
-		detail: "Exits 1 and lists every problem when the config is invalid. LibreChat keys that Relay\n" +
-			"does not use are listed as ignored; keys Relay does not know are warnings with their\n" +
-			"position, errors with --strict.",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			strict := fs.Bool("strict", false, "treat unknown keys as errors (exit 1)")
-			return func(_ context.Context, e *env, _ []string) error {
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				if *strict && len(cfg.Unknown) > 0 {
-					fe := &fault.Error{Kind: fault.Invalid, Message: "invalid config " + cfg.Path + " (--strict): unknown keys"}
-					for _, u := range cfg.Unknown {
-						where, msg, _ := strings.Cut(u, ": ")
-						fe.Fields = append(fe.Fields, fault.FieldError{Field: where, Message: msg})
-					}
-					return fe
-				}
-				src := cfg.Path
-				if src == "" {
-					src = "built-in defaults (no config file found)"
-				}
-				fmt.Fprintf(e.Stderr, "config OK: %s\n", src)
-				if len(cfg.Ignored) > 0 {
-					fmt.Fprintf(e.Stderr, "ignored LibreChat keys: %s\n", strings.Join(cfg.Ignored, ", "))
-				}
-				for _, u := range cfg.Unknown {
-					fmt.Fprintf(e.Stderr, "warning: %s\n", u)
-				}
-				for _, w := range configWarnings(cfg, e.Getenv) {
-					fmt.Fprintf(e.Stderr, "warning: %s\n", w)
-				}
-				return cfg.WriteMasked(e.Stdout)
-			}
-		},
-	}
-}
-
-func serveCommand() *command {
-	return &command{
-		name:    "serve",
-		summary: "run the Relay server",
-		detail: "Listens on server.addr, applies database migrations, ensures the admin key of\n" +
-			"RELAY_BOOTSTRAP_API_KEY, loads the config's agents, and serves the API until SIGINT or\n" +
-			"SIGTERM, then lets in-flight requests finish (server.shutdown_timeout) and closes the database.\n" +
-			"A background part that fails is logged by name and restarted, or stops the server with exit\n" +
-			"status 1, by its rule (docs/architecture.md, \"Lifecycle\").",
-		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			addr := fs.String("addr", "", "listen `address` (overrides server.addr and RELAY_ADDR)")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usageErr("unexpected argument %q", args[0])
-				}
-				cfg, err := e.loadConfig()
-				if err != nil {
-					return err
-				}
-				if *addr != "" {
-					cfg.Server.Addr = *addr
-				}
-				return serve(ctx, e, cfg)
-			}
-		},
-	}
-}
-
-// openStore opens the database the config names and applies migrations.
-func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
-	engine, dsn, err := cfg.DB()
-	if err != nil {
-		return nil, err
-	}
-	var db *store.DB
-	switch engine {
-	case "sqlite":
-		db, err = sqlite.Open(ctx, dsn)
-	case "postgres":
-		db, err = postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
-	default:
-		err = fmt.Errorf("database.url: unsupported engine %q", engine)
-	}
-	if err != nil {
-		return nil, err // not db: a nil *DB in a Store interface would not be nil
-	}
-	return db, nil
-}
-
-// services are the parts built on the store.
-type services struct {
-	log    *slog.Logger
-	store  store.Store
-	auth   *auth.Service
-	agents *agent.Service
-	memory *memory.Service
-	files  *file.Service
-	// keys are users' own values for the endpoints that take them
-	// (docs/config.md, "Keys each user provides").
-	keys EndpointKeys
-	// vault keeps users' own secrets (docs/config.md "secrets").
-	vault *vault.Vault
-	// tokens counts the tokens of every request, with one cache of message
-	// counts for the process.
-	tokens *token.Counters
-}
-
-// openFromConfig loads the config and opens the services on it, for the
-// commands that work on the database directly; callers close svc.store.
-func openFromConfig(ctx context.Context, e *env) (*config.Config, *services, *slog.Logger, error) {
-	cfg, err := e.loadConfig()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	log := e.logger(cfg)
-	svc, err := open(ctx, e, cfg, log)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return cfg, svc, log, nil
-}
-
-// open builds the services on an opened store and applies the start-up work that
-// every command shares: the config's agents are synced.
-func open(ctx context.Context, e *env, cfg *config.Config, log *slog.Logger) (*services, error) {
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	s := &services{
-		log:    log,
-		store:  st,
-		auth:   auth.NewService(st, nil),
-		agents: agent.NewService(st, agent.Rules{Providers: cfg.Providers(), MaxRecursionLimit: cfg.Endpoints.Agents.MaxRecursionLimit, Files: unreadableFiles(st)}),
-		memory: memory.NewService(st, memory.Config{Disabled: cfg.Memory.Disabled, ValidKeys: cfg.Memory.ValidKeys,
-			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
-	}
-	s.auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
-	s.files = fileService(cfg, st, log)
-	// Without a key (Postgres with no secrets.key) the vault refuses every
-	// use, saying what to set: only what needs per-user secrets fails.
-	if s.vault, err = newVault(cfg, st, log, owner()); err != nil {
-		st.Close()
-		return nil, err
-	}
-	s.keys = vaultKeys{s.vault}
-	s.tokens = token.NewCounters(0)
-	defs := make([]*agent.Agent, len(cfg.Agents))
-	for i, a := range cfg.Agents {
-		defs[i] = &agent.Agent{ID: a.ID, Spec: a.Spec}
-	}
-	res, err := s.agents.SyncConfig(ctx, defs)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("loading the config's agents: %w", err)
-	}
-	if res.Created+res.Updated+res.Released > 0 {
-		log.Info("config agents synced", slog.Int("created", res.Created), slog.Int("updated", res.Updated),
-			slog.Int("unchanged", res.Unchanged), slog.Int("released", res.Released))
-	}
-	return s, nil
-}
 
 // staleRunAge is how old a run still marked running must be before a starting
 // process takes it for one that a stopped process left behind.
 const staleRunAge = 30 * time.Minute
 
-// serve runs the server until ctx is done. It listens first, so that /healthz
-// answers and a port in use fails at once, then opens the database (Postgres may
-// still be starting) and only then reports ready.
 // TuneMemory applies server.memory_limit_mb and server.gc_percent to the Go
 // runtime. GOMEMLIMIT and GOGC in the environment (getenv) win over the
 // config, as the runtime's own settings.
@@ -301,9 +52,29 @@ func gcPercent() int {
 	return p
 }
 
-func serve(ctx context.Context, e *env, cfg *config.Config) error {
-	log := e.logger(cfg)
-	TuneMemory(cfg.Server, e.Getenv, log)
+// ServeOptions are what a program gives Serve besides the config.
+type ServeOptions struct {
+	Options
+	// SetupLink is given the one-time link that creates the first admin
+	// when no admin can sign in, to show the person starting Relay. The
+	// link holds a credential: the log says only that there is one. nil
+	// drops it.
+	SetupLink func(link string)
+	// Hooks are for tests; nil in every real run.
+	Hooks *Hooks
+}
+
+// Serve runs the server until ctx is done. It listens first, so that
+// /healthz answers and a port in use fails at once, then opens the database
+// (Postgres may still be starting), builds the services, starts the
+// background parts, and only then reports ready. When ctx is done, the HTTP
+// server fails or a fatal part fails, it shuts down in the order of
+// docs/architecture.md, "Lifecycle". It returns nil when it stopped for ctx
+// and shut down cleanly, else what failed.
+func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
+	log := opts.logger(cfg)
+	hooks := opts.Hooks
+	TuneMemory(cfg.Server, cfg.Getenv, log)
 	if cfg.Path != "" {
 		log.Info("config loaded", slog.String("file", cfg.Path), slog.String("from", cfg.PathFrom))
 	} else {
@@ -318,7 +89,7 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	for _, u := range cfg.Unknown {
 		log.Warn("config: " + u)
 	}
-	logConfigWarnings(log, cfg, e.Getenv)
+	logConfigWarnings(log, cfg)
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -341,15 +112,15 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
-	svc, err := open(ctx, e, cfg, log)
+	a, err := Open(ctx, cfg, Options{Logger: log})
 	var setupURL string
 	if err == nil {
-		err = bootstrap(ctx, e, svc, log)
+		err = a.bootstrap(ctx)
 		if err == nil {
-			setupURL, err = setupLink(ctx, cfg, svc, ln.Addr().String())
+			setupURL, err = a.setupLink(ctx, ln.Addr().String())
 		}
 		if err != nil {
-			svc.store.Close()
+			a.Close()
 		}
 	}
 	if err != nil {
@@ -358,50 +129,45 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	}
 	// MCP servers connect in the background: a slow or broken one never delays
 	// readiness, and its state is visible in /api/mcp/servers.
-	mcpm, accounts, err := mcpManager(e, cfg, svc, log)
-	if err != nil {
-		_ = srv.Close()
-		svc.store.Close()
-		return err
-	}
-	svc.agents.SetTools(knownTools(mcpm, log))
+	mcpm, accounts := a.MCP()
+	a.Agents.SetTools(knownTools(mcpm, log))
 	// The background parts run under one supervisor, each by its rule, and
 	// stop in the reverse of the order they start, after the HTTP server and
 	// the runs and before the database closes (docs/architecture.md,
 	// "Lifecycle"). They do not see ctx end: the shutdown stops them.
 	popts := supervise.Options{Logger: log}
-	if h := e.hooks; h != nil {
-		popts.MinBackoff = h.backoff
+	if hooks != nil {
+		popts.MinBackoff = hooks.Backoff
 	}
 	parts := supervise.New(popts)
 	bgCtx := context.WithoutCancel(ctx)
 	start := func(p supervise.Part) {
-		if h := e.hooks; h != nil && h.wrap != nil {
-			p = h.wrap(p)
+		if hooks != nil && hooks.Wrap != nil {
+			p = hooks.Wrap(p)
 		}
 		parts.Start(bgCtx, p)
 	}
 	stopBackground := parts.Stop
 	start(mcpPart(mcpm))
 
-	prep, err := preparer(cfg, svc, mcpm, nil) // previews: no summaries
+	prep, err := a.preparer(mcpm, nil) // previews: no summaries
 	if err != nil {
 		_ = srv.Close()
 		stopBackground()
-		svc.store.Close()
+		a.Close()
 		return err
 	}
-	runs, err := runService(e, cfg, svc, mcpm, log)
+	runs, err := a.runService(mcpm)
 	if err != nil {
 		_ = srv.Close()
 		stopBackground()
-		svc.store.Close()
+		a.Close()
 		return err
 	}
 	// Runs that a stopped process left running will never finish: say so. Only
 	// runs older than the longest a run may take are touched, since other Relay
 	// processes (or a `relay chat`) may be running theirs right now.
-	if n, err := svc.store.FailStaleRuns(ctx, time.Now().Add(-staleRunAge), "Relay stopped while the run was in progress"); err != nil {
+	if n, err := a.Store.FailStaleRuns(ctx, time.Now().Add(-staleRunAge), "Relay stopped while the run was in progress"); err != nil {
 		log.Warn("failing stale runs", slog.Any("err", err))
 	} else if n > 0 {
 		log.Warn("marked runs left running by a stopped process as failed", slog.Int("runs", n))
@@ -410,32 +176,32 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 	// the firings it claims name it, so that if it dies another process fails
 	// them. A node left by a dead process of this host (a restart) is reaped
 	// now, before this one serves.
-	live := liveness(cfg, svc, log)
+	live := a.liveness()
 	if err := live.Register(ctx); err != nil {
 		_ = srv.Close()
 		stopBackground()
-		svc.store.Close()
+		a.Close()
 		return err
 	}
-	ingest := svc.files
-	if db, ok := svc.store.(*store.DB); ok {
+	ingest := a.Files
+	if db, ok := a.Store.(*store.DB); ok {
 		runs.Store = db.OnNode(live.ID())
-		ingest = svc.files.Using(db.OnNode(live.ID()))
+		ingest = a.Files.Using(db.OnNode(live.ID()))
 	}
 	if _, err := live.Reap(ctx); err != nil {
 		log.Warn("failing the work of stopped processes", slog.Any("err", err))
 	}
 	// The quotas count the runs of this process, scheduled ones included.
-	quotas := quotaService(cfg, svc.store)
+	quotas := quotaService(cfg, a.Store)
 	runs.Admit = quotas.StartRun
 	// Every process runs the scheduler; the database makes each firing happen once.
-	sched := scheduleService(cfg, svc, runs, log)
+	sched := a.scheduleService(runs)
 	sched.Live = live
-	for _, p := range backgroundParts(svc, live, sched, ingest, log) {
+	for _, p := range backgroundParts(a, live, sched, ingest) {
 		start(p)
 	}
-	if h := e.hooks; h != nil {
-		for _, p := range h.parts {
+	if hooks != nil {
+		for _, p := range hooks.Parts {
 			start(p)
 		}
 	}
@@ -444,17 +210,17 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		Schedules:    sched,
 		Prompt:       prep,
 		Runs:         runs,
-		Retrieval:    retrieval(cfg),
-		Auth:         svc.auth,
-		Agents:       svc.agents,
-		Groups:       auth.NewGroups(svc.store),
+		Retrieval:    a.Retrieval(),
+		Auth:         a.Auth,
+		Agents:       a.Agents,
+		Groups:       auth.NewGroups(a.Store),
 		MCP:          mcpm,
 		Accounts:     accounts,
-		Memory:       svc.memory,
-		Files:        svc.files,
-		EndpointKeys: &userKeys{cfg: cfg, keys: svc.keys, guard: outboundGuard(cfg)},
+		Memory:       a.Memory,
+		Files:        a.Files,
+		EndpointKeys: a.EndpointKeys,
 		UploadLimit:  cfg.FileConfig.UploadLimit(),
-		Ready:        func(ctx context.Context) error { return ready(ctx, svc.store) },
+		Ready:        func(ctx context.Context) error { return ready(ctx, a.Store) },
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
@@ -468,9 +234,15 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		OIDC:      oidcClient(cfg),
 	})
 	handler.Store(&api)
-	log.Info("ready", slog.String("database", svc.store.Engine()))
+	log.Info("ready", slog.String("database", a.Store.Engine()))
 	if setupURL != "" {
-		printSetupLink(e, log, setupURL)
+		// The link holds a one-time credential: it goes to the console only,
+		// never into a log record that log pipelines keep.
+		log.Warn("setup required: no admin can sign in; open the one-time setup link printed on the console to create the first admin",
+			slog.Duration("valid_for", auth.SetupTokenTTL))
+		if opts.SetupLink != nil {
+			opts.SetupLink(setupURL)
+		}
 	}
 
 	select {
@@ -483,12 +255,12 @@ func serve(ctx context.Context, e *env, cfg *config.Config) error {
 		err = parts.Err()
 		log.Error("shutting down", slog.String("cause", err.Error()))
 	}
-	if serr := drain(context.WithoutCancel(ctx), srv, runs, cfg.Server.ShutdownTimeout.Duration, log, e.hooks.step); err == nil {
+	if serr := drain(context.WithoutCancel(ctx), srv, runs, cfg.Server.ShutdownTimeout.Duration, log, hooks.step); err == nil {
 		err = serr
 	}
 	stopBackground()
-	cerr := svc.store.Close()
-	e.hooks.step("database")
+	cerr := a.Close()
+	hooks.step("database")
 	if cerr != nil && err == nil {
 		err = fmt.Errorf("closing the database: %w", cerr)
 	}
@@ -539,7 +311,7 @@ func mcpPart(m *mcp.Manager) supervise.Part {
 // "Lifecycle". The liveness heartbeat is fatal: a process that no longer
 // heartbeats is taken for dead by the others, which fail its runs while it
 // still runs them. The others are loops that may begin again at any time.
-func backgroundParts(svc *services, live *schedule.Liveness, sched *schedule.Service, ingest *file.Service, log *slog.Logger) []supervise.Part {
+func backgroundParts(a *App, live *schedule.Liveness, sched *schedule.Service, ingest *file.Service) []supervise.Part {
 	return []supervise.Part{
 		{Name: "liveness", Rule: supervise.Fatal, Run: live.Run},
 		// Every process runs the scheduler; the database makes each firing happen once.
@@ -548,30 +320,29 @@ func backgroundParts(svc *services, live *schedule.Liveness, sched *schedule.Ser
 		{Name: "ingestion", Rule: supervise.Restart, Run: ingest.Run},
 		// Expired sessions and setup tokens are deleted now and every hour.
 		{Name: "sessions", Rule: supervise.Restart, Run: func(ctx context.Context) error {
-			sweepSessions(ctx, svc.auth, log, time.Hour)
+			sweepSessions(ctx, a.Auth, a.Log, time.Hour)
 			return nil
 		}},
 	}
 }
 
-// serveHooks let this package's tests add parts to `relay serve` and watch
-// its shutdown; nil in every real run.
-type serveHooks struct {
-	// parts start after the server's own, so they stop first.
-	parts []supervise.Part
-	// wrap, if set, wraps every part before it starts.
-	wrap func(supervise.Part) supervise.Part
-	// backoff, if set, is the wait before a failed part's first restart.
-	backoff time.Duration
-	// onStep is told each step of the shutdown done: "http" (requests
+// Hooks let tests add parts to Serve and watch its shutdown.
+type Hooks struct {
+	// Parts start after the server's own, so they stop first.
+	Parts []supervise.Part
+	// Wrap, if set, wraps every part before it starts.
+	Wrap func(supervise.Part) supervise.Part
+	// Backoff, if set, is the wait before a failed part's first restart.
+	Backoff time.Duration
+	// OnStep is told each step of the shutdown done: "http" (requests
 	// drained), "runs" (runs drained or stopped), "database" (closed).
-	onStep func(string)
+	OnStep func(string)
 }
 
 // step tells the hooks that a step of the shutdown is done.
-func (h *serveHooks) step(name string) {
-	if h != nil && h.onStep != nil {
-		h.onStep(name)
+func (h *Hooks) step(name string) {
+	if h != nil && h.OnStep != nil {
+		h.OnStep(name)
 	}
 }
 
@@ -588,16 +359,16 @@ func quotaService(cfg *config.Config, st quota.Store) *quota.Service {
 }
 
 // bootstrap ensures the admin key of RELAY_BOOTSTRAP_API_KEY.
-func bootstrap(ctx context.Context, e *env, svc *services, log *slog.Logger) error {
-	secret, ok := e.Getenv("RELAY_BOOTSTRAP_API_KEY")
+func (a *App) bootstrap(ctx context.Context) error {
+	secret, ok := a.Config.Getenv("RELAY_BOOTSTRAP_API_KEY")
 	if !ok || secret == "" {
 		return nil
 	}
-	u, err := svc.auth.Bootstrap(ctx, secret)
+	u, err := a.Auth.Bootstrap(ctx, secret)
 	if err != nil {
 		return fmt.Errorf("RELAY_BOOTSTRAP_API_KEY: %w", err)
 	}
-	log.Info("bootstrap admin key ensured", slog.String("user_id", u.ID), slog.String("email", u.Email))
+	a.Log.Info("bootstrap admin key ensured", slog.String("user_id", u.ID), slog.String("email", u.Email))
 	return nil
 }
 
@@ -617,31 +388,34 @@ func oidcClient(cfg *config.Config) *oidc.Client {
 // one-time token, when no admin can sign in; else "". The link is on
 // server.public_url, or on the address listened on (addr). Its token is in
 // the fragment, which browsers never send, so that it stays out of access logs.
-func setupLink(ctx context.Context, cfg *config.Config, svc *services, addr string) (string, error) {
-	required, err := svc.auth.SetupRequired(ctx)
+func (a *App) setupLink(ctx context.Context, addr string) (string, error) {
+	required, err := a.Auth.SetupRequired(ctx)
 	if err != nil || !required {
 		return "", err
 	}
-	token, _, err := svc.auth.NewSetupToken(ctx)
+	token, _, err := a.Auth.NewSetupToken(ctx)
 	if err != nil {
 		return "", err
 	}
-	base := strings.TrimRight(cfg.Server.PublicURL, "/")
+	base := strings.TrimRight(a.Config.Server.PublicURL, "/")
 	if base == "" {
-		base = "http://" + localAddr(addr)
+		base = "http://" + LocalAddr(addr)
 	}
 	return base + "/setup#" + token, nil
 }
 
-// printSetupLink shows the setup link in the log and, plainly, to the person
-// starting Relay.
-func printSetupLink(e *env, log *slog.Logger, link string) {
-	// The link holds a one-time credential: it goes to the console only,
-	// never into a log record that log pipelines keep.
-	log.Warn("setup required: no admin can sign in; open the one-time setup link printed on the console to create the first admin",
-		slog.Duration("valid_for", auth.SetupTokenTTL))
-	fmt.Fprintf(e.Stderr, "\nNo admin can sign in yet. Open this link within %d hours to create the first admin (it works once):\n\n    %s\n\n",
-		int(auth.SetupTokenTTL.Hours()), link)
+// LocalAddr is the address a process on the same host dials to reach a server
+// listening on addr: a wildcard host (":3080", "0.0.0.0:3080", "[::]:3080")
+// becomes 127.0.0.1.
+func LocalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // sweepSessions deletes expired sessions and setup tokens now and then every

@@ -15,7 +15,7 @@ import (
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
 
-// configWarnings lists what in a valid config will not work as its author may
+// Warnings lists what in a valid config will not work as its author may
 // expect (docs/config.md, "Warnings"): a provider with no API key (requests go
 // without authentication), an apiKey or baseURL that says user_provided (each
 // user must set theirs before the endpoint works for them), {{…}} user
@@ -24,7 +24,7 @@ import (
 // agents naming tools that no built-in or configured MCP server provides.
 // `relay config check` prints them and `relay serve` logs them; none stops
 // either.
-func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []string {
+func Warnings(cfg *config.Config) []string {
 	var out []string
 	used := map[string]bool{} // providers the config's agents use, lower case
 	for _, a := range cfg.Agents {
@@ -40,7 +40,7 @@ func configWarnings(cfg *config.Config, getenv func(string) (string, bool)) []st
 	}
 	for _, b := range builtins {
 		at := "endpoints." + b.name
-		envKey, _ := getenv(b.env)
+		envKey, _ := cfg.Getenv(b.env)
 		switch {
 		case b.ep.APIKey == userProvided && envKey != "":
 			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: each user's own key is sent, never %s", at, b.env))
@@ -119,9 +119,9 @@ func unfilled(s string, declared map[string]config.UserVar) []string {
 
 var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
 
-// logConfigWarnings logs each of configWarnings.
-func logConfigWarnings(log *slog.Logger, cfg *config.Config, getenv func(string) (string, bool)) {
-	for _, w := range configWarnings(cfg, getenv) {
+// logConfigWarnings logs each of Warnings.
+func logConfigWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range Warnings(cfg) {
 		log.Warn("config: " + w)
 	}
 }

@@ -30,13 +30,13 @@ func outboundGuard(cfg *config.Config) *netguard.Guard {
 // config leaves them empty or holds an unset ${VAR}. Without a usable
 // provider the tool still exists, so that an agent listing it is told why it
 // cannot search; the reason is logged once here.
-func webSearchTool(e *env, cfg *config.Config, log *slog.Logger) tool.Tool {
+func webSearchTool(cfg *config.Config, log *slog.Logger) tool.Tool {
 	ws := cfg.WebSearch
 	setting := func(configured, envVar string) string {
 		if configured != "" && !strings.Contains(configured, "${") {
 			return configured
 		}
-		v, _ := e.Getenv(envVar)
+		v, _ := cfg.Getenv(envVar)
 		return strings.TrimSpace(v)
 	}
 	o := builtin.WebSearchOptions{

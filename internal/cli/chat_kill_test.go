@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"database/sql"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/schedule"
+)
+
+// A `relay chat` killed in the middle of a run leaves no run `running` for
+// ever: the command registered as a node, so the next relay serve on the host
+// fails the run before it is ready.
+func TestKilledChatCommandRunFailed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds relay; skipped with -short")
+	}
+	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
+	bin := buildRelay(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	db := filepath.Join(dir, "data", "relay.db")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  addr: %s
+  data_dir: %s
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+agents:
+  - {id: worker, provider: mock, model: m}
+`, addr, filepath.Join(dir, "data"), mock))
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
+		t.Fatalf("users add: %s", stderr)
+	}
+	chat := exec.Command(bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
+	chat.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	chat.Stdout, chat.Stderr = &syncBuffer{}, &syncBuffer{}
+	if err := chat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var runID string
+	waitFor(t, 20*time.Second, "the chat's run running", func() bool {
+		return raw.QueryRow(`SELECT id FROM runs WHERE status = 'running'`).Scan(&runID) == nil
+	})
+	var node sql.NullString
+	if err := raw.QueryRow(`SELECT node_id FROM runs WHERE id = ?`, runID).Scan(&node); err != nil || !node.Valid {
+		t.Fatalf("the chat's run names no node (%v): a killed command's runs could not be told apart", err)
+	}
+	// Some of the answer is streamed and stored before the kill.
+	waitFor(t, 20*time.Second, "a piece of the answer stored", func() bool {
+		var n int
+		return raw.QueryRow(`SELECT COUNT(*) FROM run_event_batches WHERE run_id = ? AND events LIKE '%message.delta%'`, runID).Scan(&n) == nil && n > 0
+	})
+	if err := chat.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = chat.Wait()
+
+	startRelay(t, bin, cfg, "http://"+addr, "")
+	var status, reason string
+	if err := raw.QueryRow(`SELECT status, error FROM runs WHERE id = ?`, runID).Scan(&status, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || reason != schedule.ReasonDead {
+		t.Errorf("the killed chat's run when relay serve is ready: %s %q; want failed with %q", status, reason, schedule.ReasonDead)
+	}
+	// Its answer keeps what had been streamed, then says why it stopped.
+	var text, parts string
+	if err := raw.QueryRow(`SELECT m.text, m.parts FROM messages m JOIN runs r ON r.response_message_id = m.id WHERE r.id = ?`, runID).Scan(&text, &parts); err != nil {
+		t.Fatalf("the killed chat's answer: %v", err)
+	}
+	const full = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+	if text == "" || !strings.HasPrefix(full, text) || !strings.Contains(parts, `"type":"error"`) || !strings.Contains(parts, schedule.ReasonDead) {
+		t.Errorf("the killed chat's answer: text %q, parts %s; want the start of %q and the error", text, parts, full)
+	}
+}
