@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/store/postgres/pgtest"
 )
 
@@ -414,9 +416,11 @@ func TestCLI(t *testing.T) {
 	if code, _, stderr = runCLI(t, nil, "", "keys", "revoke", "--config", cfgPath, ks[0]["id"].(string)); code != 0 {
 		t.Fatalf("keys revoke: %d %s", code, stderr)
 	}
-	if code := s.call(t, key, "GET", "/api/agents", "", nil); code != 401 {
-		t.Errorf("revoked key: %d", code)
-	}
+	// The server is another process as far as the key cache goes: the key
+	// stops working there within auth.KeyCacheTTL.
+	poll.Until(t, auth.KeyCacheTTL+time.Second, "the revoked key refused", func() bool {
+		return s.call(t, key, "GET", "/api/agents", "", nil) == 401
+	})
 
 	code, out, _ = runCLI(t, nil, "", "agents", "list", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "helper") || !strings.Contains(out, "ollama") {
@@ -434,6 +438,18 @@ func TestCLI(t *testing.T) {
 	code, out, stderr = runCLI(t, nil, "", "config", "check", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "ollama") || strings.Contains(out, "sk-verysecretvalue") {
 		t.Errorf("config check: %d\n%s\n%s", code, out, stderr)
+	}
+
+	// --env-file names the config through CONFIG_PATH.
+	envFile := filepath.Join(t.TempDir(), "prod.env")
+	if err := os.WriteFile(envFile, []byte("CONFIG_PATH="+cfgPath+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--env-file", envFile); code != 0 || !strings.Contains(stderr, "config OK: "+cfgPath) {
+		t.Errorf("config check --env-file: %d\n%s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--env-file", envFile+".missing"); code == 0 || !strings.Contains(stderr, "--env-file") {
+		t.Errorf("config check with a missing --env-file: %d\n%s", code, stderr)
 	}
 
 	// Unknown keys: warnings with their position, errors with --strict.

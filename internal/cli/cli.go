@@ -40,13 +40,14 @@ type IO struct {
 type env struct {
 	IO
 	configPath string
+	envFile    string // --env-file: read in place of the .env beside the config
 	// redact masks the secrets of the loaded config in the command's error.
 	redact *redact.Replacer
 }
 
 // loadConfig loads the config named by --config (or found the usual way).
 func (e *env) loadConfig() (*config.Config, error) {
-	cfg, err := config.Load(e.configPath, e.Getenv)
+	cfg, err := config.LoadWithEnvFile(e.configPath, e.envFile, e.Getenv)
 	if err == nil {
 		e.Getenv = cfg.Getenv // the .env beside the config counts as environment
 		e.redact = app.Secrets(cfg)
@@ -129,6 +130,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	fs.SetOutput(io.Stderr)
 	e := &env{IO: io}
 	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
+	fs.StringVar(&e.envFile, "env-file", "", "read variables from this `file`, in LibreChat's .env format, in place of the .env beside the config; the real environment wins over it")
 	run := c.setup(fs)
 	fs.Usage = func() {} // errors are reported below
 	positional, err := parseInterleaved(fs, rest)

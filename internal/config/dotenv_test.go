@@ -124,3 +124,38 @@ func TestNewerLibreChatConfigLoads(t *testing.T) {
 		t.Errorf("the keys Relay uses did not take effect: %+v", c)
 	}
 }
+
+// --env-file is read in place of the .env beside the config, before the
+// config is looked for (so it may name it), and the real environment wins
+// over it; a missing file is an error naming the flag.
+func TestLoadWithEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "conf", "librechat.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cfgPath, "endpoints:\n  custom:\n    - name: groq\n      apiKey: ${GROQ_API_KEY}\n      baseURL: ${GROQ_URL}\n")
+	write(filepath.Join(dir, "conf", ".env"), "GROQ_URL=http://beside\nGROQ_API_KEY=beside\n")
+	envFile := filepath.Join(dir, "prod.env")
+	write(envFile, "CONFIG_PATH="+cfgPath+"\nGROQ_URL=http://from-env-file\nGROQ_API_KEY=file-key\n")
+
+	c, err := LoadWithEnvFile("", envFile, envOf(map[string]string{"GROQ_API_KEY": "real-key"}))
+	if err != nil {
+		t.Fatalf("LoadWithEnvFile: %v", err)
+	}
+	if c.Path != cfgPath || c.PathFrom != "CONFIG_PATH" || c.DotEnv != envFile {
+		t.Errorf("Path %q from %q, DotEnv %q; want the config the env file names, and the env file", c.Path, c.PathFrom, c.DotEnv)
+	}
+	if e := c.Endpoints.Custom[0]; e.BaseURL != "http://from-env-file" || e.APIKey != "real-key" {
+		t.Errorf("baseURL %q apiKey %q; want the env file's URL (not the .env beside the config) and the real environment's key", e.BaseURL, e.APIKey)
+	}
+	if _, err := LoadWithEnvFile(cfgPath, filepath.Join(dir, "missing.env"), envOf(nil)); err == nil || !strings.Contains(err.Error(), "--env-file") {
+		t.Errorf("a missing --env-file: %v", err)
+	}
+}

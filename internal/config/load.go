@@ -58,18 +58,41 @@ const secretsKeyEnv = "RELAY_SECRETS_KEY"
 // getenv nil means os.LookupEnv. Errors are fault.Invalid and name every problem
 // with its dotted path and, where known, file:line:column.
 func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
+	return LoadWithEnvFile(path, "", getenv)
+}
+
+// LoadWithEnvFile is Load with the variables of envFile (the --env-file flag)
+// in place of the .env file beside the config, when envFile is not empty.
+// That file must exist, and since it is read first, it may name the config
+// file itself (RELAY_CONFIG, CONFIG_PATH); the real environment still wins
+// over it.
+func LoadWithEnvFile(path, envFile string, getenv func(string) (string, bool)) (*Config, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv
+	}
+	var (
+		dotEnv string
+		vars   map[string]string
+	)
+	if envFile != "" {
+		data, err := os.ReadFile(envFile)
+		if err != nil {
+			return nil, fault.Wrap(fault.Invalid, err, "reading the --env-file")
+		}
+		dotEnv, vars = envFile, parseDotEnv(string(data))
+		getenv = withDotEnv(getenv, vars)
 	}
 	file, from, err := find(path, getenv)
 	if err != nil {
 		return nil, err
 	}
-	dotEnv, vars, err := readDotEnv(filepath.Dir(file))
-	if err != nil {
-		return nil, err
+	if envFile == "" {
+		dotEnv, vars, err = readDotEnv(filepath.Dir(file))
+		if err != nil {
+			return nil, err
+		}
+		getenv = withDotEnv(getenv, vars)
 	}
-	getenv = withDotEnv(getenv, vars)
 	c := Default()
 	c.DotEnv, c.getenv = dotEnv, getenv
 	d := newDecoder(file, getenv)
