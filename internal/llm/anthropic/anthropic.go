@@ -2,8 +2,9 @@
 // translates the OpenAI-shaped llm.Request that Relay builds into a
 // streamed POST /v1/messages, reads the answer's server-sent events back into
 // llm events and an llm.Turn, and turns Anthropic's refusals into llm.Errors a
-// user can read. It speaks plain HTTP; retries and the event-stream plumbing
-// are shared with the other providers through the retry and sse packages.
+// user can read. It speaks plain HTTP; retries, the event-stream plumbing and
+// cut streams are the other providers' too, in the provider package, which
+// reads the answer through this package's decoder.
 //
 // The translation, in short:
 //   - system messages become the top-level "system" text, joined with a
@@ -138,7 +139,7 @@ func New(opts Options) *Client {
 		url:  base + "/messages",
 		add:  add,
 		drop: drop,
-		ep:   provider.New(providerName, "anthropic", opts.APIKey, h, opts.settings()),
+		ep:   provider.New(providerName, opts.APIKey, h, opts.settings(), "provider", "anthropic"),
 	}
 }
 
@@ -168,16 +169,8 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Eve
 	if err != nil {
 		return nil, fmt.Errorf("writing the Anthropic request: %w", err)
 	}
-	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
-	var last *reader
-	turn, err := c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
-		last = &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, thoughts: map[int]*thinkingBlock{}, model: req.Model, key: c.ep.Key}
-		return last
+	refuse := func(se *sse.StatusError) error { return c.refusal(req.Model, se) }
+	return c.ep.Stream(ctx, c.url, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		return &reader{turn: turn, Output: out, blocks: map[int]*openBlock{}, thoughts: map[int]*thinkingBlock{}, model: req.Model, key: c.ep.Key}
 	})
-	if err == nil {
-		if le := last.declined(); le != nil {
-			return turn, le
-		}
-	}
-	return turn, err
 }

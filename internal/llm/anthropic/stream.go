@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ type streamEvent struct {
 // Anthropic's versioning policy asks of clients. Thinking is not part of the
 // answer and is not passed on; it is kept for the turn (Turn.Thinking), as
 // Anthropic wants it sent back with the tool calls it led to.
-func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
+func (r *reader) Event(ev sse.Event) (bool, error) {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return false, &llm.Error{Kind: llm.ErrUnavailable, Message: "Anthropic sent an event Relay cannot read: " + err.Error()}
@@ -246,9 +247,9 @@ func (r *reader) finish() {
 	}
 }
 
-// declined is the error for a complete answer that is a refusal with
+// Withheld is the error for a complete answer that is a refusal with
 // nothing in it: no text and no tool calls.
-func (r *reader) declined() *llm.Error {
+func (r *reader) Withheld() *llm.Error {
 	if r.stopReason != "refusal" || r.turn.Text != "" || len(r.turn.ToolCalls) > 0 {
 		return nil
 	}
@@ -256,7 +257,10 @@ func (r *reader) declined() *llm.Error {
 }
 
 // End says that the stream ended before message_stop.
-func (r *reader) End() error {
+func (r *reader) End(err error) error {
+	if err != io.EOF {
+		return err
+	}
 	return errors.New("the stream ended before message_stop")
 }
 

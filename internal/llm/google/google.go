@@ -3,9 +3,9 @@
 // llm.Request that Relay builds into a streamed
 // models/{model}:streamGenerateContent?alt=sse request, reads the answer's
 // chunks back into llm events and an llm.Turn, and turns Google's refusals
-// into llm.Errors a user can read. It speaks plain HTTP; retries and the
-// event-stream plumbing are shared with the other providers through the retry
-// and sse packages.
+// into llm.Errors a user can read. It speaks plain HTTP; retries, the
+// event-stream plumbing and cut streams are the other providers' too, in the
+// provider package, which reads the answer through this package's decoder.
 //
 // The translation, in short:
 //   - system messages become systemInstruction, their texts joined with a
@@ -152,7 +152,7 @@ func New(opts Options) *Client {
 		add:       add,
 		addConfig: addConfig,
 		drop:      drop,
-		ep:        provider.New(providerName, "google", opts.APIKey, h, opts.settings()),
+		ep:        provider.New(providerName, opts.APIKey, h, opts.settings(), "provider", "google"),
 		newID:     randomID,
 	}
 }
@@ -192,18 +192,10 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Eve
 	if err != nil {
 		return nil, fmt.Errorf("writing the Gemini request: %w", err)
 	}
-	refuse := func(se *sse.StatusError) *llm.Error { return c.refusal(req.Model, se) }
-	var last *reader
-	turn, err := c.ep.Stream(ctx, c.url(req.Model), req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
-		last = &reader{Output: out, c: c, turn: turn, model: req.Model}
-		return last
+	refuse := func(se *sse.StatusError) error { return c.refusal(req.Model, se) }
+	return c.ep.Stream(ctx, c.url(req.Model), req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		return &reader{Output: out, c: c, turn: turn, model: req.Model}
 	})
-	if err == nil {
-		if le := last.blocked(); le != nil {
-			return turn, le
-		}
-	}
-	return turn, err
 }
 
 // signatures remembers the thoughtSignature of function calls by call id,

@@ -3,6 +3,7 @@ package google
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"time"
 
@@ -70,12 +71,19 @@ type reader struct {
 
 // Event handles one server-sent event, a chunk of the answer. The answer is
 // complete when the stream ends after a finishReason.
-func (r *reader) Event(ev sse.Event) (bool, *llm.Error) {
-	return false, r.chunk(ev.Data, r.model)
+func (r *reader) Event(ev sse.Event) (bool, error) {
+	if le := r.chunk(ev.Data, r.model); le != nil {
+		return false, le
+	}
+	return false, nil
 }
 
-// End completes the turn of a stream that gave a finishReason.
-func (r *reader) End() error {
+// End completes the turn of a stream that ended cleanly after a
+// finishReason.
+func (r *reader) End(err error) error {
+	if err != io.EOF {
+		return err
+	}
 	if r.finishReason == "" {
 		return errors.New("the stream ended before a finishReason")
 	}
@@ -175,10 +183,10 @@ func (r *reader) finish() {
 	}
 }
 
-// blocked is the error for a complete answer with nothing in it (no text,
+// Withheld is the error for a complete answer with nothing in it (no text,
 // no function calls, no image) because Gemini blocked the prompt, a filter
 // stopped the answer, or the model failed (a malformed function call, …).
-func (r *reader) blocked() *llm.Error {
+func (r *reader) Withheld() *llm.Error {
 	if r.turn.Text != "" || len(r.turn.ToolCalls) > 0 || r.images > 0 {
 		return nil
 	}

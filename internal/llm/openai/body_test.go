@@ -106,12 +106,12 @@ func TestBackoff(t *testing.T) {
 	c := New(Options{BackoffBase: time.Second, MaxRetryWait: 5 * time.Second})
 	for n, max := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
 		for range 50 {
-			if d := c.retry.Backoff(n + 1); d < max/2 || d > max {
+			if d := c.ep.Retry.Backoff(n + 1); d < max/2 || d > max {
 				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, max/2, max)
 			}
 		}
 	}
-	if d := c.retry.Backoff(1001); d < 2500*time.Millisecond || d > 5*time.Second {
+	if d := c.ep.Retry.Backoff(1001); d < 2500*time.Millisecond || d > 5*time.Second {
 		t.Errorf("backoff(1000) = %v", d)
 	}
 }

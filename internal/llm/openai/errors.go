@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
+	"github.com/relay-ai/relay/internal/llm/sse"
 )
 
 // apiError is what OpenAI-compatible servers put in an error body, in the
@@ -78,6 +80,15 @@ type refusal struct {
 	final bool
 }
 
+// refusal is the error for an error answer (provider.Refuse): its
+// *llm.Error, in a *retry.Override that says whether the kind alone does not
+// decide the retry, and whether the provider said how long to wait, which is
+// then waited even when it is 0.
+func (c *Client) refusal(model string, se *sse.StatusError) error {
+	ref := c.classify(se.StatusCode, se.Header, se.Body, model)
+	return &retry.Override{Err: ref.err, Final: ref.final, WaitGiven: hasRetryAfter(se.Header)}
+}
+
 // classify turns an error answer into an *llm.Error whose message a user can
 // read, with the provider's own message where it gave one.
 func (c *Client) classify(status int, header http.Header, body []byte, model string) refusal {
@@ -136,14 +147,28 @@ func hasRetryAfter(h http.Header) bool {
 	return h.Get("Retry-After-Ms") != "" || h.Get("Retry-After") != ""
 }
 
+// broken is the error for a failure to get or read the answer at stage st
+// (provider.Endpoint.Broken): an *llm.Error, retried unless the failure
+// cannot pass or part of the answer was passed on already.
+func (c *Client) broken(err error, st provider.Stage) error {
+	if errors.Is(err, sse.ErrIdle) {
+		if st == provider.Opening {
+			return &llm.Error{Kind: llm.ErrNetwork,
+				Message: fmt.Sprintf("the provider at %s sent no answer for %s", c.host, c.ep.Idle)}
+		}
+		err = fmt.Errorf("nothing arrived for %s", c.ep.Idle)
+	}
+	return &retry.Override{Err: c.networkError(err, st), Final: !retryableNetwork(err)}
+}
+
 // networkError turns a failure to get or read an answer into an *llm.Error:
 // ErrStreamCut once part of the answer was passed on, ErrNetwork before.
-func (c *Client) networkError(err error, st stage) *llm.Error {
+func (c *Client) networkError(err error, st provider.Stage) *llm.Error {
 	kind, what := llm.ErrNetwork, "could not reach the provider at "+c.host
 	switch st {
-	case stageStream:
+	case provider.Reading:
 		what = "the answer from " + c.host + " broke off before any of it arrived"
-	case stageCut:
+	case provider.Shown:
 		kind, what = llm.ErrStreamCut, "the answer from "+c.host+" was cut off"
 	}
 	// Leave out the method and URL that *url.Error adds; the host is said
@@ -154,7 +179,7 @@ func (c *Client) networkError(err error, st stage) *llm.Error {
 	why := err.Error()
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		why = "the connection closed before the answer was complete"
-		if st == stageConnect {
+		if st == provider.Opening {
 			why = "the connection closed before any answer"
 		}
 	}

@@ -1,17 +1,19 @@
 // Package openai is Relay's client for OpenAI-compatible chat completions:
 // OpenAI itself, Azure OpenAI, and every custom endpoint that speaks the same
 // API (Ollama, vLLM, OpenRouter, LiteLLM, …). It sends llm.Request as it is
-// written, adapted by the endpoint's addParams and dropParams, streams the
-// answer back as llm events, retries what may pass, and turns refusals into
-// errors a user can read.
+// written, adapted by the endpoint's addParams and dropParams, reads the
+// answer (streamed, or whole when the stream is dropped) back into llm events,
+// and turns refusals into errors a user can read. Retries, the event-stream
+// plumbing and cut streams are the other providers' too, in the provider
+// package, which reads the answer through this package's decoder; what is
+// OpenAI's own (its error bodies and Retry-After headers, Azure's addresses
+// and content filters, the fast chunk decoder, the words of its errors) is
+// here.
 package openai
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
 )
@@ -26,11 +29,11 @@ import (
 // Defaults of [Options].
 const (
 	DefaultBaseURL         = "https://api.openai.com/v1"
-	DefaultMaxTries        = 3
-	DefaultBackoffBase     = 500 * time.Millisecond
+	DefaultMaxTries        = retry.DefaultMaxTries
+	DefaultBackoffBase     = retry.DefaultBase
 	DefaultMaxRetryWait    = 30 * time.Second
-	DefaultConnectTimeout  = 10 * time.Second
-	DefaultIdleTimeout     = 60 * time.Second
+	DefaultConnectTimeout  = provider.DefaultConnectTimeout
+	DefaultIdleTimeout     = provider.DefaultIdleTimeout
 	DefaultAzureAPIVersion = "2024-10-21"
 )
 
@@ -100,10 +103,7 @@ type Client struct {
 	opts    Options
 	base    string // BaseURL without a trailing slash
 	host    string // for messages and logs
-	header  http.Header
-	http    *http.Client
-	retry   retry.Policy
-	log     *slog.Logger
+	ep      provider.Endpoint
 	secrets []string // values never shown in errors or logs
 }
 
@@ -118,48 +118,38 @@ func New(opts Options) *Client {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	if opts.MaxTries <= 0 {
-		opts.MaxTries = DefaultMaxTries
-	}
-	if opts.BackoffBase <= 0 {
-		opts.BackoffBase = DefaultBackoffBase
-	}
 	if opts.MaxRetryWait <= 0 {
 		opts.MaxRetryWait = DefaultMaxRetryWait
 	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = DefaultConnectTimeout
-	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	c := &Client{opts: opts, base: strings.TrimRight(opts.BaseURL, "/"), http: opts.HTTPClient, log: opts.Logger}
+	c := &Client{opts: opts, base: strings.TrimRight(opts.BaseURL, "/")}
 	c.host = c.base
 	if u, err := url.Parse(c.base); err == nil && u.Host != "" {
 		c.host = u.Host
 	}
-	if c.http == nil {
-		c.http = sse.NewHTTPClient(opts.ConnectTimeout)
-	}
-	c.retry = retry.Policy{MaxTries: opts.MaxTries, Base: opts.BackoffBase, MaxWait: opts.MaxRetryWait}
 	// No Accept header: the endpoint answers as it does without one, an
 	// event stream or, with "stream" dropped, JSON.
-	c.header = http.Header{"Accept": nil}
-	c.header.Set("Content-Type", "application/json")
-	c.header.Set("User-Agent", "Relay")
+	header := http.Header{"Accept": nil}
+	header.Set("Content-Type", "application/json")
+	header.Set("User-Agent", "Relay")
 	if opts.APIKey != "" {
 		if opts.Azure != nil {
-			c.header.Set("api-key", opts.APIKey)
+			header.Set("api-key", opts.APIKey)
 		} else {
-			c.header.Set("Authorization", "Bearer "+opts.APIKey)
+			header.Set("Authorization", "Bearer "+opts.APIKey)
 		}
 	}
 	for k, v := range opts.Headers {
-		c.header.Set(k, v)
+		header.Set(k, v)
 	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c.ep = provider.New(c.host, opts.APIKey, header, provider.Settings{
+		MaxTries: opts.MaxTries, BackoffBase: opts.BackoffBase, MaxRetryWait: opts.MaxRetryWait,
+		ConnectTimeout: opts.ConnectTimeout, IdleTimeout: opts.IdleTimeout, HTTPClient: opts.HTTPClient, Logger: opts.Logger,
+	}, "host", c.host)
+	// Compatible servers answer in looser ways than OpenAI: JSON when the
+	// stream is dropped, any Content-Type, a last event without its blank
+	// line.
+	c.ep.AnyType, c.ep.KeepCut = true, true
+	c.ep.Broken = c.broken
 	if opts.APIKey != "" {
 		c.secrets = append(c.secrets, opts.APIKey)
 	}
@@ -221,120 +211,12 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request, emit func(llm.Eve
 	if err != nil {
 		return nil, err
 	}
-	turn := &llm.Turn{Sent: body}
-	policy := c.retry
-	policy.Logger = c.log.With("host", c.host, "model", req.Model)
-	turn.Retries, err = policy.Do(ctx, func(ctx context.Context) error {
-		return c.try(ctx, req.Model, body, turn, emit)
-	}, emit)
-	return turn, err
-}
-
-// maxAnswer bounds a non-streamed answer.
-const maxAnswer = 64 << 20
-
-// try sends body once and reads the answer into turn, passing events to emit.
-// Its error is the caller's cancellation as it is, or an *llm.Error, in a
-// *retry.Override when the kind alone does not say whether to retry.
-func (c *Client) try(ctx context.Context, model string, body []byte, turn *llm.Turn, emit func(llm.Event)) error {
-	u := c.url(model)
+	u := c.url(req.Model)
 	if _, err := url.Parse(u); err != nil {
-		return fmt.Errorf("making the model request: %w", err)
+		return &llm.Turn{Sent: body}, fmt.Errorf("making the model request: %w", err)
 	}
-	s, err := sse.Open(ctx, sse.Request{
-		Client: c.http, URL: u, Header: c.header, Body: body, Idle: c.opts.IdleTimeout,
-		AnyType: true, KeepCut: true,
+	refuse := func(se *sse.StatusError) error { return c.refusal(req.Model, se) }
+	return c.ep.Stream(ctx, u, req.Model, body, emit, refuse, func(turn *llm.Turn, out provider.Output) provider.Decoder {
+		return &assembler{Output: out, turn: turn, c: c, model: req.Model}
 	})
-	if err != nil {
-		if se, ok := errors.AsType[*sse.StatusError](err); ok {
-			ref := c.classify(se.StatusCode, se.Header, se.Body, model)
-			return &retry.Override{Err: ref.err, Final: ref.final, WaitGiven: hasRetryAfter(se.Header)}
-		}
-		return c.readFailure(ctx, err, stageConnect)
-	}
-	defer s.Close()
-
-	a := &assembler{emit: emit}
-	if s.MediaType() == "application/json" {
-		err = readJSON(s.Body(), a)
-	} else {
-		err = readStream(s, a)
-	}
-	if ae, ok := errors.AsType[*apiErrorChunk](err); ok {
-		a.turn(turn, false)
-		b, status := ae.body()
-		ref := c.classify(status, nil, b, model)
-		if status == 0 && ref.err.Kind == llm.ErrBadRequest {
-			ref.err.Kind = llm.ErrUnavailable
-			ref.err.Message = strings.Replace(ref.err.Message, "the provider rejected the request", "the provider failed while answering", 1)
-		}
-		return &retry.Override{Err: ref.err, Final: a.emitted || ref.final}
-	}
-	switch {
-	case err == nil && !a.complete():
-		err = io.ErrUnexpectedEOF
-	case err != nil && a.finish != "" && ctx.Err() == nil && !errors.Is(err, errBadChunk):
-		// The answer was whole; only the end of the stream was lost.
-		err = nil
-	}
-	if err != nil {
-		a.turn(turn, false)
-		stage := stageStream
-		if a.emitted {
-			stage = stageCut
-		}
-		return c.readFailure(ctx, err, stage)
-	}
-	a.turn(turn, true)
-	a.finishEvents()
-	if le := a.withheld(turn); le != nil {
-		return le
-	}
-	return nil
-}
-
-// readJSON reads a non-streamed answer into a, as one piece.
-func readJSON(r io.Reader, a *assembler) error {
-	b, err := io.ReadAll(io.LimitReader(r, maxAnswer))
-	if err != nil {
-		return err
-	}
-	var c chunk
-	if err := json.Unmarshal(b, &c); err != nil {
-		return fmt.Errorf("%w: %v", errBadChunk, err)
-	}
-	if e := a.add(&c); e != nil {
-		return e
-	}
-	if len(c.Choices) == 0 {
-		return fmt.Errorf("%w: an answer without choices", errBadChunk)
-	}
-	a.done = true
-	return nil
-}
-
-// stage is how far a try got when it failed.
-type stage int
-
-const (
-	stageConnect stage = iota // no answer
-	stageStream               // an answer, but nothing of it passed on
-	stageCut                  // part of the answer passed on
-)
-
-// readFailure turns a failure to get or read the answer into the try's
-// error: the caller's cancellation as it is, and otherwise an *llm.Error,
-// retried unless part of the answer was passed on already.
-func (c *Client) readFailure(ctx context.Context, err error, st stage) error {
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	if errors.Is(err, sse.ErrIdle) {
-		if st == stageConnect {
-			return &llm.Error{Kind: llm.ErrNetwork,
-				Message: fmt.Sprintf("the provider at %s sent no answer for %s", c.host, c.opts.IdleTimeout)}
-		}
-		err = fmt.Errorf("nothing arrived for %s", c.opts.IdleTimeout)
-	}
-	return &retry.Override{Err: c.networkError(err, st), Final: !retryableNetwork(err)}
 }

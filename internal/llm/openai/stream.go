@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
+	"github.com/relay-ai/relay/internal/llm/retry"
 	"github.com/relay-ai/relay/internal/llm/sse"
 )
 
@@ -83,11 +85,15 @@ type toolCallDelta struct {
 	} `json:"function"`
 }
 
-// assembler builds a Turn from the pieces of an answer and passes each piece
-// on as an event.
+// assembler builds a Turn from the pieces of one answer and passes each
+// piece on as an event: the provider.Decoder of a chat-completions answer,
+// streamed or whole.
 type assembler struct {
-	emit    func(llm.Event)
-	emitted bool // an event was passed on
+	provider.Output
+	turn *llm.Turn
+	// c and model classify an error the provider sends inside its answer.
+	c     *Client
+	model string
 
 	text   strings.Builder
 	calls  []llm.ToolCall
@@ -95,18 +101,86 @@ type assembler struct {
 	index  map[int]int // the provider's tool call index → position in calls
 	finish string
 	usage  *llm.Usage
-	done   bool // the stream said [DONE]
 	// refusal is the model's refusal to answer, when it gave one.
 	refusal strings.Builder
 	// filtered are the categories for which the answer was filtered.
 	filtered []string
 }
 
-func (a *assembler) send(ev llm.Event) {
-	a.emitted = true
-	if a.emit != nil {
-		a.emit(ev)
+// errBadChunk says that a data event was not the JSON of a chunk.
+var errBadChunk = errors.New("malformed data in the answer stream")
+
+// Event takes in one event of a server-sent event stream: a chunk, or
+// [DONE], which completes the answer. Only the data of the events counts:
+// their names and ids are ignored. A chunk that is not JSON is a failure to
+// read the answer, and one holding an error is that error.
+func (a *assembler) Event(ev sse.Event) (bool, error) {
+	if len(bytes.Trim(ev.Data, "\n")) == 0 {
+		return false, nil
 	}
+	d := bytes.TrimSpace(ev.Data)
+	if string(d) == "[DONE]" {
+		a.complete()
+		return true, nil
+	}
+	var c chunk
+	if err := decodeChunk(d, &c); err != nil {
+		return false, fmt.Errorf("%w: %v", errBadChunk, err)
+	}
+	if e := a.add(&c); e != nil {
+		return false, a.failed(e)
+	}
+	return false, nil
+}
+
+// End completes the answer of a stream that ended without [DONE], cleanly
+// or not, once it had its finish reason: only the end of the stream was lost.
+func (a *assembler) End(err error) error {
+	if a.finish != "" {
+		a.complete()
+		return nil
+	}
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// maxAnswer bounds a non-streamed answer.
+const maxAnswer = 64 << 20
+
+// JSON reads a non-streamed answer, as one piece.
+func (a *assembler) JSON(r io.Reader) error {
+	b, err := io.ReadAll(io.LimitReader(r, maxAnswer))
+	if err != nil {
+		return err
+	}
+	var c chunk
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("%w: %v", errBadChunk, err)
+	}
+	if e := a.add(&c); e != nil {
+		return a.failed(e)
+	}
+	if len(c.Choices) == 0 {
+		return fmt.Errorf("%w: an answer without choices", errBadChunk)
+	}
+	a.complete()
+	return nil
+}
+
+// failed is the error for an error the provider sent inside its answer. It
+// is retried unless part of the answer was passed on, or the error says
+// that sending again cannot help; it is not a cut stream, since the
+// provider said what went wrong.
+func (a *assembler) failed(ae *apiErrorChunk) error {
+	b, status := ae.body()
+	ref := a.c.classify(status, nil, b, a.model)
+	if status == 0 && ref.err.Kind == llm.ErrBadRequest {
+		ref.err.Kind = llm.ErrUnavailable
+		ref.err.Message = strings.Replace(ref.err.Message, "the provider rejected the request", "the provider failed while answering", 1)
+	}
+	return &retry.Override{Err: ref.err, Final: a.Shown() || ref.final}
 }
 
 // add takes in one chunk. A chunk holding an error returns it.
@@ -129,7 +203,7 @@ func (a *assembler) add(c *chunk) *apiErrorChunk {
 		if d != nil {
 			if d.Content != "" {
 				a.text.WriteString(string(d.Content))
-				a.send(llm.Event{Kind: llm.EventText, Text: string(d.Content)})
+				a.Send(llm.Event{Kind: llm.EventText, Text: string(d.Content)})
 			}
 			for i := range d.ToolCalls {
 				a.addToolCall(&d.ToolCalls[i])
@@ -186,20 +260,30 @@ func (a *assembler) addToolCall(d *toolCallDelta) {
 	}
 	a.args[pos].WriteString(d.Function.Arguments)
 	if ev.ID != "" || ev.Name != "" || ev.ArgumentsDelta != "" {
-		a.send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: ev})
+		a.Send(llm.Event{Kind: llm.EventToolCallDelta, ToolCall: ev})
 	}
 }
 
-// complete reports whether the answer ended as an answer does, rather than
-// by the connection closing early.
-func (a *assembler) complete() bool {
-	return a.done || a.finish != ""
+// complete fills the turn with the whole answer and passes on the events
+// that only a whole answer has.
+func (a *assembler) complete() {
+	a.fill(true)
+	if a.usage != nil {
+		a.Send(llm.Event{Kind: llm.EventUsage, Usage: *a.usage})
+	}
 }
 
-// turn fills t with the answer. A complete turn has its tool calls, each with
-// arguments ("{}" when the model gave none); a partial one has its text only,
+// Partial fills the turn with the text that arrived, and no tool calls,
 // since the arguments of its calls may be cut.
-func (a *assembler) turn(t *llm.Turn, complete bool) {
+func (a *assembler) Partial() {
+	a.fill(false)
+}
+
+// fill fills the turn with the answer. A complete turn has its tool calls,
+// each with arguments ("{}" when the model gave none); a partial one has its
+// text only.
+func (a *assembler) fill(complete bool) {
+	t := a.turn
 	t.Text = a.text.String()
 	t.ToolCalls, t.FinishReason, t.Usage = nil, "", llm.Usage{}
 	if !complete {
@@ -246,10 +330,11 @@ func filteredCategories(raw json.RawMessage) []string {
 	return out
 }
 
-// withheld is the error for a complete answer with nothing in it because the
+// Withheld is the error for a complete answer with nothing in it because the
 // provider filtered it or the model refused: no text and no tool calls. An
 // answer that has something stands, filtered or not.
-func (a *assembler) withheld(t *llm.Turn) *llm.Error {
+func (a *assembler) Withheld() *llm.Error {
+	t := a.turn
 	if t.Text != "" || len(t.ToolCalls) > 0 {
 		return nil
 	}
@@ -264,13 +349,6 @@ func (a *assembler) withheld(t *llm.Turn) *llm.Error {
 		why += ": " + strings.Join(a.filtered, ", ")
 	}
 	return &llm.Error{Kind: llm.ErrFiltered, Message: "the provider filtered the answer (" + why + ")"}
-}
-
-// finishEvents sends the events that only a complete answer has.
-func (a *assembler) finishEvents() {
-	if a.usage != nil {
-		a.send(llm.Event{Kind: llm.EventUsage, Usage: *a.usage})
-	}
 }
 
 // apiErrorChunk is an error a provider sent inside a stream or a 200 answer.
@@ -292,39 +370,4 @@ func (e *apiErrorChunk) body() ([]byte, int) {
 		return b, n
 	}
 	return b, 0
-}
-
-// errBadChunk says that a data event was not the JSON of a chunk.
-var errBadChunk = errors.New("malformed data in the answer stream")
-
-// readStream reads a server-sent event stream into a. It returns nil when
-// the stream ended with [DONE] or at the end of the body, an *apiErrorChunk
-// when the provider sent an error, and the read error otherwise. Only the
-// data of the events counts: their names and ids are ignored.
-func readStream(s *sse.Stream, a *assembler) error {
-	for !a.done {
-		ev, err := s.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if len(bytes.Trim(ev.Data, "\n")) == 0 {
-			continue
-		}
-		d := bytes.TrimSpace(ev.Data)
-		if string(d) == "[DONE]" {
-			a.done = true
-			return nil
-		}
-		var c chunk
-		if err := decodeChunk(d, &c); err != nil {
-			return fmt.Errorf("%w: %v", errBadChunk, err)
-		}
-		if e := a.add(&c); e != nil {
-			return e
-		}
-	}
-	return nil
 }

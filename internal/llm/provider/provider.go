@@ -1,10 +1,12 @@
-// Package provider holds the skeleton of a streamed model request that the
-// provider clients built on the sse and retry packages share: the transport
+// Package provider holds the skeleton of a streamed model request that every
+// provider client (openai, anthropic, google) is built on: the transport
 // options and their defaults, the retry loop around opening the stream, the
-// reading of its events, and turning a stream that broke off into the partial
-// Turn and ErrStreamCut. What a provider's body, events and refusals look like
-// stays in its own package, behind [Decoder] and the refusal function given to
-// [Endpoint.Stream].
+// reading of its events (or of an answer that came whole, as JSON), turning a
+// stream that broke off into the partial Turn and ErrStreamCut, and the check
+// of a complete answer that holds nothing. What a provider's body, events,
+// refusals and withheld answers look like stays in its own package, behind
+// [Decoder] and the [Refuse] function given to [Endpoint.Stream]; so may the
+// words for a failed connection ([Endpoint.Broken]).
 package provider
 
 import (
@@ -34,6 +36,9 @@ type Settings struct {
 	// BackoffBase is the wait before the first retry, doubled for each one
 	// after; 0 means 500ms.
 	BackoffBase time.Duration
+	// MaxRetryWait bounds one wait between tries; 0 means a minute. A
+	// provider asking for a longer wait gets no retry (see [retry.Policy]).
+	MaxRetryWait time.Duration
 	// ConnectTimeout bounds dialing and the TLS handshake; 0 means 10s. It
 	// applies to the client made here, not to HTTPClient.
 	ConnectTimeout time.Duration
@@ -60,13 +65,42 @@ type Endpoint struct {
 	HTTP *http.Client
 	// Retry is the retry policy; its Logger is set for each request.
 	Retry retry.Policy
-	// Log gets the retry warnings, with the provider's attribute.
+	// Log gets the retry warnings, with the provider's attributes.
 	Log *slog.Logger
+	// AnyType reads every 2xx answer, whatever its Content-Type, as an event
+	// stream, except a JSON one, which a [JSONDecoder] reads whole: for
+	// endpoints whose stream the configuration may turn off. Without it, a
+	// 2xx answer that is not an event stream is a refusal.
+	AnyType bool
+	// KeepCut passes on an event that the end of the stream cut short, for
+	// servers that end their stream without the last blank line (see
+	// [sse.Request]).
+	KeepCut bool
+	// Broken, when not nil, words a failure to get or read the answer (the
+	// connection, an idle timeout, an answer that ended early or could not be
+	// read) in place of [retry.Network], made [retry.Cut] at [Shown]. Its
+	// error is an *llm.Error, or a *retry.Override when the kind alone does
+	// not say whether to retry.
+	Broken func(err error, st Stage) error
 }
 
-// New returns the Endpoint of a provider named name (in messages) and
-// logName (in logs), with s's defaults filled in.
-func New(name, logName, key string, header http.Header, s Settings) Endpoint {
+// Stage is how far a try got when it failed.
+type Stage int
+
+const (
+	// Opening: no answer came.
+	Opening Stage = iota
+	// Reading: an answer came, but none of it was passed on.
+	Reading
+	// Shown: part of the answer was passed on, so a new try would show it
+	// again.
+	Shown
+)
+
+// New returns the Endpoint of a provider named name in messages, with s's
+// defaults filled in. logAttrs are the attributes of its log lines, as
+// [slog.Logger.With] takes them ("provider", "anthropic").
+func New(name, key string, header http.Header, s Settings, logAttrs ...any) Endpoint {
 	connect := s.ConnectTimeout
 	if connect <= 0 {
 		connect = DefaultConnectTimeout
@@ -89,36 +123,57 @@ func New(name, logName, key string, header http.Header, s Settings) Endpoint {
 		Header: header,
 		Idle:   idle,
 		HTTP:   hc,
-		Retry:  retry.Policy{MaxTries: s.MaxTries, Base: s.BackoffBase},
-		Log:    log.With("provider", logName),
+		Retry:  retry.Policy{MaxTries: s.MaxTries, Base: s.BackoffBase, MaxWait: s.MaxRetryWait},
+		Log:    log.With(logAttrs...),
 	}
 }
 
 // Decoder reads the events of one answer into its turn.
+//
+// The errors of Event, End and JSONDecoder.JSON say how a try failed: an
+// *llm.Error is the provider's own failure (made ErrStreamCut when part of
+// the answer was shown); a *retry.Override is returned as it is, having said
+// itself whether to retry; any other error means the answer could not be
+// read, and is worded as a broken connection is ([Endpoint.Broken]).
 type Decoder interface {
 	// Event handles one event and reports whether the answer is complete (the
 	// turn then is).
-	Event(ev sse.Event) (done bool, err *llm.Error)
-	// End is called when the stream ends cleanly before Event said done. It
-	// completes the turn and returns nil when the answer was whole all the
-	// same, and otherwise says what is missing.
-	End() error
+	Event(ev sse.Event) (done bool, err error)
+	// End is called when the stream ends before Event said done: cleanly,
+	// err being io.EOF, or because reading it failed with err. It completes
+	// the turn and returns nil when the answer was whole all the same, and
+	// otherwise says why not (err itself, for a failure to read).
+	End(err error) error
 	// Partial fills the turn with what arrived.
 	Partial()
 	// Shown reports whether an event has been emitted: from then on, a
 	// failure cannot be retried.
 	Shown() bool
+	// Withheld is called once the answer is complete. It returns the error
+	// for an answer with nothing in it because the provider filtered it or
+	// the model refused (not retried), and nil for an answer that stands.
+	Withheld() *llm.Error
+}
+
+// JSONDecoder is a Decoder that also reads an answer that came whole, as
+// JSON, rather than streamed (see [Endpoint.AnyType]).
+type JSONDecoder interface {
+	Decoder
+	// JSON reads the answer from r and completes the turn.
+	JSON(r io.Reader) error
 }
 
 // Refuse is the error for an answer that is a provider's refusal rather than
-// an event stream.
-type Refuse func(se *sse.StatusError) *llm.Error
+// an event stream: an *llm.Error, or a *retry.Override when the kind alone
+// does not say whether to retry (an exhausted quota, a Retry-After of 0).
+type Refuse func(se *sse.StatusError) error
 
 // Stream POSTs body to url as a request for model, retried as e.Retry says,
 // and reads the answer through the Decoder that decoder makes for each try's
 // turn. emit, when not nil, gets the events. The returned Turn is never nil:
 // on failure it holds what arrived before (possibly nothing) and the body
-// sent.
+// sent. A complete answer that the last Decoder says was withheld is its
+// error, with the turn.
 func (e *Endpoint) Stream(ctx context.Context, url, model string, body []byte, emit func(llm.Event), refuse Refuse, decoder func(turn *llm.Turn, out Output) Decoder) (*llm.Turn, error) {
 	if emit == nil {
 		emit = func(llm.Event) {}
@@ -126,17 +181,28 @@ func (e *Endpoint) Stream(ctx context.Context, url, model string, body []byte, e
 	policy := e.Retry
 	policy.Logger = e.Log.With("model", model)
 	var turn *llm.Turn
+	var d Decoder
 	retries, err := policy.Do(ctx, func(ctx context.Context) error {
 		turn = &llm.Turn{Sent: body}
-		return e.try(ctx, url, model, body, refuse, decoder(turn, Output{emit: emit}))
+		d = decoder(turn, Output{emit: emit})
+		return e.try(ctx, url, model, body, refuse, d)
 	}, emit)
 	turn.Retries = retries
-	return turn, err
+	if err != nil {
+		return turn, err
+	}
+	if le := d.Withheld(); le != nil {
+		return turn, le
+	}
+	return turn, nil
 }
 
 // try sends the body once and reads the answer through d.
 func (e *Endpoint) try(ctx context.Context, url, model string, body []byte, refuse Refuse, d Decoder) error {
-	s, err := sse.Open(ctx, sse.Request{Client: e.HTTP, URL: url, Header: e.Header, Body: body, Idle: e.Idle})
+	s, err := sse.Open(ctx, sse.Request{
+		Client: e.HTTP, URL: url, Header: e.Header, Body: body, Idle: e.Idle,
+		AnyType: e.AnyType, KeepCut: e.KeepCut,
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -148,37 +214,67 @@ func (e *Endpoint) try(ctx context.Context, url, model string, body []byte, refu
 			}
 			return refuse(se)
 		}
-		return retry.Network(e.Name, err, e.Key)
+		return e.broken(err, Opening)
 	}
 	defer s.Close()
+	if j, ok := d.(JSONDecoder); ok && e.AnyType && s.MediaType() == "application/json" {
+		if err := j.JSON(s.Body()); err != nil {
+			return e.fail(ctx, d, err)
+		}
+		return nil
+	}
 	for {
 		ev, err := s.Next()
-		if err == io.EOF {
-			if err = d.End(); err == nil {
+		if err == nil {
+			done, err := d.Event(ev)
+			if err != nil {
+				return e.fail(ctx, d, err)
+			}
+			if done {
+				return nil
+			}
+			continue
+		}
+		// A read that failed because the request was cancelled says nothing
+		// of the answer.
+		if err == io.EOF || ctx.Err() == nil {
+			if err = d.End(err); err == nil {
 				return nil
 			}
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				d.Partial()
-				return context.Cause(ctx)
-			}
-			return e.fail(d, retry.Network(e.Name, err, e.Key))
-		}
-		done, lerr := d.Event(ev)
-		if lerr != nil {
-			return e.fail(d, lerr)
-		}
-		if done {
-			return nil
-		}
+		return e.fail(ctx, d, err)
 	}
 }
 
-// fail ends a try with le, made a stream cut if output was already shown.
-func (e *Endpoint) fail(d Decoder, le *llm.Error) error {
+// fail ends a try whose answer failed with err (see [Decoder]), keeping what
+// arrived in the turn.
+func (e *Endpoint) fail(ctx context.Context, d Decoder, err error) error {
 	d.Partial()
+	if o, ok := errors.AsType[*retry.Override](err); ok {
+		return o
+	}
+	if le, ok := errors.AsType[*llm.Error](err); ok {
+		if d.Shown() {
+			return retry.Cut(e.Name, le)
+		}
+		return le
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if d.Shown() {
+		return e.broken(err, Shown)
+	}
+	return e.broken(err, Reading)
+}
+
+// broken is the error for a failure to get or read the answer at stage st.
+func (e *Endpoint) broken(err error, st Stage) error {
+	if e.Broken != nil {
+		return e.Broken(err, st)
+	}
+	le := retry.Network(e.Name, err, e.Key)
+	if st == Shown {
 		return retry.Cut(e.Name, le)
 	}
 	return le
