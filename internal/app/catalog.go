@@ -1,12 +1,20 @@
 package app
 
 import (
+	"context"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/httpapi"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/run"
 )
 
 // catalog is what GET /api/config tells clients of cfg (docs/api.md): the
@@ -68,4 +76,104 @@ func azureModels(cfg *config.Config) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// How long the models an endpoint listed (models.fetch) are kept, and how
+// long its configured list stands in after asking it failed.
+const (
+	fetchedModelsTTL = 10 * time.Minute
+	fetchFailedTTL   = time.Minute
+)
+
+// fetchingCatalog is the catalog of GET /api/config with the models of the
+// endpoints whose models.fetch is on asked of the endpoints themselves
+// (docs/config.md "Models from the endpoint"): each endpoint's list is kept
+// for fetchedModelsTTL; when asking fails, or the endpoint's key is each
+// user's own, its configured list stands in, and the failure is logged.
+type fetchingCatalog struct {
+	base   *httpapi.Catalog
+	fetch  map[string]bool // the providers (lower case) to ask
+	models run.Models
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu   sync.Mutex // held while asking: one request per endpoint at a time
+	kept map[string]fetchedModels
+}
+
+type fetchedModels struct {
+	ids   []string // nil: the configured list
+	until time.Time
+}
+
+// newFetchingCatalog returns the catalog of cfg, asking endpoints through models.
+func newFetchingCatalog(cfg *config.Config, models run.Models, log *slog.Logger) *fetchingCatalog {
+	f := &fetchingCatalog{base: catalog(cfg), fetch: map[string]bool{}, models: models, log: log, now: time.Now, kept: map[string]fetchedModels{}}
+	// An endpoint whose key each user gives has no key to ask it with.
+	ask := func(name string) {
+		if ue, ok := cfg.Endpoints.UserEndpoint(name); !ok || len(ue.Fields) == 0 {
+			f.fetch[strings.ToLower(name)] = true
+		}
+	}
+	if cfg.Endpoints.OpenAI.Models.Fetch {
+		ask(config.ProviderOpenAI)
+	}
+	for _, e := range cfg.Endpoints.Custom {
+		if e.Models.Fetch {
+			ask(e.Name)
+		}
+	}
+	return f
+}
+
+// Catalog is the catalog with the fetched lists of models in place.
+func (f *fetchingCatalog) Catalog(ctx context.Context) *httpapi.Catalog {
+	if len(f.fetch) == 0 {
+		return f.base
+	}
+	c := *f.base
+	c.Providers = slices.Clone(f.base.Providers)
+	for i, p := range c.Providers {
+		if f.fetch[strings.ToLower(p.Name)] {
+			if ids := f.listed(ctx, p.Name); ids != nil {
+				c.Providers[i].Models = ids
+			}
+		}
+	}
+	return &c
+}
+
+// listed returns the models provider's endpoint lists, nil to keep the
+// configured ones.
+func (f *fetchingCatalog) listed(ctx context.Context, provider string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := strings.ToLower(provider)
+	if k, ok := f.kept[key]; ok && f.now().Before(k.until) {
+		return k.ids
+	}
+	ids, err := f.ask(ctx, provider)
+	if err != nil {
+		f.log.Warn("listing an endpoint's models failed; its configured models stand in", slog.String("endpoint", provider), slog.Any("err", err))
+		f.kept[key] = fetchedModels{until: f.now().Add(fetchFailedTTL)}
+		return nil
+	}
+	f.kept[key] = fetchedModels{ids: ids, until: f.now().Add(fetchedModelsTTL)}
+	return ids
+}
+
+func (f *fetchingCatalog) ask(ctx context.Context, provider string) ([]string, error) {
+	m, _, err := f.models(ctx, "", provider, "")
+	if err != nil {
+		return nil, err
+	}
+	l, ok := m.(llm.Lister)
+	if !ok {
+		return nil, fault.New(fault.Invalid, "endpoint %q cannot list its models", provider)
+	}
+	ids, err := l.ListModels(ctx)
+	if err == nil && ids == nil {
+		ids = []string{}
+	}
+	return ids, err
 }

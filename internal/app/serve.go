@@ -224,7 +224,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		Logger:       log,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
-		Catalog:      catalog(cfg),
+		Catalog:      newFetchingCatalog(cfg, runs.Models, log).Catalog,
 		CORSOrigins:  cfg.Server.CORSOrigins,
 		Quota:        quotas,
 		UI:           web.Dist(),

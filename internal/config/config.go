@@ -425,8 +425,11 @@ func (e *Endpoints) ContextWindow(provider, model string) int {
 // itself, as LibreChat's endpoints.anthropic writes it.
 type Models struct {
 	Default ModelList `yaml:"default,omitempty"`
+	// Fetch lists the models from the endpoint's own /models (OpenAI and
+	// custom endpoints), cached for a while, Default being the list when the
+	// endpoint cannot be asked (docs/config.md "Models from the endpoint").
+	Fetch bool `yaml:"fetch,omitempty"`
 
-	_ any `yaml:"fetch" relay:"ignored"`
 	_ any `yaml:"userIdQuery" relay:"ignored"`
 }
 
@@ -434,7 +437,7 @@ type Models struct {
 func (m *Models) decodeList(n *yaml.Node) error { return n.Decode(&m.Default) }
 
 // IsZero reports whether no model is listed; it keeps an empty `models:` out of dumps.
-func (m Models) IsZero() bool { return len(m.Default) == 0 }
+func (m Models) IsZero() bool { return len(m.Default) == 0 && !m.Fetch }
 
 // AzureOpenAI is endpoints.azureOpenAI in librechat.yaml's shape. An agent
 // with provider azureOpenAI and model M is served by the one group that lists M.

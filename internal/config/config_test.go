@@ -271,8 +271,6 @@ func TestLibreChatFile(t *testing.T) {
 		"endpoints.agents.capabilities",
 		"endpoints.agents.disableBuilder",
 		"endpoints.custom[0].modelDisplayLabel",
-		"endpoints.custom[0].models.fetch",
-		"endpoints.openAI.models.fetch",
 		"fileStrategy",
 		"interface",
 		"registration",

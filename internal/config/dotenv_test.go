@@ -117,8 +117,8 @@ func TestNewerLibreChatConfigLoads(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Unknown (-want +got):\n%s", diff)
 	}
-	if !slices.Contains(c.Ignored, "endpoints.custom[0].models.fetch") {
-		t.Errorf("Ignored = %v, want endpoints.custom[0].models.fetch (a LibreChat key Relay knows)", c.Ignored)
+	if !c.Endpoints.Custom[0].Models.Fetch || slices.Contains(c.Ignored, "endpoints.custom[0].models.fetch") {
+		t.Errorf("models.fetch: %v, ignored %v; want it read", c.Endpoints.Custom[0].Models.Fetch, c.Ignored)
 	}
 	if e := c.Endpoints.Custom[0]; e.APIKey != "gsk-1" || c.Memory.TokenLimit != 2000 || c.Endpoints.Agents.MaxToolResultChars != 20000 || c.MCPServers["files"].Command != "npx" {
 		t.Errorf("the keys Relay uses did not take effect: %+v", c)

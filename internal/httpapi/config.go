@@ -47,7 +47,7 @@ type Features struct {
 func (s *Server) config(w http.ResponseWriter, r *http.Request) {
 	c := Catalog{Providers: []CatalogProvider{}, Tools: []CatalogTool{}, Placeholders: prompt.Placeholders()}
 	if s.opts.Catalog != nil {
-		c = *s.opts.Catalog
+		c = *s.opts.Catalog(r.Context())
 	}
 	c.Version = s.opts.Version
 	writeJSON(w, http.StatusOK, c)

@@ -57,9 +57,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported by /healthz and /api/config.
 	Version string
-	// Catalog is what GET /api/config answers (its Version is Version's);
-	// nil answers no providers, no tools and no features.
-	Catalog *Catalog
+	// Catalog returns what GET /api/config answers (its Version is
+	// Version's); nil answers no providers, no tools and no features.
+	Catalog func(context.Context) *Catalog
 	// CORSOrigins may call /v1 from a browser (server.cors_origins); "*"
 	// is any origin.
 	CORSOrigins []string

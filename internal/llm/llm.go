@@ -40,6 +40,11 @@ type ParamChecker interface {
 	CheckParam(name string, value any) error
 }
 
+// Lister is a Model whose endpoint can list the models it serves.
+type Lister interface {
+	ListModels(ctx context.Context) ([]string, error)
+}
+
 // EventKind is the kind of a streamed event.
 type EventKind string
 
