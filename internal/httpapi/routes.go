@@ -8,8 +8,9 @@ type access int
 const (
 	// keyOrSession routes take an API key or the session cookie (authed).
 	keyOrSession access = iota
-	// public routes take no authentication: the probes, the sign-in page's
-	// status, and the callbacks of single sign-on and MCP authorizations.
+	// public routes take no authentication: the probes, the OpenAPI
+	// document, the sign-in page's status, and the callbacks of single
+	// sign-on and MCP authorizations.
 	public
 	// sameOriginOnly routes take no authentication but refuse requests that a
 	// browser sent from another site (sameOrigin): signing in and out, and
@@ -25,12 +26,16 @@ type route struct {
 	handler      http.HandlerFunc
 }
 
-// table is the whole API of Relay, in one place: the mux is built from it.
+// table is the whole API of Relay, in one place: the mux is built from it,
+// and openapi.json documents each of its routes and nothing else (a test
+// checks both).
 func (s *Server) table() []route {
 	return []route{
 		// Probes: no authentication.
 		{"GET", "/healthz", public, s.healthz},
 		{"GET", "/readyz", public, s.readyz},
+		// This API's OpenAPI document (docs/api.md "OpenAPI"), public like the probes.
+		{"GET", "/api/openapi.json", public, s.openapi},
 
 		// Agents (docs/api.md "Agents").
 		{"GET", "/api/agents", keyOrSession, s.listAgents},
