@@ -102,8 +102,8 @@ const maxChecked = 1 << 20
 //     400);
 //   - an answer must have a status the operation lists, with the headers and
 //     the body it describes;
-//   - a path of the API (/api/…, /v1/…) that the document does not have must
-//     be answered 404 with Relay's error.
+//   - a path of the API that the document does not have must be answered
+//     404, with Relay's error under /api/ and OpenAI's under /v1/.
 //
 // OPTIONS (CORS preflights) and HEAD are not in the document and are not
 // checked, nor are paths outside the API (the web UI).
@@ -119,12 +119,20 @@ func (v *validator) wrap(h http.Handler, report func(error)) http.Handler {
 		if err != nil {
 			h.ServeHTTP(rec, r)
 			rec.finish()
-			if p := r.URL.Path; strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") {
-				if rec.status != http.StatusNotFound {
-					report(fmt.Errorf("%s is not in the document (%v), yet it was answered %d", what, err, rec.status))
-				} else if err := v.isError(rec.body.Bytes()); err != nil {
-					report(fmt.Errorf("%s: the 404 of a path the API does not have: %w", what, err))
-				}
+			shape := ""
+			switch p := r.URL.Path; {
+			case strings.HasPrefix(p, "/api/"):
+				shape = "Error"
+			case strings.HasPrefix(p, "/v1/"):
+				shape = "OpenAIError"
+			}
+			if shape == "" {
+				return
+			}
+			if rec.status != http.StatusNotFound {
+				report(fmt.Errorf("%s is not in the document (%v), yet it was answered %d", what, err, rec.status))
+			} else if err := v.isError(shape, rec.body.Bytes()); err != nil {
+				report(fmt.Errorf("%s: the 404 of a path the API does not have: %w", what, err))
 			}
 			return
 		}
@@ -184,13 +192,14 @@ func (v *validator) wrap(h http.Handler, report func(error)) http.Handler {
 	})
 }
 
-// isError checks that body is Relay's error.
-func (v *validator) isError(body []byte) error {
+// isError checks that body is an error of the shape the document's schema
+// names: Relay's (Error) or OpenAI's (OpenAIError).
+func (v *validator) isError(shape string, body []byte) error {
 	value, err := openapi3filter.JSONBodyDecoder(bytes.NewReader(body), nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("not JSON: %q", clip(string(body)))
 	}
-	return v.doc.Components.Schemas["Error"].Value.VisitJSON(value, openapi3.EnableJSONSchema2020())
+	return v.doc.Components.Schemas[shape].Value.VisitJSON(value, openapi3.EnableJSONSchema2020())
 }
 
 // credentials is how the document's security schemes are met: the scheme's

@@ -210,6 +210,7 @@ func TestOpenAPITour(t *testing.T) {
 	// The OpenAI-compatible endpoints.
 	call("ann", "GET", "/v1/models/helper", "", 200)
 	call("ann", "GET", "/v1/models/none", "", 404)
+	call("ann", "GET", "/v1/embeddings", "", 404)
 	call("ann", "GET", "/api/nothing", "", 404)
 	call("ann", "POST", "/v1/chat/completions", `{"model":"helper","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, 200)
 	call("ann", "POST", "/v1/chat/completions", `{"model":"helper","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, 400)
