@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,12 +62,20 @@ func TestOpenAPITour(t *testing.T) {
 	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
 		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
-	// "who" makes the agent call the tool that asks the user a question.
+	// "who" makes the agent call the tool that asks the user a question,
+	// "draw" answer with an image, "fail" fail midway.
 	model := llmtest.Func(func(req *llm.Request) llmtest.Turn {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleUser && strings.Contains(last.Content, "who") {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role != llm.RoleUser:
+		case strings.Contains(last.Content, "who"):
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "ask__mcp__test", Arguments: "{}"}}}}
+		case strings.Contains(last.Content, "draw"):
+			return llmtest.Turn{Text: []string{"here"}, Images: []llm.Image{{MIMEType: "image/png", Data: "iVBORw0KGgo="}}}
+		case strings.Contains(last.Content, "fail"):
+			return llmtest.Turn{Text: []string{"part"}, Err: errors.New("the provider refused")}
 		}
-		return llmtest.Turn{Text: []string{"ok"}}
+		return llmtest.Turn{Text: []string{"ok"}, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}
 	})
 	runs := &run.Service{Store: st, MCP: m, Log: slog.New(slog.DiscardHandler), Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
@@ -207,7 +216,19 @@ func TestOpenAPITour(t *testing.T) {
 	call("ann", "POST", "/api/agents/helper/prompt", `{"text":"and now?","conversation_id":"`+conv+`"}`, 200)
 	call("ann", "DELETE", "/api/conversations/"+conv, "", 204)
 
+	// An answer with an image, and a run that fails.
+	call("ann", "POST", "/api/chat", `{"agent_id":"helper","text":"draw a dot"}`, 200)
+	if out := call("ann", "POST", "/api/chat", `{"agent_id":"helper","text":"fail now"}`, 200); !strings.Contains(out, "event: error") {
+		t.Errorf("a failed run's stream:\n%s", out)
+	}
+
 	// The OpenAI-compatible endpoints.
+	for _, text := range []string{"hi", "draw a dot"} {
+		call("ann", "POST", "/v1/chat/completions", `{"model":"helper","messages":[{"role":"user","content":"`+text+`"}]}`, 200)
+		call("ann", "POST", "/v1/chat/completions", `{"model":"helper","stream":true,"messages":[{"role":"user","content":"`+text+`"}]}`, 200)
+	}
+	call("ann", "POST", "/v1/chat/completions", `{"model":"helper","messages":[{"role":"user","content":"fail now"}]}`, 502)
+	call("ann", "POST", "/v1/chat/completions", `{"model":"helper","stream":true,"messages":[{"role":"user","content":"fail now"}]}`, 200)
 	call("ann", "GET", "/v1/models/helper", "", 200)
 	call("ann", "GET", "/v1/models/none", "", 404)
 	call("ann", "GET", "/v1/embeddings", "", 404)
