@@ -153,8 +153,8 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
 	}
 	// The web UI (docs/ui.md): every other GET is a file of its build or
-	// its index.html. Anything else is a JSON 404 (or 405), as is an
-	// unknown path under /api/ or /v1/.
+	// its index.html. Anything else is a JSON 404, as is an unknown path
+	// under /api/ or /v1/ (in OpenAI's shape there).
 	mux.HandleFunc("GET /", s.ui())
 	mux.HandleFunc("/", s.notFound)
 
