@@ -43,7 +43,7 @@ func setup(t *testing.T) *bundle {
 		auth:   auth.NewService(st, nil),
 		agents: agent.NewService(st, agent.Rules{Providers: []string{"openAI", "anthropic", "ollama"}, MaxRecursionLimit: 100}),
 	}
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+	b.srv = httptest.NewServer(newAPI(t, httpapi.Options{
 		Auth: b.auth, Agents: b.agents, MaxBodyBytes: 64 << 10,
 		Ready: func(ctx context.Context) error { return st.Ping(ctx) },
 	}))

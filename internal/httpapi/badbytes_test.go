@@ -60,7 +60,7 @@ func TestBadBytesInRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(httpapi.New(httpapi.Options{Auth: tm.Auth, Agents: tm.Agents, Runs: tm.Runs, MaxBodyBytes: 1 << 20}))
+			srv := httptest.NewServer(newAPI(t, httpapi.Options{Auth: tm.Auth, Agents: tm.Agents, Runs: tm.Runs, MaxBodyBytes: 1 << 20}))
 			t.Cleanup(srv.Close)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()

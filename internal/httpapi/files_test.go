@@ -49,7 +49,7 @@ func setupFiles(t *testing.T) *filesBundle {
 	go func() { ran <- svc.Run(runCtx) }()
 	b := &filesBundle{dbPath: path, client: &http.Client{Transport: &http.Transport{}}}
 	b.auth = auth.NewService(st, nil)
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+	b.srv = httptest.NewServer(newAPI(t, httpapi.Options{
 		Auth: b.auth, Files: svc, MaxBodyBytes: 64 << 10,
 	}))
 	var stopped bool

@@ -92,7 +92,7 @@ func setupLimits(t *testing.T, limits quota.Limits, maxSchedules int) *limitsBun
 	files := file.NewService(file.Options{Store: st})
 	b := &limitsBundle{keys: map[string]string{}, clock: clock, release: release}
 	b.opts = httpapi.Options{Auth: as, Agents: agents, Runs: runs, Schedules: sched, Files: files, Quota: q, MaxBodyBytes: 64 << 10}
-	b.handler = httpapi.New(b.opts)
+	b.handler = newAPI(t, b.opts)
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)
 	for _, name := range []string{"ann", "bob", "admin"} {

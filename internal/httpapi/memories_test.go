@@ -33,7 +33,7 @@ func setupMemory(t *testing.T, cfg *memory.Config) *bundle {
 	if cfg != nil {
 		mem = memory.NewService(st, *cfg, nil)
 	}
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+	b.srv = httptest.NewServer(newAPI(t, httpapi.Options{
 		Auth: b.auth, Memory: mem, MaxBodyBytes: 64 << 10,
 	}))
 	t.Cleanup(b.srv.Close)

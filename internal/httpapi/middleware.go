@@ -239,7 +239,7 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.ErrorContext(r.Context(), "handler panic", slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-				s.writeError(w, r, fault.New(fault.Internal, "internal error"))
+				s.refuse(w, r, fault.New(fault.Internal, "internal error"))
 			}
 		}()
 		h.ServeHTTP(w, r)

@@ -88,7 +88,7 @@ func setupSSO(t *testing.T, autoCreate bool, secret string) *ssoBundle {
 		Issuer: b.issuer, ClientID: "relay", ClientSecret: secret, RedirectURL: relayURL + "/api/auth/oidc/callback",
 		Scopes: []string{"openid", "email", "profile"}, Label: "Example SSO", AutoCreate: autoCreate,
 	})
-	b.relay.Config.Handler = httpapi.New(httpapi.Options{
+	b.relay.Config.Handler = newAPI(t, httpapi.Options{
 		Auth: b.auth, Agents: agent.NewService(st, agent.Rules{Providers: []string{"openAI"}}), OIDC: sso, MaxBodyBytes: 64 << 10,
 	})
 	b.relay.Start()

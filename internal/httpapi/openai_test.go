@@ -30,7 +30,7 @@ func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Auth: tm.Auth, Agents: tm.Agents, Runs: tm.Runs, MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(newAPI(t, httpapi.Options{Auth: tm.Auth, Agents: tm.Agents, Runs: tm.Runs, MaxBodyBytes: 1 << 20}))
 	t.Cleanup(srv.Close)
 	return &team{srv: srv, key: key}
 }

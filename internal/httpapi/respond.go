@@ -110,8 +110,10 @@ func classifyBodyErr(err error) error {
 	return fault.FromJSON(err)
 }
 
+// notFound answers a path no route has: in OpenAI's shape under /v1/, like
+// every /v1 error (docs/api.md "OpenAI-compatible").
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, fault.New(fault.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+	s.refuse(w, r, fault.New(fault.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 }
 
 // limit reads the ?limit= of a list request: def when absent, else 1 to 1000.

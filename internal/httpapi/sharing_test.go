@@ -65,7 +65,7 @@ func setupWorld(t *testing.T, names ...string) *world {
 	t.Cleanup(func() { w.runs.Drain(context.Background()) })
 	w.sched = &schedule.Service{Store: st, Agents: w.agents, Users: st, Runner: w.runs, Log: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return w.now }}
-	w.srv = httptest.NewServer(httpapi.New(httpapi.Options{Auth: w.auth, Agents: w.agents, Groups: auth.NewGroups(st),
+	w.srv = httptest.NewServer(newAPI(t, httpapi.Options{Auth: w.auth, Agents: w.agents, Groups: auth.NewGroups(st),
 		Runs: w.runs, Schedules: w.sched, Prompt: prep, MaxBodyBytes: 1 << 20}))
 	t.Cleanup(w.srv.Close)
 	for _, name := range append([]string{"admin"}, names...) {

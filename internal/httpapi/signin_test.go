@@ -53,7 +53,7 @@ func setupSignin(t *testing.T, o signinOptions) *signinBundle {
 	b := &signinBundle{clock: &fakeClock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}}
 	b.auth = auth.NewService(st, b.clock.Now)
 	b.auth.SetSessionTTL(time.Hour)
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Options{
+	b.srv = httptest.NewServer(newAPI(t, httpapi.Options{
 		Auth:    b.auth,
 		Agents:  agent.NewService(st, agent.Rules{Providers: []string{"openAI"}, MaxRecursionLimit: 100}),
 		SignIns: quota.NewSignIns(o.limits, b.clock.Now), PublicURL: o.publicURL, MaxBodyBytes: 64 << 10,

@@ -38,7 +38,7 @@ func TestSlowHeadersDoNotStarveOthers(t *testing.T) {
 		slow          = 500
 		headerTimeout = 2 * time.Second
 	)
-	addr := serveConns(t, httpapi.New(httpapi.Options{Version: "test"}), httpapi.Conns{ReadHeaderTimeout: headerTimeout, IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10})
+	addr := serveConns(t, newAPI(t, httpapi.Options{Version: "test"}), httpapi.Conns{ReadHeaderTimeout: headerTimeout, IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10})
 
 	stop := make(chan struct{})
 	defer close(stop)

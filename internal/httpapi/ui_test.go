@@ -23,7 +23,7 @@ func TestUIServed(t *testing.T) {
 		"favicon.svg":       {Data: []byte("<svg/>")},
 		"assets/big-2.js":   {Data: []byte(strings.Repeat("console.log('relay');\n", 200))},
 	}
-	h := httpapi.New(httpapi.Options{UI: ui})
+	h := newAPI(t, httpapi.Options{UI: ui})
 	get := func(path string) (*http.Response, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

@@ -431,7 +431,8 @@ func (s *Service) Firings(ctx context.Context, u *auth.User, id string, limit in
 	return s.Store.ListFirings(ctx, id, limit)
 }
 
-// RunNow fires a schedule of u's at once, in the background.
+// RunNow fires a schedule of u's at once, in the background, and returns
+// the new firing as it was queued.
 func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing, error) {
 	s.init()
 	sc, err := s.Get(ctx, u, id)
@@ -453,8 +454,11 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	if err := s.Store.CreateFiring(ctx, f); err != nil {
 		return nil, err
 	}
+	// The caller gets the firing as queued: execute changes its own while
+	// the caller reads (answers) this one.
+	queued := *f
 	go s.execute(context.WithoutCancel(ctx), sc, f)
-	return f, nil
+	return &queued, nil
 }
 
 // poke wakes the scheduler to look at the schedules again.

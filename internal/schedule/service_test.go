@@ -201,6 +201,26 @@ func TestListHasLastStatus(t *testing.T) {
 	}
 }
 
+// TestRunNowAnswersTheQueuedFiring: the firing RunNow returns is the caller's
+// own, as queued; the firing that runs is another, so that reading the one
+// returned (an HTTP answer) never races with the run.
+func TestRunNowAnswersTheQueuedFiring(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Now"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.a.RunNow(ctx, f.user, sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitFinished(t, sc.ID, 1)
+	if got.Status != FiringQueued || got.RunID != "" || got.FinishedAt != nil {
+		t.Errorf("RunNow's firing changed after it returned: %+v", got)
+	}
+}
+
 func TestValidation(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
