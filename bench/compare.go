@@ -250,10 +250,14 @@ func benchCompare() error {
 		}
 	}
 
-	var args []string // the flags given, to say how the table was made
+	var args []string // the flags that change the measurement, to say how the table was made
 	flag.Visit(func(f *flag.Flag) {
-		if f.Name != "markdown" && f.Name != "cpuprofile" && f.Name != "cache" {
-			args = append(args, " -"+f.Name+map[bool]string{true: "", false: "=" + f.Value.String()}[f.Value.String() == "true"])
+		switch v := f.Value.String(); {
+		case f.Name == "markdown" || f.Name == "cpuprofile" || f.Name == "cache":
+		case v == "true":
+			args = append(args, " -"+f.Name)
+		default:
+			args = append(args, " -"+f.Name+"="+v)
 		}
 	})
 	header := []string{
