@@ -87,6 +87,10 @@ type scenario struct {
 	calls      int    // model calls per run
 	atOnce     int
 	runs, warm int // measured, and warm-up before them
+	// rounds split the measured runs: each side makes runs/rounds of them in
+	// turn, round after round, so that every side meets the same changes of
+	// the machine's load.
+	rounds int
 }
 
 // compareSide is one row of a scenario: a way of running it, started afresh
@@ -128,9 +132,9 @@ func benchCompare() error {
 	if aimockBin == "" {
 		return errors.New(`PEER_AIMOCK is not set: eval "$(bash ../shared/peers/install.sh)" first`)
 	}
-	n, warm, b := 300, 30, 5
+	n, warm, b, rounds := 1000, 50, 10, 10
 	if *quick {
-		n, warm, b = 30, 5, 1
+		n, warm, b, rounds = 60, 10, 2, 2
 	}
 	if *runs > 0 {
 		n = *runs
@@ -138,10 +142,12 @@ func benchCompare() error {
 	if *batches > 0 {
 		b = *batches
 	}
+	rounds = min(rounds, n)
+	n -= n % rounds
 	scenarios := []scenario{
-		{name: "S1", what: "one agent, one MCP tool call, two model calls", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 1, runs: n, warm: warm},
-		{name: "S2", what: "handoff: two agents, one MCP tool call, three model calls", graph: "handoff", want: "The specialist says: 5.", calls: 3, atOnce: 1, runs: n, warm: warm},
-		{name: "S3", what: "100 × S1 at once", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 100, runs: 100 * b, warm: 100},
+		{name: "S1", what: "one agent, one MCP tool call, two model calls", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 1, runs: n, warm: warm, rounds: rounds},
+		{name: "S2", what: "handoff: two agents, one MCP tool call, three model calls", graph: "handoff", want: "The specialist says: 5.", calls: 3, atOnce: 1, runs: n, warm: warm, rounds: rounds},
+		{name: "S3", what: "100 × S1 at once", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 100, runs: 100 * b, warm: 100, rounds: b},
 	}
 	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !slices.Contains(strings.Split(*only, ","), sc.name) })
 	if len(scenarios) == 0 {
@@ -196,19 +202,19 @@ func benchCompare() error {
 	modelURL := model.base + "/v1"
 
 	sides := []compareSide{
-		{name: "floor: Go HTTP client, no engine", in: all,
+		{name: "floor: Go HTTP client, no engine", in: everyScenario,
 			start: func() (side, error) {
 				return startChildSide("the floor", nil, self, "compare-floor", "-model", modelURL, "-mcp", mcpURL)
 			}},
-		{name: "Relay, POST /v1/chat/completions", relay: true, in: all,
+		{name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
 			start: func() (side, error) { return startRelaySide(bin, tmp, apiV1, modelURL, mcpURL) }},
 		{name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
 			start: func() (side, error) { return startRelaySide(bin, tmp, apiChat, modelURL, mcpURL) }},
-		{name: "Relay, run service in-process", relay: true, in: all,
+		{name: "Relay, run service in-process", relay: true, in: everyScenario,
 			start: func() (side, error) {
 				return startChildSide("Relay in-process", nil, self, "compare-relay", "-model", modelURL, "-mcp", mcpURL)
 			}, profile: "relay-s1-inprocess.pprof"},
-		{name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: all,
+		{name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: everyScenario,
 			start: func() (side, error) {
 				return startChildSide("the LibreChat side", nil, node.node, node.script, modelURL, mcpURL)
 			}, profile: "librechat-s1.cpuprofile"},
@@ -222,21 +228,15 @@ func benchCompare() error {
 	began := time.Now()
 	var rows []compareRow
 	for _, sc := range scenarios {
-		for _, sd := range sides {
-			if !sd.in(sc) {
-				continue
-			}
-			fmt.Fprintf(os.Stderr, "%s (%s): %s…\n", sc.name, sc.what, sd.name)
-			profile := ""
-			if *profDir != "" && sc.name == "S1" && sd.profile != "" {
-				profile = filepath.Join(*profDir, sd.profile)
-			}
-			r, err := measure(sc, sd, model, stats, profile)
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", sc.name, sd.name, err)
-			}
-			rows = append(rows, r)
+		profDirOf := ""
+		if sc.name == "S1" {
+			profDirOf = *profDir
 		}
+		r, err := measureScenario(sc, slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) }), model, stats, profDirOf)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		rows = append(rows, r...)
 	}
 	for i := range rows {
 		if !rows[i].relay {
@@ -261,8 +261,8 @@ func benchCompare() error {
 		}
 	})
 	header := []string{
-		fmt.Sprintf("%s, `go run ./bench compare%s`: S1 and S2 %d runs one after another after %d of warm-up, S3 %d × 100 runs at once after 100 of warm-up; %s in all.",
-			began.UTC().Format("2006-01-02 15:04 MST"), strings.Join(args, ""), n, warm, b, time.Since(began).Round(time.Second)),
+		fmt.Sprintf("%s, `go run ./bench compare%s`: S1 and S2 %d runs one after another after %d of warm-up, S3 %d × 100 runs at once after 100 of warm-up, in %d rounds; %s in all.",
+			began.UTC().Format("2006-01-02 15:04 MST"), strings.Join(args, ""), n, warm, b, rounds, time.Since(began).Round(time.Second)),
 		fmt.Sprintf("Machine: %s; load average before %s.", machine(), loadBefore),
 		fmt.Sprintf("Relay %s built with %s; LibreChat's engine @librechat/agents %s on Node.js %s; aimock and the MCP server answer at once.", gitDescribe(), runtime.Version(), librechatAgents, nodeVersion),
 	}
@@ -278,91 +278,147 @@ func benchCompare() error {
 	return nil
 }
 
-func all(scenario) bool { return true }
+func everyScenario(scenario) bool { return true }
 
-// measure runs sc on a new process of sd: a first run whose model and tool
-// calls are counted, the warm-up, then the measured runs, between which the
-// process's CPU time is read; its resident memory is read once it is ready
-// (start) and at the end (peak).
-func measure(sc scenario, sd compareSide, model *aimock, stats *mcptest.Stats, profile string) (compareRow, error) {
-	row := compareRow{scenario: sc.name, side: sd.name, runs: sc.runs, relay: sd.relay, librechat: sd.librechat}
+// measured is a side of a scenario being measured.
+type measured struct {
+	compareSide
+	s     side
+	row   compareRow
+	cpu   time.Duration // over the measured runs
+	own   time.Duration // the CPU time the side counted itself, if it does
+	took  time.Duration
+	walls []time.Duration
+}
+
+// measureScenario runs sc on a new process of each of sides, all started
+// first: on each, a first run, then the warm-up; then the measured runs, in
+// rounds, the sides taking turns within each, each side's process's CPU time
+// read before and after its own turns. Each process's resident memory is
+// read once it is ready (start) and after the last round (peak). With
+// profDir set, the sides that can write a CPU profile then make the measured
+// runs again with the profiler on; those runs are not in the table.
+func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcptest.Stats, profDir string) ([]compareRow, error) {
 	ctx := context.Background()
-	s, err := sd.start()
-	if err != nil {
-		return row, err
+	var running []*measured
+	defer func() {
+		for _, m := range running {
+			m.s.stop()
+		}
+	}()
+	for _, sd := range sides {
+		fmt.Fprintf(os.Stderr, "%s (%s): starting %s…\n", sc.name, sc.what, sd.name)
+		s, err := sd.start()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sd.name, err)
+		}
+		m := &measured{compareSide: sd, s: s, row: compareRow{scenario: sc.name, side: sd.name, runs: sc.runs, relay: sd.relay, librechat: sd.librechat}}
+		running = append(running, m)
+		if m.row.rssStart, _, err = procMem(s.pid()); err != nil {
+			return nil, err
+		}
 	}
-	defer s.stop()
-	if row.rssStart, _, err = procMem(s.pid()); err != nil {
-		return row, err
-	}
-	// do runs b and checks that every run answered, called the model
+	// do runs b on m and checks that every run answered, called the model
 	// sc.calls times and the tool once.
-	do := func(b batch) (batchResult, error) {
+	do := func(m *measured, b batch) (batchResult, error) {
 		if err := model.resetJournal(); err != nil {
 			return batchResult{}, err
 		}
 		tools := stats.Calls("get-sum")
-		res, err := s.run(ctx, b)
+		res, err := m.s.run(ctx, b)
+		if err == nil {
+			err = checkBatch(sc, b, res, model, stats.Calls("get-sum")-tools)
+		}
 		if err != nil {
-			return res, err
-		}
-		if res.Failures > 0 {
-			return res, fmt.Errorf("%d of %d runs failed; the first answered %q", res.Failures, b.Runs, res.Failure)
-		}
-		if len(res.WallsUS) != b.Runs {
-			return res, fmt.Errorf("%d runs timed, want %d", len(res.WallsUS), b.Runs)
-		}
-		calls, ok, err := model.calls()
-		if err != nil {
-			return res, err
-		}
-		if calls != ok || calls != b.Runs*sc.calls {
-			return res, fmt.Errorf("%d runs made %d model calls (%d answered 200), want %d", b.Runs, calls, ok, b.Runs*sc.calls)
-		}
-		if got := stats.Calls("get-sum") - tools; got != b.Runs {
-			return res, fmt.Errorf("%d runs made %d MCP tool calls, want %d", b.Runs, got, b.Runs)
+			return res, fmt.Errorf("%s: %w", m.name, err)
 		}
 		return res, nil
 	}
-	if _, err := do(batch{Graph: sc.graph, Runs: 1, AtOnce: 1, Want: sc.want}); err != nil {
-		return row, fmt.Errorf("the first run: %w", err)
-	}
-	if sc.warm > 0 {
-		if _, err := do(batch{Graph: sc.graph, Runs: sc.warm, AtOnce: sc.atOnce, Want: sc.want}); err != nil {
-			return row, fmt.Errorf("warming up: %w", err)
+	for _, m := range running {
+		if _, err := do(m, batch{Graph: sc.graph, Runs: 1, AtOnce: 1, Want: sc.want}); err != nil {
+			return nil, fmt.Errorf("the first run: %w", err)
+		}
+		if _, err := do(m, batch{Graph: sc.graph, Runs: sc.warm, AtOnce: sc.atOnce, Want: sc.want}); err != nil {
+			return nil, fmt.Errorf("warming up: %w", err)
 		}
 	}
-	cpu0, err := procCPU(s.pid())
+	fmt.Fprintf(os.Stderr, "%s: %d runs on each side in %d rounds…\n", sc.name, sc.runs, sc.rounds)
+	for range sc.rounds {
+		for _, m := range running {
+			cpu0, err := procCPU(m.s.pid())
+			if err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs / sc.rounds, AtOnce: sc.atOnce, Want: sc.want})
+			if err != nil {
+				return nil, err
+			}
+			m.took += time.Since(t0)
+			cpu1, err := procCPU(m.s.pid())
+			if err != nil {
+				return nil, err
+			}
+			m.cpu += cpu1 - cpu0
+			m.own += time.Duration(res.CPUUS) * time.Microsecond
+			for _, us := range res.WallsUS {
+				m.walls = append(m.walls, time.Duration(us)*time.Microsecond)
+			}
+		}
+	}
+	rows := make([]compareRow, len(running))
+	for i, m := range running {
+		var err error
+		if _, m.row.rssPeak, err = procMem(m.s.pid()); err != nil {
+			return nil, err
+		}
+		slices.Sort(m.walls)
+		m.row.cpu = m.cpu / time.Duration(sc.runs)
+		m.row.p50, m.row.p99 = pct(m.walls, 50), pct(m.walls, 99)
+		m.row.perSecond = float64(sc.runs) / m.took.Seconds()
+		rows[i] = m.row
+		own := "" // the two counts should agree
+		if m.own > 0 {
+			own = fmt.Sprintf(" (its own count %.2f)", float64(m.own)/float64(time.Millisecond)/float64(sc.runs))
+		}
+		fmt.Fprintf(os.Stderr, "  %s: CPU %.2f ms per run%s, wall p50 %s, p99 %s, peak RSS %.0f MB\n", m.name,
+			float64(m.row.cpu)/float64(time.Millisecond), own, ms(m.row.p50), ms(m.row.p99), float64(m.row.rssPeak)/1024)
+	}
+	for _, m := range running {
+		if profDir == "" || m.profile == "" {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d runs on %s with its CPU profiled…\n", sc.name, sc.runs, m.name)
+		res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profile)})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "  its own count of its CPU: %.2f ms per run with the profiler on\n", float64(res.CPUUS)/1000/float64(sc.runs))
+	}
+	return rows, nil
+}
+
+// checkBatch checks that every run of b answered, and that together they
+// called the model sc.calls times each (all answered 200) and the MCP tool
+// once each (tools is the server's count).
+func checkBatch(sc scenario, b batch, res batchResult, model *aimock, tools int) error {
+	if res.Failures > 0 {
+		return fmt.Errorf("%d of %d runs failed; the first answered %q", res.Failures, b.Runs, res.Failure)
+	}
+	if len(res.WallsUS) != b.Runs {
+		return fmt.Errorf("%d runs timed, want %d", len(res.WallsUS), b.Runs)
+	}
+	calls, ok, err := model.calls()
 	if err != nil {
-		return row, err
+		return err
 	}
-	t0 := time.Now()
-	res, err := do(batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: profile})
-	took := time.Since(t0)
-	if err != nil {
-		return row, err
+	if calls != ok || calls != b.Runs*sc.calls {
+		return fmt.Errorf("%d runs made %d model calls (%d answered 200), want %d", b.Runs, calls, ok, b.Runs*sc.calls)
 	}
-	cpu1, err := procCPU(s.pid())
-	if err != nil {
-		return row, err
+	if tools != b.Runs {
+		return fmt.Errorf("%d runs made %d MCP tool calls, want %d", b.Runs, tools, b.Runs)
 	}
-	if _, row.rssPeak, err = procMem(s.pid()); err != nil {
-		return row, err
-	}
-	walls := make([]time.Duration, len(res.WallsUS))
-	for i, us := range res.WallsUS {
-		walls[i] = time.Duration(us) * time.Microsecond
-	}
-	slices.Sort(walls)
-	row.cpu = (cpu1 - cpu0) / time.Duration(sc.runs)
-	row.p50, row.p99 = pct(walls, 50), pct(walls, 99)
-	row.perSecond = float64(sc.runs) / took.Seconds()
-	own := ""
-	if res.CPUUS > 0 { // a side that counts its own CPU time: the two should agree
-		own = fmt.Sprintf(" (its own count %.2f)", float64(res.CPUUS)/1000/float64(sc.runs))
-	}
-	fmt.Fprintf(os.Stderr, "  CPU %.2f ms per run%s, wall p50 %s, peak RSS %.0f MB\n", float64(row.cpu)/float64(time.Millisecond), own, ms(row.p50), float64(row.rssPeak)/1024)
-	return row, nil
+	return nil
 }
 
 // printCompareText prints the table for a terminal.
