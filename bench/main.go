@@ -7,6 +7,7 @@
 //	go run ./bench files [-chunks 100000] [-dims 384]          # ingestion MB/s and RSS; search p50/p99
 //	go run ./bench bombs                                       # RSS growth and outcome of ingesting hostile files
 //	go run ./bench ui [-sessions 50]                           # first-page JS, first paint, RSS of signed-in sessions streaming
+//	go run ./bench compare [-quick] [-markdown] [-cpuprofile DIR] # Relay against LibreChat's agent engine (docs/performance.md)
 //
 // The first measures start-up time of `relay serve` to the first /readyz 200, and
 // create/get/list latency of the agents API on SQLite and (when TEST_POSTGRES_URL
@@ -37,6 +38,24 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "compare") {
+		cmd := os.Args[1]
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+		run := map[string]func() error{
+			"compare":       benchCompare,
+			"compare-floor": compareFloor, // the floor of `bench compare`
+			"compare-relay": compareRelay, // Relay's run service in-process, for `bench compare`
+		}[cmd]
+		if run == nil {
+			fmt.Fprintf(os.Stderr, "bench: unknown command %q\n", cmd)
+			os.Exit(2)
+		}
+		if err := run(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", cmd, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "files-ingest" { // one ingestion of `bench files`
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 		if err := benchFilesIngest(); err != nil {

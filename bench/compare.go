@@ -1,0 +1,601 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
+)
+
+// `bench compare` measures Relay against LibreChat's agent engine,
+// @librechat/agents, on the same scenarios in one run on one machine: one
+// fake OpenAI-compatible model (the aimock peer, answering at once) and one
+// MCP server serve both, and each side runs in a process of its own whose CPU
+// time and memory are read from /proc. docs/performance.md explains the
+// method and holds the latest table.
+
+// What the scenarios' agents are: their instructions carry the markers the
+// fake model's fixtures match, so that it answers every side alike.
+const (
+	compareQuestion        = "What is 2+3?"
+	calcInstructions       = "ROLE-CALC. Add numbers with the get-sum tool."
+	frontDeskInstructions  = "ROLE-FRONT-DESK. Route questions."
+	specialistInstructions = "ROLE-SPECIALIST. Add numbers with the get-sum tool."
+	compareProvider        = "aimock"
+	compareModel           = "bench-model"
+	compareMCPServer       = "bench"
+	// compareTool is the MCP tool get-sum as Relay names it (and the
+	// LibreChat side, bench/compare/node/agents.cjs, names it alike).
+	compareTool = "get-sum__mcp__" + compareMCPServer
+)
+
+// compareAgent is an agent of the scenarios.
+type compareAgent struct {
+	id, name, instructions string
+	tools                  []string
+	handoffTo              string // an agent it may hand off to
+}
+
+var compareAgents = []compareAgent{
+	{id: "calc", name: "Calculator", instructions: calcInstructions, tools: []string{compareTool}},
+	{id: "specialist", name: "Specialist", instructions: specialistInstructions, tools: []string{compareTool}},
+	{id: "front-desk", name: "Front Desk", instructions: frontDeskInstructions, handoffTo: "specialist"},
+}
+
+// compareEntry is the agent a run of graph starts with.
+func compareEntry(graph string) string {
+	if graph == "handoff" {
+		return "front-desk"
+	}
+	return "calc"
+}
+
+// compareFixtures is the fake model's script, matched on the agent's
+// instructions (the system message) and on the tool result that ends the
+// request: the calculator and the specialist call get-sum, then answer from
+// its result; the front desk hands off to the specialist.
+const compareFixtures = `{"fixtures":[
+ {"match":{"systemMessage":"ROLE-CALC","toolResultContains":"The sum of 2 and 3 is 5."},"response":{"content":"The sum is 5."}},
+ {"match":{"systemMessage":"ROLE-CALC"},"response":{"toolCalls":[{"name":"get-sum__mcp__bench","arguments":"{\"a\":2,\"b\":3}"}]}},
+ {"match":{"systemMessage":"ROLE-SPECIALIST","toolResultContains":"The sum of 2 and 3 is 5."},"response":{"content":"The specialist says: 5."}},
+ {"match":{"systemMessage":"ROLE-SPECIALIST"},"response":{"toolCalls":[{"name":"get-sum__mcp__bench","arguments":"{\"a\":2,\"b\":3}"}]}},
+ {"match":{"systemMessage":"ROLE-FRONT-DESK"},"response":{"toolCalls":[{"name":"lc_transfer_to_specialist","arguments":"{}"}]}}
+]}`
+
+// scenario is one workload of the comparison.
+type scenario struct {
+	name, what string
+	graph      string
+	want       string // every run's answer
+	calls      int    // model calls per run
+	atOnce     int
+	runs, warm int // measured, and warm-up before them
+	// rounds split the measured runs: each side makes runs/rounds of them in
+	// turn, round after round, so that every side meets the same changes of
+	// the machine's load.
+	rounds int
+}
+
+// compareSide is one row of a scenario: a way of running it, started afresh
+// for each scenario so that its memory is that scenario's.
+type compareSide struct {
+	name      string
+	relay     bool // a Relay row, read against LibreChat's
+	librechat bool
+	in        func(sc scenario) bool
+	start     func() (side, error)
+	// profile names the CPU profile of S1 that -cpuprofile writes, for the
+	// sides that can write one.
+	profile string
+}
+
+// compareRow is a line of the table.
+type compareRow struct {
+	scenario, side     string
+	runs               int
+	cpu                time.Duration // the process's CPU per run
+	p50, p99           time.Duration
+	perSecond          float64
+	rssStart, rssPeak  int64 // KiB
+	cpuRatio, rssRatio float64
+	relay, librechat   bool
+}
+
+// benchCompare is `bench compare`.
+func benchCompare() error {
+	quick := flag.Bool("quick", false, "fewer runs: done in under 2 minutes, numbers rougher")
+	markdown := flag.Bool("markdown", false, "print the table as Markdown, as docs/performance.md holds it")
+	profDir := flag.String("cpuprofile", "", "write CPU profiles of S1's measured runs into `DIR`: Relay's run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
+	cache := flag.String("cache", defaultNodeCache(), "where the LibreChat side is installed (`DIR`), and found again")
+	only := flag.String("scenarios", "S1,S2,S3", "the scenarios to run, comma-separated")
+	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 300, -quick 30)")
+	batches := flag.Int("batches", 0, "measured batches of 100 runs at once in S3 (default 5, -quick 1)")
+	flag.Parse()
+	aimockBin := os.Getenv("PEER_AIMOCK")
+	if aimockBin == "" {
+		return errors.New(`PEER_AIMOCK is not set: eval "$(bash ../shared/peers/install.sh)" first`)
+	}
+	n, warm, b, rounds := 1000, 50, 10, 10
+	if *quick {
+		n, warm, b, rounds = 60, 10, 2, 2
+	}
+	if *runs > 0 {
+		n = *runs
+	}
+	if *batches > 0 {
+		b = *batches
+	}
+	rounds = min(rounds, n)
+	n -= n % rounds
+	scenarios := []scenario{
+		{name: "S1", what: "one agent, one MCP tool call, two model calls", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 1, runs: n, warm: warm, rounds: rounds},
+		{name: "S2", what: "handoff: two agents, one MCP tool call, three model calls", graph: "handoff", want: "The specialist says: 5.", calls: 3, atOnce: 1, runs: n, warm: warm, rounds: rounds},
+		{name: "S3", what: "100 × S1 at once", graph: "one", want: "The sum is 5.", calls: 2, atOnce: 100, runs: 100 * b, warm: 100, rounds: b},
+	}
+	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !slices.Contains(strings.Split(*only, ","), sc.name) })
+	if len(scenarios) == 0 {
+		return fmt.Errorf("-scenarios %q names none of S1, S2, S3", *only)
+	}
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			return err
+		}
+	}
+
+	node, err := installNode(*cache)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "relay-bench-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "relay")
+	fmt.Fprintln(os.Stderr, "building relay…")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/relay")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building relay: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	// The MCP server, in this process: its CPU is no side's.
+	stats := &mcptest.Stats{}
+	srv := mcptest.NewServer(mcptest.Options{Name: compareMCPServer, Stats: stats})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mcptest.Handler(func() *sdk.Server { return srv }), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	mcpURL, err := mcptest.Endpoint("http://"+ln.Addr().String(), mcptest.TransportStreamableHTTP)
+	if err != nil {
+		return err
+	}
+	model, err := startAimock(aimockBin, tmp)
+	if err != nil {
+		return err
+	}
+	defer model.stop()
+	modelURL := model.base + "/v1"
+
+	sides := []compareSide{
+		{name: "floor: Go HTTP client, no engine", in: everyScenario,
+			start: func() (side, error) {
+				return startChildSide("the floor", nil, self, "compare-floor", "-model", modelURL, "-mcp", mcpURL)
+			}},
+		{name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
+			start: func() (side, error) { return startRelaySide(bin, tmp, apiV1, modelURL, mcpURL) }},
+		{name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
+			start: func() (side, error) { return startRelaySide(bin, tmp, apiChat, modelURL, mcpURL) }},
+		{name: "Relay, run service in-process", relay: true, in: everyScenario,
+			start: func() (side, error) {
+				return startChildSide("Relay in-process", nil, self, "compare-relay", "-model", modelURL, "-mcp", mcpURL)
+			}, profile: "relay-s1-inprocess.pprof"},
+		{name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: everyScenario,
+			start: func() (side, error) {
+				return startChildSide("the LibreChat side", nil, node.node, node.script, modelURL, mcpURL)
+			}, profile: "librechat-s1.cpuprofile"},
+	}
+
+	var nodeVersion string
+	if out, err := exec.Command(node.node, "--version").Output(); err == nil {
+		nodeVersion = strings.TrimSpace(string(out))
+	}
+	loadBefore := loadAverage()
+	began := time.Now()
+	var rows []compareRow
+	for _, sc := range scenarios {
+		profDirOf := ""
+		if sc.name == "S1" {
+			profDirOf = *profDir
+		}
+		r, err := measureScenario(sc, slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) }), model, stats, profDirOf)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		rows = append(rows, r...)
+	}
+	for i := range rows {
+		if !rows[i].relay {
+			continue
+		}
+		for _, lc := range rows {
+			if lc.librechat && lc.scenario == rows[i].scenario {
+				rows[i].cpuRatio = float64(lc.cpu) / float64(rows[i].cpu)
+				rows[i].rssRatio = float64(lc.rssPeak) / float64(rows[i].rssPeak)
+			}
+		}
+	}
+
+	var args []string // the flags that change the measurement, to say how the table was made
+	flag.Visit(func(f *flag.Flag) {
+		switch v := f.Value.String(); {
+		case f.Name == "markdown" || f.Name == "cpuprofile" || f.Name == "cache":
+		case v == "true":
+			args = append(args, " -"+f.Name)
+		default:
+			args = append(args, " -"+f.Name+"="+v)
+		}
+	})
+	header := []string{
+		fmt.Sprintf("%s, `go run ./bench compare%s`: S1 and S2 %d runs one after another after %d of warm-up, S3 %d × 100 runs at once after 100 of warm-up, in %d rounds; %s in all.",
+			began.UTC().Format("2006-01-02 15:04 MST"), strings.Join(args, ""), n, warm, b, rounds, time.Since(began).Round(time.Second)),
+		fmt.Sprintf("Machine: %s; load average before %s.", machine(), loadBefore),
+		fmt.Sprintf("Relay %s built with %s; LibreChat's engine @librechat/agents %s on Node.js %s; aimock and the MCP server answer at once.", gitDescribe(), runtime.Version(), librechatAgents, nodeVersion),
+	}
+	if *markdown {
+		printCompareMarkdown(os.Stdout, header, rows)
+	} else if err := printCompareText(os.Stdout, header, rows); err != nil {
+		return err
+	}
+	if *profDir != "" {
+		fmt.Fprintf(os.Stderr, "CPU profiles of S1 in %s: go tool pprof -top %s; librechat-s1.cpuprofile opens in Chrome's DevTools (Performance)\n",
+			*profDir, filepath.Join(*profDir, "relay-s1-inprocess.pprof"))
+	}
+	return nil
+}
+
+func everyScenario(scenario) bool { return true }
+
+// measured is a side of a scenario being measured.
+type measured struct {
+	compareSide
+	s     side
+	row   compareRow
+	cpu   time.Duration // over the measured runs
+	own   time.Duration // the CPU time the side counted itself, if it does
+	took  time.Duration
+	walls []time.Duration
+}
+
+// measureScenario runs sc on a new process of each of sides, all started
+// first: on each, a first run, then the warm-up; then the measured runs, in
+// rounds, the sides taking turns within each, each side's process's CPU time
+// read before and after its own turns. Each process's resident memory is
+// read once it is ready (start) and after the last round (peak). With
+// profDir set, the sides that can write a CPU profile then make the measured
+// runs again with the profiler on; those runs are not in the table.
+func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcptest.Stats, profDir string) ([]compareRow, error) {
+	ctx := context.Background()
+	var running []*measured
+	defer func() {
+		for _, m := range running {
+			m.s.stop()
+		}
+	}()
+	for _, sd := range sides {
+		fmt.Fprintf(os.Stderr, "%s (%s): starting %s…\n", sc.name, sc.what, sd.name)
+		s, err := sd.start()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sd.name, err)
+		}
+		m := &measured{compareSide: sd, s: s, row: compareRow{scenario: sc.name, side: sd.name, runs: sc.runs, relay: sd.relay, librechat: sd.librechat}}
+		running = append(running, m)
+		if m.row.rssStart, _, err = procMem(s.pid()); err != nil {
+			return nil, err
+		}
+	}
+	// do runs b on m and checks that every run answered, called the model
+	// sc.calls times and the tool once.
+	do := func(m *measured, b batch) (batchResult, error) {
+		if err := model.resetJournal(); err != nil {
+			return batchResult{}, err
+		}
+		tools := stats.Calls("get-sum")
+		res, err := m.s.run(ctx, b)
+		if err == nil {
+			err = checkBatch(sc, b, res, model, stats.Calls("get-sum")-tools)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", m.name, err)
+		}
+		return res, nil
+	}
+	for _, m := range running {
+		if _, err := do(m, batch{Graph: sc.graph, Runs: 1, AtOnce: 1, Want: sc.want}); err != nil {
+			return nil, fmt.Errorf("the first run: %w", err)
+		}
+		if _, err := do(m, batch{Graph: sc.graph, Runs: sc.warm, AtOnce: sc.atOnce, Want: sc.want}); err != nil {
+			return nil, fmt.Errorf("warming up: %w", err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s: %d runs on each side in %d rounds…\n", sc.name, sc.runs, sc.rounds)
+	for range sc.rounds {
+		for _, m := range running {
+			cpu0, err := procCPU(m.s.pid())
+			if err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs / sc.rounds, AtOnce: sc.atOnce, Want: sc.want})
+			if err != nil {
+				return nil, err
+			}
+			m.took += time.Since(t0)
+			cpu1, err := procCPU(m.s.pid())
+			if err != nil {
+				return nil, err
+			}
+			m.cpu += cpu1 - cpu0
+			m.own += time.Duration(res.CPUUS) * time.Microsecond
+			for _, us := range res.WallsUS {
+				m.walls = append(m.walls, time.Duration(us)*time.Microsecond)
+			}
+		}
+	}
+	rows := make([]compareRow, len(running))
+	for i, m := range running {
+		var err error
+		if _, m.row.rssPeak, err = procMem(m.s.pid()); err != nil {
+			return nil, err
+		}
+		slices.Sort(m.walls)
+		m.row.cpu = m.cpu / time.Duration(sc.runs)
+		m.row.p50, m.row.p99 = pct(m.walls, 50), pct(m.walls, 99)
+		m.row.perSecond = float64(sc.runs) / m.took.Seconds()
+		rows[i] = m.row
+		own := "" // the two counts should agree
+		if m.own > 0 {
+			own = fmt.Sprintf(" (its own count %.2f)", float64(m.own)/float64(time.Millisecond)/float64(sc.runs))
+		}
+		fmt.Fprintf(os.Stderr, "  %s: CPU %.2f ms per run%s, wall p50 %s, p99 %s, peak RSS %.0f MB\n", m.name,
+			float64(m.row.cpu)/float64(time.Millisecond), own, ms(m.row.p50), ms(m.row.p99), float64(m.row.rssPeak)/1024)
+	}
+	for _, m := range running {
+		if profDir == "" || m.profile == "" {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d runs on %s with its CPU profiled…\n", sc.name, sc.runs, m.name)
+		res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profile)})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "  its own count of its CPU: %.2f ms per run with the profiler on\n", float64(res.CPUUS)/1000/float64(sc.runs))
+	}
+	return rows, nil
+}
+
+// checkBatch checks that every run of b answered, and that together they
+// called the model sc.calls times each (all answered 200) and the MCP tool
+// once each (tools is the server's count).
+func checkBatch(sc scenario, b batch, res batchResult, model *aimock, tools int) error {
+	if res.Failures > 0 {
+		return fmt.Errorf("%d of %d runs failed; the first answered %q", res.Failures, b.Runs, res.Failure)
+	}
+	if len(res.WallsUS) != b.Runs {
+		return fmt.Errorf("%d runs timed, want %d", len(res.WallsUS), b.Runs)
+	}
+	calls, ok, err := model.calls()
+	if err != nil {
+		return err
+	}
+	if calls != ok || calls != b.Runs*sc.calls {
+		return fmt.Errorf("%d runs made %d model calls (%d answered 200), want %d", b.Runs, calls, ok, b.Runs*sc.calls)
+	}
+	if tools != b.Runs {
+		return fmt.Errorf("%d runs made %d MCP tool calls, want %d", b.Runs, tools, b.Runs)
+	}
+	return nil
+}
+
+// printCompareText prints the table for a terminal.
+func printCompareText(w io.Writer, header []string, rows []compareRow) error {
+	for _, h := range header {
+		fmt.Fprintln(w, strings.ReplaceAll(h, "`", ""))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tside\truns\tCPU ms/run\twall p50\twall p99\truns/s\tRSS start MB\tRSS peak MB\tLibreChat/this CPU\tLibreChat/this peak RSS\t")
+	for _, r := range rows {
+		c := r.cells()
+		fmt.Fprintln(tw, strings.Join(c, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// printCompareMarkdown prints the table as docs/performance.md holds it.
+func printCompareMarkdown(w io.Writer, header []string, rows []compareRow) {
+	for _, h := range header {
+		fmt.Fprintln(w, h)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | side | runs | CPU ms/run | wall p50 | wall p99 | runs/s | RSS start MB | RSS peak MB | LibreChat/this CPU | LibreChat/this peak RSS |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		c := r.cells()
+		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
+	}
+}
+
+// cells are the row's columns, as printed.
+func (r compareRow) cells() []string {
+	ratio := func(f float64) string {
+		if f == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1f×", f)
+	}
+	return []string{r.scenario, r.side, strconv.Itoa(r.runs),
+		fmt.Sprintf("%.2f", float64(r.cpu)/float64(time.Millisecond)),
+		ms(r.p50), ms(r.p99), fmt.Sprintf("%.0f", r.perSecond),
+		fmt.Sprintf("%.0f", float64(r.rssStart)/1024), fmt.Sprintf("%.0f", float64(r.rssPeak)/1024),
+		ratio(r.cpuRatio), ratio(r.rssRatio)}
+}
+
+// machine describes this machine: CPU model, cores, memory, kernel.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.Join(strings.Fields(v), " ")
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						mem = fmt.Sprintf(", %.0f GB of memory", float64(kb)/(1<<20))
+					}
+				}
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%s, %d cores%s%s", cpu, runtime.NumCPU(), mem, kernel)
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// gitDescribe names the tree Relay was built from: its commit, and whether
+// it had changes.
+func gitDescribe() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "(commit unknown)"
+	}
+	return "at " + strings.TrimSpace(string(out))
+}
+
+// aimock is the fake model: the aimock peer answering the fixtures at once.
+type aimock struct {
+	cmd  *exec.Cmd
+	base string
+	hc   *http.Client
+}
+
+// startAimock starts aimock (its entry point bin) with compareFixtures on a
+// free port, keeping every request in its journal, which bench compare
+// counts and empties around each batch.
+func startAimock(bin, tmp string) (*aimock, error) {
+	dir := filepath.Join(tmp, "fixtures")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "compare.json"), []byte(compareFixtures), 0o644); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", bin, "--port", strconv.Itoa(port), "--host", "127.0.0.1", "--fixtures", dir, "--log-level", "warn", "--journal-max", "0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tail := &tailBuffer{}
+	cmd.Stdout, cmd.Stderr = tail, tail
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting aimock: %w", err)
+	}
+	a := &aimock{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port), hc: &http.Client{Timeout: 30 * time.Second}}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := a.hc.Get(a.base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			a.stop()
+			return nil, fmt.Errorf("aimock did not start: %v\n%s", err, tail)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (a *aimock) stop() {
+	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+	_ = a.cmd.Wait()
+}
+
+// resetJournal empties aimock's journal of requests.
+func (a *aimock) resetJournal() error {
+	resp, err := a.hc.Post(a.base+"/__aimock/reset/journal", "application/json", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("emptying aimock's journal: %s", resp.Status)
+	}
+	return nil
+}
+
+// calls counts the chat completion requests in aimock's journal, and those
+// answered 200.
+func (a *aimock) calls() (all, ok int, err error) {
+	count := func(query string) (int, error) {
+		resp, err := a.hc.Get(a.base + "/__aimock/journal?path=/chat/completions&limit=0" + query)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("reading aimock's journal: %s", resp.Status)
+		}
+		return strconv.Atoi(resp.Header.Get("X-Total-Count"))
+	}
+	if all, err = count(""); err != nil {
+		return 0, 0, err
+	}
+	ok, err = count("&status=200")
+	return all, ok, err
+}
