@@ -195,7 +195,7 @@ agents:
 		t.Errorf("file_search's best passage:\n%s", first)
 	}
 
-	// relay prompt --file: the RAG block of docs/prompt.md §4 with the retrieved chunk.
+	// relay prompt --file: the RAG block of docs/prompt.md "RAG context block" with the retrieved chunk.
 	code, out, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "plain", "--file", docxID, "--message", "How often are the diesel generators tested?")
 	if code != 0 {
 		t.Fatalf("relay prompt: exit %d\n%s", code, stderr)

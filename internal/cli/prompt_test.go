@@ -12,8 +12,9 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 )
 
-// neoConfig is the seed's NEO example as a relay.yaml: the in-repo NEO server
-// with the seed's serverInstructions, and an agent using its six tools.
+// neoConfig is the NEO reference example (internal/prompt/testdata/neo.md) as
+// a relay.yaml: the in-repo NEO server with its serverInstructions, and an
+// agent using its six tools.
 func neoConfig(t *testing.T, serverURL string) string {
 	t.Helper()
 	instr := "    serverInstructions: |\n"
@@ -59,8 +60,8 @@ type body struct {
 	ToolChoice string `json:"tool_choice"`
 }
 
-// TestPromptNEO is the seed's NEO example end to end: `relay prompt` prints the
-// seed's system prompt exactly and all six tools.
+// TestPromptNEO is the NEO reference example end to end: `relay prompt` prints
+// the reference example's system prompt exactly and all six tools.
 func TestPromptNEO(t *testing.T) {
 	url := mcptest.Start(t, "streamable-http", mcptest.NEO())
 	cfgPath := writeConfig(t, t.TempDir(), neoConfig(t, url))
@@ -73,7 +74,7 @@ func TestPromptNEO(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
-	want, err := os.ReadFile("../prompt/testdata/neo.seed.txt")
+	want, err := os.ReadFile("../prompt/testdata/neo.reference.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestPromptNEO(t *testing.T) {
 		t.Fatalf("messages: %+v", b.Messages)
 	}
 	if got := b.Messages[0].Content; got != strings.TrimRight(string(want), "\n") {
-		t.Errorf("system prompt differs from the seed's:\n--- got ---\n%s\n--- want ---\n%s", got, want)
+		t.Errorf("system prompt differs from the reference example's:\n--- got ---\n%s\n--- want ---\n%s", got, want)
 	}
 	if b.Messages[1].Content != "Wat zegt de Kernenergiewet over vergunningen?" || b.Model != "gpt-4o" || b.ToolChoice != "auto" {
 		t.Errorf("body: model %q, user %q, tool_choice %q", b.Model, b.Messages[1].Content, b.ToolChoice)

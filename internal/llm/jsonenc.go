@@ -12,7 +12,7 @@ import (
 )
 
 // The request body is written by hand rather than with encoding/json: the key
-// order is fixed by the spec, the texts are written without HTML escaping (a
+// order is fixed by docs/prompt.md "The request body", the texts are written without HTML escaping (a
 // prompt full of <context> tags stays readable), and a build stays within a
 // few allocations.
 

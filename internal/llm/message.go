@@ -120,11 +120,11 @@ func ReservedParam(key string) bool {
 	return false
 }
 
-// MarshalJSON writes the body with its keys in the order of docs/prompt.md §7:
-// model, messages, tools, tool_choice, then the model parameters sorted by
-// key. Strings are written without HTML escaping, so the body reads as the
-// prompt does; json.Marshal would escape <, > and & again (same JSON value,
-// other bytes), so send the output of MarshalJSON itself.
+// MarshalJSON writes the body with its keys in the order of docs/prompt.md
+// "The request body": model, messages, tools, tool_choice, then the model
+// parameters sorted by key. Strings are written without HTML escaping, so the
+// body reads as the prompt does; json.Marshal would escape <, > and & again
+// (same JSON value, other bytes), so send the output of MarshalJSON itself.
 func (r Request) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(make([]byte, 0, r.sizeHint()))
 }

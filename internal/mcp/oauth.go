@@ -293,7 +293,7 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, r BeginRequest) (*Gr
 // resourceMetadata finds the protected resource metadata (RFC 9728) of the
 // server at serverURL: at the challenge's resource_metadata, then at the
 // well-known location with the server's path, then at the root. A server with
-// none is its own authorization server (the 2025-03-26 revision of the spec):
+// none is its own authorization server (the 2025-03-26 revision of the MCP spec):
 // legacy is then true.
 func (a *Authorizer) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge, serverURL string) (prm *oauthex.ProtectedResourceMetadata, legacy bool, err error) {
 	u, err := url.Parse(serverURL)
@@ -371,7 +371,7 @@ func (a *Authorizer) serverMetadata(ctx context.Context, issuer string, legacy b
 }
 
 // legacyServerMetadata fetches the metadata at the root of a server that is
-// its own authorization server (the 2025-03-26 revision of the spec), which
+// its own authorization server (the 2025-03-26 revision of the MCP spec), which
 // may name an issuer below the root, such as https://host/oauth. An issuer on
 // another origin is refused. It returns nil, nil when there is none.
 func (a *Authorizer) legacyServerMetadata(ctx context.Context, root string) (*oauthex.AuthServerMeta, error) {

@@ -282,7 +282,7 @@ func cmpIgnore(fields ...string) cmp.Option {
 	}, cmp.Ignore())
 }
 
-// TestAuthorizerDiscovery: the metadata is found wherever the spec allows it,
+// TestAuthorizerDiscovery: the metadata is found wherever the MCP spec allows it,
 // in its order, and a server with none is its own authorization server.
 func TestAuthorizerDiscovery(t *testing.T) {
 	tests := []struct {

@@ -25,7 +25,7 @@ func benchInput(b *testing.B) prompt.Input {
 		Tools:    []prompt.Tool{builtin(b, prompt.WebSearch), builtin(b, prompt.FileSearch)},
 		MemoryOn: true,
 		UserName: "John Doe",
-		Now:      seedNow,
+		Now:      referenceNow,
 		Location: time.UTC,
 		Messages: user("Wat zijn de eisen voor stralingsbescherming bij nucleaire installaties in Nederland?"),
 	}
@@ -54,7 +54,7 @@ func benchInput(b *testing.B) prompt.Input {
 		in.Memory = append(in.Memory, prompt.MemoryEntry{
 			Key:       "fact_" + strconv.Itoa(i),
 			Value:     "The user works on radiation protection programme number " + strconv.Itoa(i) + ".",
-			UpdatedAt: seedNow.Add(time.Duration(i-50) * time.Hour),
+			UpdatedAt: referenceNow.Add(time.Duration(i-50) * time.Hour),
 		})
 	}
 	return in

@@ -22,12 +22,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// seedNow is the moment of the reference examples (testdata/*.seed.txt):
+// referenceNow is the moment of the reference examples (testdata/*.reference.txt):
 // 2025-11-25 is a Tuesday (2).
-var seedNow = time.Date(2025, 11, 25, 14, 30, 45, 0, time.UTC)
+var referenceNow = time.Date(2025, 11, 25, 14, 30, 45, 0, time.UTC)
 
 // anvsInstructions are the serverInstructions of ANVS-IAEA-Wetten in
-// testdata/anvs.seed.txt as the YAML block scalar yields them (the trailing
+// testdata/anvs.reference.txt as the YAML block scalar yields them (the trailing
 // space is the example's).
 const anvsInstructions = `When using search tools, synthesize results into a clear answer in the user's language.
 
@@ -38,8 +38,8 @@ into your response immediately after statements from that source:
 - Multiple sources: "Statement \ue200\ue202turn0file0\ue202turn0file1\ue201."
 `
 
-// anvsSearch is the tool of the ANVS-IAEA-Wetten server that the seed names
-// (search_anvs__mcp__ANVS-IAEA-Wetten); the seed does not show its
+// anvsSearch is the tool of the ANVS-IAEA-Wetten server that the reference
+// examples name (search_anvs__mcp__ANVS-IAEA-Wetten); they do not show its
 // description or schema, so these are made up.
 func anvsSearch() prompt.Tool {
 	return prompt.Tool{
@@ -64,10 +64,10 @@ func user(text string) []llm.Message {
 	return []llm.Message{{Role: llm.RoleUser, Content: text}}
 }
 
-// neoInput is testdata/neo.seed.txt, an MCP prompt with 6 tools: the agent of the
-// "Complete System Prompt" with the NEO server's six tools, listed from a
-// real server through the MCP manager. fromServer selects
-// serverInstructions: true instead of the seed's configured text.
+// neoInput is the input of testdata/neo.reference.txt, an MCP prompt with 6
+// tools: the reference example's agent with the NEO server's six tools, listed
+// from a real server through the MCP manager. fromServer selects
+// serverInstructions: true instead of the configured text.
 func neoInput(t *testing.T, fromServer bool) prompt.Input {
 	t.Helper()
 	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.NEO())
@@ -96,7 +96,8 @@ func neoInput(t *testing.T, fromServer bool) prompt.Input {
 		Name:     "Nuclear Regulations Expert",
 		Provider: "openai",
 		Model:    "gpt-4",
-		// The seed's line break after "requirements," keeps its trailing space.
+		// The reference example's line break after "requirements," keeps
+		// its trailing space.
 		Instructions:    "You are a nuclear regulations expert assistant. Current date: {{current_date}}.\n\nHelp users understand nuclear safety regulations, radiation protection requirements, \nand compliance obligations. Be precise and cite specific regulation sections.",
 		ModelParameters: map[string]any{"temperature": 0.7},
 	}
@@ -110,13 +111,13 @@ func neoInput(t *testing.T, fromServer bool) prompt.Input {
 		Agent:    fromSpec(spec),
 		Tools:    tools,
 		Servers:  []prompt.Server{{Name: mcptest.NEOName, Instructions: instructions}},
-		Now:      seedNow,
+		Now:      referenceNow,
 		Location: time.UTC,
 		Messages: user("Wat zijn de eisen voor stralingsbescherming bij nucleaire installaties in Nederland?"),
 	}
 }
 
-// goldenCase is one reference example (testdata/<name>.seed.txt). Its system
+// goldenCase is one reference example (testdata/<name>.reference.txt). Its system
 // message must contain every line of the example except those in notInGolden, each of
 // which testdata/<name>.md explains; exact cases must equal the example
 // without those lines.
@@ -130,7 +131,7 @@ type goldenCase struct {
 func goldenCases() []goldenCase {
 	return []goldenCase{
 		{
-			// "Example: MCP System Prompt"; how the golden differs and why: testdata/anvs.md.
+			// One MCP server's instructions; how the golden differs and why: testdata/anvs.md.
 			name:  "anvs",
 			exact: true,
 			input: func(t *testing.T) prompt.Input {
@@ -142,21 +143,21 @@ func goldenCases() []goldenCase {
 					}),
 					Tools:    []prompt.Tool{anvsSearch()},
 					Servers:  []prompt.Server{{Name: "ANVS-IAEA-Wetten", Instructions: anvsInstructions}},
-					Now:      seedNow,
+					Now:      referenceNow,
 					Messages: user("Welke dosislimieten gelden voor werknemers?"),
 				}
 			},
 			notInGolden: []string{"[Agent Instructions]"},
 		},
 		{
-			// "Complete System Prompt", "Tools Array" and "Complete API Request Example";
+			// The NEO server's six tools: system prompt, tools array and request;
 			// how the goldens differ and why: testdata/neo.md.
 			name:  "neo",
 			exact: true,
 			input: func(t *testing.T) prompt.Input { return neoInput(t, false) },
 		},
 		{
-			// "Example: UI Agent System Prompt"; how the golden differs and why: testdata/ui_agent.md.
+			// An agent made in the UI; how the golden differs and why: testdata/ui_agent.md.
 			name: "ui_agent",
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
@@ -179,7 +180,7 @@ func goldenCases() []goldenCase {
 						{ID: "file_123", Filename: "anvs-regulations.pdf", Type: "application/pdf"},
 						{ID: "file_456", Filename: "iaea-safety-standards.pdf", Type: "application/pdf"},
 					},
-					Now:      seedNow,
+					Now:      referenceNow,
 					Messages: user("Wat zegt de ANVS over dosislimieten voor werknemers?"),
 				}
 			},
@@ -192,7 +193,7 @@ func goldenCases() []goldenCase {
 			},
 		},
 		{
-			// "Example: Files Attached System Prompt"; how the golden differs and why: testdata/files.md.
+			// Files attached; how the golden differs and why: testdata/files.md.
 			name: "files",
 			input: func(t *testing.T) prompt.Input {
 				report := prompt.File{ID: "file_report", Filename: "report.pdf", Type: "application/pdf"}
@@ -214,14 +215,14 @@ func goldenCases() []goldenCase {
 						}},
 						{File: data},
 					}},
-					Now:      seedNow,
+					Now:      referenceNow,
 					Messages: user("What drove the growth in renewable energy adoption?"),
 				}
 			},
 			notInGolden: []string{"[Agent Instructions Here]"},
 		},
 		{
-			// "Example: Web Search System Prompt"; how the golden differs and why: testdata/web_search.md.
+			// Web search; how the golden differs and why: testdata/web_search.md.
 			name: "web_search",
 			input: func(t *testing.T) prompt.Input {
 				return prompt.Input{
@@ -231,7 +232,7 @@ func goldenCases() []goldenCase {
 						Tools:        []string{"web_search"},
 					}),
 					Tools:    []prompt.Tool{builtin(t, prompt.WebSearch)},
-					Now:      seedNow,
+					Now:      referenceNow,
 					Messages: user("Wat voor weer wordt het vanmiddag in Rotterdam?"),
 				}
 			},
@@ -267,15 +268,15 @@ func TestGolden(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("testdata", tc.name+".md")); err != nil {
 				t.Errorf("golden %s has no note: %v", tc.name, err)
 			}
-			checkSeed(t, tc, system)
+			checkReference(t, tc, system)
 		})
 	}
 }
 
-// checkSeed compares a system message with the seed's example.
-func checkSeed(t *testing.T, tc goldenCase, system string) {
+// checkReference compares a system message with its reference example.
+func checkReference(t *testing.T, tc goldenCase, system string) {
 	t.Helper()
-	seed := readFile(t, tc.name+".seed.txt")
+	ref := readFile(t, tc.name+".reference.txt")
 	skip := map[string]bool{}
 	for _, l := range tc.notInGolden {
 		skip[l] = true
@@ -285,25 +286,25 @@ func checkSeed(t *testing.T, tc goldenCase, system string) {
 		lines[l] = true
 	}
 	var kept []string
-	for _, l := range strings.Split(strings.TrimSpace(seed), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(ref), "\n") {
 		if skip[l] {
 			if lines[l] {
-				t.Errorf("seed line %q is listed as left out but is in the system message", l)
+				t.Errorf("reference line %q is listed as left out but is in the system message", l)
 			}
 			delete(skip, l)
 			continue
 		}
 		kept = append(kept, l)
 		if !lines[l] {
-			t.Errorf("seed line %q is not in the system message", l)
+			t.Errorf("reference line %q is not in the system message", l)
 		}
 	}
 	for l := range skip {
-		t.Errorf("notInGolden line %q is not in the seed's example", l)
+		t.Errorf("notInGolden line %q is not in the reference example", l)
 	}
 	if tc.exact {
 		if diff := cmp.Diff(strings.TrimSpace(strings.Join(kept, "\n")), system); diff != "" {
-			t.Errorf("system message differs from the seed's example (-seed +got):\n%s", diff)
+			t.Errorf("system message differs from the reference example (-reference +got):\n%s", diff)
 		}
 	}
 }
@@ -327,12 +328,12 @@ func TestNEORequest(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	var seedTools any
-	if err := json.Unmarshal([]byte(readFile(t, "neo_tools.seed.json")), &seedTools); err != nil {
+	var refTools any
+	if err := json.Unmarshal([]byte(readFile(t, "neo_tools.reference.json")), &refTools); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(seedTools, got.Tools); diff != "" {
-		t.Errorf("tools differ from the seed's Tools Array (-seed +got):\n%s", diff)
+	if diff := cmp.Diff(refTools, got.Tools); diff != "" {
+		t.Errorf("tools differ from the reference tools array (-reference +got):\n%s", diff)
 	}
 	if got.Model != "gpt-4" || got.ToolChoice != "auto" || got.Temp != 0.7 || len(got.Messages) != 2 ||
 		got.Messages[1].Content != "Wat zijn de eisen voor stralingsbescherming bij nucleaire installaties in Nederland?" {
@@ -345,7 +346,7 @@ func TestNEORequest(t *testing.T) {
 }
 
 // TestNEOInstructionsFromServer checks that serverInstructions: true gives the
-// seed's prompt too, the NEO server sending the same text.
+// reference example's prompt too, the NEO server sending the same text.
 func TestNEOInstructionsFromServer(t *testing.T) {
 	got := prompt.SystemMessage(neoInput(t, true))
 	if want := readFile(t, "neo.system.golden"); got != want {

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// The placeholders of docs/prompt.md §5, lower case.
+// The placeholders of docs/prompt.md "Placeholders in agent instructions",
+// lower case.
 const (
 	phDate     = "current_date"
 	phDatetime = "current_datetime"
@@ -34,10 +35,10 @@ func Placeholders() []Placeholder {
 
 // ReplacePlaceholders replaces, case-insensitively, {{current_date}},
 // {{current_datetime}}, {{iso_datetime}} and {{current_user}} in text
-// (docs/prompt.md §5). Dates are those of now in loc (nil: now's own
-// location); {{iso_datetime}} is always UTC with milliseconds.
-// {{current_user}} stays as it is when userName is empty, and so does any
-// other {{…}}. Replaced values are not searched again.
+// (docs/prompt.md "Placeholders in agent instructions"). Dates are those of
+// now in loc (nil: now's own location); {{iso_datetime}} is always UTC with
+// milliseconds. {{current_user}} stays as it is when userName is empty, and
+// so does any other {{…}}. Replaced values are not searched again.
 func ReplacePlaceholders(text string, now time.Time, loc *time.Location, userName string) string {
 	i := strings.Index(text, "{{")
 	if i < 0 {

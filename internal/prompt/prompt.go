@@ -20,10 +20,10 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 )
 
-// The texts of the prompt live in texts/. Seed 000's texts are reproduced from
-// it with its broken encoding fixed by reading the bytes back as Windows-1252
-// and decoding them as UTF-8: "â€“" is "–" (U+2013), "ðŸ“„" is "📄" and "â†’" is
-// "→". The artifacts prompt and the memory sentence are Relay's own.
+// The texts of the prompt live in texts/, in UTF-8 (docs/prompt.md "Exact
+// texts"). The web_search rules and the file-search bias are LibreChat's, as
+// the reference examples in testdata/ show them; the artifacts prompt and the
+// memory sentence are Relay's own.
 //
 //go:embed texts
 var texts embed.FS
@@ -126,7 +126,7 @@ type RAGFile struct {
 // MemoryEntry is one thing Relay remembers about the user.
 type MemoryEntry struct {
 	// Key is the name the entry is saved under; the prompt shows only the
-	// value and the date (docs/prompt.md §6).
+	// value and the date (docs/prompt.md "Memory segment").
 	Key       string
 	Value     string
 	UpdatedAt time.Time
@@ -135,7 +135,8 @@ type MemoryEntry struct {
 // Agent is what the request takes from an agent's definition.
 type Agent struct {
 	Model string
-	// Instructions may hold placeholders (§5).
+	// Instructions may hold placeholders (docs/prompt.md "Placeholders in
+	// agent instructions").
 	Instructions string
 	// Artifacts is "default", "shadcnui", "custom" or empty.
 	Artifacts       string
@@ -182,7 +183,7 @@ type Input struct {
 const maxChunks = 4
 
 // SystemMessage returns the system message for in: the non-empty segments of
-// docs/prompt.md §1, each trimmed, joined by a blank line.
+// docs/prompt.md "The system message", each trimmed, joined by a blank line.
 func SystemMessage(in Input) string {
 	loc := in.Location
 	if loc == nil {
@@ -344,7 +345,7 @@ func webSearchRules(lang string) string {
 	return base + " (" + strings.ToUpper(lang) + " IN YOUR CASE)."
 }
 
-// ragBlock renders the RAG context block of docs/prompt.md §4.
+// ragBlock renders the RAG context block of docs/prompt.md "RAG context block".
 func ragBlock(r *RAG) string {
 	if r == nil || len(r.Files) == 0 {
 		return ""

@@ -58,19 +58,19 @@ func TestReplacePlaceholders(t *testing.T) {
 		user string
 		want string
 	}{
-		{name: "date", text: "Today: {{current_date}}.", now: seedNow, want: "Today: 2025-11-25 (2)."},
-		{name: "capitals", text: "{{CURRENT_DATE}} / {{Current_Date}} / {{current_DATETIME}}", now: seedNow,
+		{name: "date", text: "Today: {{current_date}}.", now: referenceNow, want: "Today: 2025-11-25 (2)."},
+		{name: "capitals", text: "{{CURRENT_DATE}} / {{Current_Date}} / {{current_DATETIME}}", now: referenceNow,
 			want: "2025-11-25 (2) / 2025-11-25 (2) / 2025-11-25 14:30:45 (2)"},
-		{name: "datetime", text: "{{current_datetime}}", now: seedNow, want: "2025-11-25 14:30:45 (2)"},
+		{name: "datetime", text: "{{current_datetime}}", now: referenceNow, want: "2025-11-25 14:30:45 (2)"},
 		{name: "iso", text: "{{iso_datetime}}", now: utcLate, want: "2025-11-25T23:30:45.123Z"},
-		{name: "user", text: "Hello {{current_user}}, {{CURRENT_USER}}!", now: seedNow, user: "John Doe", want: "Hello John Doe, John Doe!"},
-		{name: "user without a name", text: "Hello {{current_user}}", now: seedNow, want: "Hello {{current_user}}"},
-		{name: "unknown placeholder", text: "{{current_time}} {{ current_date }} {{LIBRECHAT_USER_ID}} {{}} {{", now: seedNow,
+		{name: "user", text: "Hello {{current_user}}, {{CURRENT_USER}}!", now: referenceNow, user: "John Doe", want: "Hello John Doe, John Doe!"},
+		{name: "user without a name", text: "Hello {{current_user}}", now: referenceNow, want: "Hello {{current_user}}"},
+		{name: "unknown placeholder", text: "{{current_time}} {{ current_date }} {{LIBRECHAT_USER_ID}} {{}} {{", now: referenceNow,
 			want: "{{current_time}} {{ current_date }} {{LIBRECHAT_USER_ID}} {{}} {{"},
-		{name: "brace before a placeholder", text: "{{{current_date}}}", now: seedNow, want: "{2025-11-25 (2)}"},
-		{name: "every occurrence", text: "{{current_date}}{{current_date}}", now: seedNow, want: "2025-11-25 (2)2025-11-25 (2)"},
-		{name: "no placeholder", text: "plain", now: seedNow, want: "plain"},
-		{name: "replacements are not expanded", text: "{{current_user}}", now: seedNow, user: "{{current_date}}", want: "{{current_date}}"},
+		{name: "brace before a placeholder", text: "{{{current_date}}}", now: referenceNow, want: "{2025-11-25 (2)}"},
+		{name: "every occurrence", text: "{{current_date}}{{current_date}}", now: referenceNow, want: "2025-11-25 (2)2025-11-25 (2)"},
+		{name: "no placeholder", text: "plain", now: referenceNow, want: "plain"},
+		{name: "replacements are not expanded", text: "{{current_user}}", now: referenceNow, user: "{{current_date}}", want: "{{current_date}}"},
 		// 23:30 UTC on Tuesday is already Wednesday in Auckland (UTC+13 in summer).
 		{name: "zone ahead of UTC", text: "{{current_date}} {{current_datetime}} {{iso_datetime}}", now: utcLate, loc: mustZone(t, "Pacific/Auckland"),
 			want: "2025-11-26 (3) 2025-11-26 12:30:45 (3) 2025-11-25T23:30:45.123Z"},
@@ -95,7 +95,7 @@ func TestSystemMessagePlaceholdersOnlyInInstructions(t *testing.T) {
 		Agent:    prompt.Agent{Instructions: "Date {{current_date}}"},
 		Tools:    []prompt.Tool{mcpTool("t", "s")},
 		Servers:  []prompt.Server{{Name: "s", Instructions: "Server date {{current_date}}"}},
-		Now:      seedNow,
+		Now:      referenceNow,
 		Location: time.UTC,
 	}
 	got := prompt.SystemMessage(in)
@@ -140,7 +140,7 @@ func TestRAGBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := prompt.SystemMessage(prompt.Input{RAG: tt.rag, Now: seedNow})
+			got := prompt.SystemMessage(prompt.Input{RAG: tt.rag, Now: referenceNow})
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("lacks %q:\n%s", w, got)
@@ -168,7 +168,7 @@ func TestLongToolKey(t *testing.T) {
 	}
 	req, err := prompt.Build(prompt.Input{
 		Tools: []prompt.Tool{{Name: key, Description: "d", Kind: prompt.ToolMCP, Server: server}},
-		Now:   seedNow,
+		Now:   referenceNow,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestMCPInstructions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := prompt.SystemMessage(prompt.Input{Tools: tt.tools, Servers: tt.servers, Now: seedNow})
+			got := prompt.SystemMessage(prompt.Input{Tools: tt.tools, Servers: tt.servers, Now: referenceNow})
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -271,7 +271,7 @@ func TestInstructionsFromSilentServer(t *testing.T) {
 		Agent:   prompt.Agent{Instructions: "Be brief."},
 		Tools:   []prompt.Tool{mcpTool("echo", "silent")},
 		Servers: []prompt.Server{{Name: "silent", Instructions: text}},
-		Now:     seedNow,
+		Now:     referenceNow,
 	})
 	if got != "Be brief." {
 		t.Errorf("system message = %q, want only the agent's instructions", got)
@@ -283,7 +283,7 @@ func TestEmptyInstructions(t *testing.T) {
 		in := prompt.Input{
 			Agent:    prompt.Agent{Model: "m", Instructions: instructions},
 			Tools:    []prompt.Tool{builtin(t, prompt.WebSearch)},
-			Now:      seedNow,
+			Now:      referenceNow,
 			Messages: user("hi"),
 		}
 		got := prompt.SystemMessage(in)
@@ -305,7 +305,7 @@ func TestEmptyInstructions(t *testing.T) {
 func TestNoTools(t *testing.T) {
 	req, err := prompt.Build(prompt.Input{
 		Agent:    prompt.Agent{Model: "gpt-4o", Instructions: "Hi.", ModelParameters: map[string]any{"temperature": 0.2}},
-		Now:      seedNow,
+		Now:      referenceNow,
 		Messages: user("hello"),
 	})
 	if err != nil {
@@ -365,7 +365,7 @@ func TestToolContexts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.in.Now = seedNow
+			tt.in.Now = referenceNow
 			if diff := cmp.Diff(tt.want, prompt.SystemMessage(tt.in)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -373,7 +373,8 @@ func TestToolContexts(t *testing.T) {
 	}
 }
 
-// webSearch and bias are the seed's texts, as the golden files hold them.
+// webSearch and bias are LibreChat's texts (docs/prompt.md "Exact texts"), as
+// the golden files hold them.
 var (
 	webSearch = `# ` + "`web_search`" + ` (WEB SEARCH) – RULES
 
@@ -406,7 +407,7 @@ ANSWER IN THE USER'S LANGUAGE.
 
 func TestArtifacts(t *testing.T) {
 	system := func(mode string) string {
-		return prompt.SystemMessage(prompt.Input{Agent: prompt.Agent{Instructions: "I.", Artifacts: mode}, Now: seedNow})
+		return prompt.SystemMessage(prompt.Input{Agent: prompt.Agent{Instructions: "I.", Artifacts: mode}, Now: referenceNow})
 	}
 	def, shad := system(prompt.ArtifactsDefault), system(prompt.ArtifactsShadcnUI)
 	for _, w := range []string{`:::artifact{identifier="`, `type="`, `title="`, "text/html", "image/svg+xml", "text/markdown", "application/vnd.mermaid", "application/vnd.react", "## When not to"} {
@@ -437,7 +438,7 @@ func TestMemory(t *testing.T) {
 		{Key: "lang", Value: " Prefers answers in Dutch. ", UpdatedAt: day(3)},
 		{Key: "job", Value: "Works as a radiation protection officer.", UpdatedAt: day(11)},
 	}
-	in := prompt.Input{Agent: prompt.Agent{Instructions: "I."}, Memory: entries, MemoryOn: true, Now: seedNow, Location: mustZone(t, "Europe/Amsterdam")}
+	in := prompt.Input{Agent: prompt.Agent{Instructions: "I."}, Memory: entries, MemoryOn: true, Now: referenceNow, Location: mustZone(t, "Europe/Amsterdam")}
 	got := prompt.SystemMessage(in)
 	wantTail := "\n\n# Existing memory about the user:\n" +
 		"1. [2025-11-04]. Prefers answers in Dutch.\n" +
@@ -467,9 +468,9 @@ func TestSegmentOrder(t *testing.T) {
 		Servers:  []prompt.Server{{Name: "s", Instructions: "SERVER"}},
 		Attached: []prompt.File{f},
 		RAG:      &prompt.RAG{Files: []prompt.RAGFile{{File: f, Chunks: []string{"CHUNK"}}}},
-		Memory:   []prompt.MemoryEntry{{Value: "MEMORY", UpdatedAt: seedNow}},
+		Memory:   []prompt.MemoryEntry{{Value: "MEMORY", UpdatedAt: referenceNow}},
 		MemoryOn: true,
-		Now:      seedNow,
+		Now:      referenceNow,
 	}
 	got := prompt.SystemMessage(in)
 	order := []string{"- Note: Use the file_search tool", "When files are attached, ALWAYS", "The user has attached a file", "INSTRUCTIONS", "# Artifacts", "# MCP Server Instructions", "# Existing memory about the user:"}
@@ -497,7 +498,7 @@ func TestRequestBody(t *testing.T) {
 			},
 		},
 		Tools: []prompt.Tool{builtin(t, prompt.WebSearch), mcpTool("t", "s"), handoff, builtin(t, prompt.WebSearch)},
-		Now:   seedNow,
+		Now:   referenceNow,
 		Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "Weather <in> Rotterdam & Delft?"},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Function: llm.FunctionCall{Name: "web_search", Arguments: `{"query":"Rotterdam weer"}`}}}},
@@ -614,7 +615,7 @@ func TestBuiltinTool(t *testing.T) {
 	ws, _ := prompt.BuiltinTool(prompt.WebSearch)
 	want := `{"type":"object","properties":{"query":{"type":"string","description":"The search query (3-6 keywords recommended)"}},"required":["query"]}`
 	if ws.Description != "Search the web for current information. Returns relevant web pages with snippets." || string(ws.Parameters.(prompt.Schema).JSON()) != want {
-		t.Errorf("web_search is not the seed's schema: %+v", ws)
+		t.Errorf("web_search is not LibreChat's schema (docs/prompt.md \"Exact texts\"): %+v", ws)
 	}
 	if _, ok := prompt.BuiltinTool("execute_code"); ok {
 		t.Errorf("unknown built-in found")
@@ -626,7 +627,7 @@ func TestBuiltinTool(t *testing.T) {
 func TestSegmentsTrimmedAsJavaScriptDoes(t *testing.T) {
 	in := prompt.Input{
 		Agent:    prompt.Agent{Instructions: "\ufeff\u00a0 You are helpful.\n\n  Be brief.\u0085"},
-		Now:      seedNow,
+		Now:      referenceNow,
 		Location: time.UTC,
 	}
 	if got, want := prompt.SystemMessage(in), "You are helpful.\n\n  Be brief.\u0085"; got != want {

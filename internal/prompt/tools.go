@@ -12,8 +12,8 @@ const HandoffPrefix = "lc_transfer_to_"
 // DefaultPromptKey names a handoff tool's parameter when the edge names none.
 const DefaultPromptKey = "instructions"
 
-// builtins are the built-in tools. web_search is the seed's schema; the
-// others are Relay's own.
+// builtins are the built-in tools. web_search's schema is LibreChat's
+// (docs/prompt.md "Exact texts"); the others are Relay's own.
 var builtins = [...]struct{ name, description, parameters string }{
 	{
 		name:        FileSearch,

@@ -349,10 +349,10 @@ func (p *Preparer) server(name string) (mcp.ServerConfig, bool) {
 // prompt --attach), with no id: there is nothing to search in it.
 func isNamedOnly(f prompt.File) bool { return f.ID == "" }
 
-// retrieve runs the RAG retrieval of docs/prompt.md §4 when rag.injectContext
-// says so: the user's latest message as the query (query, or else the last
-// user message of in) over the conversation's attached files, at most four
-// passages per file, best first.
+// retrieve runs the RAG retrieval of docs/prompt.md "RAG context block" when
+// rag.injectContext says so: the user's latest message as the query (query,
+// or else the last user message of in) over the conversation's attached
+// files, at most four passages per file, best first.
 func (p *Preparer) retrieve(ctx context.Context, in prompt.Input, query string, search func(context.Context, file.Query) ([]file.Hit, error)) (*prompt.RAG, error) {
 	if search == nil || len(in.Attached) == 0 {
 		return nil, nil

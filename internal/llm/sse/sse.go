@@ -31,7 +31,7 @@ type Event struct {
 	Type string
 	// Data is the event's data lines joined with "\n".
 	Data []byte
-	// ID is the last "id:" field seen, as the spec keeps it across events.
+	// ID is the last "id:" field seen, as the EventSource rules keep it across events.
 	ID string
 }
 
@@ -62,7 +62,7 @@ func NewReader(r io.Reader) *Reader {
 
 // Next returns the next event. It returns io.EOF when the stream ends cleanly,
 // and drops an event that the end of the stream cut short (one with no blank
-// line after it), as the spec says. Comments and retry fields are skipped.
+// line after it), as the EventSource rules say. Comments and retry fields are skipped.
 func (r *Reader) Next() (Event, error) {
 	var typ string
 	r.data.Reset()

@@ -12,12 +12,12 @@ import (
 )
 
 // NEOName is the name of the NEO search server of the reference example
-// internal/prompt/testdata/neo.seed.txt.
+// internal/prompt/testdata/neo.reference.txt.
 const NEOName = "neo-search-server"
 
 // NEOInstructions are the NEO server's instructions: the example's
 // serverInstructions for it, as the YAML block scalar yields them (each line
-// ending in a newline), with the example's broken encoding fixed ("📄" and "→").
+// ending in a newline), in UTF-8 ("📄" and "→", docs/prompt.md "Exact texts").
 // The server also sends them in its initialize result.
 const NEOInstructions = `You have access to search tools for nuclear regulation documents using a 2-STEP process.
 
@@ -118,7 +118,7 @@ func NEOToolNames() []string {
 // initialize result, and serving exactly the example's six tools, with its names,
 // descriptions and input schemas, listed in the example's order (the sdk alone
 // would list them by name). Their handlers return fake but plausible search
-// results in the shape the seed shows. Setting Configure on the result
+// results in the shape the example's instructions describe. Setting Configure on the result
 // replaces what keeps the standard tools out and the order right, so call
 // the original from a new one.
 func NEO() Options {

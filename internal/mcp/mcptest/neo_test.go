@@ -11,9 +11,10 @@ import (
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 )
 
-// neoSeedTools is the tools array of internal/prompt/testdata/neo_tools.seed.json,
-// names without the server part, encoding fixed.
-const neoSeedTools = `[
+// neoReferenceTools is the tools array of
+// internal/prompt/testdata/neo_tools.reference.json, names without the server
+// part.
+const neoReferenceTools = `[
   {"name": "zoek_documenten_nederlandse_wetgeving",
    "description": "STEP 1: Search Dutch legislation database to discover which documents are relevant to your query. Use this tool FIRST to identify relevant documents. Each result displays '📄 Document ID: [number]' - these are the IDs you need for step 2. After reviewing results, use 'zoek_in_specifieke_wetgeving' with the document IDs from the summary for focused search.",
    "parameters": {"type": "object", "properties": {
@@ -81,11 +82,11 @@ func TestNEO(t *testing.T) {
 		got = append(got, tool{Name: lt.Name, Description: lt.Description, Parameters: lt.InputSchema})
 	}
 	var want []tool
-	if err := json.Unmarshal([]byte(neoSeedTools), &want); err != nil {
+	if err := json.Unmarshal([]byte(neoReferenceTools), &want); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("tools differ from the seed's (-want +got):\n%s", diff)
+		t.Errorf("tools differ from the reference example's (-want +got):\n%s", diff)
 	}
 	var names []string
 	for _, w := range want {
