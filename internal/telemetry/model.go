@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -74,7 +75,7 @@ func (m *model) Stream(ctx context.Context, req *llm.Request, emit func(llm.Even
 	start := time.Now()
 	var span trace.Span
 	if t.tracer != nil {
-		ctx, span = t.tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient),
+		ctx, span = t.tracer.Start(ctx, strings.TrimSpace("chat "+req.Model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(
 				attribute.String("gen_ai.operation.name", "chat"),
 				attribute.String("gen_ai.provider.name", m.system),

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,7 @@ type tracingConfig struct {
 	timeout     time.Duration // 0: the exporter's default
 	gzip        bool
 	sampler     sdktrace.Sampler
+	samplerName string // as OTEL_TRACES_SAMPLER (and its argument) name it
 	service     string
 	attrs       []attribute.KeyValue // OTEL_RESOURCE_ATTRIBUTES
 	propagators []string
@@ -108,8 +110,13 @@ func tracingFromEnv(getenv func(string) (string, bool)) (*tracingConfig, error) 
 			break
 		}
 	}
-	if c.sampler, err = sampler(env("OTEL_TRACES_SAMPLER"), env("OTEL_TRACES_SAMPLER_ARG")); err != nil {
+	name, arg := strings.ToLower(env("OTEL_TRACES_SAMPLER")), env("OTEL_TRACES_SAMPLER_ARG")
+	if c.sampler, err = sampler(name, arg); err != nil {
 		return nil, err
+	}
+	c.samplerName = cmp.Or(name, "parentbased_always_on")
+	if strings.HasSuffix(c.samplerName, "traceidratio") {
+		c.samplerName += " " + cmp.Or(arg, "1")
 	}
 	if c.attrs, err = resourceAttrs(env("OTEL_RESOURCE_ATTRIBUTES")); err != nil {
 		return nil, err
@@ -294,7 +301,7 @@ func (t *Telemetry) startTracing(ctx context.Context, c *tracingConfig, version 
 		}
 	}
 	t.prop = propagation.NewCompositeTextMapPropagator(props...)
-	t.tracing = fmt.Sprintf("otlp http/protobuf to %s, sampler %s", redactURL(c.endpoint), c.sampler.Description())
+	t.tracing = fmt.Sprintf("otlp http/protobuf to %s, sampler %s", redactURL(c.endpoint), c.samplerName)
 	return nil
 }
 

@@ -245,3 +245,21 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("Secrets = %q, want %q", got, want)
 	}
 }
+
+// The start-up description of the export names the endpoint without its
+// credentials, and the sampler.
+func TestTracingDescription(t *testing.T) {
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: telemetrytest.Env(map[string]string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://relay:pa55word@collector.example:4318/v1/traces?token=t0ken",
+		"OTEL_TRACES_SAMPLER":                "parentbased_traceidratio",
+		"OTEL_TRACES_SAMPLER_ARG":            "0.25",
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	want := "otlp http/protobuf to https://collector.example:4318/v1/traces, sampler parentbased_traceidratio 0.25"
+	if got := tel.Tracing(); got != want {
+		t.Errorf("Tracing() = %q, want %q", got, want)
+	}
+}
