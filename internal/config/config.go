@@ -48,6 +48,9 @@ type Config struct {
 	// (docs/config.md "secrets"). The field is not named Secrets: that is the
 	// method listing every secret value.
 	SecretKeys SecretKeys `yaml:"secrets"`
+	// Metrics says where Prometheus scrapes Relay's metrics
+	// (docs/observability.md); off unless addr or token is set.
+	Metrics Metrics `yaml:"metrics"`
 
 	// Path is the file the config was loaded from; "" when only defaults apply.
 	Path string `yaml:"-"`
@@ -175,6 +178,18 @@ type SecretKeys struct {
 	// PreviousKeys open what older keys sealed, until `relay secrets rotate`
 	// has re-sealed it with Key.
 	PreviousKeys []string `yaml:"previousKeys,omitempty"`
+}
+
+// Metrics says where Relay's Prometheus metrics are served
+// (docs/observability.md). With neither field set there is no /metrics.
+type Metrics struct {
+	// Addr is the host:port of a listener of its own that answers GET
+	// /metrics without authentication, for an address only Prometheus
+	// reaches; "" means none.
+	Addr string `yaml:"addr"`
+	// Token, when set, has server.addr answer GET /metrics too, to requests
+	// that send Authorization: Bearer <token>. Masked in dumps and logs.
+	Token string `yaml:"token,omitempty"`
 }
 
 // SecretKeyFile is the key file used when no key is configured: secret.key

@@ -92,6 +92,7 @@ func (c *Config) masked() *Config {
 		*u = maskURL(*u)
 	}
 	m.Auth.OIDC.ClientSecret = maskValue(c.Auth.OIDC.ClientSecret)
+	m.Metrics.Token = maskValue(c.Metrics.Token)
 	m.SecretKeys.Key = maskValue(c.SecretKeys.Key)
 	m.SecretKeys.PreviousKeys = make([]string, len(c.SecretKeys.PreviousKeys))
 	for i, k := range c.SecretKeys.PreviousKeys {

@@ -14,10 +14,10 @@ const UserProvided = "user_provided"
 // provider, web search and embeddings, the values of secret-looking provider
 // headers and of every MCP header, the secret-looking MCP env values and
 // arguments, the passwords and secret-looking query values of the database,
-// MCP and provider URLs, and the keys of per-user secrets (secrets.key,
-// secrets.previousKeys). A value that names environment variables (${VAR}, as
-// mcpServers keep them until connecting) contributes their values from getenv
-// instead; {{user}} variables are filled per user and are not known here, and
+// MCP and provider URLs, the keys of per-user secrets (secrets.key,
+// secrets.previousKeys), and metrics.token. A value that names environment
+// variables (${VAR}, as mcpServers keep them until connecting) contributes
+// their values from getenv instead; {{user}} variables are filled per user and are not known here, and
 // apiKey: user_provided is a marker, not a secret.
 func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 	var out []string
@@ -115,6 +115,7 @@ func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 		add(k)
 	}
 	add(c.Auth.OIDC.ClientSecret)
+	add(c.Metrics.Token)
 	add(c.SecretKeys.Key)
 	for _, k := range c.SecretKeys.PreviousKeys {
 		add(k)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/fault"
@@ -44,6 +45,7 @@ func (c *Config) validate(decoded []problem, bad []string) error {
 	v.limits()
 	v.auth()
 	v.secrets()
+	v.metrics()
 
 	all := decoded
 	for _, p := range v.problems {
@@ -109,6 +111,43 @@ var (
 	logFormats = []string{"text", "json"}
 	memoryKey  = regexp.MustCompile(`^[a-z_]+$`)
 )
+
+// minMetricsToken is the shortest metrics.token accepted: a token that
+// guards what Relay's metrics tell must not be guessable.
+const minMetricsToken = 16
+
+func (v *validator) metrics() {
+	m := v.c.Metrics
+	if m.Addr != "" {
+		host, port, err := net.SplitHostPort(m.Addr)
+		switch {
+		case err != nil || port == "":
+			v.add("metrics.addr", "%q is not a host:port address (e.g. 127.0.0.1:9090 or :9090)", m.Addr)
+		case samePort(host, port, v.c.Server.Addr):
+			v.add("metrics.addr", "%q is server.addr's port: the metrics need a listener of their own (or set metrics.token to serve them on server.addr)", m.Addr)
+		}
+	}
+	switch t := m.Token; {
+	case t == "":
+	case placeholder.MatchString(t):
+		v.add("metrics.token", "names an environment variable that is not set")
+	case len(t) < minMetricsToken:
+		v.add("metrics.token", "must be at least %d characters", minMetricsToken)
+	case strings.ContainsFunc(t, unicode.IsSpace):
+		v.add("metrics.token", "must not contain spaces")
+	}
+}
+
+// samePort reports whether a listener on host:port would take the port of
+// addr: the same port, on the same host or where either is every interface.
+func samePort(host, port, addr string) bool {
+	h2, p2, err := net.SplitHostPort(addr)
+	if err != nil || port != p2 {
+		return false
+	}
+	any := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return host == h2 || any(host) || any(h2)
+}
 
 func (v *validator) server() {
 	s := v.c.Server

@@ -130,6 +130,12 @@ func NewService(opts Options) *Service {
 	return s
 }
 
+// Waiting counts the files waiting to be ingested by any process: the depth
+// of the ingestion queue (relay_ingestion_queue_depth, docs/observability.md).
+func (s *Service) Waiting(ctx context.Context) (int, error) {
+	return s.opts.Store.WaitingFiles(ctx, s.opts.Now())
+}
+
 // Using returns a Service like s — the same options, memory and wake-ups —
 // that stores through st: a process ingests through the view of the store
 // that names it, so that when it dies its files are given back at once.

@@ -433,6 +433,33 @@ func TestPendingAtStartup(t *testing.T) {
 	}
 }
 
+// Waiting counts the uploads no process has ingested yet: the queue's depth.
+func TestWaiting(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u := &auth.User{ID: auth.NewUserID(), Email: "ann@example.com", Role: auth.RoleUser}
+	if err := st.CreateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	idle := file.NewService(file.Options{Store: st})
+	for _, name := range []string{"a.md", "b.md"} {
+		if _, err := idle.Upload(t.Context(), u.ID, name, strings.NewReader("# Notes\n\nSome text."), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := idle.Waiting(t.Context()); err != nil || n != 2 {
+		t.Fatalf("Waiting before ingestion = %d, %v; want 2", n, err)
+	}
+	svc := start(t, file.Options{Store: st})
+	poll.Until(t, 20*time.Second, "the queue to empty", func() bool {
+		n, err := svc.Waiting(t.Context())
+		return err == nil && n == 0
+	})
+}
+
 func TestEmbeddingFailure(t *testing.T) {
 	emb := filetest.StartEmbeddings(t)
 	b := setup(t, file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: emb.URL, APIKey: "sk-wrong-key-1234", Model: "fake"}})

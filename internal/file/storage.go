@@ -77,6 +77,9 @@ type Storage interface {
 	// processing at 0% with its lease until now+lease and its old chunks
 	// deleted. ok is false when no file is waiting.
 	ClaimFile(ctx context.Context, now time.Time, lease time.Duration) (c *Claim, ok bool, err error)
+	// WaitingFiles counts the files ClaimFile would take at now: pending, or
+	// processing with a lease that ended before now.
+	WaitingFiles(ctx context.Context, now time.Time) (int, error)
 	// UpdateFileProgress sets the progress of a claimed file and extends its
 	// lease to leaseUntil. A claim that is no longer held is fault.Conflict.
 	UpdateFileProgress(ctx context.Context, c *Claim, progress int, leaseUntil time.Time) error

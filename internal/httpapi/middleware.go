@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ident"
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 type (
@@ -47,6 +50,7 @@ func sessionID(ctx context.Context) string {
 // by itself (docs/api.md "Authentication").
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetRoute(r.Context(), r.Pattern)
 		secret, ok := bearer(r)
 		if !ok {
 			if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
@@ -117,6 +121,7 @@ func (s *Server) sameOriginCheck(r *http.Request) error {
 // sameOriginCheck: another site must not sign a browser in or out.
 func (s *Server) sameOrigin(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetRoute(r.Context(), r.Pattern)
 		if err := s.sameOriginCheck(r); err != nil {
 			s.refuse(w, r, err)
 			return
@@ -292,5 +297,64 @@ func (s *Server) cors(h http.Handler) http.Handler {
 		w.Header().Set("Access-Control-Allow-Headers", headers)
 		w.Header().Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// requestIDs gives every request an id, sent back in X-Request-Id and added
+// to every log line the request writes (request_id): the client's own
+// X-Request-Id when it is a short token (a proxy's, so that both logs
+// agree), else a new one.
+func (s *Server) requestIDs(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = ident.New("req_")
+		}
+		w.Header().Set("X-Request-Id", id)
+		h.ServeHTTP(w, r.WithContext(telemetry.WithRequestID(r.Context(), id)))
+	})
+}
+
+// validRequestID accepts at most 64 letters, digits and - _ . : — what a
+// log line may show as it is.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// metrics answers GET (and HEAD) /metrics with Relay's metrics (Telemetry.Handler) when
+// Options.MetricsToken is set and the request sends it as a bearer token;
+// every other request goes to h. A request without the token gets 401:
+// the metrics name agents, models and MCP servers. Wrong tokens count
+// against the client address's rate limit, as bad API keys do.
+func (s *Server) metrics(h http.Handler) http.Handler {
+	token := []byte(s.opts.MetricsToken)
+	if s.opts.Telemetry == nil || len(token) == 0 {
+		return h
+	}
+	scrape := s.opts.Telemetry.Handler()
+	guarded := s.limitClients(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r)
+		if !ok || subtle.ConstantTimeCompare([]byte(secret), token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="relay metrics"`)
+			s.writeError(w, r, fault.New(fault.Unauthorized, "missing or wrong metrics token: send Authorization: Bearer <metrics.token>"))
+			return
+		}
+		scrape.ServeHTTP(w, r)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		telemetry.SetRoute(r.Context(), "GET /metrics")
+		guarded.ServeHTTP(w, r)
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 // Options holds what the handlers need. Nil fields are not allowed except where noted.
@@ -82,6 +83,14 @@ type Options struct {
 	// Accounts serves each user's own MCP accounts (customUserVars and
 	// OAuth); nil answers 503 there.
 	Accounts *account.Service
+	// Telemetry measures every request and, with tracing on, gives it a
+	// server span named by its route (docs/observability.md); nil means
+	// neither.
+	Telemetry *telemetry.Telemetry
+	// MetricsToken, with Telemetry, serves GET /metrics (Prometheus's scrape)
+	// to requests that send it as Authorization: Bearer (metrics.token);
+	// "" serves no /metrics here.
+	MetricsToken string
 }
 
 // Server holds the handlers' dependencies.
@@ -106,7 +115,10 @@ func New(opts Options) http.Handler {
 			s.log.Warn("server.public_url is not an origin the cross-origin check can trust", slog.String("origin", o), slog.Any("err", err))
 		}
 	}
-	return s.routes()
+	// The request id comes first, so that every log line of the request has
+	// it; the telemetry middleware's copy of the request is the one the
+	// router sees, so that it reads the route that matched.
+	return s.requestIDs(opts.Telemetry.Middleware(s.metrics(s.routes())))
 }
 
 // publicOrigin is the scheme://host[:port] of a public URL, "" when there is none.

@@ -21,6 +21,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 // ClientName is how Relay introduces itself in initialize.
@@ -47,6 +49,10 @@ type ConnectOptions struct {
 	// challenges (see docs/mcp.md#oauth); nil means none, and a 401 fails with
 	// ErrOAuthNotConfigured.
 	Authorization Authorization
+	// Telemetry traces each request to the server (a client span) and sends
+	// its trace context (traceparent) with the requests of the sse and
+	// streamable-http transports; nil means none.
+	Telemetry *telemetry.Telemetry
 }
 
 // Session is an initialized connection to one server.
@@ -107,6 +113,9 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		userID = o.UserID
 	}
 	rt := o.HTTP
+	if cfg.Transport == TransportSSE || cfg.Transport == TransportStreamableHTTP {
+		rt = o.Telemetry.Transport(rt)
+	}
 	if cfg.Transport == TransportStreamableHTTP {
 		rt = &httpTap{base: rt, userID: userID, schemas: schemas}
 	}
@@ -142,6 +151,9 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { o.Progress(r.Params) }
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: o.Version}, opts)
+	if o.Telemetry.Tracing() != "" {
+		client.AddSendingMiddleware(traced(o.Telemetry, cfg.Name))
+	}
 	if !cfg.Sampling.Enabled {
 		client.AddReceivingMiddleware(samplingOff(cfg.Name))
 	}
@@ -329,4 +341,29 @@ func (c *userIDConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		msg = &cp
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+// traced gives each request Relay sends to server a client span (see
+// telemetry.StartMCPRequest); notifications get none. The span is in the
+// context the transport sends the request with, so that its trace context
+// goes along.
+func traced(tel *telemetry.Telemetry, server string) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			var target, session string
+			if p, ok := req.GetParams().(*sdk.CallToolParams); ok && p != nil {
+				target = p.Name
+			}
+			if s := req.GetSession(); s != nil {
+				session = s.ID()
+			}
+			ctx, end := tel.StartMCPRequest(ctx, server, method, target, session)
+			res, err := next(ctx, method, req)
+			end(err)
+			return res, err
+		}
+	}
 }

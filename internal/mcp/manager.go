@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 // State is where a connection stands.
@@ -62,6 +63,10 @@ type Options struct {
 	// Users supplies each user's customUserVars values; nil means no user has
 	// any, so servers that use them cannot connect.
 	Users Users
+	// Telemetry measures tool calls, traces MCP requests (sending their trace
+	// context to sse and streamable-http servers) and reports the
+	// connections' states at each scrape; nil means none of it.
+	Telemetry *telemetry.Telemetry
 }
 
 func (o *Options) defaults() {
@@ -198,7 +203,36 @@ func NewManager(servers []ServerConfig, opts Options) *Manager {
 		m.servers[s.Name] = s
 		m.order = append(m.order, s.Name)
 	}
+	opts.Telemetry.CollectMCP(m.connCounts)
 	return m
+}
+
+// states are the states a connection can be in, as relay_mcp_connections
+// reports them.
+var states = []State{StateDisconnected, StateConnecting, StateConnected, StateError, StateAuthRequired}
+
+// connCounts counts the connections of each server by state, every state of
+// every server included, for relay_mcp_connections.
+func (m *Manager) connCounts() []telemetry.ConnCount {
+	m.mu.Lock()
+	cs := make(map[string][]*conn, len(m.order))
+	for k, c := range m.conns {
+		cs[k.server] = append(cs[k.server], c)
+	}
+	m.mu.Unlock()
+	out := make([]telemetry.ConnCount, 0, len(m.order)*len(states))
+	for _, name := range m.order {
+		n := map[State]int{}
+		for _, c := range cs[name] {
+			c.mu.Lock()
+			n[c.state]++
+			c.mu.Unlock()
+		}
+		for _, st := range states {
+			out = append(out, telemetry.ConnCount{Server: name, State: string(st), Count: n[st]})
+		}
+	}
+	return out
 }
 
 // Servers lists the configured servers in config order.
@@ -480,6 +514,14 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	}
 	c.inflight.Add(1)
 	defer func() { c.inflight.Add(-1); c.touch() }()
+	ctx, measured := m.opts.Telemetry.StartTool(ctx, server, tool)
+	res, err := m.call(ctx, c, server, tool, args)
+	measured.End(res != nil && res.IsError, err)
+	return res, err
+}
+
+// call is Call on the connection c to server, within the server's timeout.
+func (m *Manager) call(ctx context.Context, c *conn, server, tool string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	// One time limit for the whole call: waiting for a connect or reconnect and
 	// listing the tools count against it too (docs/mcp.md "Connections": a call never waits longer
 	// than its own timeout). Progress notifications restart it.
@@ -717,7 +759,7 @@ func (c *conn) startAttemptLocked() {
 			c.mu.Unlock()
 			sess, err = Connect(ctx, cfg.ServerConfig, ConnectOptions{
 				UserID: uid, Version: c.m.opts.Version, ToolsChanged: c.toolsChanged, Progress: c.progress,
-				HTTP: c.m.http, Logger: c.userLogger(), Authorization: cfg.auth,
+				HTTP: c.m.http, Logger: c.userLogger(), Authorization: cfg.auth, Telemetry: c.m.opts.Telemetry,
 			})
 			if err != nil && ctx.Err() != nil && !NeedsUser(err) {
 				err = fmt.Errorf("no answer to initialize within initTimeout (%s)", c.cfg.InitTimeout)

@@ -87,6 +87,11 @@ type Service struct {
 	// that finds the previous one held by a process that missed its heartbeats
 	// waits to see whether that process is dead rather than being skipped.
 	Live *Liveness
+	// Lag, when set, is told how late each scheduled firing's run started:
+	// from the firing's due time to the run's start (the scheduler lag of
+	// docs/observability.md). Firings of RunNow are not scheduled and do not
+	// count.
+	Lag func(time.Duration)
 
 	once sync.Once
 	wake chan struct{}
@@ -457,7 +462,7 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	// The caller gets the firing as queued: execute changes its own while
 	// the caller reads (answers) this one.
 	queued := *f
-	go s.execute(context.WithoutCancel(ctx), sc, f)
+	go s.execute(context.WithoutCancel(ctx), sc, f, false)
 	return &queued, nil
 }
 
@@ -609,12 +614,13 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		log.Warn("firing skipped", slog.String("reason", f.Error))
 		return fired
 	}
-	go s.execute(context.WithoutCancel(ctx), sc, f)
+	go s.execute(context.WithoutCancel(ctx), sc, f, true)
 	return fired
 }
 
-// execute runs a claimed firing through the chat path and records the outcome.
-func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing) {
+// execute runs a claimed firing through the chat path and records the
+// outcome; the start of a scheduled firing's run is reported to Lag.
+func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, scheduled bool) {
 	log := s.Log.With(slog.String("schedule_id", sc.ID), slog.String("firing_id", f.ID))
 	finish := func(status FiringStatus, msg string) {
 		t := s.Now().UTC()
@@ -644,6 +650,9 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing) {
 		return
 	}
 	started := s.Now().UTC()
+	if scheduled && s.Lag != nil {
+		s.Lag(started.Sub(f.FireAt))
+	}
 	f.RunID, f.ConversationID, f.Status, f.StartedAt = r.ID, r.ConversationID, FiringRunning, &started
 	if err := s.Store.UpdateFiring(ctx, f); err != nil {
 		log.Error("saving the firing", slog.Any("err", err))

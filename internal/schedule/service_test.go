@@ -239,3 +239,38 @@ func TestValidation(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Each scheduled firing tells Lag how late its run started; a firing asked
+// for with RunNow is not scheduled and tells nothing.
+func TestLag(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 3, 10, 6, 0, 0, 0, time.UTC))
+	var (
+		mu   sync.Mutex
+		lags []time.Duration
+	)
+	f.a.Lag = func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		lags = append(lags, d)
+	}
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Digest"), Prompt: str("Digest"),
+		Cron: str("0 7 * * *"), Timezone: str("UTC")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 3, 10, 7, 0, 5, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFinished(t, sc.ID, 1)
+	if _, err := f.a.RunNow(ctx, f.user, sc.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFinished(t, sc.ID, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lags) != 1 || lags[0] != 5*time.Second {
+		t.Errorf("lags %v, want one of 5s", lags)
+	}
+}

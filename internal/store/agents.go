@@ -88,7 +88,7 @@ func (db *DB) CreateAgent(ctx context.Context, a *agent.Agent) error {
 		return err
 	}
 	now := db.clock()
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, "CreateAgent", func(tx *sql.Tx) error {
 		return db.insertAgent(ctx, tx, a, spec, now)
 	})
 	if err != nil {
@@ -240,7 +240,7 @@ func (db *DB) UpdateAgent(ctx context.Context, a *agent.Agent) error {
 		return err
 	}
 	now := db.clock()
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, "UpdateAgent", func(tx *sql.Tx) error {
 		return db.updateAgent(ctx, tx, a.ID, a.Version, spec, a.Shared, now)
 	})
 	if err != nil {
@@ -278,7 +278,7 @@ func (db *DB) updateAgent(ctx context.Context, tx *sql.Tx, id string, version in
 
 // DeleteAgent removes an agent, every kept version of it and its shares.
 func (db *DB) DeleteAgent(ctx context.Context, id string) error {
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "DeleteAgent", func(tx *sql.Tx) error {
 		// The foreign key cascades too; deleting versions first keeps that true
 		// even on a connection where foreign keys were left off.
 		if _, err := db.exec(ctx, tx, `DELETE FROM agent_versions WHERE agent_id = ?`, id); err != nil {
@@ -375,7 +375,7 @@ func (db *DB) SyncManagedAgents(ctx context.Context, agents []*agent.Agent) (age
 		stored = make(map[string]*agent.Agent, len(plan))
 	)
 	now := db.clock()
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "SyncManagedAgents", func(tx *sql.Tx) error {
 		if err := db.d.lock(ctx, db, tx, db.d.SyncLock); err != nil {
 			return fmt.Errorf("waiting for other syncs of managed agents: %w", err)
 		}

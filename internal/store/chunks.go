@@ -19,7 +19,7 @@ func (db *DB) AddFileChunks(ctx context.Context, c *file.Claim, chunks []file.Ch
 	if len(chunks) == 0 {
 		return nil
 	}
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "AddFileChunks", func(tx *sql.Tx) error {
 		if err := db.holdsClaim(ctx, tx, c); err != nil {
 			return err
 		}

@@ -213,7 +213,7 @@ func scanMessage(r rowScanner) (*run.Message, error) {
 // missing one is fault.NotFound, one elsewhere fault.Invalid. A missing
 // conversation is fault.NotFound; a taken id fault.Conflict.
 func (db *DB) AddMessage(ctx context.Context, m *run.Message) error {
-	return db.inTx(ctx, func(tx *sql.Tx) error { return db.addMessage(ctx, tx, m) })
+	return db.inTx(ctx, "AddMessage", func(tx *sql.Tx) error { return db.addMessage(ctx, tx, m) })
 }
 
 // addMessage is AddMessage in the transaction tx.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 // DB is the SQL implementation of Store that every engine shares. Reads go to one
@@ -21,6 +23,29 @@ type DB struct {
 	node        string     // the process new runs name (OnNode); "" for none
 	stmts       *stmtCache // shared with the DBs of OnNode
 	onClose     []func() error
+	tel         *telemetry.Telemetry // traces write transactions; nil for none
+}
+
+// Instrument has db trace each write transaction (a span named by the
+// store's method, such as WriteBatch) and report its pools' statistics
+// (go_sql_* with db_name read and write, or main when both are one pool).
+// Call it before using db: the DBs of OnNode made after it share it.
+func (db *DB) Instrument(t *telemetry.Telemetry) {
+	db.tel = t
+	if db.read == db.write {
+		t.CollectDB("main", db.write)
+		return
+	}
+	t.CollectDB("write", db.write)
+	t.CollectDB("read", db.read)
+}
+
+// system is the engine's name as traces name database systems.
+func (db *DB) system() string {
+	if db.d.Engine == "postgres" {
+		return "postgresql"
+	}
+	return db.d.Engine
 }
 
 // OnClose has Close call f first, for what an engine runs beside the pools
@@ -212,8 +237,11 @@ func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any
 	return q.QueryRowContext(ctx, query, args...)
 }
 
-// inTx runs fn in a transaction on the write pool, committing if fn returns nil.
-func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// inTx runs fn in a transaction on the write pool, committing if fn returns
+// nil. op names the transaction in traces: the method that runs it.
+func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
+	ctx, end := db.tel.StartDB(ctx, db.system(), op)
+	defer func() { end(err) }()
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

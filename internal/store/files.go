@@ -173,7 +173,7 @@ func (db *DB) FileUsage(ctx context.Context, owner string) (int, int64, error) {
 
 // DeleteFile deletes the file with its contents and chunks.
 func (db *DB) DeleteFile(ctx context.Context, id string) error {
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "DeleteFile", func(tx *sql.Tx) error {
 		res, err := db.exec(ctx, tx, `DELETE FROM files WHERE id = ?`, id)
 		if err != nil {
 			return fmt.Errorf("deleting file %q: %w", id, err)

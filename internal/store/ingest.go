@@ -17,6 +17,18 @@ func notClaimed(c *file.Claim) error {
 	return fault.New(fault.Conflict, "file %q is no longer claimed by this process (its lease ran out)", c.File.ID)
 }
 
+// WaitingFiles counts the files ClaimFile would take at now.
+func (db *DB) WaitingFiles(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := db.queryRow(ctx, db.read,
+		`SELECT COUNT(*) FROM files WHERE status = 'pending' OR (status = 'processing' AND lease_until < ?)`,
+		db.timeArg(utc(now))).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the files waiting for ingestion: %w", err)
+	}
+	return n, nil
+}
+
 // ClaimFile takes the oldest pending file, or one left processing past its
 // lease, for the DB's node (OnNode), if any: ReapNode gives the files of a dead
 // node back. On Postgres the UPDATE's compare on status and lease makes of two
@@ -38,7 +50,7 @@ func (db *DB) ClaimFile(ctx context.Context, now time.Time, lease time.Duration)
 		}
 		token := ident.New("claim_")
 		var c *file.Claim
-		err = db.inTx(ctx, func(tx *sql.Tx) error {
+		err = db.inTx(ctx, "ClaimFile", func(tx *sql.Tx) error {
 			res, err := db.exec(ctx, tx,
 				`UPDATE files SET status = 'processing', progress = 0, error = '', note = '', chunk_count = 0,
 				 claim = ?, claimed_by = ?, lease_until = ?, updated_at = ?
@@ -109,7 +121,7 @@ func (db *DB) FinishFile(ctx context.Context, c *file.Claim, o file.Outcome) err
 	}
 	now := db.clock()
 	var n int
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "FinishFile", func(tx *sql.Tx) error {
 		if err := db.holdsClaim(ctx, tx, c); err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func (db *DB) ListNodes(ctx context.Context) ([]*schedule.Node, error) {
 func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason string) (schedule.Reaped, bool, error) {
 	var r schedule.Reaped
 	now := db.timeArg(db.clock())
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "ReapNode", func(tx *sql.Tx) error {
 		res, err := db.exec(ctx, tx, `DELETE FROM nodes WHERE id = ? AND heartbeat_at <= ?`, id, db.timeArg(seen))
 		if err != nil {
 			return fmt.Errorf("reaping node %q: %w", id, err)

@@ -182,7 +182,7 @@ func (db *DB) ListRuns(ctx context.Context, f run.RunFilter) ([]*run.Run, error)
 // its start time, for the runs that a stopped process left behind.
 func (db *DB) FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error) {
 	var n int
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "FailStaleRuns", func(tx *sql.Tx) error {
 		var err error
 		n, err = db.failRuns(ctx, tx, `COALESCE(started_at, created_at) < ?`, []any{db.timeArg(cutoff)}, reason)
 		return err
@@ -272,7 +272,7 @@ func (db *DB) AppendEvents(ctx context.Context, events []run.Event) error {
 	if err := checkEvents(events); err != nil {
 		return err
 	}
-	return db.inTx(ctx, func(tx *sql.Tx) error { return db.appendEvents(ctx, tx, events) })
+	return db.inTx(ctx, "AppendEvents", func(tx *sql.Tx) error { return db.appendEvents(ctx, tx, events) })
 }
 
 // checkEvents refuses events that AppendEvents may not store.
@@ -335,7 +335,7 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 	if s.Conversation == nil || s.Message == nil || s.Run == nil {
 		return fault.New(fault.Invalid, "starting a run needs its conversation, message and run")
 	}
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "StartRun", func(tx *sql.Tx) error {
 		var err error
 		if s.NewConversation {
 			err = db.createConversation(ctx, tx, s.Conversation)
@@ -362,7 +362,7 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 	if err := checkEvents(b.Events); err != nil {
 		return err
 	}
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "WriteBatch", func(tx *sql.Tx) error {
 		if err := db.appendEventBatches(ctx, tx, b.Events); err != nil {
 			return err
 		}

@@ -300,7 +300,7 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 		return false, fault.New(fault.Invalid, "firing %q: fire time is required", f.ID)
 	}
 	fireAt, started, finished, stored := utc(f.FireAt), storedPtr(f.StartedAt), storedPtr(f.FinishedAt), storedPtr(next)
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
+	err = db.inTx(ctx, "ClaimFiring", func(tx *sql.Tx) error {
 		// The schedule row first: its lock is what concurrent claims queue on, so
 		// the losers never reach the insert.
 		res, err := db.exec(ctx, tx,

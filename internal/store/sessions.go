@@ -137,7 +137,7 @@ func (db *DB) SignInAdmins(ctx context.Context) (int, error) {
 // setup token deleted. Setups run one at a time (the dialect's SetupLock, or
 // the engine's one writer), so two tokens used at once make one admin.
 func (db *DB) CompleteSetup(ctx context.Context, hash string, now time.Time, u *auth.User) error {
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "CompleteSetup", func(tx *sql.Tx) error {
 		if err := db.d.lock(ctx, db, tx, db.d.SetupLock); err != nil {
 			return fmt.Errorf("waiting for other setups: %w", err)
 		}

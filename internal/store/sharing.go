@@ -117,7 +117,7 @@ func (db *DB) AgentShares(ctx context.Context, agentID string) ([]agent.Share, e
 // fault.Invalid.
 func (db *DB) SetAgentShares(ctx context.Context, agentID string, shares []agent.Share) error {
 	now := db.clock()
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "SetAgentShares", func(tx *sql.Tx) error {
 		var n int
 		if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM agents WHERE id = ?`, agentID).Scan(&n); err != nil {
 			return fmt.Errorf("sharing agent %q: %w", agentID, err)
@@ -174,7 +174,7 @@ func (db *DB) CreateGroup(ctx context.Context, g *auth.Group) error {
 		return fault.New(fault.Invalid, "group id is required")
 	}
 	now := db.clock()
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "CreateGroup", func(tx *sql.Tx) error {
 		_, err := db.exec(ctx, tx, `INSERT INTO user_groups (`+groupColumns+`) VALUES (?, ?, ?, ?)`,
 			g.ID, g.Name, db.timeArg(now), db.timeArg(now))
 		if err != nil {
@@ -312,7 +312,7 @@ func likePattern(q string) string {
 // UpdateGroup stores g's name and replaces its members, and sets UpdatedAt.
 func (db *DB) UpdateGroup(ctx context.Context, g *auth.Group) error {
 	now := db.clock()
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
+	err := db.inTx(ctx, "UpdateGroup", func(tx *sql.Tx) error {
 		res, err := db.exec(ctx, tx, `UPDATE user_groups SET name = ?, updated_at = ? WHERE id = ?`, g.Name, db.timeArg(now), g.ID)
 		if err != nil {
 			return db.groupErr(err, g)
@@ -336,7 +336,7 @@ func (db *DB) UpdateGroup(ctx context.Context, g *auth.Group) error {
 
 // DeleteGroup deletes a group with its memberships and the shares made to it.
 func (db *DB) DeleteGroup(ctx context.Context, id string) error {
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "DeleteGroup", func(tx *sql.Tx) error {
 		// The foreign keys cascade too; deleting first keeps that true even
 		// on a connection where foreign keys were left off.
 		for _, q := range []string{`DELETE FROM agent_shares WHERE group_id = ?`, `DELETE FROM user_group_members WHERE group_id = ?`} {

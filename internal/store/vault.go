@@ -23,7 +23,7 @@ func (db *DB) PutSecretVars(ctx context.Context, userID, kind, name string, set 
 		names = append(names, v)
 	}
 	slices.Sort(names) // the same order every time, for the engine's locks
-	return db.inTx(ctx, func(tx *sql.Tx) error {
+	return db.inTx(ctx, "PutSecretVars", func(tx *sql.Tx) error {
 		for _, v := range names {
 			_, err := db.exec(ctx, tx, `INSERT INTO secret_vars (user_id, kind, name, var, sealed, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (user_id, kind, name, var) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,

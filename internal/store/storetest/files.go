@@ -372,6 +372,33 @@ var fileContentTests = []test{
 			}
 		}
 	}},
+	{"WaitingFiles", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		u := createUser(t, s, "files@example.com")
+		now := time.Now()
+		waiting := func(at time.Time, want int, when string) {
+			t.Helper()
+			n, err := s.WaitingFiles(ctx, at)
+			must(t, err, "WaitingFiles")
+			if n != want {
+				t.Errorf("%s: %d files waiting, want %d", when, n, want)
+			}
+		}
+		waiting(now, 0, "no file")
+		for i := range 3 {
+			createFile(t, s, u.ID, fmt.Sprintf("f%d.txt", i))
+		}
+		must(t, s.CreateFile(ctx, &file.File{ID: file.NewID(), Owner: u.ID, Name: "ready.txt", MIMEType: "text/plain", Status: file.Ready}), "CreateFile")
+		waiting(now, 3, "three pending, one ready")
+		c, ok, err := s.ClaimFile(ctx, now, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("ClaimFile: %v, %v", ok, err)
+		}
+		waiting(now, 2, "one claimed")
+		waiting(now.Add(61*time.Second), 3, "its lease ran out")
+		must(t, s.FinishFile(ctx, c, file.Outcome{Status: file.Ready}), "FinishFile")
+		waiting(now.Add(61*time.Second), 2, "it is ready")
+	}},
 	{"LeaseRunsOut", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "files@example.com")
