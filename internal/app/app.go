@@ -23,6 +23,7 @@ import (
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/redact"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
@@ -108,7 +109,8 @@ func Logger(cfg *config.Config, w io.Writer) *slog.Logger {
 	if cfg.Server.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redact.NewHandler(h, Secrets(cfg)))
+	// Request and trace ids on every line of a request (docs/observability.md).
+	return slog.New(telemetry.LogHandler(redact.NewHandler(h, Secrets(cfg))))
 }
 
 // minLogSecret is the length of the shortest secret the log masks.
@@ -122,6 +124,7 @@ func Secrets(cfg *config.Config) *redact.Replacer {
 	if k, ok := cfg.Getenv("RELAY_BOOTSTRAP_API_KEY"); ok {
 		vals = append(vals, k)
 	}
+	vals = append(vals, telemetry.Secrets(cfg.Getenv)...) // OTLP headers and endpoint passwords
 	var s redact.Secrets
 	for _, v := range vals {
 		// A short value (a database password such as "relay") would garble
@@ -137,6 +140,9 @@ func Secrets(cfg *config.Config) *redact.Replacer {
 type Options struct {
 	// Logger is where Relay logs; nil means Logger(cfg, os.Stderr).
 	Logger *slog.Logger
+	// Telemetry measures and traces what the services do
+	// (docs/observability.md); nil measures nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // logger returns the logger of o for cfg.
@@ -168,6 +174,8 @@ type App struct {
 	// tokens counts the tokens of every request, with one cache of message
 	// counts for the process.
 	tokens *token.Counters
+	// tel measures and traces what the services do; nil measures nothing.
+	tel *telemetry.Telemetry
 }
 
 // Open opens the database cfg names, applies its migrations, builds the
@@ -188,7 +196,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			TokenLimit: cfg.Memory.TokenLimit, Personalize: cfg.Memory.Personalize == nil || *cfg.Memory.Personalize}, nil),
 		Files:  fileService(cfg, st, log),
 		tokens: token.NewCounters(0),
+		tel:    opts.Telemetry,
 	}
+	if db, ok := st.(*store.DB); ok {
+		db.Instrument(a.tel) // a span per write, the pools' statistics
+	}
+	a.tel.CollectIngestQueue(a.Files.Waiting)
 	a.Auth.SetSessionTTL(cfg.Auth.SessionTTL.Duration)
 	// Without a key (Postgres with no secrets.key) the vault refuses every
 	// use, saying what to set: only what needs per-user secrets fails.

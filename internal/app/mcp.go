@@ -9,6 +9,7 @@ import (
 	"github.com/relay-ai/relay/internal/account"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/telemetry"
 )
 
 // mcpServers converts the config's mcpServers, in file order.
@@ -64,8 +65,8 @@ func mcpRoots(rs []config.MCPRoot) []mcp.Root {
 
 // newMCPManager builds the manager for the config; users (nil: none) gives
 // user-scoped connections each user's variables and authorization.
-func newMCPManager(cfg *config.Config, log *slog.Logger, users mcp.Users) *mcp.Manager {
-	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: cfg.Getenv, Version: version(), Users: users})
+func newMCPManager(cfg *config.Config, log *slog.Logger, users mcp.Users, tel *telemetry.Telemetry) *mcp.Manager {
+	return mcp.NewManager(mcpServers(cfg), mcp.Options{Logger: log, Getenv: cfg.Getenv, Version: version(), Users: users, Telemetry: tel})
 }
 
 // MCP builds the manager of the config's MCP servers, whose user-scoped
@@ -74,7 +75,7 @@ func newMCPManager(cfg *config.Config, log *slog.Logger, users mcp.Users) *mcp.M
 // manager.
 func (a *App) MCP() (*mcp.Manager, *account.Service) {
 	acct := accountService(a.Config, a.Vault, a.Log)
-	m := newMCPManager(a.Config, a.Log, acct)
+	m := newMCPManager(a.Config, a.Log, acct, a.tel)
 	acct.MCP = m
 	return m, acct
 }
@@ -86,7 +87,7 @@ func (a *App) MCP() (*mcp.Manager, *account.Service) {
 // closes with the manager.
 func OpenMCP(ctx context.Context, cfg *config.Config, opts Options) (*mcp.Manager, func(), error) {
 	if !needsUsers(cfg) {
-		m := newMCPManager(cfg, opts.logger(cfg), nil)
+		m := newMCPManager(cfg, opts.logger(cfg), nil, opts.Telemetry)
 		return m, func() { m.Close() }, nil
 	}
 	a, err := Open(ctx, cfg, opts)

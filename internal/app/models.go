@@ -20,6 +20,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm/openai"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
@@ -215,21 +216,21 @@ func azureOptions(cfg *config.Config, model string, vals map[string]string) (ope
 // runService builds the service that runs agents with the MCP manager m.
 func (a *App) runService(m *mcp.Manager) (*run.Service, error) {
 	cfg := a.Config
-	mods := models(cfg, a.keys, a.Log)
+	mods := instrumented(models(cfg, a.keys, a.Log), a.tel)
 	prep, err := a.preparer(m, mods)
 	if err != nil {
 		return nil, err
 	}
-	memoryTools := map[string]tool.Tool{
+	memoryTools := a.tel.Tools(map[string]tool.Tool{
 		builtin.SetMemoryName:    builtin.SetMemory(a.Memory),
 		builtin.DeleteMemoryName: builtin.DeleteMemory(a.Memory),
-	}
+	}, telemetry.Builtin)
 	s := &run.Service{
-		Store: a.Store, Prep: prep, Models: mods, MCP: m, Log: a.Log,
+		Store: a.Store, Prep: prep, Models: mods, MCP: m, Log: a.Log, Telemetry: a.tel,
 		Builtins: map[string]tool.Tool{
 			builtin.SetMemoryName:    memoryTools[builtin.SetMemoryName],
 			builtin.DeleteMemoryName: memoryTools[builtin.DeleteMemoryName],
-			builtin.WebSearchName:    webSearchTool(cfg, a.Log),
+			builtin.WebSearchName:    a.tel.Tool(webSearchTool(cfg, a.Log), telemetry.Builtin),
 		},
 		Parallel: cfg.Endpoints.Agents.MaxParallelTools, ToolTimeout: cfg.Endpoints.Agents.ToolTimeout.Duration,
 		StepLimit: cfg.Endpoints.Agents.MaxRecursionLimit, DefaultSteps: cfg.Endpoints.Agents.RecursionLimit,
@@ -240,6 +241,21 @@ func (a *App) runService(m *mcp.Manager) (*run.Service, error) {
 		s.After = append(s.After, ma.After)
 	}
 	return s, nil
+}
+
+// instrumented returns models whose clients tel measures and traces
+// (docs/observability.md); with tel nil, models itself.
+func instrumented(models run.Models, tel *telemetry.Telemetry) run.Models {
+	if tel == nil {
+		return models
+	}
+	return func(ctx context.Context, userID, provider, model string) (llm.Model, mcp.Family, error) {
+		m, fam, err := models(ctx, userID, provider, model)
+		if err != nil {
+			return nil, "", err
+		}
+		return tel.Model(m, strings.ToLower(provider)), fam, nil
+	}
 }
 
 // titleModel returns the model that titles an agent's new conversations:

@@ -25,6 +25,7 @@ import (
 	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/supervise"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/web"
 )
 
@@ -90,6 +91,30 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		log.Warn("config: " + u)
 	}
 	logConfigWarnings(log, cfg)
+	// Metrics always; traces when the OTEL_* variables ask for them
+	// (docs/observability.md). The last spans are sent before Serve returns.
+	tel, err := telemetry.New(ctx, telemetry.Options{Getenv: cfg.Getenv, Version: version(), Logger: log})
+	if err != nil {
+		return err
+	}
+	if how := tel.Tracing(); how != "" {
+		log.Info("tracing", slog.String("export", how))
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(fctx); err != nil {
+			log.Warn("exporting the last spans", slog.Any("err", err))
+		}
+	}()
+	var metricsLn net.Listener
+	if cfg.Metrics.Addr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Addr); err != nil {
+			return fmt.Errorf("metrics.addr %s: %w", cfg.Metrics.Addr, err)
+		}
+		defer metricsLn.Close()
+		log.Info("metrics listening", slog.String("addr", metricsLn.Addr().String()))
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -112,7 +137,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
-	a, err := Open(ctx, cfg, Options{Logger: log})
+	a, err := Open(ctx, cfg, Options{Logger: log, Telemetry: tel})
 	var setupURL string
 	if err == nil {
 		err = a.bootstrap(ctx)
@@ -148,6 +173,11 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		parts.Start(bgCtx, p)
 	}
 	stopBackground := parts.Stop
+	if metricsLn != nil {
+		// Prometheus's own listener (metrics.addr): its end is the end of the
+		// scrapes, so it stops the server.
+		start(supervise.Part{Name: "metrics", Rule: supervise.Fatal, Run: func(ctx context.Context) error { return tel.ServeMetrics(ctx, metricsLn) }})
+	}
 	start(mcpPart(mcpm))
 
 	prep, err := a.preparer(mcpm, nil) // previews: no summaries
@@ -197,6 +227,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	// Every process runs the scheduler; the database makes each firing happen once.
 	sched := a.scheduleService(runs)
 	sched.Live = live
+	sched.Lag = tel.ObserveSchedulerLag
 	for _, p := range backgroundParts(a, live, sched, ingest) {
 		start(p)
 	}
@@ -232,6 +263,10 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 			PerAddress: cfg.Auth.LoginLimit.PerAddress, Window: cfg.Auth.LoginLimit.Window.Duration}, nil),
 		PublicURL: cfg.Server.PublicURL,
 		OIDC:      oidcClient(cfg),
+		// Every request measured and traced by its route; GET /metrics with
+		// metrics.token.
+		Telemetry:    tel,
+		MetricsToken: cfg.Metrics.Token,
 	})
 	handler.Store(&api)
 	log.Info("ready", slog.String("database", a.Store.Engine()))

@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/relay-ai/relay/internal/telemetry"
+)
 
 // access is what a route asks of its caller (docs/api.md "Authentication").
 type access int
@@ -159,7 +163,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /", s.ui())
 	mux.HandleFunc("/", s.notFound)
 
-	return s.recoverPanics(s.logRequests(s.cors(s.limitClients(s.capBodies(mux)))))
+	return s.recoverPanics(s.logRequests(s.cors(s.limitClients(s.capBodies(telemetry.Routed(mux))))))
 }
 
 // guard wraps a route's handler in the check its access asks for.

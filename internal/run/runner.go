@@ -16,6 +16,7 @@ import (
 	"github.com/relay-ai/relay/internal/graph"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 	"github.com/relay-ai/relay/internal/turn"
@@ -69,8 +70,10 @@ func (rn *runner) flow(ctx context.Context, primary *agent.Agent, history []llm.
 // Turn prepares the agent's request from t.Messages and runs its turn with
 // its model and the run's tools. The client's tools and parameters are the
 // primary agent's only.
-func (rn *runner) Turn(ctx context.Context, t graph.Turn) (*turn.Outcome, error) {
+func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err error) {
 	s, id, a := rn.s, t.AgentID, t.Agent
+	ctx, endAgent := s.Telemetry.StartAgent(ctx, id)
+	defer func() { endAgent(err) }()
 	query := rn.req.Text
 	if rn.req.Client.continues() {
 		query = "" // Text holds tool results: the last user message is the query
@@ -101,7 +104,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (*turn.Outcome, error)
 		if box.Builtins == nil {
 			box.Builtins = map[string]tool.Tool{}
 		}
-		box.Builtins[builtin.FileSearchName] = builtin.FileSearch(builtin.SearchFunc(s.Prep.Search), prep.FileIDs)
+		box.Builtins[builtin.FileSearchName] = s.Telemetry.Tool(builtin.FileSearch(builtin.SearchFunc(s.Prep.Search), prep.FileIDs), telemetry.Builtin)
 	}
 	o := t.Options
 	o.Model, o.Tools, o.Parallel, o.ToolTimeout = model, box, s.Parallel, s.ToolTimeout

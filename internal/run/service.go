@@ -17,6 +17,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/turn"
 )
@@ -68,6 +69,9 @@ type Service struct {
 	MCP      *mcp.Manager
 	Builtins map[string]tool.Tool
 	Log      *slog.Logger
+	// Telemetry measures and traces runs and their agents' turns
+	// (docs/observability.md); nil measures nothing.
+	Telemetry *telemetry.Telemetry
 	// Parallel bounds a turn's concurrent tool calls (default 4); ToolTimeout
 	// bounds each one (default none beyond the server's own).
 	Parallel    int
@@ -345,6 +349,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 // execute runs the agent and records everything; the final status is written
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []llm.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
+	ctx, measured := s.Telemetry.StartRun(ctx, a.ID, r.ID, r.ConversationID)
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
 	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 
@@ -375,6 +380,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		r.Status, r.Error = StatusFailed, readable(err)
 		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: failedAgent(err, a.ID), Text: r.Error})
 	}
+	measured.End(string(r.Status))
 	answer.CreatedAt = finished
 	r.ResponseMessageID = answer.ID
 	end := &ending{lr: lr, run: r, answer: answer, requests: requests}
