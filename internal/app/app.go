@@ -23,11 +23,11 @@ import (
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/memory"
 	"github.com/relay-ai/relay/internal/redact"
-	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/postgres"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/token"
 	"github.com/relay-ai/relay/internal/vault"
 )
