@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -20,6 +23,7 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/telemetry"
 	"github.com/relay-ai/relay/internal/tool"
 )
 
@@ -41,6 +45,7 @@ func benchChat() error {
 	gap := flag.Duration("gap", 10*time.Millisecond, "time between streamed tokens")
 	sweepFlag := flag.Bool("sweep", false, "measure the streaming chats at 100, 300, 600 and 1,000 concurrent chats and print a table")
 	floor := flag.Bool("floor", false, "measure only the same streams through a byte-copying TCP relay: what the machine allows any server")
+	telemetryMode := flag.String("telemetry", "none", "for the overhead: none, metrics (what relay serve always does) or traces (metrics and every span exported to an OTLP sink in this process)")
 	flag.Parse()
 	if *floor {
 		return floorChats(*chats, *tokens, *gap)
@@ -75,12 +80,24 @@ func benchChat() error {
 		}
 		return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "sum", Arguments: `{"a":2,"b":3}`}}}}
 	})
+	tel, err := benchTelemetry(ctx, *telemetryMode)
+	if err != nil {
+		return err
+	}
+	if tel != nil {
+		defer tel.Shutdown(context.WithoutCancel(ctx))
+		st.Instrument(tel)
+	}
+	var model llm.Model = fake
+	if tel != nil {
+		model = tel.Model(fake, "openai")
+	}
 	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
-			return fake, mcp.FamilyOpenAI, nil
+			return model, mcp.FamilyOpenAI, nil
 		},
-		Builtins: map[string]tool.Tool{"sum": sumTool{}}}
-	fmt.Fprintf(os.Stderr, "overhead: %d runs…\n", *runs)
+		Builtins: tel.Tools(map[string]tool.Tool{"sum": sumTool{}}, telemetry.Builtin), Telemetry: tel}
+	fmt.Fprintf(os.Stderr, "overhead: %d runs, telemetry %s…\n", *runs, *telemetryMode)
 	if f := os.Getenv("RELAY_BENCH_CPUPROFILE_OVERHEAD"); f != "" {
 		if out, err := os.Create(f); err == nil {
 			_ = pprof.StartCPUProfile(out)
@@ -88,7 +105,11 @@ func benchChat() error {
 		}
 	}
 	var perTurn []time.Duration
+	var cpu0 time.Duration
 	for i := range *runs + 20 {
+		if i == 20 {
+			cpu0 = cpuTime()
+		}
 		t0 := time.Now()
 		r, err := svc.Start(ctx, u, run.ChatRequest{AgentID: "bench", Text: "What is 2+3?"})
 		if err != nil {
@@ -101,9 +122,10 @@ func benchChat() error {
 			perTurn = append(perTurn, time.Since(t0)/2)
 		}
 	}
+	cpuPerTurn := (cpuTime() - cpu0) / time.Duration(2**runs)
 	slices.Sort(perTurn)
-	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored): p50 %s  p99 %s  (targets < 0.5 ms, < 2 ms)\n",
-		ms(pct(perTurn, 50)), ms(pct(perTurn, 99)))
+	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored; telemetry %s): p50 %s  p99 %s  CPU %s  (targets < 0.5 ms, < 2 ms)\n",
+		*telemetryMode, ms(pct(perTurn, 50)), ms(pct(perTurn, 99)), ms(cpuPerTurn))
 
 	// 2. The same turns late in one long conversation: every earlier turn,
 	// with its tool call and result, is loaded and sent again.
@@ -201,4 +223,33 @@ func benchGraph(ctx context.Context, st *store.DB, u *auth.User, agents *agent.S
 	fmt.Printf("multi-agent overhead (instant fake model, SQLite): one agent %s per run; 3-agent chain %s (+%s per extra agent); 4-wide fan-out/fan-in, 6 agents %s (+%s per extra agent) (target < 1 ms per extra agent)\n",
 		ms(solo), ms(chain), ms((chain-solo)/2), ms(fan), ms((fan-solo)/5))
 	return nil
+}
+
+// benchTelemetry is the telemetry of the overhead measurement: nil for
+// "none"; metrics alone; or metrics and traces, every span exported to a sink
+// in this process that answers each export at once.
+func benchTelemetry(ctx context.Context, mode string) (*telemetry.Telemetry, error) {
+	env := map[string]string{}
+	switch mode {
+	case "none":
+		return nil, nil
+	case "metrics":
+	case "traces":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/x-protobuf")
+				w.WriteHeader(http.StatusOK)
+			}))
+		}()
+		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://" + ln.Addr().String()
+		env["OTEL_TRACES_SAMPLER"] = "always_on"
+	default:
+		return nil, fmt.Errorf("-telemetry %q: none, metrics or traces", mode)
+	}
+	return telemetry.New(ctx, telemetry.Options{Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }, Version: "bench"})
 }

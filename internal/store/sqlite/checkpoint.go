@@ -24,7 +24,7 @@ const autoCheckpoint = 10000
 
 // walResetAt is the size of the log past which the checkpointer, rather than
 // copying what it can, takes the writer's connection, waits for the readers
-// to leave the log and starts it again from empty (TRUNCATE). Readers that
+// to leave the log and starts it again from its beginning (RESTART). Readers that
 // follow each other without pause would otherwise keep the log from ever
 // starting over, and it would grow without bound under load.
 const walResetAt = 4 << 20
@@ -90,10 +90,14 @@ func (c *checkpointer) run(ctx context.Context) {
 	}
 }
 
-// reset checkpoints the whole log and truncates it, on the writer's own
+// reset checkpoints the whole log and starts it over, on the writer's own
 // connection: no write of this process can come between, so only readers
 // are waited for, and no longer than resetWait.
 func (c *checkpointer) reset(ctx context.Context) {
+	// What can be copied is copied first, alongside the writer: the writer
+	// then waits only for what came since and for the readers,
+	// not for the whole copy and its sync.
+	_, _ = c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
 	conn, err := c.write.Conn(ctx)
 	if err != nil {
 		return
@@ -102,7 +106,7 @@ func (c *checkpointer) reset(ctx context.Context) {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, resetWait.Milliseconds())); err != nil {
 		return
 	}
-	_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
 	// The writer's own wait, back for its transactions. Should this fail, the
 	// connection must not serve them with the short one.
 	if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds())); err != nil {

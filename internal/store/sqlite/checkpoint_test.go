@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// A reset copies the whole log into the database and empties the log, and
-// leaves the writer's connection with its usual busy timeout.
-func TestCheckpointerResetEmptiesTheLog(t *testing.T) {
+// A reset copies the whole log into the database and starts the log over,
+// and leaves the writer's connection with its usual busy timeout.
+func TestCheckpointerResetStartsTheLogOver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "relay.db")
 	write, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
@@ -44,8 +44,17 @@ func TestCheckpointerResetEmptiesTheLog(t *testing.T) {
 		t.Fatalf("the log is %d bytes; the test needs more than %d", n, walResetAt)
 	}
 	c.reset(ctx)
-	if n := size(); n != 0 {
-		t.Errorf("after a reset the log is %d bytes, want 0", n)
+	// The log starts over: the next write is its first frames, and the file
+	// is cut back to walResetAt.
+	if _, err := write.ExecContext(ctx, `INSERT INTO t VALUES ('after')`); err != nil {
+		t.Fatal(err)
+	}
+	var busy, frames, copied int
+	if err := write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil || frames > 4 {
+		t.Errorf("after a reset and one write the log holds %d frames (%v), want a few", frames, err)
+	}
+	if n := size(); n > walResetAt {
+		t.Errorf("after a reset the log is %d bytes, want at most %d", n, walResetAt)
 	}
 	var count int
 	read, err := sql.Open("sqlite", dsn(path, true))
@@ -53,8 +62,8 @@ func TestCheckpointerResetEmptiesTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer read.Close()
-	if err := read.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&count); err != nil || count != walResetAt/4000*2 {
-		t.Errorf("after a reset the table has %d rows (%v), want %d", count, err, walResetAt/4000*2)
+	if err := read.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&count); err != nil || count != walResetAt/4000*2+1 {
+		t.Errorf("after a reset the table has %d rows (%v), want %d", count, err, walResetAt/4000*2+1)
 	}
 	var wait int64
 	if err := write.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&wait); err != nil || wait != busyTimeout.Milliseconds() {

@@ -117,6 +117,9 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	// The checkpointer keeps the log short; commits checkpoint only past this.
 	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpoint))
+	// A log started over is cut back to this size, should it have grown
+	// past it.
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walResetAt))
 	if readOnly {
 		// The read pool must never write, so a query sent to it by mistake fails
 		// loudly instead of racing the writer for the lock.
