@@ -19,7 +19,7 @@ import (
 // Artifacts selects the artifacts prompt an agent gets.
 type Artifacts string
 
-// The artifacts modes of docs/agents.md.
+// The artifacts modes (docs/agents.md "Agent": `artifacts`).
 const (
 	ArtifactsNone     Artifacts = ""
 	ArtifactsDefault  Artifacts = "default"
@@ -30,7 +30,7 @@ const (
 // ChainType says how a deprecated agent_ids chain passes context along.
 type ChainType string
 
-// The chain types of docs/agents.md.
+// The chain types (docs/agents.md "Agent": `chain_type`; what each does, "Edges").
 const (
 	ChainConvo             ChainType = "convo"
 	ChainOutputPassthrough ChainType = "output_passthrough"

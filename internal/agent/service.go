@@ -12,8 +12,10 @@ import (
 	"github.com/relay-ai/relay/internal/fault"
 )
 
-// Service applies the rules of docs/agents.md on top of a Store: who may read and
-// change an agent, validation, and that config agents are read-only through it.
+// Service applies the rules of agents on top of a Store: who may read and
+// change an agent (docs/api.md "Sharing"), validation (docs/agents.md
+// "Agent"), and that config agents are read-only through it (docs/agents.md
+// "Agent").
 type Service struct {
 	store Store
 	rules Rules
