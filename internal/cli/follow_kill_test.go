@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/relay-ai/relay/internal/app"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
@@ -80,12 +82,17 @@ agents:
 	defer cancel()
 	// The SSE of the chat, resumed on the other process after its first event.
 	sse := make(chan sseEnd, 1)
-	go func() { sse <- followSSE(ctx, "http://"+addrB+"/api/runs/"+runID+"/events", "1") }()
+	// Each follower says when it has read something of the run, so that the
+	// kill comes while all three are tailing it live.
+	var sseTailing, v1Tailing atomic.Bool
+	go func() {
+		sse <- followSSE(ctx, "http://"+addrB+"/api/runs/"+runID+"/events", "1", func() { sseTailing.Store(true) })
+	}()
 	// An OpenAI client reading the run's completion as a stream on the other
 	// process.
 	v1 := make(chan v1End, 1)
 	go func() {
-		v1 <- followV1(ctx, "http://"+addrB+"/v1/chat/completions/chatcmpl-"+strings.TrimPrefix(runID, "run_")+"?stream=true")
+		v1 <- followV1(ctx, "http://"+addrB+"/v1/chat/completions/chatcmpl-"+strings.TrimPrefix(runID, "run_")+"?stream=true", func() { v1Tailing.Store(true) })
 	}()
 	// relay chat's renderer, following the run through the database.
 	type cliEnd struct {
@@ -94,8 +101,9 @@ agents:
 		failed   error
 	}
 	cli := make(chan cliEnd, 1)
+	var out syncBuffer // relay chat prints the answer as it follows
 	go func() {
-		var out, errOut bytes.Buffer
+		var errOut bytes.Buffer
 		var end cliEnd
 		e := &env{IO: IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(string) (string, bool) { return "", false }}, configPath: cfgB}
 		end.failed = withRuns(ctx, e, "", func(_ *app.App, r *app.Runner, u *auth.User) error {
@@ -106,10 +114,12 @@ agents:
 		end.out, end.err = out.String(), errOut.String()
 		cli <- end
 	}()
-	// Real processes: give both followers time to be tailing live before the
-	// kill. The assertions hold either way (a follower that starts late catches
-	// up from the store); the pause only makes the live path the usual one.
-	time.Sleep(500 * time.Millisecond)
+	// The kill comes once the answer's first word has streamed and every
+	// follower reads the run (one that were late would catch up from the
+	// store; waiting makes the live path the one tested).
+	poll.Until(t, 30*time.Second, "the first word streamed and every follower reading the run", func() bool {
+		return sseTailing.Load() && v1Tailing.Load() && strings.HasPrefix(out.String(), "one")
+	})
 	a.kill(t)
 
 	s := <-sse
@@ -174,8 +184,9 @@ type v1End struct {
 	err  error
 }
 
-// followV1 reads a streamed chat completion from url.
-func followV1(ctx context.Context, url string) v1End {
+// followV1 reads a streamed chat completion from url, calling got once it
+// has read its first chunk.
+func followV1(ctx context.Context, url string, got func()) v1End {
 	var end v1End
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	req.Header.Set("Authorization", "Bearer "+testKey)
@@ -203,6 +214,7 @@ func followV1(ctx context.Context, url string) v1End {
 			continue
 		}
 		last = d
+		got()
 		var c struct {
 			Choices []struct{ Delta struct{ Content string } }
 		}
@@ -217,8 +229,9 @@ func followV1(ctx context.Context, url string) v1End {
 	return end
 }
 
-// followSSE reads a run's event stream from url after Last-Event-ID last.
-func followSSE(ctx context.Context, url, last string) sseEnd {
+// followSSE reads a run's event stream from url after Last-Event-ID last,
+// calling got for each event it reads.
+func followSSE(ctx context.Context, url, last string, got func()) sseEnd {
 	var end sseEnd
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	req.Header.Set("Authorization", "Bearer "+testKey)
@@ -241,6 +254,7 @@ func followSSE(ctx context.Context, url, last string) sseEnd {
 		}
 		if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 			end.data = append(end.data, v)
+			got()
 		}
 	}
 	end.err = sc.Err()
