@@ -12,6 +12,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -25,11 +26,28 @@ func BenchmarkWriteBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	ids := startRuns(b, db)
+	seq := int64(0)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		seq = writeDeltas(b, db, ids, seq)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*runs*perRun), "ns/event")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*runs*perRun), "cpu-ns/event")
+}
+
+// runs and perRun shape the benchmarks' load: runs streaming at once, and
+// the message.delta events of each in one batch.
+const runs, perRun = 100, 20
+
+// startRuns stores runs running runs and returns their ids.
+func startRuns(b *testing.B, db *store.DB) []string {
+	ctx := b.Context()
 	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const runs, perRun = 100, 20
 	ids := make([]string, runs)
 	now := time.Now()
 	for i := range ids {
@@ -42,24 +60,25 @@ func BenchmarkWriteBatch(b *testing.B) {
 		}
 		ids[i] = r.ID
 	}
+	return ids
+}
+
+// writeDeltas stores one batch of perRun message.delta events of each run
+// after seq, and returns the last seq.
+func writeDeltas(b *testing.B, db *store.DB, ids []string, seq int64) int64 {
 	data := []byte(`{"agent_id":"bench","text":"<1763790000000000000>"}`)
-	seq := int64(0)
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for b.Loop() {
-		batch := &run.Batch{Events: make([]run.Event, 0, runs*perRun)}
-		for range perRun {
-			seq++
-			for _, id := range ids {
-				batch.Events = append(batch.Events, run.Event{RunID: id, Seq: seq, Type: run.EventMessageDelta, Data: data, CreatedAt: now})
-			}
-		}
-		if err := db.WriteBatch(ctx, batch); err != nil {
-			b.Fatal(err)
+	now := time.Now()
+	batch := &run.Batch{Events: make([]run.Event, 0, len(ids)*perRun)}
+	for range perRun {
+		seq++
+		for _, id := range ids {
+			batch.Events = append(batch.Events, run.Event{RunID: id, Seq: seq, Type: run.EventMessageDelta, Data: data, CreatedAt: now})
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*runs*perRun), "ns/event")
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*runs*perRun), "cpu-ns/event")
+	if err := db.WriteBatch(b.Context(), batch); err != nil {
+		b.Fatal(err)
+	}
+	return seq
 }
 
 // cpuTime is the user and system time this process has used.
@@ -81,23 +100,7 @@ func BenchmarkWALUnderLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	const runs, perRun = 100, 20
-	ids := make([]string, runs)
-	now := time.Now()
-	for i := range ids {
-		c := &run.Conversation{ID: fmt.Sprintf("conv_%d", i), UserID: u.ID, AgentID: "a", Title: "t"}
-		m := &run.Message{ID: fmt.Sprintf("msg_%d", i), ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
-		r := &run.Run{ID: fmt.Sprintf("run_%d", i), UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID,
-			Status: run.StatusRunning, StartedAt: &now}
-		if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = r.ID
-	}
+	ids := startRuns(b, db)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -130,20 +133,10 @@ func BenchmarkWALUnderLoad(b *testing.B) {
 			}
 		}
 	})
-	data := []byte(`{"agent_id":"bench","text":"<1763790000000000000>"}`)
 	seq := int64(0)
 	b.ResetTimer()
 	for b.Loop() {
-		batch := &run.Batch{Events: make([]run.Event, 0, runs*perRun)}
-		for range perRun {
-			seq++
-			for _, id := range ids {
-				batch.Events = append(batch.Events, run.Event{RunID: id, Seq: seq, Type: run.EventMessageDelta, Data: data, CreatedAt: now})
-			}
-		}
-		if err := db.WriteBatch(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
+		seq = writeDeltas(b, db, ids, seq)
 	}
 	b.StopTimer()
 	close(stop)
