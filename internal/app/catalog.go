@@ -168,9 +168,6 @@ func (f *fetchingCatalog) ask(ctx context.Context, provider string) ([]string, e
 		return nil, err
 	}
 	l, ok := m.(llm.Lister)
-	for u, wraps := m.(interface{ Unwrap() llm.Model }); !ok && wraps; u, wraps = u.Unwrap().(interface{ Unwrap() llm.Model }) {
-		l, ok = u.Unwrap().(llm.Lister) // under the telemetry's decorator
-	}
 	if !ok {
 		return nil, fault.New(fault.Invalid, "endpoint %q cannot list its models", provider)
 	}
