@@ -122,7 +122,7 @@ type compareRow struct {
 func benchCompare() error {
 	quick := flag.Bool("quick", false, "fewer runs: done in under 2 minutes, numbers rougher")
 	markdown := flag.Bool("markdown", false, "print the table as Markdown, as docs/performance.md holds it")
-	profDir := flag.String("cpuprofile", "", "write CPU profiles of S1's measured runs into `DIR`: Relay's run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
+	profDir := flag.String("cpuprofile", "", "write CPU profiles of S1's measured runs into `DIR`: Relay over /v1 and its run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
 	cache := flag.String("cache", defaultNodeCache(), "where the LibreChat side is installed (`DIR`), and found again")
 	only := flag.String("scenarios", "S1,S2,S3", "the scenarios to run, comma-separated")
 	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 300, -quick 30)")
@@ -207,7 +207,7 @@ func benchCompare() error {
 				return startChildSide("the floor", nil, self, "compare-floor", "-model", modelURL, "-mcp", mcpURL)
 			}},
 		{name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
-			start: func() (side, error) { return startRelaySide(bin, tmp, apiV1, modelURL, mcpURL) }},
+			start: func() (side, error) { return startRelaySide(bin, tmp, apiV1, modelURL, mcpURL) }, profile: "relay-s1-v1.pprof"},
 		{name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
 			start: func() (side, error) { return startRelaySide(bin, tmp, apiChat, modelURL, mcpURL) }},
 		{name: "Relay, run service in-process", relay: true, in: everyScenario,
@@ -272,7 +272,7 @@ func benchCompare() error {
 		return err
 	}
 	if *profDir != "" {
-		fmt.Fprintf(os.Stderr, "CPU profiles of S1 in %s: go tool pprof -top %s; librechat-s1.cpuprofile opens in Chrome's DevTools (Performance)\n",
+		fmt.Fprintf(os.Stderr, "CPU profiles of S1 in %s: go tool pprof -top %s (relay-s1-v1.pprof: relay serve over /v1); librechat-s1.cpuprofile opens in Chrome's DevTools (Performance)\n",
 			*profDir, filepath.Join(*profDir, "relay-s1-inprocess.pprof"))
 	}
 	return nil
@@ -326,6 +326,9 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 		}
 		tools := stats.Calls("get-sum")
 		res, err := m.s.run(ctx, b)
+		if b.ProfileSeconds > 0 {
+			b.Runs = len(res.WallsUS) // as many as the profile lasted
+		}
 		if err == nil {
 			err = checkBatch(sc, b, res, model, stats.Calls("get-sum")-tools)
 		}
@@ -388,12 +391,24 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 		if profDir == "" || m.profile == "" {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "%s: %d runs on %s with its CPU profiled…\n", sc.name, sc.runs, m.name)
-		res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profile)})
+		b := batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profile)}
+		if _, ok := m.s.(*relaySide); ok {
+			// Profiled through its /debug/pprof/profile, for about as long
+			// as its measured runs took.
+			b.ProfileSeconds = max(1, int(m.took.Round(time.Second)/time.Second))
+			fmt.Fprintf(os.Stderr, "%s: runs on %s for %d s with its CPU profiled…\n", sc.name, m.name, b.ProfileSeconds)
+		} else {
+			fmt.Fprintf(os.Stderr, "%s: %d runs on %s with its CPU profiled…\n", sc.name, sc.runs, m.name)
+		}
+		res, err := do(m, b)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "  its own count of its CPU: %.2f ms per run with the profiler on\n", float64(res.CPUUS)/1000/float64(sc.runs))
+		if b.ProfileSeconds > 0 {
+			fmt.Fprintf(os.Stderr, "  %d runs in the profile\n", len(res.WallsUS))
+		} else {
+			fmt.Fprintf(os.Stderr, "  its own count of its CPU: %.2f ms per run with the profiler on\n", float64(res.CPUUS)/1000/float64(sc.runs))
+		}
 	}
 	return rows, nil
 }

@@ -36,6 +36,10 @@ type batch struct {
 	Want string `json:"want"`
 	// Profile, when set, is where to write a CPU profile of the batch.
 	Profile string `json:"profile,omitempty"`
+	// ProfileSeconds, for a side profiled from outside (Relay over HTTP,
+	// through its /debug/pprof/profile), is how long its profile lasts: the
+	// side makes groups of AtOnce runs until it ends, however many that is.
+	ProfileSeconds int `json:"profile_seconds,omitempty"`
 }
 
 // childReady is what a side prints once it can take batches.

@@ -35,10 +35,13 @@ const (
 
 // relayConfig is the configuration of the Relay process: the fake model as
 // a custom OpenAI-compatible endpoint, the MCP server, no quotas or rate
-// limits (the load comes from one key), and the scenarios' agents.
-func relayConfig(addr, dataDir, modelURL, mcpURL string) string {
+// limits (the load comes from one key), the scenarios' agents, and a metrics
+// listener on metricsAddr serving Go's profiles (idle but when -cpuprofile
+// asks for one).
+func relayConfig(addr, metricsAddr, dataDir, modelURL, mcpURL string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  addr: %s\n  data_dir: %q\n  log_level: warn\n", addr, dataDir)
+	fmt.Fprintf(&b, "metrics:\n  addr: %s\n  pprof: true\n", metricsAddr)
 	fmt.Fprintf(&b, "endpoints:\n  custom:\n    - name: %s\n      baseURL: %q\n      apiKey: sk-bench\n", compareProvider, modelURL)
 	fmt.Fprintf(&b, "mcpServers:\n  %s:\n    type: streamable-http\n    url: %q\n", compareMCPServer, mcpURL)
 	b.WriteString("limits:\n  user:\n    runs_per_minute: 0\n    concurrent_runs: 0\n  api:\n    key_per_minute: 0\n    ip_per_minute: 0\n")
@@ -59,6 +62,7 @@ func relayConfig(addr, dataDir, modelURL, mcpURL string) string {
 // through.
 type relaySide struct {
 	srv    *server
+	pprof  string // the base URL of its /debug/pprof/
 	api    relayAPI
 	hc     *http.Client
 	dir    string
@@ -76,8 +80,12 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	cfgPath := filepath.Join(dir, "relay.yaml")
-	cfg := relayConfig(fmt.Sprintf("127.0.0.1:%d", port), filepath.Join(dir, "data"), modelURL, mcpURL)
+	cfg := relayConfig(fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", metricsPort), filepath.Join(dir, "data"), modelURL, mcpURL)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
@@ -90,6 +98,7 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 		return nil, err
 	}
 	r := &relaySide{srv: &server{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port)}, api: api, dir: dir, stderr: tail,
+		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", metricsPort),
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	if err := r.srv.waitReady(); err != nil {
 		r.stop()
@@ -106,11 +115,26 @@ func (r *relaySide) stop() {
 }
 
 // run makes b's runs over HTTP, each run's time being that of its request,
-// from sending it to reading the end of its answer.
+// from sending it to reading the end of its answer. With b.ProfileSeconds,
+// it takes a CPU profile of that many seconds from the process's
+// /debug/pprof/profile into b.Profile, making groups of b.AtOnce runs until
+// the profile is written.
 func (r *relaySide) run(ctx context.Context, b batch) (batchResult, error) {
 	res := batchResult{WallsUS: make([]int64, 0, b.Runs)}
 	var mu sync.Mutex
-	for done := 0; done < b.Runs; done += b.AtOnce {
+	var profiled chan error
+	if b.ProfileSeconds > 0 {
+		profiled = make(chan error, 1)
+		go func() { profiled <- r.profile(ctx, b.Profile, b.ProfileSeconds) }()
+	}
+	for done := 0; profiled != nil || done < b.Runs; done += b.AtOnce {
+		if profiled != nil {
+			select {
+			case err := <-profiled:
+				return res, err
+			default:
+			}
+		}
 		var wg sync.WaitGroup
 		for range min(b.AtOnce, b.Runs-done) {
 			wg.Go(func() {
@@ -134,6 +158,24 @@ func (r *relaySide) run(ctx context.Context, b batch) (batchResult, error) {
 		wg.Wait()
 	}
 	return res, nil
+}
+
+// profile writes a CPU profile of the process of the given length to path.
+func (r *relaySide) profile(ctx context.Context, path string, seconds int) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%sprofile?seconds=%d", r.pprof, seconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling: %s %v %.200s", resp.Status, err, body)
+	}
+	return os.WriteFile(path, body, 0o644)
 }
 
 // one asks Relay for one run of agent and returns its answer.

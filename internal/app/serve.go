@@ -176,7 +176,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	if metricsLn != nil {
 		// Prometheus's own listener (metrics.addr): its end is the end of the
 		// scrapes, so it stops the server.
-		start(supervise.Part{Name: "metrics", Rule: supervise.Fatal, Run: func(ctx context.Context) error { return tel.ServeMetrics(ctx, metricsLn) }})
+		start(supervise.Part{Name: "metrics", Rule: supervise.Fatal, Run: func(ctx context.Context) error { return tel.ServeMetrics(ctx, metricsLn, cfg.Metrics.Pprof) }})
 	}
 	start(mcpPart(mcpm))
 

@@ -190,6 +190,9 @@ type Metrics struct {
 	// Token, when set, has server.addr answer GET /metrics too, to requests
 	// that send Authorization: Bearer <token>. Masked in dumps and logs.
 	Token string `yaml:"token,omitempty"`
+	// Pprof has the listener of Addr also serve Go's runtime profiles (CPU,
+	// heap, goroutines, …) under /debug/pprof/, without authentication.
+	Pprof bool `yaml:"pprof,omitempty"`
 }
 
 // SecretKeyFile is the key file used when no key is configured: secret.key

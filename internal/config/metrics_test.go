@@ -41,6 +41,7 @@ func TestMetricsInvalid(t *testing.T) {
 		{"metrics:\n  token: short\n", []string{"relay.yaml:2:10: metrics.token: must be at least 16 characters"}},
 		{"metrics:\n  token: \"a token with spaces in it\"\n", []string{"relay.yaml:2:10: metrics.token: must not contain spaces"}},
 		{"metrics:\n  token: ${UNSET_METRICS_TOKEN}\n", []string{"relay.yaml:2:10: metrics.token: names an environment variable that is not set"}},
+		{"metrics:\n  token: scrape-token-0123456789\n  pprof: true\n", []string{"relay.yaml:3:10: metrics.pprof: needs metrics.addr: the profiles are served on its listener only"}},
 	} {
 		_, err := loadYAML(t, tc.yaml, nil)
 		got := problems(t, err)
@@ -54,4 +55,7 @@ func TestMetricsInvalid(t *testing.T) {
 	// A port of its own, on any host, is fine.
 	mustLoadYAML(t, "server:\n  addr: 127.0.0.1:3080\nmetrics:\n  addr: 0.0.0.0:9464\n", nil)
 	mustLoadYAML(t, "server:\n  addr: 127.0.0.1:3080\nmetrics:\n  addr: 10.0.0.5:3080\n", nil)
+	if c := mustLoadYAML(t, "metrics:\n  addr: 127.0.0.1:9464\n  pprof: true\n", nil); !c.Metrics.Pprof {
+		t.Errorf("metrics = %+v", c.Metrics)
+	}
 }

@@ -127,6 +127,9 @@ func (v *validator) metrics() {
 			v.add("metrics.addr", "%q is server.addr's port: the metrics need a listener of their own (or set metrics.token to serve them on server.addr)", m.Addr)
 		}
 	}
+	if m.Pprof && m.Addr == "" {
+		v.add("metrics.pprof", "needs metrics.addr: the profiles are served on its listener only")
+	}
 	switch t := m.Token; {
 	case t == "":
 	case placeholder.MatchString(t):

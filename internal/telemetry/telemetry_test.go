@@ -403,33 +403,48 @@ func TestPromtool(t *testing.T) {
 }
 
 func TestMetricsListener(t *testing.T) {
-	tel := newTelemetry(t, telemetry.Options{})
-	srv := httptest.NewUnstartedServer(nil)
-	ln := srv.Listener
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tel.ServeMetrics(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("relay_build_info")) {
-		t.Errorf("GET /metrics: %s %.200s", resp.Status, body)
-	}
-	resp, err = http.Get(base + "/api/agents")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /api/agents on the metrics listener: %s", resp.Status)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("ServeMetrics: %v", err)
+	for _, profiles := range []bool{false, true} {
+		tel := newTelemetry(t, telemetry.Options{})
+		srv := httptest.NewUnstartedServer(nil)
+		ln := srv.Listener
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- tel.ServeMetrics(ctx, ln, profiles) }()
+		base := "http://" + ln.Addr().String()
+		get := func(path string) (int, []byte) {
+			t.Helper()
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, body
+		}
+		if code, body := get("/metrics"); code != http.StatusOK || !bytes.Contains(body, []byte("relay_build_info")) {
+			t.Errorf("GET /metrics: %d %.200s", code, body)
+		}
+		if code, _ := get("/api/agents"); code != http.StatusNotFound {
+			t.Errorf("GET /api/agents on the metrics listener: %d", code)
+		}
+		// The profiles only when asked for: a goroutine dump, and a CPU
+		// profile in pprof's format (gzip).
+		code, body := get("/debug/pprof/goroutine?debug=1")
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[profiles]; code != want {
+			t.Errorf("profiles %v: GET /debug/pprof/goroutine: %d, want %d", profiles, code, want)
+		}
+		if profiles {
+			if !bytes.Contains(body, []byte("goroutine profile:")) {
+				t.Errorf("GET /debug/pprof/goroutine: %.200s", body)
+			}
+			if code, body := get("/debug/pprof/profile?seconds=1"); code != http.StatusOK || !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+				t.Errorf("GET /debug/pprof/profile: %d %.20q", code, body)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeMetrics: %v", err)
+		}
 	}
 }
 
