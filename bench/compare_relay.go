@@ -99,7 +99,7 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 	}
 	r := &relaySide{srv: &server{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", port)}, api: api, dir: dir, stderr: tail,
 		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", metricsPort),
-		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+		hc:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	if err := r.srv.waitReady(); err != nil {
 		r.stop()
 		return nil, fmt.Errorf("%w; its output:\n%s", err, tail)
