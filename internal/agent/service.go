@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
@@ -19,11 +20,13 @@ import (
 type Service struct {
 	store Store
 	rules Rules
+	cache cache            // what Cached().Get read, for CacheTTL
+	now   func() time.Time // the cache's clock
 }
 
 // NewService returns a Service over store with the given validation rules.
 func NewService(store Store, rules Rules) *Service {
-	return &Service{store: store, rules: rules}
+	return &Service{store: store, rules: rules, now: time.Now}
 }
 
 func notFound(id string) error { return fault.New(fault.NotFound, "agent %q not found", id) }
@@ -48,6 +51,7 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 		return nil, err
 	}
 	a := &Agent{ID: id, Spec: spec, Author: u.ID}
+	defer s.cache.drop(id) // one of that id another process deleted
 	if err := s.store.CreateAgent(ctx, a); err != nil {
 		if fault.Is(err, fault.Conflict) {
 			return nil, s.taken(ctx, u, id, err)
@@ -84,6 +88,13 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Agent, err
 	if err != nil {
 		return nil, err
 	}
+	return s.permitted(ctx, u, a)
+}
+
+// permitted returns a, read from the store, if u may use it, with u's
+// Permission; Get's rule.
+func (s *Service) permitted(ctx context.Context, u *auth.User, a *Agent) (*Agent, error) {
+	id := a.ID
 	r, err := s.role(ctx, u, a)
 	if err != nil {
 		return nil, err
@@ -173,6 +184,7 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 		}
 		a.Spec = spec
 		err = s.store.UpdateAgent(ctx, a)
+		s.cache.drop(id)
 		if err == nil {
 			return a, nil
 		}
@@ -225,6 +237,7 @@ func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
 	if _, err := s.writable(ctx, u, id, RoleOwner); err != nil {
 		return err
 	}
+	defer s.cache.drop(id)
 	return s.store.DeleteAgent(ctx, id)
 }
 
@@ -258,6 +271,7 @@ func (s *Service) Restore(ctx context.Context, u *auth.User, id string, v int) (
 		}
 		a.Spec = spec
 		err = s.store.UpdateAgent(ctx, a)
+		s.cache.drop(id)
 		if err == nil {
 			return a, nil
 		}
@@ -295,6 +309,7 @@ func (s *Service) SyncConfig(ctx context.Context, defs []*Agent) (SyncResult, er
 		}
 		d.Managed, d.Author = true, ""
 	}
+	defer s.cache.drop("")
 	return s.store.SyncManagedAgents(ctx, defs)
 }
 

@@ -28,7 +28,7 @@ func (a *App) preparer(m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
 		win.Summarize = run.Summarizer(mods, run.Summary{Provider: sm.Provider, Model: sm.Model, Params: sm.Parameters, Prompt: sm.Prompt, MaxTokens: sm.MaxSummaryTokens})
 	}
 	return &run.Preparer{
-		Agents:         a.Agents,
+		Agents:         a.Agents.Cached(),
 		MCP:            m,
 		Files:          a.promptFiles,
 		AttachedFiles:  a.attachedFiles,

@@ -150,7 +150,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 	// a stream sends no text until the run ends, then the saved answer's text:
 	// the same as the answer without streaming, whichever agents spoke last.
 	hide := false
-	if a, err := s.opts.Agents.Get(r.Context(), u, out.model); err == nil {
+	if a, err := s.opts.Agents.Cached().Get(r.Context(), u, out.model); err == nil {
 		hide = a.HideSequentialOutputs
 	}
 	var finished *run.RunFinished
