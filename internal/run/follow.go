@@ -19,7 +19,7 @@ func finished(s Status) bool {
 }
 
 // Follow yields the events of run runID after seq `after`, for user u (who
-// must be able to see the run: Find): first what is stored, then the rest as
+// must be able to see the run, as Find decides): first what is stored, then the rest as
 // it comes — from memory while this process runs the run, by polling the
 // store while another process runs it — each event once and in order. It
 // ends after run.finished, which every run's events end with: a run whose
@@ -30,7 +30,7 @@ func finished(s Status) bool {
 // run: the SSE of /api/chat and its resume, /v1 streaming, relay chat.
 func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		if _, err := s.Find(ctx, u, runID); err != nil {
+		if err := s.visible(ctx, u, runID); err != nil {
 			yield(Event{}, err)
 			return
 		}

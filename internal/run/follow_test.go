@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
 )
 
 // A run that one process runs can be followed live from another process on the
@@ -204,6 +206,20 @@ func TestFollow(t *testing.T) {
 	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Someone else's run, live in this process (it streams for 400 ms), is
+	// not found in either.
+	bob, err := auth.NewService(b.svc.Store.(*store.DB), nil).CreateUser(ctx, auth.NewUser{Email: "bob@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, svc := range map[string]*run.Service{"this process": b.svc, "another process": other} {
+		for _, err := range svc.Follow(ctx, bob, r.ID, 0) {
+			if !fault.Is(err, fault.NotFound) {
+				t.Errorf("%s: another user following the run: %v; want not found", name, err)
+			}
+			break
+		}
 	}
 	for name, svc := range map[string]*run.Service{"this process": b.svc, "another process": other} {
 		var seqs []int64

@@ -112,6 +112,7 @@ func (s *Service) writer() *writer {
 // not yet written, and its abort.
 type liveRun struct {
 	id      string
+	userID  string // whose run it is
 	mu      sync.Mutex
 	seq     int64
 	subs    map[chan Event]struct{}
@@ -270,7 +271,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		release()
 		return nil, err
 	}
-	lr := &liveRun{id: r.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
+	lr := &liveRun{id: r.ID, userID: u.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
@@ -591,6 +592,19 @@ func (s *Service) Find(ctx context.Context, u *auth.User, runID string) (*Run, e
 		return nil, fault.New(fault.NotFound, "run %q not found", runID)
 	}
 	return r, nil
+}
+
+// visible reports whether u may see run runID, as Find does; for a run this
+// process runs, without reading the store.
+func (s *Service) visible(ctx context.Context, u *auth.User, runID string) error {
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr != nil && (lr.userID == u.ID || u.IsAdmin()) {
+		return nil
+	}
+	_, err := s.Find(ctx, u, runID)
+	return err
 }
 
 // Abort stops a run of u's: the model stream and pending tool calls are
