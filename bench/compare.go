@@ -91,19 +91,58 @@ type scenario struct {
 	// turn, round after round, so that every side meets the same changes of
 	// the machine's load.
 	rounds int
+	// lasts, when set (-for, S3 alone), replaces runs and rounds: round
+	// after round, each side makes a batch of atOnce runs in turn, until its
+	// turns together have lasted this long; a side that has had its time
+	// sits out the rounds left to the others.
+	lasts time.Duration
 }
 
 // compareSide is one row of a scenario: a way of running it, started afresh
 // for each scenario so that its memory is that scenario's.
 type compareSide struct {
+	short     string // its name in -sides
 	name      string
 	relay     bool // a Relay row, read against LibreChat's
 	librechat bool
 	in        func(sc scenario) bool
-	start     func() (side, error)
+	start     func(e compareEnv) (side, error)
 	// profile names the CPU profile of S1 that -cpuprofile writes, for the
 	// sides that can write one.
 	profile string
+}
+
+// compareEnv is what the sides are started with: the relay binary built
+// from the tree, the run's temporary directory, this binary, the fake
+// model's and the MCP server's URLs, and the LibreChat side if it runs.
+type compareEnv struct {
+	bin, tmp, self   string
+	modelURL, mcpURL string
+	node             *nodeSide
+}
+
+// compareSides are the sides, in the table's order.
+var compareSides = []compareSide{
+	{short: "floor", name: "floor: Go HTTP client, no engine", in: everyScenario,
+		start: func(e compareEnv) (side, error) {
+			return startChildSide("the floor", nil, e.self, "compare-floor", "-model", e.modelURL, "-mcp", e.mcpURL)
+		}},
+	{short: "v1", name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
+		start: func(e compareEnv) (side, error) {
+			return startRelaySide(e.bin, e.tmp, apiV1, e.modelURL, e.mcpURL)
+		}, profile: "relay-s1-v1.pprof"},
+	{short: "sse", name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
+		start: func(e compareEnv) (side, error) {
+			return startRelaySide(e.bin, e.tmp, apiChat, e.modelURL, e.mcpURL)
+		}},
+	{short: "inprocess", name: "Relay, run service in-process", relay: true, in: everyScenario,
+		start: func(e compareEnv) (side, error) {
+			return startChildSide("Relay in-process", nil, e.self, "compare-relay", "-model", e.modelURL, "-mcp", e.mcpURL)
+		}, profile: "relay-s1-inprocess.pprof"},
+	{short: "librechat", name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: everyScenario,
+		start: func(e compareEnv) (side, error) {
+			return startChildSide("the LibreChat side", nil, e.node.node, e.node.script, e.modelURL, e.mcpURL)
+		}, profile: "librechat-s1.cpuprofile"},
 }
 
 // compareRow is a line of the table.
@@ -116,6 +155,8 @@ type compareRow struct {
 	rssStart, rssPeak  int64 // KiB
 	cpuRatio, rssRatio float64
 	relay, librechat   bool
+	wal                bool  // a side whose SQLite write-ahead log was watched
+	walPeak            int64 // its peak size over the measured runs, in bytes
 }
 
 // benchCompare is `bench compare`.
@@ -125,8 +166,10 @@ func benchCompare() error {
 	profDir := flag.String("cpuprofile", "", "write CPU profiles of S1's measured runs into `DIR`: Relay over /v1 and its run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
 	cache := flag.String("cache", defaultNodeCache(), "where the LibreChat side is installed (`DIR`), and found again")
 	only := flag.String("scenarios", "S1,S2,S3", "the scenarios to run, comma-separated")
-	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 300, -quick 30)")
-	batches := flag.Int("batches", 0, "measured batches of 100 runs at once in S3 (default 5, -quick 1)")
+	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 1000, -quick 60)")
+	batches := flag.Int("batches", 0, "measured batches of 100 runs at once in S3 (default 10, -quick 2)")
+	sidesList := flag.String("sides", "floor,v1,sse,inprocess,librechat", "the sides to run, comma-separated: floor, v1 (Relay over /v1/chat/completions), sse (Relay over /api/chat, S1 only), inprocess (Relay's run service in-process), librechat")
+	lasts := flag.Duration("for", 0, "with -scenarios S3 alone: in place of -batches, S3's measured batches go on until each side's have lasted `DURATION` (e.g. 5m)")
 	flag.Parse()
 	aimockBin := os.Getenv("PEER_AIMOCK")
 	if aimockBin == "" {
@@ -153,30 +196,59 @@ func benchCompare() error {
 	if len(scenarios) == 0 {
 		return fmt.Errorf("-scenarios %q names none of S1, S2, S3", *only)
 	}
+	sides, err := parseSides(*sidesList)
+	if err != nil {
+		return err
+	}
+	// The scenarios that none of the sides runs are left out.
+	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool {
+		if !slices.ContainsFunc(sides, func(sd compareSide) bool { return sd.in(sc) }) {
+			fmt.Fprintf(os.Stderr, "%s: none of -sides %s runs it; left out\n", sc.name, *sidesList)
+			return true
+		}
+		return false
+	})
+	if len(scenarios) == 0 {
+		return fmt.Errorf("-sides %s runs none of -scenarios %s", *sidesList, *only)
+	}
+	switch {
+	case *lasts < 0:
+		return fmt.Errorf("-for %s: want a positive duration", *lasts)
+	case *lasts > 0 && *batches > 0:
+		return errors.New("-for and -batches both say how long S3's measured part is: give one of them")
+	case *lasts > 0:
+		for i, sc := range scenarios {
+			if sc.name != "S3" {
+				return fmt.Errorf("-for applies to S3 alone, and -scenarios %q names %s: run it with -scenarios S3", *only, sc.name)
+			}
+			scenarios[i].runs, scenarios[i].rounds, scenarios[i].lasts = 0, 0, *lasts
+		}
+	}
 	if *profDir != "" {
 		if err := os.MkdirAll(*profDir, 0o755); err != nil {
 			return err
 		}
 	}
 
-	node, err := installNode(*cache)
-	if err != nil {
+	var env compareEnv
+	if slices.ContainsFunc(sides, func(sd compareSide) bool { return sd.librechat }) {
+		// The LibreChat side, installed only when it runs.
+		if env.node, err = installNode(*cache); err != nil {
+			return err
+		}
+	}
+	if env.tmp, err = os.MkdirTemp("", "relay-bench-compare-"); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "relay-bench-compare-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "relay")
+	defer os.RemoveAll(env.tmp)
+	env.bin = filepath.Join(env.tmp, "relay")
 	fmt.Fprintln(os.Stderr, "building relay…")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/relay")
+	build := exec.Command("go", "build", "-o", env.bin, "./cmd/relay")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building relay: %w", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
+	if env.self, err = os.Executable(); err != nil {
 		return err
 	}
 
@@ -190,53 +262,42 @@ func benchCompare() error {
 	hs := &http.Server{Handler: mcptest.Handler(func() *sdk.Server { return srv }), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
-	mcpURL, err := mcptest.Endpoint("http://"+ln.Addr().String(), mcptest.TransportStreamableHTTP)
-	if err != nil {
+	if env.mcpURL, err = mcptest.Endpoint("http://"+ln.Addr().String(), mcptest.TransportStreamableHTTP); err != nil {
 		return err
 	}
-	model, err := startAimock(aimockBin, tmp)
+	model, err := startAimock(aimockBin, env.tmp)
 	if err != nil {
 		return err
 	}
 	defer model.stop()
-	modelURL := model.base + "/v1"
-
-	sides := []compareSide{
-		{name: "floor: Go HTTP client, no engine", in: everyScenario,
-			start: func() (side, error) {
-				return startChildSide("the floor", nil, self, "compare-floor", "-model", modelURL, "-mcp", mcpURL)
-			}},
-		{name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
-			start: func() (side, error) { return startRelaySide(bin, tmp, apiV1, modelURL, mcpURL) }, profile: "relay-s1-v1.pprof"},
-		{name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
-			start: func() (side, error) { return startRelaySide(bin, tmp, apiChat, modelURL, mcpURL) }},
-		{name: "Relay, run service in-process", relay: true, in: everyScenario,
-			start: func() (side, error) {
-				return startChildSide("Relay in-process", nil, self, "compare-relay", "-model", modelURL, "-mcp", mcpURL)
-			}, profile: "relay-s1-inprocess.pprof"},
-		{name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: everyScenario,
-			start: func() (side, error) {
-				return startChildSide("the LibreChat side", nil, node.node, node.script, modelURL, mcpURL)
-			}, profile: "librechat-s1.cpuprofile"},
-	}
+	env.modelURL = model.base + "/v1"
 
 	var nodeVersion string
-	if out, err := exec.Command(node.node, "--version").Output(); err == nil {
-		nodeVersion = strings.TrimSpace(string(out))
+	if env.node != nil {
+		if out, err := exec.Command(env.node.node, "--version").Output(); err == nil {
+			nodeVersion = strings.TrimSpace(string(out))
+		}
 	}
 	loadBefore := loadAverage()
 	began := time.Now()
 	var rows []compareRow
+	var profiles []string // the CPU profiles written
 	for _, sc := range scenarios {
 		profDirOf := ""
 		if sc.name == "S1" {
 			profDirOf = *profDir
 		}
-		r, err := measureScenario(sc, slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) }), model, stats, profDirOf)
+		scSides := slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) })
+		r, err := measureScenario(sc, scSides, env, model, stats, profDirOf)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		rows = append(rows, r...)
+		for _, sd := range scSides {
+			if profDirOf != "" && sd.profile != "" {
+				profiles = append(profiles, filepath.Join(profDirOf, sd.profile))
+			}
+		}
 	}
 	for i := range rows {
 		if !rows[i].relay {
@@ -260,45 +321,107 @@ func benchCompare() error {
 			args = append(args, " -"+f.Name+"="+v)
 		}
 	})
+	var how []string // how each scenario was run
+	var oneByOne []string
+	for _, sc := range scenarios {
+		switch {
+		case sc.atOnce == 1:
+			oneByOne = append(oneByOne, sc.name)
+		case sc.lasts > 0:
+			how = append(how, fmt.Sprintf("%s batches of %d runs at once, after %d of warm-up, until each side's have lasted %s", sc.name, sc.atOnce, sc.warm, sc.lasts))
+		default:
+			how = append(how, fmt.Sprintf("%s %d × %d runs at once after %d of warm-up, in %d rounds", sc.name, sc.runs/sc.atOnce, sc.atOnce, sc.warm, sc.rounds))
+		}
+	}
+	if len(oneByOne) > 0 {
+		how = slices.Insert(how, 0, fmt.Sprintf("%s %d runs one after another after %d of warm-up, in %d rounds", strings.Join(oneByOne, " and "), n, warm, rounds))
+	}
+	engines := fmt.Sprintf("Relay %s built with %s", gitDescribe(), runtime.Version())
+	if env.node != nil {
+		engines += fmt.Sprintf("; LibreChat's engine @librechat/agents %s on Node.js %s", librechatAgents, nodeVersion)
+	}
 	header := []string{
-		fmt.Sprintf("%s, `go run ./bench compare%s`: S1 and S2 %d runs one after another after %d of warm-up, S3 %d × 100 runs at once after 100 of warm-up, in %d rounds; %s in all.",
-			began.UTC().Format("2006-01-02 15:04 MST"), strings.Join(args, ""), n, warm, b, rounds, time.Since(began).Round(time.Second)),
+		fmt.Sprintf("%s, `go run ./bench compare%s`: %s; %s in all.",
+			began.UTC().Format("2006-01-02 15:04 MST"), strings.Join(args, ""), strings.Join(how, "; "), time.Since(began).Round(time.Second)),
 		fmt.Sprintf("Machine: %s; load average before %s.", machine(), loadBefore),
-		fmt.Sprintf("Relay %s built with %s; LibreChat's engine @librechat/agents %s on Node.js %s; aimock and the MCP server answer at once.", gitDescribe(), runtime.Version(), librechatAgents, nodeVersion),
+		engines + "; aimock and the MCP server answer at once.",
 	}
 	if *markdown {
 		printCompareMarkdown(os.Stdout, header, rows)
 	} else if err := printCompareText(os.Stdout, header, rows); err != nil {
 		return err
 	}
-	if *profDir != "" {
-		fmt.Fprintf(os.Stderr, "CPU profiles of S1 in %s: go tool pprof -top %s (relay-s1-v1.pprof: relay serve over /v1); librechat-s1.cpuprofile opens in Chrome's DevTools (Performance)\n",
-			*profDir, filepath.Join(*profDir, "relay-s1-inprocess.pprof"))
+	if len(profiles) > 0 {
+		fmt.Fprintf(os.Stderr, "CPU profiles of S1: %s (a .pprof: go tool pprof -top FILE; a .cpuprofile opens in Chrome's DevTools, Performance)\n", strings.Join(profiles, ", "))
 	}
 	return nil
 }
 
 func everyScenario(scenario) bool { return true }
 
+// parseSides reads -sides, short names of compareSides, comma-separated,
+// and returns those sides in the table's order.
+func parseSides(list string) ([]compareSide, error) {
+	var names []string
+	for _, sd := range compareSides {
+		names = append(names, sd.short)
+	}
+	var chosen []string
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("-sides: no side is called %q; the sides are %s", name, strings.Join(names, ", "))
+		}
+		chosen = append(chosen, name)
+	}
+	if len(chosen) == 0 {
+		return nil, fmt.Errorf("-sides %q names no side; the sides are %s", list, strings.Join(names, ", "))
+	}
+	return slices.DeleteFunc(slices.Clone(compareSides), func(sd compareSide) bool { return !slices.Contains(chosen, sd.short) }), nil
+}
+
 // measured is a side of a scenario being measured.
 type measured struct {
 	compareSide
 	s     side
 	row   compareRow
+	runs  int           // measured
 	cpu   time.Duration // over the measured runs
 	own   time.Duration // the CPU time the side counted itself, if it does
-	took  time.Duration
+	took  time.Duration // its measured turns together
 	walls []time.Duration
+	// first and last are when its first measured turn began and its last
+	// ended.
+	first, last time.Time
+	// walWarm and walPeak are the peak sizes of its SQLite write-ahead log,
+	// for the sides that have one to watch (row.wal), over the first run and
+	// the warm-up, and over the measured turns.
+	walWarm, walPeak int64
+}
+
+// watchWAL starts watching m's write-ahead log, if it has one to watch
+// (nil otherwise: its end is 0).
+func (m *measured) watchWAL() *walWatch {
+	if ws, ok := m.s.(walSide); ok {
+		return watchWAL(ws.walPath())
+	}
+	return nil
 }
 
 // measureScenario runs sc on a new process of each of sides, all started
 // first: on each, a first run, then the warm-up; then the measured runs, in
 // rounds, the sides taking turns within each, each side's process's CPU time
-// read before and after its own turns. Each process's resident memory is
-// read once it is ready (start) and after the last round (peak). With
-// profDir set, the sides that can write a CPU profile then make the measured
-// runs again with the profiler on; those runs are not in the table.
-func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcptest.Stats, profDir string) ([]compareRow, error) {
+// read before and after its own turns (with sc.lasts, rounds go on until
+// each side's turns have lasted that long). Each process's resident memory
+// is read once it is ready (start) and after the last round (peak). The
+// write-ahead log of a side that runs `relay serve` is watched (walWatch)
+// during its first run and warm-up, and during each of its measured turns.
+// With profDir set, the sides that can write a CPU profile then make the
+// measured runs again with the profiler on; those runs are not in the table.
+func measureScenario(sc scenario, sides []compareSide, env compareEnv, model *aimock, stats *mcptest.Stats, profDir string) ([]compareRow, error) {
 	ctx := context.Background()
 	var running []*measured
 	defer func() {
@@ -308,11 +431,12 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 	}()
 	for _, sd := range sides {
 		fmt.Fprintf(os.Stderr, "%s (%s): starting %s…\n", sc.name, sc.what, sd.name)
-		s, err := sd.start()
+		s, err := sd.start(env)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sd.name, err)
 		}
-		m := &measured{compareSide: sd, s: s, row: compareRow{scenario: sc.name, side: sd.name, runs: sc.runs, relay: sd.relay, librechat: sd.librechat}}
+		m := &measured{compareSide: sd, s: s, row: compareRow{scenario: sc.name, side: sd.name, relay: sd.relay, librechat: sd.librechat}}
+		_, m.row.wal = s.(walSide)
 		running = append(running, m)
 		if m.row.rssStart, _, err = procMem(s.pid()); err != nil {
 			return nil, err
@@ -338,26 +462,55 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 		return res, nil
 	}
 	for _, m := range running {
-		if _, err := do(m, batch{Graph: sc.graph, Runs: 1, AtOnce: 1, Want: sc.want}); err != nil {
-			return nil, fmt.Errorf("the first run: %w", err)
+		w := m.watchWAL()
+		_, err := do(m, batch{Graph: sc.graph, Runs: 1, AtOnce: 1, Want: sc.want})
+		if err == nil {
+			if _, err = do(m, batch{Graph: sc.graph, Runs: sc.warm, AtOnce: sc.atOnce, Want: sc.want}); err != nil {
+				err = fmt.Errorf("warming up: %w", err)
+			}
+		} else {
+			err = fmt.Errorf("the first run: %w", err)
 		}
-		if _, err := do(m, batch{Graph: sc.graph, Runs: sc.warm, AtOnce: sc.atOnce, Want: sc.want}); err != nil {
-			return nil, fmt.Errorf("warming up: %w", err)
+		m.walWarm = w.end()
+		if err != nil {
+			return nil, err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s: %d runs on each side in %d rounds…\n", sc.name, sc.runs, sc.rounds)
-	for range sc.rounds {
+	if sc.lasts > 0 {
+		fmt.Fprintf(os.Stderr, "%s: batches of %d runs on each side until its batches have lasted %s…\n", sc.name, sc.atOnce, sc.lasts)
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: %d runs on each side in %d rounds…\n", sc.name, sc.runs, sc.rounds)
+	}
+	began := time.Now()
+	note := began.Add(time.Minute) // when to say how far a long run is
+	for round := 0; sc.lasts > 0 || round < sc.rounds; round++ {
+		turns := 0
 		for _, m := range running {
+			runs := sc.atOnce
+			if sc.lasts == 0 {
+				runs = sc.runs / sc.rounds
+			} else if m.took >= sc.lasts {
+				continue // it has had its time
+			}
+			turns++
 			cpu0, err := procCPU(m.s.pid())
 			if err != nil {
 				return nil, err
 			}
+			w := m.watchWAL()
 			t0 := time.Now()
-			res, err := do(m, batch{Graph: sc.graph, Runs: sc.runs / sc.rounds, AtOnce: sc.atOnce, Want: sc.want})
+			res, err := do(m, batch{Graph: sc.graph, Runs: runs, AtOnce: sc.atOnce, Want: sc.want})
+			t1 := time.Now()
+			m.walPeak = max(m.walPeak, w.end())
 			if err != nil {
 				return nil, err
 			}
-			m.took += time.Since(t0)
+			if m.first.IsZero() {
+				m.first = t0
+			}
+			m.last = t1
+			m.took += t1.Sub(t0)
+			m.runs += runs
 			cpu1, err := procCPU(m.s.pid())
 			if err != nil {
 				return nil, err
@@ -368,6 +521,21 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 				m.walls = append(m.walls, time.Duration(us)*time.Microsecond)
 			}
 		}
+		if turns == 0 {
+			break
+		}
+		if sc.lasts > 0 && time.Now().After(note) {
+			var sofar []string
+			for _, m := range running {
+				s := fmt.Sprintf("%s %d runs in %s", m.short, m.runs, m.took.Round(time.Second))
+				if m.row.wal {
+					s += fmt.Sprintf(", WAL peak %s MB", walMB(m.walPeak))
+				}
+				sofar = append(sofar, s)
+			}
+			fmt.Fprintf(os.Stderr, "  after %s: %s\n", time.Since(began).Round(time.Second), strings.Join(sofar, "; "))
+			note = note.Add(time.Minute)
+		}
 	}
 	rows := make([]compareRow, len(running))
 	for i, m := range running {
@@ -376,16 +544,22 @@ func measureScenario(sc scenario, sides []compareSide, model *aimock, stats *mcp
 			return nil, err
 		}
 		slices.Sort(m.walls)
-		m.row.cpu = m.cpu / time.Duration(sc.runs)
+		m.row.runs = m.runs
+		m.row.cpu = m.cpu / time.Duration(m.runs)
 		m.row.p50, m.row.p99 = pct(m.walls, 50), pct(m.walls, 99)
-		m.row.perSecond = float64(sc.runs) / m.took.Seconds()
+		m.row.perSecond = float64(m.runs) / m.took.Seconds()
+		m.row.walPeak = m.walPeak
 		rows[i] = m.row
 		own := "" // the two counts should agree
 		if m.own > 0 {
-			own = fmt.Sprintf(" (its own count %.2f)", float64(m.own)/float64(time.Millisecond)/float64(sc.runs))
+			own = fmt.Sprintf(" (its own count %.2f)", float64(m.own)/float64(time.Millisecond)/float64(m.runs))
 		}
 		fmt.Fprintf(os.Stderr, "  %s: CPU %.2f ms per run%s, wall p50 %s, p99 %s, peak RSS %.0f MB\n", m.name,
 			float64(m.row.cpu)/float64(time.Millisecond), own, ms(m.row.p50), ms(m.row.p99), float64(m.row.rssPeak)/1024)
+		if m.row.wal {
+			fmt.Fprintf(os.Stderr, "  %s: WAL peak %s MB over its measured part, %d runs whose turns lasted %s (%s from the first to the last); %s MB over its warm-up\n", m.name,
+				walMB(m.walPeak), m.runs, m.took.Round(10*time.Millisecond), m.last.Sub(m.first).Round(10*time.Millisecond), walMB(m.walWarm))
+		}
 	}
 	for _, m := range running {
 		if profDir == "" || m.profile == "" {
@@ -443,7 +617,7 @@ func printCompareText(w io.Writer, header []string, rows []compareRow) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tside\truns\tCPU ms/run\twall p50\twall p99\truns/s\tRSS start MB\tRSS peak MB\tLibreChat/this CPU\tLibreChat/this peak RSS\t")
+	fmt.Fprintln(tw, "scenario\tside\truns\tCPU ms/run\twall p50\twall p99\truns/s\tRSS start MB\tRSS peak MB\tWAL peak MB\tLibreChat/this CPU\tLibreChat/this peak RSS\t")
 	for _, r := range rows {
 		c := r.cells()
 		fmt.Fprintln(tw, strings.Join(c, "\t")+"\t")
@@ -457,8 +631,8 @@ func printCompareMarkdown(w io.Writer, header []string, rows []compareRow) {
 		fmt.Fprintln(w, h)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | side | runs | CPU ms/run | wall p50 | wall p99 | runs/s | RSS start MB | RSS peak MB | LibreChat/this CPU | LibreChat/this peak RSS |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| scenario | side | runs | CPU ms/run | wall p50 | wall p99 | runs/s | RSS start MB | RSS peak MB | WAL peak MB | LibreChat/this CPU | LibreChat/this peak RSS |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
 		c := r.cells()
 		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
@@ -473,11 +647,15 @@ func (r compareRow) cells() []string {
 		}
 		return fmt.Sprintf("%.1f×", f)
 	}
+	wal := ""
+	if r.wal {
+		wal = walMB(r.walPeak)
+	}
 	return []string{r.scenario, r.side, strconv.Itoa(r.runs),
 		fmt.Sprintf("%.2f", float64(r.cpu)/float64(time.Millisecond)),
 		ms(r.p50), ms(r.p99), fmt.Sprintf("%.0f", r.perSecond),
 		fmt.Sprintf("%.0f", float64(r.rssStart)/1024), fmt.Sprintf("%.0f", float64(r.rssPeak)/1024),
-		ratio(r.cpuRatio), ratio(r.rssRatio)}
+		wal, ratio(r.cpuRatio), ratio(r.rssRatio)}
 }
 
 // machine describes this machine: CPU model, cores, memory, kernel.

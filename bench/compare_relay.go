@@ -90,7 +90,10 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "RELAY_BOOTSTRAP_API_KEY="+benchKey)
+	// The database is SQLite at <data_dir>/relay.db, whatever the
+	// environment says, so that its write-ahead log is where walPath looks.
+	env := withoutEnv(withoutEnv(os.Environ(), "RELAY_DATA_DIR"), "RELAY_DATABASE_URL")
+	cmd.Env = append(env, "RELAY_BOOTSTRAP_API_KEY="+benchKey)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	tail := &tailBuffer{}
 	cmd.Stdout, cmd.Stderr = tail, tail
@@ -104,10 +107,21 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 		r.stop()
 		return nil, fmt.Errorf("%w; its output:\n%s", err, tail)
 	}
+	if _, err := os.Stat(r.dbPath()); err != nil {
+		r.stop()
+		return nil, fmt.Errorf("relay serve is ready but its database is not where bench compare looks: %w", err)
+	}
 	return r, nil
 }
 
 func (r *relaySide) pid() int { return r.srv.cmd.Process.Pid }
+
+// dbPath is the side's SQLite database: relay.db in its data_dir
+// (config.Config.DB), relayConfig's data_dir being dir/data.
+func (r *relaySide) dbPath() string { return filepath.Join(r.dir, "data", "relay.db") }
+
+// walPath is the database's write-ahead log, which SQLite names after it.
+func (r *relaySide) walPath() string { return r.dbPath() + "-wal" }
 
 func (r *relaySide) stop() {
 	r.srv.stop()
