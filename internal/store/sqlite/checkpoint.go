@@ -11,10 +11,12 @@ import (
 
 // checkpointEvery is how often the checkpointer copies what the write-ahead
 // log holds back into the database file, and measureEvery how often it looks
-// at the log's size.
+// at the log's size (a stat of the file): a busy server writes tens of MB of
+// log a second, so the log outgrows walResetAt by what is written in
+// measureEvery before a reset can begin.
 const (
 	checkpointEvery = time.Second
-	measureEvery    = 100 * time.Millisecond
+	measureEvery    = 25 * time.Millisecond
 )
 
 // autoCheckpoint is how many pages (4 KiB) the log may reach before a commit
