@@ -24,6 +24,8 @@ type DB struct {
 	stmts       *stmtCache // shared with the DBs of OnNode
 	onClose     []func() error
 	tel         *telemetry.Telemetry // traces write transactions; nil for none
+	turns       *writeTurns          // orders write transactions (Dialect.SingleWriter); nil for none
+	afterCommit func()               // see AfterCommit; nil for nothing
 }
 
 // Instrument has db trace each write transaction (a span named by the
@@ -149,7 +151,11 @@ var _ Store = (*DB)(nil)
 // New returns a DB over the read and write pools, which may be the same pool. The
 // DB owns them from then on: Close closes them.
 func New(read, write *sql.DB, d Dialect) *DB {
-	return &DB{read: read, write: write, d: d, now: time.Now, stmts: &stmtCache{}}
+	db := &DB{read: read, write: write, d: d, now: time.Now, stmts: &stmtCache{}}
+	if d.SingleWriter {
+		db.turns = &writeTurns{}
+	}
+	return db
 }
 
 // Engine names the engine: "sqlite" or "postgres".
@@ -242,6 +248,12 @@ func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any
 func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
 	ctx, end := db.tel.StartDB(ctx, db.system(), op)
 	defer func() { end(err) }()
+	if db.turns != nil {
+		if err := db.turns.take(ctx, false); err != nil {
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+		defer db.turns.give()
+	}
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -254,8 +266,16 @@ func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", db.refused(err))
 	}
+	if db.afterCommit != nil {
+		db.afterCommit()
+	}
 	return nil
 }
+
+// AfterCommit has f called after each write transaction commits, before the
+// next begins (on an engine with a single writer): the SQLite checkpointer
+// watches the write-ahead log's size with it. Call it before using db.
+func (db *DB) AfterCommit(f func()) { db.afterCommit = f }
 
 // affected reports whether a statement changed at least one row.
 func affected(res sql.Result) (bool, error) {

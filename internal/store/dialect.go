@@ -25,6 +25,9 @@ type Dialect struct {
 	// engines that parse each statement anew (SQLite); Postgres' driver caches
 	// them itself.
 	CacheStatements bool
+	// SingleWriter has write transactions take turns in Go, first come first
+	// served (writeTurns), for an engine whose write pool is one connection.
+	SingleWriter bool
 	// TextTimes stores timestamps as fixed-width RFC 3339 text in UTC with
 	// microseconds, for engines without a timestamp type. That text sorts in time
 	// order, so ORDER BY and keyset comparisons work on it unchanged.

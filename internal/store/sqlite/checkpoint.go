@@ -43,23 +43,27 @@ const resetWait = 100 * time.Millisecond
 // the writer and readers without blocking either. When the log passes
 // walResetAt all the same, the checkpointer resets it.
 type checkpointer struct {
-	wal   string  // the log's path
-	write *sql.DB // the writer's pool of one connection
-	db    *sql.DB
-	stop  context.CancelFunc
-	done  chan struct{}
+	wal string // the log's path
+	// urgently runs a function on the writer's connection before the
+	// write transactions waiting for it (store.DB.Urgently).
+	urgently func(ctx context.Context, fn func(*sql.Conn) error) error
+	db       *sql.DB
+	kick     chan struct{} // a commit took the log past walResetAt
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // startCheckpointer opens the checkpointer's connection to path and starts it;
-// write is the pool of the process's one writing connection.
-func startCheckpointer(path string, write *sql.DB) (*checkpointer, error) {
+// urgently runs a function on the process's one writing connection, ahead of
+// the writes waiting for it.
+func startCheckpointer(path string, urgently func(ctx context.Context, fn func(*sql.Conn) error) error) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
 	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{wal: path + "-wal", write: write, db: db, stop: stop, done: make(chan struct{})}
+	c := &checkpointer{wal: path + "-wal", urgently: urgently, db: db, kick: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
 	go c.run(ctx)
 	return c, nil
 }
@@ -73,6 +77,8 @@ func (c *checkpointer) run(ctx context.Context) {
 		var now time.Time
 		select {
 		case now = <-t.C:
+		case <-c.kick:
+			now = time.Now()
 		case <-ctx.Done():
 			return
 		}
@@ -92,28 +98,38 @@ func (c *checkpointer) run(ctx context.Context) {
 	}
 }
 
+// committed is called after each write transaction of the process, by its
+// writer: past walResetAt, the log is reset without waiting for the next look.
+func (c *checkpointer) committed() {
+	if fi, err := os.Stat(c.wal); err == nil && fi.Size() > walResetAt {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // reset checkpoints the whole log and starts it over, on the writer's own
-// connection: no write of this process can come between, so only readers
-// are waited for, and no longer than resetWait.
+// connection, taken before every write waiting for it: no write of this
+// process can come between, so only readers are waited for, and no longer
+// than resetWait.
 func (c *checkpointer) reset(ctx context.Context) {
 	// What can be copied is copied first, alongside the writer: the writer
 	// then waits only for what came since and for the readers,
 	// not for the whole copy and its sync.
 	_, _ = c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-	conn, err := c.write.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, resetWait.Milliseconds())); err != nil {
-		return
-	}
-	_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
-	// The writer's own wait, back for its transactions. Should this fail, the
-	// connection must not serve them with the short one.
-	if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds())); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
+	_ = c.urgently(ctx, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, resetWait.Milliseconds())); err != nil {
+			return err
+		}
+		_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
+		// The writer's own wait, back for its transactions. Should this fail, the
+		// connection must not serve them with the short one.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds())); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return nil
+	})
 }
 
 // Close stops the checkpointer and closes its connection.

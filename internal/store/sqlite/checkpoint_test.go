@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -28,7 +29,14 @@ func TestCheckpointerResetStartsTheLogOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := startCheckpointer(path, write)
+	c, err := startCheckpointer(path, func(ctx context.Context, fn func(*sql.Conn) error) error {
+		conn, err := write.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return fn(conn)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +76,34 @@ func TestCheckpointerResetStartsTheLogOver(t *testing.T) {
 	var wait int64
 	if err := write.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&wait); err != nil || wait != busyTimeout.Milliseconds() {
 		t.Errorf("the writer's busy timeout after a reset is %d (%v), want %d", wait, err, busyTimeout.Milliseconds())
+	}
+}
+
+// A commit that leaves the log past walResetAt has the checkpointer reset it
+// at once, without waiting for its next look; one below does not.
+func TestCommitPastResetKicksTheCheckpointer(t *testing.T) {
+	wal := filepath.Join(t.TempDir(), "relay.db-wal")
+	c := &checkpointer{wal: wal, kick: make(chan struct{}, 1)}
+	for _, tc := range []struct {
+		size int64
+		kick bool
+	}{{0, false}, {walResetAt, false}, {walResetAt + 1, true}, {walResetAt + 1, true}} {
+		if err := os.WriteFile(wal, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(wal, tc.size); err != nil {
+			t.Fatal(err)
+		}
+		c.committed()
+		select {
+		case <-c.kick:
+			if !tc.kick {
+				t.Errorf("a log of %d bytes kicks the checkpointer", tc.size)
+			}
+		default:
+			if tc.kick {
+				t.Errorf("a log of %d bytes does not kick the checkpointer", tc.size)
+			}
+		}
 	}
 }

@@ -91,12 +91,13 @@ func Open(ctx context.Context, path string) (*store.DB, error) {
 		db.Close()
 		return nil, describe(path, err)
 	}
-	cp, err := startCheckpointer(path, write)
+	cp, err := startCheckpointer(path, db.Urgently)
 	if err != nil {
 		db.Close()
 		return nil, &openError{path, err.Error(), err}
 	}
 	db.OnClose(cp.Close)
+	db.AfterCommit(cp.committed)
 	return db, nil
 }
 
@@ -227,6 +228,7 @@ func dialect() store.Dialect {
 		Engine:          "sqlite",
 		TextTimes:       true,
 		CacheStatements: true,
+		SingleWriter:    true,
 		MigrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER NOT NULL PRIMARY KEY,
 			name       TEXT NOT NULL,
