@@ -436,23 +436,27 @@ func handoffValue(args, promptKey string) string {
 
 // said is what one agent said, in the order it happened: its streamed text
 // and its tool calls, each a part of the answer. Its turn's events are its
-// only writer, one at a time.
+// only writer, one at a time. The text part being streamed is text[from:],
+// set in its Part when it ends (closeText), so that a long answer is not
+// copied again at every token.
 type said struct {
-	text  strings.Builder // all its text, as streamed
-	parts []Part
+	text      strings.Builder // all its text, as streamed
+	parts     []Part
+	streaming bool // the last part is text still being streamed, from text[from:]
+	from      int
 }
 
 // add records one of the agent's turn events.
 func (s *said) add(id string, e turn.Event) {
 	switch e.Kind {
 	case turn.EventText:
-		s.text.WriteString(e.Text)
-		if n := len(s.parts); n > 0 && s.parts[n-1].Kind == PartText {
-			s.parts[n-1].Text += e.Text
-		} else {
-			s.parts = append(s.parts, Part{Kind: PartText, AgentID: id, Text: e.Text})
+		if !s.streaming {
+			s.parts = append(s.parts, Part{Kind: PartText, AgentID: id})
+			s.streaming, s.from = true, s.text.Len()
 		}
+		s.text.WriteString(e.Text)
 	case turn.EventToolStarted:
+		s.closeText()
 		rec := *e.Tool
 		s.parts = append(s.parts, Part{Kind: PartTool, AgentID: id, Tool: &rec})
 	case turn.EventToolFinished:
@@ -463,6 +467,14 @@ func (s *said) add(id string, e turn.Event) {
 				break
 			}
 		}
+	}
+}
+
+// closeText ends the text part being streamed, if any.
+func (s *said) closeText() {
+	if s.streaming {
+		s.parts[len(s.parts)-1].Text = s.text.String()[s.from:]
+		s.streaming = false
 	}
 }
 
@@ -482,6 +494,7 @@ func (f *flow) event(id string, e turn.Event, said *said) {
 func (f *flow) record(id string, out *turn.Outcome, said *said) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	said.closeText()
 	f.parts = append(f.parts, said.parts...)
 	text := said.text.String()
 	if text != "" {
