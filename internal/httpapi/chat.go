@@ -52,22 +52,25 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamRun writes the events of a run after `after` as SSE, each with its
-// id, as run.Service.Follow yields them: until run.finished, or until the
+// id, as run.Service.FollowBursts yields them, a burst a flush: until run.finished, or until the
 // client goes away. A failure of the store ends the stream early; the client
 // resumes from the last id it has.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
 	st := startSSE(w)
 	defer st.close()
 	var buf []byte
-	for e, err := range s.opts.Runs.Follow(r.Context(), userFrom(r.Context()), runID, after) {
+	for evs, err := range s.opts.Runs.FollowBursts(r.Context(), userFrom(r.Context()), runID, after) {
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.WarnContext(r.Context(), "following a run", "run_id", runID, "err", err)
 			}
 			return
 		}
-		buf = appendEvent(buf[:0], e)
-		if st.write(buf) != nil {
+		buf = buf[:0]
+		for _, e := range evs {
+			buf = appendEvent(buf, e)
+		}
+		if st.write(buf) != nil || st.flush() != nil {
 			return
 		}
 	}

@@ -154,7 +154,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		hide = a.HideSequentialOutputs
 	}
 	var finished *run.RunFinished
-	for e, err := range s.opts.Runs.Follow(r.Context(), u, runID, 0) {
+	for evs, err := range s.opts.Runs.FollowBursts(r.Context(), u, runID, 0) {
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away
@@ -162,27 +162,32 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 			s.log.WarnContext(r.Context(), "following a run", "run_id", runID, "err", err)
 			break
 		}
-		if !out.stream && e.Type != run.EventRunFinished {
-			continue // the saved answer has it all
-		}
-		p, err := e.Payload()
-		if err != nil {
-			continue
-		}
-		switch p := p.(type) {
-		case run.MessageDelta:
-			if !hide { // name says which agent wrote the text (several may in one run)
-				err = send(chunkData(id, created, out.model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
+		for _, e := range evs {
+			if !out.stream && e.Type != run.EventRunFinished {
+				continue // the saved answer has it all
 			}
-		case run.MessageImage:
-			err = send(chunkData(id, created, out.model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
-		case run.RunFinished:
-			finished = &p
-			if hide && p.Message != nil && p.Message.Text != "" {
-				err = send(chunkData(id, created, out.model, map[string]any{"content": p.Message.Text, "name": author(p.Message)}, nil, nil))
+			p, err := e.Payload()
+			if err != nil {
+				continue
+			}
+			switch p := p.(type) {
+			case run.MessageDelta:
+				if !hide { // name says which agent wrote the text (several may in one run)
+					err = send(chunkData(id, created, out.model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
+				}
+			case run.MessageImage:
+				err = send(chunkData(id, created, out.model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
+			case run.RunFinished:
+				finished = &p
+				if hide && p.Message != nil && p.Message.Text != "" {
+					err = send(chunkData(id, created, out.model, map[string]any{"content": p.Message.Text, "name": author(p.Message)}, nil, nil))
+				}
+			}
+			if err != nil {
+				return // the client went away
 			}
 		}
-		if err != nil {
+		if st != nil && st.flush() != nil {
 			return // the client went away
 		}
 	}

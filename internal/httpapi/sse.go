@@ -14,11 +14,11 @@ const heartbeat = 15 * time.Second
 const writeTimeout = 30 * time.Second
 
 // sseStream is an event stream to one client (SSE). The handler writes
-// events; a goroutine of the stream flushes them once the writes waiting are
-// done — one write to the network for a burst of events, not one per event —
-// and sends a heartbeat comment when the stream has been idle for heartbeat.
-// The first write that fails ends the stream: every later write returns its
-// error.
+// events and flushes them once it has written those there are at once — one
+// write to the network for a burst of events, not one per event
+// (run.Service.FollowBursts) — and a goroutine of the stream sends a
+// heartbeat comment when the stream has been idle for heartbeat. The first
+// write that fails ends the stream: every later write returns its error.
 type sseStream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -29,37 +29,38 @@ type sseStream struct {
 	busy  bool // written since the last heartbeat tick
 	err   error
 
-	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
 }
 
-// startSSE sends the headers of an event stream and starts its flusher; the
+// startSSE sends the headers of an event stream and starts its heartbeat; the
 // caller must call close before it returns.
 func startSSE(w http.ResponseWriter) *sseStream {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{w: w, rc: http.NewResponseController(w), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	st := &sseStream{w: w, rc: http.NewResponseController(w), quit: make(chan struct{}), done: make(chan struct{})}
 	st.dirty = true // the headers
+	_ = st.flush()
 	go st.loop()
-	st.kick <- struct{}{}
 	return st
 }
 
-// write writes b, one or more whole events, to be flushed with the burst.
+// write writes b, one or more whole events, to be sent with the burst by
+// flush.
 func (st *sseStream) write(b []byte) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := st.writeLocked(b); err != nil {
-		return err
-	}
-	select {
-	case st.kick <- struct{}{}:
-	default:
-	}
-	return nil
+	return st.writeLocked(b)
+}
+
+// flush sends what was written since the last flush.
+func (st *sseStream) flush() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.flushLocked()
+	return st.err
 }
 
 func (st *sseStream) writeLocked(b []byte) error {
@@ -94,10 +95,6 @@ func (st *sseStream) loop() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-st.kick:
-			st.mu.Lock()
-			st.flushLocked()
-			st.mu.Unlock()
 		case <-tick.C:
 			st.mu.Lock()
 			if !st.busy && st.writeLocked([]byte(": heartbeat\n\n")) == nil {
@@ -111,7 +108,7 @@ func (st *sseStream) loop() {
 	}
 }
 
-// close stops the flusher and flushes what is left; it returns the stream's
+// close stops the heartbeat and flushes what is left; it returns the stream's
 // first error.
 func (st *sseStream) close() error {
 	close(st.quit)

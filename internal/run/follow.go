@@ -30,29 +30,67 @@ func finished(s Status) bool {
 // run: the SSE of /api/chat and its resume, /v1 streaming, relay chat.
 func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		if err := s.visible(ctx, u, runID); err != nil {
-			yield(Event{}, err)
-			return
-		}
-		// hand yields e, when it is new, and reports whether following goes on.
-		hand := func(e Event) bool {
-			if e.Seq <= after {
-				return true // a resubscription repeats what it had
-			}
-			after = e.Seq
-			return yield(e, nil) && e.Type != EventRunFinished
-		}
-		for {
-			evs, ch, stop, err := s.subscribe(ctx, runID, after)
+		for evs, err := range s.FollowBursts(ctx, u, runID, after) {
 			if err != nil {
 				yield(Event{}, err)
 				return
 			}
 			for _, e := range evs {
-				if !hand(e) {
-					stop()
+				if !yield(e, nil) {
 					return
 				}
+			}
+		}
+	}
+}
+
+// maxBurst bounds the events FollowBursts yields at once.
+const maxBurst = 256
+
+// FollowBursts is Follow yielding the events that are there at once
+// together, at most maxBurst: what is stored, then each event as it comes
+// with those already behind it. A client that writes a burst to the network
+// in one go (an event stream flushed once per burst) then writes as often as
+// the run emits when it keeps up, and less often when it falls behind. The
+// slice is the caller's until it asks for the next.
+func (s *Service) FollowBursts(ctx context.Context, u *auth.User, runID string, after int64) iter.Seq2[[]Event, error] {
+	return func(yield func([]Event, error) bool) {
+		if err := s.visible(ctx, u, runID); err != nil {
+			yield(nil, err)
+			return
+		}
+		var burst []Event
+		over := false // run.finished is in the burst
+		// add takes e into the burst when it is new.
+		add := func(e Event) {
+			if e.Seq <= after || over {
+				return // a resubscription repeats what it had
+			}
+			after = e.Seq
+			burst = append(burst, e)
+			over = e.Type == EventRunFinished
+		}
+		// hand yields the burst, if any, and reports whether following goes on.
+		hand := func() bool {
+			if len(burst) == 0 {
+				return !over
+			}
+			goOn := yield(burst, nil) && !over
+			burst = burst[:0]
+			return goOn
+		}
+		for {
+			evs, ch, stop, err := s.subscribe(ctx, runID, after)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, e := range evs {
+				add(e)
+			}
+			if !hand() {
+				stop()
+				return
 			}
 			if ch == nil { // the run is over: the store had all of it
 				stop()
@@ -65,13 +103,30 @@ func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after 
 					if !ok {
 						break live // ended, or fell behind: look again from `after`
 					}
-					if !hand(e) {
+					add(e)
+				drain: // with the events already behind it
+					for len(burst) < maxBurst && !over {
+						select {
+						case e, ok := <-ch:
+							if !ok {
+								if !hand() {
+									stop()
+									return
+								}
+								break live
+							}
+							add(e)
+						default:
+							break drain
+						}
+					}
+					if !hand() {
 						stop()
 						return
 					}
 				case <-ctx.Done():
 					stop()
-					yield(Event{}, context.Cause(ctx))
+					yield(nil, context.Cause(ctx))
 					return
 				}
 			}

@@ -246,3 +246,45 @@ func TestFollow(t *testing.T) {
 		}
 	}
 }
+
+// FollowBursts yields the same events as Follow, each once and in order,
+// those there at once together: a finished run's stored events in one burst.
+func TestFollowBursts(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: []string{"one ", "two ", "three"}, Delay: 50 * time.Millisecond})
+	b := setup(t, model)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(after int64) (all []int64, bursts int, last run.Event) {
+		t.Helper()
+		for evs, err := range b.svc.FollowBursts(ctx, b.user, r.ID, after) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				t.Fatal("an empty burst")
+			}
+			bursts++
+			for _, e := range evs {
+				all, last = append(all, e.Seq), e
+			}
+		}
+		return all, bursts, last
+	}
+	live, _, last := seqs(0)
+	if last.Type != run.EventRunFinished {
+		t.Errorf("following live ended with %s", last.Type)
+	}
+	for i, s := range live {
+		if s != int64(i+1) {
+			t.Fatalf("seqs %v; want 1, 2, … each once", live)
+		}
+	}
+	stored, bursts, last := seqs(2)
+	if bursts != 1 || last.Type != run.EventRunFinished || len(stored) != len(live)-2 || stored[0] != 3 {
+		t.Errorf("the finished run after 2: %d bursts of seqs %v ending with %s; want one of 3 to %d", bursts, stored, last.Type, len(live))
+	}
+}

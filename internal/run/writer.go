@@ -163,12 +163,24 @@ func (w *writer) write() {
 
 	var b Batch
 	counts := make([]int, len(runs))
+	// Each run's pending events as they are now: events emitted meanwhile are
+	// appended after them, and only this goroutine takes stored ones out.
+	taken := make([][]Event, len(runs))
+	n := 0
 	for i, lr := range runs {
 		lr.mu.Lock()
 		lr.queued = false // events emitted from now on queue the run again
 		counts[i] = len(lr.pending)
-		b.Events = append(b.Events, lr.pending...)
+		taken[i] = lr.pending[:counts[i]:counts[i]]
 		lr.mu.Unlock()
+		n += counts[i]
+	}
+	for _, e := range ends {
+		n += len(e.events)
+	}
+	b.Events = make([]Event, 0, n)
+	for _, evs := range taken {
+		b.Events = append(b.Events, evs...)
 	}
 	b.ToolCalls = tools
 	for _, e := range ends {
