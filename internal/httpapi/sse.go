@@ -10,7 +10,9 @@ import (
 // proxies do not close it.
 const heartbeat = 15 * time.Second
 
-// writeTimeout bounds each burst of writes to an event stream's client.
+// writeTimeout bounds the writes to an event stream's client: one that has
+// not taken what it was sent within it (writeTimeout/2 at the least) ends the
+// stream.
 const writeTimeout = 30 * time.Second
 
 // sseStream is an event stream to one client (SSE). The handler writes
@@ -23,8 +25,8 @@ type sseStream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
 
-	mu    sync.Mutex
-	armed bool // the write deadline is set for the burst being written
+	mu      sync.Mutex
+	armedAt time.Time // when the write deadline was last set (to writeTimeout from then)
 	dirty bool // written since the last flush
 	busy  bool // written since the last heartbeat tick
 	err   error
@@ -67,9 +69,12 @@ func (st *sseStream) writeLocked(b []byte) error {
 	if st.err != nil {
 		return st.err
 	}
-	if !st.armed {
-		_ = st.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		st.armed = true
+	// The deadline is moved on when half of it has passed, not at every
+	// write: a write never has less than writeTimeout/2 to finish, and a
+	// stream of tokens does not reset a timer for each.
+	if now := time.Now(); now.Sub(st.armedAt) > writeTimeout/2 {
+		_ = st.rc.SetWriteDeadline(now.Add(writeTimeout))
+		st.armedAt = now
 	}
 	if _, err := st.w.Write(b); err != nil {
 		st.err = err
@@ -83,7 +88,7 @@ func (st *sseStream) flushLocked() {
 	if !st.dirty || st.err != nil {
 		return
 	}
-	st.dirty, st.armed = false, false
+	st.dirty = false
 	if err := st.rc.Flush(); err != nil {
 		st.err = err
 	}

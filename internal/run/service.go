@@ -271,7 +271,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		release()
 		return nil, err
 	}
-	lr := &liveRun{id: r.ID, userID: u.ID, subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
+	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
