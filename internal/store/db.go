@@ -210,6 +210,7 @@ type querier interface {
 // becomes what every engine keeps alike. exec and query classify the values
 // the database refuses (refused).
 func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
 		res, err := st.ExecContext(ctx, args...)
@@ -220,6 +221,7 @@ func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (s
 }
 
 func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
+	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
 		rows, err := st.QueryContext(ctx, args...)
@@ -231,11 +233,15 @@ func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (
 
 // execStmt runs a statement prepared in a transaction, as exec runs the others.
 func (db *DB) execStmt(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
+	if db.turns != nil {
+		ctx = context.WithoutCancel(ctx) // as uninterrupted does for a transaction's statements
+	}
 	res, err := st.ExecContext(ctx, storable(args)...)
 	return res, db.refused(err)
 }
 
 func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
+	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
@@ -243,18 +249,33 @@ func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any
 	return q.QueryRowContext(ctx, query, args...)
 }
 
+// uninterrupted returns ctx without its end for a statement of a write
+// transaction on an engine with a single writer (SQLite): once its turn has
+// come (writeTurns), such a transaction runs to its end, its statements all
+// short. ctx still bounds the wait for the turn. The driver would otherwise
+// watch ctx with a goroutine of its own for each statement, which costs more
+// than most of Relay's statements.
+func (db *DB) uninterrupted(ctx context.Context, q querier) context.Context {
+	if _, inTx := q.(*sql.Tx); inTx && db.turns != nil {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // inTx runs fn in a transaction on the write pool, committing if fn returns
 // nil. op names the transaction in traces: the method that runs it.
 func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
 	ctx, end := db.tel.StartDB(ctx, db.system(), op)
 	defer func() { end(err) }()
+	begin := ctx
 	if db.turns != nil {
 		if err := db.turns.take(ctx, false); err != nil {
 			return fmt.Errorf("begin transaction: %w", err)
 		}
 		defer db.turns.give()
+		begin = context.WithoutCancel(ctx) // as uninterrupted says
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
+	tx, err := db.write.BeginTx(begin, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}

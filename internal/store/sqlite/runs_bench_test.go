@@ -1,9 +1,13 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -11,9 +15,11 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/ident"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 // BenchmarkWriteBatch stores what the writer stores while 1,000 runs stream:
@@ -143,4 +149,96 @@ func BenchmarkWALUnderLoad(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(peak.Load())/1e6, "MB-wal-peak")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*runs*perRun), "ns/event")
+}
+
+// BenchmarkRunRecords stores what one run of one agent with one tool call
+// stores, one run after another: its start (conversation, question, run),
+// then its end (its events, the tool call, two model requests, the answer,
+// the run's final state), as the run service does, each in a transaction
+// with a request's context. It reports the process's CPU per run and the
+// write-ahead log's frames (pages) each run writes.
+func BenchmarkRunRecords(b *testing.B) {
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	path := filepath.Join(b.TempDir(), "relay.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := json.RawMessage(`{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("x", 300) +
+		`"},{"role":"user","content":"What is 2+3?"}],"tools":[{"type":"function","function":{"name":"get-sum__mcp__bench","description":"` +
+		strings.Repeat("d", 200) + `","parameters":{"type":"object"}}}],"stream":true}`)
+	delta := json.RawMessage(`{"agent_id":"calc","text":"` + strings.Repeat("t", 24) + `"}`)
+	one := func() {
+		now := time.Now()
+		c := &run.Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: "calc", Title: "What is 2+3?", CreatedAt: now, UpdatedAt: now}
+		m := &run.Message{ID: ident.New("msg_"), ConversationID: c.ID, Role: run.RoleUser, Text: "What is 2+3?", CreatedAt: now}
+		r := &run.Run{ID: ident.New("run_"), UserID: u.ID, AgentID: "calc", ConversationID: c.ID, UserMessageID: m.ID,
+			Status: run.StatusRunning, CreatedAt: now, StartedAt: &now}
+		if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
+			b.Fatal(err)
+		}
+		var batch run.Batch
+		for s := int64(1); s <= 12; s++ {
+			batch.Events = append(batch.Events, run.Event{RunID: r.ID, Seq: s, Type: run.EventMessageDelta, Data: delta, CreatedAt: now})
+		}
+		batch.ToolCalls = []*run.ToolCall{{RunID: r.ID, AgentID: "calc", CreatedAt: now,
+			ToolRecord: turn.ToolRecord{ID: "call_1", Name: "get-sum__mcp__bench", Arguments: `{"a":2,"b":3}`, Result: "5"}}}
+		batch.Requests = []*run.ModelRequest{{RunID: r.ID, Seq: 1, AgentID: "calc", Body: body, SentAt: now}, {RunID: r.ID, Seq: 2, AgentID: "calc", Body: body, SentAt: now}}
+		answer := &run.Message{ID: ident.New("msg_"), ConversationID: c.ID, ParentID: m.ID, Role: run.RoleAssistant, AgentID: "calc", Text: "5", RunID: r.ID, CreatedAt: now}
+		batch.Messages = []*run.Message{answer}
+		end := *r
+		end.Status, end.FinishedAt, end.ResponseMessageID = run.StatusSucceeded, &now, answer.ID
+		batch.Runs = []*run.Run{&end}
+		if err := db.WriteBatch(ctx, &batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 200 { // the tables as a server has them after a while
+		one()
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		one()
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/run")
+	b.StopTimer()
+	// The log's frames a run adds: the log is copied out (and starts over
+	// at the next write) before each of a few runs, counted after it.
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	total, counted := 0, 0
+	for range 20 {
+		if _, err := walFrames(ctx, raw); err != nil {
+			b.Fatal(err)
+		}
+		one()
+		n, err := walFrames(ctx, raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n >= 0 { // -1: the checkpointer had the log at that moment
+			total, counted = total+n, counted+1
+		}
+	}
+	if counted > 0 {
+		b.ReportMetric(float64(total)/float64(counted), "frames/run")
+	}
+}
+
+// walFrames checkpoints the write-ahead log and returns the frames (pages)
+// it held.
+func walFrames(ctx context.Context, db *sql.DB) (int, error) {
+	var busy, frames, copied int
+	err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+	return frames, err
 }
