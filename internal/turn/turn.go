@@ -257,36 +257,46 @@ type toolResult struct {
 }
 
 // runTools runs one step's tool calls, at most o.Parallel at once, and returns
-// their results in the order of the calls.
+// their results in the order of the calls. A single call runs in the
+// caller's goroutine.
 func runTools(ctx context.Context, calls []llm.ToolCall, o Options, step int, emit func(Event)) []toolResult {
 	results := make([]toolResult, len(calls))
-	sem := make(chan struct{}, o.Parallel)
-	var wg sync.WaitGroup
 	var emitMu sync.Mutex
 	send := func(e Event) {
 		emitMu.Lock()
 		defer emitMu.Unlock()
 		emit(e)
 	}
+	run := func(i int, call llm.ToolCall, rec ToolRecord) {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.ToolTimeout > 0 {
+			// The cause is what the model reads in the failed call's result.
+			cctx, cancel = context.WithTimeoutCause(ctx, o.ToolTimeout, fmt.Errorf("no answer within the tool timeout (%s)", o.ToolTimeout))
+		}
+		began := time.Now()
+		res := o.Tools.Run(cctx, call)
+		cancel()
+		rec.Duration = time.Since(began)
+		rec.Result, rec.IsError, rec.Sources, rec.Contexts = res.Text, res.IsError, res.Sources, res.Contexts
+		results[i] = toolResult{ToolRecord: rec, Parts: res.Parts}
+		done := rec
+		send(Event{Kind: EventToolFinished, Tool: &done})
+	}
+	if len(calls) == 1 {
+		rec := ToolRecord{ID: calls[0].ID, Name: calls[0].Function.Name, Arguments: calls[0].Function.Arguments, Step: step}
+		send(Event{Kind: EventToolStarted, Tool: &rec})
+		run(0, calls[0], rec)
+		return results
+	}
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
 	for i, call := range calls {
 		rec := ToolRecord{ID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments, Step: step}
 		send(Event{Kind: EventToolStarted, Tool: &rec})
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cctx, cancel := ctx, context.CancelFunc(func() {})
-			if o.ToolTimeout > 0 {
-				// The cause is what the model reads in the failed call's result.
-				cctx, cancel = context.WithTimeoutCause(ctx, o.ToolTimeout, fmt.Errorf("no answer within the tool timeout (%s)", o.ToolTimeout))
-			}
-			began := time.Now()
-			res := o.Tools.Run(cctx, call)
-			cancel()
-			rec.Duration = time.Since(began)
-			rec.Result, rec.IsError, rec.Sources, rec.Contexts = res.Text, res.IsError, res.Sources, res.Contexts
-			results[i] = toolResult{ToolRecord: rec, Parts: res.Parts}
-			done := rec
-			send(Event{Kind: EventToolFinished, Tool: &done})
+			run(i, call, rec)
 		})
 	}
 	wg.Wait()

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,7 @@ type checkpointer struct {
 	urgently func(ctx context.Context, fn func(*sql.Conn) error) error
 	db       *sql.DB
 	kick     chan struct{} // a commit took the log past walResetAt
+	commits  atomic.Uint32 // the process's write transactions, counted by committed
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -98,9 +100,16 @@ func (c *checkpointer) run(ctx context.Context) {
 	}
 }
 
+// lookEvery is how many write transactions of the process pass between two
+// looks at the log's size by committed: a few hundred KB of log under load.
+const lookEvery = 8
+
 // committed is called after each write transaction of the process, by its
 // writer: past walResetAt, the log is reset without waiting for the next look.
 func (c *checkpointer) committed() {
+	if c.commits.Add(1)%lookEvery != 0 {
+		return
+	}
 	if fi, err := os.Stat(c.wal); err == nil && fi.Size() > walResetAt {
 		select {
 		case c.kick <- struct{}{}:

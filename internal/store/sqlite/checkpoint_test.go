@@ -79,8 +79,9 @@ func TestCheckpointerResetStartsTheLogOver(t *testing.T) {
 	}
 }
 
-// A commit that leaves the log past walResetAt has the checkpointer reset it
-// at once, without waiting for its next look; one below does not.
+// Commits that leave the log past walResetAt have the checkpointer reset it
+// at once, without waiting for its next look; below, they do not. The size is
+// looked at every lookEvery commits.
 func TestCommitPastResetKicksTheCheckpointer(t *testing.T) {
 	wal := filepath.Join(t.TempDir(), "relay.db-wal")
 	c := &checkpointer{wal: wal, kick: make(chan struct{}, 1)}
@@ -94,7 +95,9 @@ func TestCommitPastResetKicksTheCheckpointer(t *testing.T) {
 		if err := os.Truncate(wal, tc.size); err != nil {
 			t.Fatal(err)
 		}
-		c.committed()
+		for range lookEvery {
+			c.committed()
+		}
 		select {
 		case <-c.kick:
 			if !tc.kick {
