@@ -154,7 +154,11 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		hide = a.HideSequentialOutputs
 	}
 	var finished *run.RunFinished
-	for evs, err := range s.opts.Runs.FollowBursts(r.Context(), u, runID, 0) {
+	follow := s.opts.Runs.FollowBursts(r.Context(), u, runID, 0)
+	if !out.stream {
+		follow = s.opts.Runs.FollowEnd(r.Context(), u, runID) // the saved answer has it all
+	}
+	for evs, err := range follow {
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away

@@ -21,5 +21,5 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	if _, err := s.Find(ctx, u, runID); err != nil {
 		return nil, nil, nil, err
 	}
-	return s.subscribe(ctx, runID, after)
+	return s.subscribe(ctx, runID, after, false)
 }

@@ -54,6 +54,16 @@ const maxBurst = 256
 // the run emits when it keeps up, and less often when it falls behind. The
 // slice is the caller's until it asks for the next.
 func (s *Service) FollowBursts(ctx context.Context, u *auth.User, runID string, after int64) iter.Seq2[[]Event, error] {
+	return s.followBursts(ctx, u, runID, after, false)
+}
+
+// FollowEnd is FollowBursts yielding run.finished alone: how a client waits
+// for a run's end without being woken for each of its events.
+func (s *Service) FollowEnd(ctx context.Context, u *auth.User, runID string) iter.Seq2[[]Event, error] {
+	return s.followBursts(ctx, u, runID, 0, true)
+}
+
+func (s *Service) followBursts(ctx context.Context, u *auth.User, runID string, after int64, final bool) iter.Seq2[[]Event, error] {
 	return func(yield func([]Event, error) bool) {
 		if err := s.visible(ctx, u, runID); err != nil {
 			yield(nil, err)
@@ -66,9 +76,12 @@ func (s *Service) FollowBursts(ctx context.Context, u *auth.User, runID string, 
 			if e.Seq <= after || over {
 				return // a resubscription repeats what it had
 			}
+			over = e.Type == EventRunFinished
+			if final && !over {
+				return
+			}
 			after = e.Seq
 			burst = append(burst, e)
-			over = e.Type == EventRunFinished
 		}
 		// hand yields the burst, if any, and reports whether following goes on.
 		hand := func() bool {
@@ -80,7 +93,7 @@ func (s *Service) FollowBursts(ctx context.Context, u *auth.User, runID string, 
 			return goOn
 		}
 		for {
-			evs, ch, stop, err := s.subscribe(ctx, runID, after)
+			evs, ch, stop, err := s.subscribe(ctx, runID, after, final)
 			if err != nil {
 				yield(nil, err)
 				return

@@ -274,6 +274,22 @@ func TestFollowBursts(t *testing.T) {
 		}
 		return all, bursts, last
 	}
+	// Waiting for the end alone, while the run streams and once it is over.
+	end := func() {
+		t.Helper()
+		var got []run.Event
+		for evs, err := range b.svc.FollowEnd(ctx, b.user, r.ID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, evs...)
+		}
+		if len(got) != 1 || got[0].Type != run.EventRunFinished {
+			t.Errorf("FollowEnd yielded %v; want run.finished alone", got)
+		}
+	}
+	end()
+	end()
 	live, _, last := seqs(0)
 	if last.Type != run.EventRunFinished {
 		t.Errorf("following live ended with %s", last.Type)

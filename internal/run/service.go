@@ -115,7 +115,7 @@ type liveRun struct {
 	userID  string // whose run it is
 	mu      sync.Mutex
 	seq     int64
-	subs    map[chan Event]struct{}
+	subs    map[chan Event]bool // true: the subscriber wants only run.finished
 	pending []Event // emitted, not yet known to be stored; oldest first
 	queued  bool    // the writer knows that pending has events
 	ended   bool    // every event is stored and the subscriptions are closed
@@ -148,7 +148,10 @@ func (lr *liveRun) next(p Payload) Event {
 // cannot keep up is dropped (its channel closed) and catches up from the store
 // and pending.
 func (lr *liveRun) deliver(e Event) {
-	for ch := range lr.subs {
+	for ch, final := range lr.subs {
+		if final && e.Type != EventRunFinished {
+			continue
+		}
 		select {
 		case ch <- e:
 		default:
@@ -271,7 +274,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		release()
 		return nil, err
 	}
-	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[chan Event]struct{}{}, done: make(chan struct{}), release: release}
+	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[chan Event]bool{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
@@ -492,8 +495,10 @@ func (s *Service) emit(lr *liveRun, p Payload) {
 // still to come: nil when the run has already ended, else closed when it ends
 // or when the subscriber falls behind (it then subscribes again from its last
 // seq). A run that another Relay process is running is followed through the
-// database. Callers must call stop when done.
-func (s *Service) subscribe(ctx context.Context, runID string, after int64) ([]Event, <-chan Event, func(), error) {
+// database. With final, the channel of a run of this process carries only
+// run.finished (the other events may still come, and are for the caller to
+// pass over). Callers must call stop when done.
+func (s *Service) subscribe(ctx context.Context, runID string, after int64, final bool) ([]Event, <-chan Event, func(), error) {
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
@@ -538,7 +543,7 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64) ([]E
 				evs = append(evs, e)
 			}
 		}
-		lr.subs[ch] = struct{}{}
+		lr.subs[ch] = final
 	}
 	lr.mu.Unlock()
 	if err != nil {
