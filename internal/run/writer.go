@@ -53,7 +53,8 @@ type writer struct {
 	retryFor, retryEvery time.Duration
 	maxTries             int
 
-	// Only the writer's goroutine uses these.
+	// Only the writer uses these: its goroutine, or a caller of finish
+	// that writes in its place (running set).
 	failingSince time.Time // when the database began refusing what is kept for retry; zero when it is not
 	tries        int       // the writes that failed since then
 	backoff      bool      // the last write kept records to retry: wait before the next
@@ -92,11 +93,27 @@ func (w *writer) toolCall(c *ToolCall) {
 
 // finish stores a run's end, with every event and tool call of the run still
 // waiting, and returns once they are written.
+//
+// When nothing is being written, the caller writes the batch itself, at once:
+// a run ending on a quiet server then costs no hand-over to the writer's
+// goroutine and back. Whatever is left to write then goes to that goroutine.
 func (w *writer) finish(e *ending) {
 	e.stored = make(chan struct{})
 	w.mu.Lock()
 	w.ends = append(w.ends, e)
-	w.startLocked()
+	if !w.running {
+		w.running = true // this goroutine is the writer until write returns
+		w.mu.Unlock()
+		w.write()
+		w.mu.Lock()
+		w.running = false
+		if len(w.runs) > 0 || len(w.tools) > 0 || len(w.ends) > 0 {
+			w.startLocked() // what came meanwhile, or what is kept to retry
+		}
+		w.mu.Unlock()
+		<-e.stored
+		return
+	}
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
