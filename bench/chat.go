@@ -92,7 +92,7 @@ func benchChat() error {
 	if tel != nil {
 		model = tel.Model(fake, "openai")
 	}
-	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		},
@@ -187,7 +187,7 @@ func benchGraph(ctx context.Context, st *store.DB, u *auth.User, agents *agent.S
 		}
 	}
 	model := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
-	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		}}

@@ -375,7 +375,7 @@ func chatRelay() error {
 		served int
 	)
 	client := &parseClock{Model: openai.New(openai.Options{BaseURL: *upstreamURL, APIKey: "sk-bench", Logger: log})}
-	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+	svc := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return client, mcp.FamilyOpenAI, nil
 		}}

@@ -66,7 +66,7 @@ func compareRelay() error {
 	defer m.Close()
 	model := openai.New(openai.Options{BaseURL: *modelURL, APIKey: "sk-bench", Logger: log})
 	svc := &run.Service{Store: st, MCP: m, Log: log,
-		Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC, Window: &run.Window{Counters: token.NewCounters(0)}},
+		Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC, Window: &run.Window{Counters: token.NewCounters(0)}},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		},

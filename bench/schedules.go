@@ -82,7 +82,7 @@ func benchSchedulesOn(ctx context.Context, eng string, st *store.DB, n, every in
 	model := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	defer m.Close()
-	runs := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
+	runs := &run.Service{Store: st, MCP: m, Log: log, Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		}}
