@@ -109,7 +109,7 @@ func (a *App) promptMemory(ctx context.Context, u *auth.User) ([]prompt.MemoryEn
 	if !a.Memory.Enabled(true) || u == nil || u.ID == "" {
 		return nil, false, nil
 	}
-	es, err := a.Memory.List(ctx, u.ID)
+	es, err := a.Memory.ListCached(ctx, u.ID)
 	if err != nil {
 		return nil, false, err
 	}

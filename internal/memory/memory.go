@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -101,6 +102,25 @@ type Service struct {
 	// still overshoot the limit by a racing write.
 	seed  maphash.Seed
 	locks [lockStripes]sync.Mutex
+
+	// What ListCached read, by user, and the count of the process's writes,
+	// which a read that a write overtook does not go into the cache past.
+	cacheMu sync.Mutex
+	cache   map[string]cachedList
+	writes  atomic.Uint64
+}
+
+// CacheTTL is how long ListCached answers with what it read. A write through
+// this process's Service is seen by its next ListCached at once; one through
+// another process (another replica) within CacheTTL (docs/api.md "Memory").
+const CacheTTL = time.Second
+
+// cacheMax bounds the users whose lists are kept; past it, all go.
+const cacheMax = 4096
+
+type cachedList struct {
+	entries []Entry
+	expires time.Time
 }
 
 // NewService returns a Service over store with the given rules. now may be nil
@@ -148,6 +168,44 @@ func (s *Service) List(ctx context.Context, userID string) ([]Entry, error) {
 		es = []Entry{}
 	}
 	return es, nil
+}
+
+// ListCached is List for the prompts of runs, from a cache of CacheTTL: a
+// busy server then does not read a user's memory for every run.
+func (s *Service) ListCached(ctx context.Context, userID string) ([]Entry, error) {
+	if s.cfg.Disabled {
+		return []Entry{}, nil
+	}
+	now := s.now()
+	s.cacheMu.Lock()
+	c, ok := s.cache[userID]
+	s.cacheMu.Unlock()
+	if ok && now.Before(c.expires) {
+		return slices.Clone(c.entries), nil
+	}
+	writes := s.writes.Load()
+	es, err := s.List(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if s.writes.Load() != writes {
+		return es, nil // a write came meanwhile: what was read may be older
+	}
+	if s.cache == nil || len(s.cache) >= cacheMax {
+		s.cache = map[string]cachedList{}
+	}
+	s.cache[userID] = cachedList{entries: slices.Clone(es), expires: now.Add(CacheTTL)}
+	return es, nil
+}
+
+// wrote forgets the cached list of a user whose memory this process changed.
+func (s *Service) wrote(userID string) {
+	s.writes.Add(1)
+	s.cacheMu.Lock()
+	delete(s.cache, userID)
+	s.cacheMu.Unlock()
 }
 
 // Get returns the user's entry under key, or fault.NotFound.
@@ -217,6 +275,7 @@ func (s *Service) Put(ctx context.Context, userID, key, value string) (Entry, er
 				thousands(used), thousands(limit), thousands(e.Tokens))
 		}
 	}
+	defer s.wrote(userID)
 	if err := s.store.PutMemory(ctx, userID, e); err != nil {
 		return Entry{}, err
 	}
@@ -247,6 +306,7 @@ func (s *Service) Delete(ctx context.Context, userID, key string) error {
 	mu := s.lock(userID)
 	mu.Lock()
 	defer mu.Unlock()
+	defer s.wrote(userID)
 	return s.store.DeleteMemory(ctx, userID, key)
 }
 

@@ -317,3 +317,60 @@ func TestEnabled(t *testing.T) {
 		}
 	}
 }
+
+// Runs read a user's memory through a cache: a change through the same
+// Service is seen at once, one by another process (here: straight in the
+// store) within memory.CacheTTL; List itself always reads the store.
+func TestListCached(t *testing.T) {
+	b := setup(t, memory.Config{})
+	ctx := t.Context()
+	keys := func(es []memory.Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Key+"="+e.Value)
+		}
+		return out
+	}
+	cached := func() []string {
+		t.Helper()
+		es, err := b.svc.ListCached(ctx, b.user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys(es)
+	}
+	if _, err := b.svc.Put(ctx, b.user, "name", "Ann"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(); !cmp.Equal(got, []string{"name=Ann"}) {
+		t.Fatalf("ListCached: %v", got)
+	}
+	// Written by another process: seen once CacheTTL has passed.
+	if err := b.store.PutMemory(ctx, b.user, memory.Entry{Key: "city", Value: "Oslo", Tokens: 1, UpdatedAt: b.now}); err != nil {
+		t.Fatal(err)
+	}
+	b.now = b.now.Add(memory.CacheTTL - time.Millisecond)
+	if got := cached(); !cmp.Equal(got, []string{"name=Ann"}) {
+		t.Errorf("within the TTL: %v, want what was cached", got)
+	}
+	if es, err := b.svc.List(ctx, b.user); err != nil || len(es) != 2 {
+		t.Errorf("List: %v %v, want both entries", keys(es), err)
+	}
+	b.now = b.now.Add(time.Millisecond)
+	if got := cached(); len(got) != 2 {
+		t.Errorf("after the TTL: %v, want both entries", got)
+	}
+	// Changed through the Service: seen at once.
+	if err := b.svc.Delete(ctx, b.user, "name"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(); !cmp.Equal(got, []string{"city=Oslo"}) {
+		t.Errorf("after Delete: %v", got)
+	}
+	if _, err := b.svc.Put(ctx, b.user, "city", "Bergen"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(); !cmp.Equal(got, []string{"city=Bergen"}) {
+		t.Errorf("after Put: %v", got)
+	}
+}
