@@ -27,9 +27,9 @@ type sseStream struct {
 
 	mu      sync.Mutex
 	armedAt time.Time // when the write deadline was last set (to writeTimeout from then)
-	dirty bool // written since the last flush
-	busy  bool // written since the last heartbeat tick
-	err   error
+	dirty   bool      // written since the last flush
+	busy    bool      // written since the last heartbeat tick
+	err     error
 
 	quit chan struct{}
 	done chan struct{}
