@@ -521,7 +521,11 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64, fina
 		ch, stop := s.follow(ctx, runID, from)
 		return evs, ch, stop, nil
 	}
-	ch := make(chan Event, subBuffer)
+	size := subBuffer
+	if final {
+		size = 1 // run.finished alone
+	}
+	ch := make(chan Event, size)
 	lr.mu.Lock()
 	var (
 		evs []Event
