@@ -44,12 +44,12 @@ func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after 
 	}
 }
 
-// maxBurst bounds the events FollowBursts yields at once.
+// maxBurst bounds the live events FollowBursts yields at once.
 const maxBurst = 256
 
 // FollowBursts is Follow yielding the events that are there at once
-// together, at most maxBurst: what is stored, then each event as it comes
-// with those already behind it. A client that writes a burst to the network
+// together: what is stored in one burst, then each event as it comes with
+// those already behind it, at most maxBurst. A client that writes a burst to the network
 // in one go (an event stream flushed once per burst) then writes as often as
 // the run emits when it keeps up, and less often when it falls behind. The
 // slice is the caller's until it asks for the next.

@@ -181,7 +181,7 @@ func (w *writer) write() {
 	var b Batch
 	counts := make([]int, len(runs))
 	// Each run's pending events as they are now: events emitted meanwhile are
-	// appended after them, and only this goroutine takes stored ones out.
+	// appended after them, and only the writer takes stored ones out.
 	taken := make([][]Event, len(runs))
 	n := 0
 	for i, lr := range runs {
