@@ -24,6 +24,9 @@ const cacheMax = 4096
 type cache struct {
 	mu sync.Mutex
 	m  map[string]cached
+	// drops counts drop's calls: an agent read before a drop may be older
+	// than the change dropped for, and is not kept (put).
+	drops uint64
 }
 
 type cached struct {
@@ -41,9 +44,21 @@ func (c *cache) get(id string, now time.Time) *Agent {
 	return e.a.clone()
 }
 
-func (c *cache) put(a *Agent, now time.Time) {
+// generation is what put needs to know that no drop came since.
+func (c *cache) generation() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.drops
+}
+
+// put keeps a, read from the store after generation returned gen, unless
+// an agent was dropped since.
+func (c *cache) put(a *Agent, gen uint64, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drops != gen {
+		return
+	}
 	if c.m == nil {
 		c.m = map[string]cached{}
 	}
@@ -60,6 +75,7 @@ func (c *cache) put(a *Agent, now time.Time) {
 func (c *cache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.drops++
 	if id == "" {
 		clear(c.m)
 		return
@@ -136,11 +152,12 @@ func (c Cached) Get(ctx context.Context, u *auth.User, id string) (*Agent, error
 	now := s.now()
 	a := s.cache.get(id, now)
 	if a == nil {
+		gen := s.cache.generation()
 		var err error
 		if a, err = s.store.GetAgent(ctx, id); err != nil {
 			return nil, err
 		}
-		s.cache.put(a, now)
+		s.cache.put(a, gen, now)
 	}
 	return s.permitted(ctx, u, a)
 }

@@ -280,8 +280,11 @@ func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (e
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer db.prepareWanted(context.WithoutCancel(ctx))
+	// Should fn panic, the transaction is rolled back before the turn and
+	// the connection go to the next: its context, never cancelled, would not.
+	// After a commit this does nothing.
+	defer func() { _ = tx.Rollback() }()
 	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -298,7 +298,7 @@ func (db *DB) appendEvents(ctx context.Context, tx *sql.Tx, events []run.Event) 
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx,
+	stmt, err := tx.PrepareContext(db.uninterrupted(ctx, tx),
 		db.d.bind(`INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`))
 	if err != nil {
 		return fmt.Errorf("storing events: %w", err)
@@ -494,7 +494,7 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		}
 		byRun[e.RunID] = append(byRun[e.RunID], i)
 	}
-	stmt, err := tx.PrepareContext(ctx,
+	stmt, err := tx.PrepareContext(db.uninterrupted(ctx, tx),
 		db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`))
 	if err != nil {
 		return fmt.Errorf("storing events: %w", err)

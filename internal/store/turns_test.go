@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	_ "modernc.org/sqlite"
 )
 
 // Write transactions take their turns in the order they asked, an urgent
@@ -79,4 +84,38 @@ func TestWriteTurns(t *testing.T) {
 			t.Errorf("after a turn given up: %v", order)
 		}
 	})
+}
+
+// A write transaction whose function panics is rolled back, its turn and
+// connection handed on: the next write goes through.
+func TestPanicInTransactionFreesTheWriter(t *testing.T) {
+	w, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	db := New(w, w, Dialect{Engine: "sqlite", SingleWriter: true})
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the caller")
+			}
+		}()
+		_ = db.inTx(ctx, "test", func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE t (v TEXT)`); err != nil {
+				return err
+			}
+			panic("in the transaction")
+		})
+	}()
+	err = db.inTx(ctx, "test", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (v TEXT)`) // the first was rolled back
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the write after the panic: %v", err)
+	}
 }

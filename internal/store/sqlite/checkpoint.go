@@ -75,6 +75,11 @@ func (c *checkpointer) run(ctx context.Context) {
 	t := time.NewTicker(measureEvery)
 	defer t.Stop()
 	var last time.Time // of the last checkpoint
+	// The log's size after the last reset that started it over: RESTART
+	// leaves the file as it is until the next write starts the log from its
+	// beginning (and cuts the file back), so an idle process would otherwise
+	// reset it again at every look.
+	settled := int64(-1)
 	for {
 		var now time.Time
 		select {
@@ -87,8 +92,12 @@ func (c *checkpointer) run(ctx context.Context) {
 		// A failure (the file busy with another process's checkpoint, or
 		// readers that stayed longer than resetWait) is retried at the next
 		// tick; the backstop keeps the log bounded.
-		if fi, err := os.Stat(c.wal); err == nil && fi.Size() > walResetAt {
-			c.reset(ctx)
+		if fi, err := os.Stat(c.wal); err == nil && fi.Size() > walResetAt && fi.Size() != settled {
+			if c.reset(ctx) {
+				if fi, err := os.Stat(c.wal); err == nil {
+					settled = fi.Size()
+				}
+			}
 			last = now
 			continue
 		}
@@ -121,17 +130,20 @@ func (c *checkpointer) committed() {
 // reset checkpoints the whole log and starts it over, on the writer's own
 // connection, taken before every write waiting for it: no write of this
 // process can come between, so only readers are waited for, and no longer
-// than resetWait.
-func (c *checkpointer) reset(ctx context.Context) {
+// than resetWait. It reports whether the log was started over.
+func (c *checkpointer) reset(ctx context.Context) bool {
 	// What can be copied is copied first, alongside the writer: the writer
 	// then waits only for what came since and for the readers,
 	// not for the whole copy and its sync.
 	_, _ = c.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	done := false
 	_ = c.urgently(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, resetWait.Milliseconds())); err != nil {
 			return err
 		}
-		_, _ = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
+		var busy, frames, copied int
+		err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
+		done = err == nil && busy == 0
 		// The writer's own wait, back for its transactions. Should this fail, the
 		// connection must not serve them with the short one.
 		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeout.Milliseconds())); err != nil {
@@ -139,6 +151,7 @@ func (c *checkpointer) reset(ctx context.Context) {
 		}
 		return nil
 	})
+	return done
 }
 
 // Close stops the checkpointer and closes its connection.

@@ -51,7 +51,9 @@ func TestCheckpointerResetStartsTheLogOver(t *testing.T) {
 	if n := size(); n <= walResetAt {
 		t.Fatalf("the log is %d bytes; the test needs more than %d", n, walResetAt)
 	}
-	c.reset(ctx)
+	if !c.reset(ctx) {
+		t.Error("reset reports that the log was not started over")
+	}
 	// The log starts over: the next write is its first frames, and the file
 	// is cut back to walResetAt.
 	if _, err := write.ExecContext(ctx, `INSERT INTO t VALUES ('after')`); err != nil {
