@@ -198,6 +198,33 @@ func serveBatches(ready childReady, one func(ctx context.Context, graph string) 
 	return in.Err()
 }
 
+// runGroup makes n runs with one at once, each timed from its start to its
+// answer, and adds them to res, counting those that did not answer want.
+func runGroup(res *batchResult, n int, want string, one func() (string, error)) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			t0 := time.Now()
+			answer, err := one()
+			wall := time.Since(t0)
+			if err != nil {
+				answer = "error: " + err.Error()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.WallsUS = append(res.WallsUS, wall.Microseconds())
+			if answer != want {
+				res.Failures++
+				if res.Failure == "" {
+					res.Failure = answer
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // runBatch makes b's runs with one and checks their answers.
 func runBatch(ctx context.Context, b batch, one func(ctx context.Context, graph string) (string, error)) (batchResult, error) {
 	res := batchResult{WallsUS: make([]int64, 0, b.Runs)}
@@ -212,30 +239,9 @@ func runBatch(ctx context.Context, b batch, one func(ctx context.Context, graph 
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	var mu sync.Mutex
 	cpu0 := cpuTime()
 	for done := 0; done < b.Runs; done += b.AtOnce {
-		var wg sync.WaitGroup
-		for range min(b.AtOnce, b.Runs-done) {
-			wg.Go(func() {
-				t0 := time.Now()
-				answer, err := one(ctx, b.Graph)
-				wall := time.Since(t0)
-				if err != nil {
-					answer = "error: " + err.Error()
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				res.WallsUS = append(res.WallsUS, wall.Microseconds())
-				if answer != b.Want {
-					res.Failures++
-					if res.Failure == "" {
-						res.Failure = answer
-					}
-				}
-			})
-		}
-		wg.Wait()
+		runGroup(&res, min(b.AtOnce, b.Runs-done), b.Want, func() (string, error) { return one(ctx, b.Graph) })
 	}
 	res.CPUUS = (cpuTime() - cpu0).Microseconds()
 	rss, _, err := procMem(os.Getpid())

@@ -12,9 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 )
 
 // The Relay side of `bench compare`: `relay serve`, built from the tree, in a
@@ -135,7 +133,6 @@ func (r *relaySide) stop() {
 // the profile is written.
 func (r *relaySide) run(ctx context.Context, b batch) (batchResult, error) {
 	res := batchResult{WallsUS: make([]int64, 0, b.Runs)}
-	var mu sync.Mutex
 	var profiled chan error
 	if b.ProfileSeconds > 0 {
 		profiled = make(chan error, 1)
@@ -149,27 +146,7 @@ func (r *relaySide) run(ctx context.Context, b batch) (batchResult, error) {
 			default:
 			}
 		}
-		var wg sync.WaitGroup
-		for range min(b.AtOnce, b.Runs-done) {
-			wg.Go(func() {
-				t0 := time.Now()
-				answer, err := r.one(ctx, compareEntry(b.Graph))
-				wall := time.Since(t0)
-				if err != nil {
-					answer = "error: " + err.Error()
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				res.WallsUS = append(res.WallsUS, wall.Microseconds())
-				if answer != b.Want {
-					res.Failures++
-					if res.Failure == "" {
-						res.Failure = answer
-					}
-				}
-			})
-		}
-		wg.Wait()
+		runGroup(&res, min(b.AtOnce, b.Runs-done), b.Want, func() (string, error) { return r.one(ctx, compareEntry(b.Graph)) })
 	}
 	return res, nil
 }
