@@ -3,14 +3,12 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
-	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
 // Runs load agents through a cache: a change made through the same Service
@@ -19,23 +17,10 @@ import (
 // who may use the agent is decided on every load.
 func TestCachedAgents(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, ann, bob := storeWithUsers(t)
 	svc := agent.NewService(st, agent.Rules{})
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	agent.SetClock(svc, func() time.Time { return now })
-	users := auth.NewService(st, nil)
-	ann, err := users.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := users.CreateUser(ctx, auth.NewUser{Email: "bob@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	spec := agent.Spec{Name: "Helper", Provider: "openAI", Model: "gpt-4o", Instructions: "one",
 		ModelParameters: map[string]any{"stop": []any{"x"}}, Tools: []string{"web_search"}}
 	if _, err := svc.Create(ctx, ann, "helper", spec); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
@@ -19,11 +20,7 @@ import (
 // has stay when someone else edits it.
 func TestAgentFilesMustBeTheAuthors(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, ann, bob := storeWithUsers(t)
 	owners := map[string]string{"file_ann": "ann", "file_bob": "bob"}
 	var asked [][]string
 	svc := agent.NewService(st, agent.Rules{Files: func(_ context.Context, u *auth.User, ids []string) ([]string, error) {
@@ -36,22 +33,13 @@ func TestAgentFilesMustBeTheAuthors(t *testing.T) {
 		}
 		return bad, nil
 	}})
-	users := auth.NewService(st, nil)
-	ann, err := users.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := users.CreateUser(ctx, auth.NewUser{Email: "bob@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	owners["file_ann"], owners["file_bob"] = ann.ID, bob.ID
 	spec := func(ids ...string) agent.Spec {
 		return agent.Spec{Name: "Reader", Provider: "openAI", Model: "gpt-4o", Tools: []string{"file_search"}, Shared: true,
 			ToolResources: &agent.ToolResources{FileSearch: &agent.FileSearchResources{FileIDs: ids}}}
 	}
 
-	_, err = svc.Create(ctx, ann, "stealer", spec("file_ann", "file_bob"))
+	_, err := svc.Create(ctx, ann, "stealer", spec("file_ann", "file_bob"))
 	var fe *fault.Error
 	if !fault.Is(err, fault.Invalid) || !errorsAs(err, &fe) || len(fe.Fields) != 1 || fe.Fields[0].Field != "tool_resources.file_search.file_ids[1]" || !strings.Contains(fe.Fields[0].Message, "file_bob") {
 		t.Fatalf("Create with Bob's file as Ann: %v", err)
@@ -85,4 +73,23 @@ func errorsAs(err error, target **fault.Error) bool {
 		*target = fe
 	}
 	return ok
+}
+
+// storeWithUsers opens a SQLite store, closed when the test ends, with two
+// users, Ann and Bob.
+func storeWithUsers(t *testing.T) (st *store.DB, ann, bob *auth.User) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	users := auth.NewService(st, nil)
+	if ann, err = users.CreateUser(t.Context(), auth.NewUser{Email: "ann@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if bob, err = users.CreateUser(t.Context(), auth.NewUser{Email: "bob@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	return st, ann, bob
 }

@@ -107,7 +107,7 @@ func (w *writer) finish(e *ending) {
 		w.write()
 		w.mu.Lock()
 		w.running = false
-		if len(w.runs) > 0 || len(w.tools) > 0 || len(w.ends) > 0 {
+		if !w.idleLocked() {
 			w.startLocked() // what came meanwhile, or what is kept to retry
 		}
 		w.mu.Unlock()
@@ -122,6 +122,9 @@ func (w *writer) finish(e *ending) {
 	<-e.stored
 }
 
+// idleLocked reports whether nothing waits to be written.
+func (w *writer) idleLocked() bool { return len(w.runs) == 0 && len(w.tools) == 0 && len(w.ends) == 0 }
+
 func (w *writer) startLocked() {
 	if !w.running {
 		w.running = true
@@ -134,7 +137,7 @@ func (w *writer) loop() {
 	var tick *time.Timer
 	for {
 		w.mu.Lock()
-		idle := len(w.runs) == 0 && len(w.tools) == 0 && len(w.ends) == 0
+		idle := w.idleLocked()
 		urgent := len(w.ends) > 0
 		if idle {
 			w.running = false
