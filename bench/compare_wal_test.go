@@ -12,7 +12,7 @@ func TestWALWatchKeepsThePeak(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w.sample() // as its ticker does
+	w.sample()                                       // as its ticker does
 	if err := os.Truncate(path, 1<<20); err != nil { // reset, as the checkpointer does
 		t.Fatal(err)
 	}
