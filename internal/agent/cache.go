@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
@@ -16,72 +14,8 @@ import (
 // (docs/api.md "Agents").
 const CacheTTL = time.Second
 
-// cacheMax bounds the agents a process keeps; past it, the expired ones go,
-// then all.
+// cacheMax bounds the agents a process keeps.
 const cacheMax = 4096
-
-// cache holds agents as the store returned them, by id, for CacheTTL.
-type cache struct {
-	mu sync.Mutex
-	m  map[string]cached
-	// drops counts drop's calls: an agent read before a drop may be older
-	// than the change dropped for, and is not kept (put).
-	drops uint64
-}
-
-type cached struct {
-	a       *Agent // never handed out: callers get a copy
-	expires time.Time
-}
-
-func (c *cache) get(id string, now time.Time) *Agent {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || !now.Before(e.expires) {
-		return nil
-	}
-	return e.a.clone()
-}
-
-// generation is what put needs to know that no drop came since.
-func (c *cache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.drops
-}
-
-// put keeps a, read from the store after generation returned gen, unless
-// an agent was dropped since.
-func (c *cache) put(a *Agent, gen uint64, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.drops != gen {
-		return
-	}
-	if c.m == nil {
-		c.m = map[string]cached{}
-	}
-	if len(c.m) >= cacheMax {
-		maps.DeleteFunc(c.m, func(_ string, e cached) bool { return !now.Before(e.expires) })
-		if len(c.m) >= cacheMax {
-			clear(c.m)
-		}
-	}
-	c.m[a.ID] = cached{a: a.clone(), expires: now.Add(CacheTTL)}
-}
-
-// drop forgets the agent id, or every agent when id is "".
-func (c *cache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.drops++
-	if id == "" {
-		clear(c.m)
-		return
-	}
-	delete(c.m, id)
-}
 
 // clone copies a, with every slice and map of its Spec, so that what one
 // caller does to its copy no other sees.
@@ -150,14 +84,16 @@ func (s *Service) Cached() Cached { return Cached{s} }
 func (c Cached) Get(ctx context.Context, u *auth.User, id string) (*Agent, error) {
 	s := c.s
 	now := s.now()
-	a := s.cache.get(id, now)
-	if a == nil {
-		gen := s.cache.generation()
+	a, ok := s.cache.Get(id, now)
+	if ok {
+		a = a.clone() // the cached one is never handed out
+	} else {
+		gen := s.cache.Generation()
 		var err error
 		if a, err = s.store.GetAgent(ctx, id); err != nil {
 			return nil, err
 		}
-		s.cache.put(a, gen, now)
+		s.cache.Put(id, a.clone(), gen, now)
 	}
 	return s.permitted(ctx, u, a)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ttl"
 )
 
 // Service applies the rules of agents on top of a Store: who may read and
@@ -20,13 +21,13 @@ import (
 type Service struct {
 	store Store
 	rules Rules
-	cache cache            // what Cached().Get read, for CacheTTL
-	now   func() time.Time // the cache's clock
+	cache *ttl.Cache[string, *Agent] // what Cached().Get read, for CacheTTL
+	now   func() time.Time           // the cache's clock
 }
 
 // NewService returns a Service over store with the given validation rules.
 func NewService(store Store, rules Rules) *Service {
-	return &Service{store: store, rules: rules, now: time.Now}
+	return &Service{store: store, rules: rules, now: time.Now, cache: &ttl.Cache[string, *Agent]{TTL: CacheTTL, Max: cacheMax}}
 }
 
 func notFound(id string) error { return fault.New(fault.NotFound, "agent %q not found", id) }
@@ -51,7 +52,7 @@ func (s *Service) Create(ctx context.Context, u *auth.User, id string, spec Spec
 		return nil, err
 	}
 	a := &Agent{ID: id, Spec: spec, Author: u.ID}
-	defer s.cache.drop(id) // one of that id another process deleted
+	defer s.cache.Drop(id) // one of that id another process deleted
 	if err := s.store.CreateAgent(ctx, a); err != nil {
 		if fault.Is(err, fault.Conflict) {
 			return nil, s.taken(ctx, u, id, err)
@@ -184,7 +185,7 @@ func (s *Service) Patch(ctx context.Context, u *auth.User, id string, patch map[
 		}
 		a.Spec = spec
 		err = s.store.UpdateAgent(ctx, a)
-		s.cache.drop(id)
+		s.cache.Drop(id)
 		if err == nil {
 			return a, nil
 		}
@@ -237,7 +238,7 @@ func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
 	if _, err := s.writable(ctx, u, id, RoleOwner); err != nil {
 		return err
 	}
-	defer s.cache.drop(id)
+	defer s.cache.Drop(id)
 	return s.store.DeleteAgent(ctx, id)
 }
 
@@ -271,7 +272,7 @@ func (s *Service) Restore(ctx context.Context, u *auth.User, id string, v int) (
 		}
 		a.Spec = spec
 		err = s.store.UpdateAgent(ctx, a)
-		s.cache.drop(id)
+		s.cache.Drop(id)
 		if err == nil {
 			return a, nil
 		}
@@ -309,7 +310,7 @@ func (s *Service) SyncConfig(ctx context.Context, defs []*Agent) (SyncResult, er
 		}
 		d.Managed, d.Author = true, ""
 	}
-	defer s.cache.drop("")
+	defer s.cache.DropAll()
 	return s.store.SyncManagedAgents(ctx, defs)
 }
 

@@ -14,11 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/ttl"
 )
 
 // Entry is one thing remembered about a user.
@@ -103,11 +103,8 @@ type Service struct {
 	seed  maphash.Seed
 	locks [lockStripes]sync.Mutex
 
-	// What ListCached read, by user, and the count of the process's writes,
-	// which a read that a write overtook does not go into the cache past.
-	cacheMu sync.Mutex
-	cache   map[string]cachedList
-	writes  atomic.Uint64
+	// What ListCached read, by user.
+	cache *ttl.Cache[string, []Entry]
 }
 
 // CacheTTL is how long ListCached answers with what it read. A write through
@@ -115,13 +112,8 @@ type Service struct {
 // another process (another replica) within CacheTTL (docs/api.md "Memory").
 const CacheTTL = time.Second
 
-// cacheMax bounds the users whose lists are kept; past it, all go.
+// cacheMax bounds the users whose lists are kept.
 const cacheMax = 4096
-
-type cachedList struct {
-	entries []Entry
-	expires time.Time
-}
 
 // NewService returns a Service over store with the given rules. now may be nil
 // for time.Now. A Service whose config is Disabled never touches store, so store
@@ -131,7 +123,7 @@ func NewService(store Store, cfg Config, now func() time.Time) *Service {
 		now = time.Now
 	}
 	cfg.ValidKeys = slices.Clone(cfg.ValidKeys)
-	return &Service{store: store, cfg: cfg, now: now, seed: maphash.MakeSeed()}
+	return &Service{store: store, cfg: cfg, now: now, seed: maphash.MakeSeed(), cache: &ttl.Cache[string, []Entry]{TTL: CacheTTL, Max: cacheMax}}
 }
 
 // Disabled reports whether memory is off in the config.
@@ -177,35 +169,16 @@ func (s *Service) ListCached(ctx context.Context, userID string) ([]Entry, error
 		return []Entry{}, nil
 	}
 	now := s.now()
-	s.cacheMu.Lock()
-	c, ok := s.cache[userID]
-	s.cacheMu.Unlock()
-	if ok && now.Before(c.expires) {
-		return slices.Clone(c.entries), nil
+	if es, ok := s.cache.Get(userID, now); ok {
+		return slices.Clone(es), nil
 	}
-	writes := s.writes.Load()
+	gen := s.cache.Generation()
 	es, err := s.List(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if s.writes.Load() != writes {
-		return es, nil // a write came meanwhile: what was read may be older
-	}
-	if s.cache == nil || len(s.cache) >= cacheMax {
-		s.cache = map[string]cachedList{}
-	}
-	s.cache[userID] = cachedList{entries: slices.Clone(es), expires: now.Add(CacheTTL)}
+	s.cache.Put(userID, slices.Clone(es), gen, now)
 	return es, nil
-}
-
-// wrote forgets the cached list of a user whose memory this process changed.
-func (s *Service) wrote(userID string) {
-	s.writes.Add(1)
-	s.cacheMu.Lock()
-	delete(s.cache, userID)
-	s.cacheMu.Unlock()
 }
 
 // Get returns the user's entry under key, or fault.NotFound.
@@ -275,7 +248,7 @@ func (s *Service) Put(ctx context.Context, userID, key, value string) (Entry, er
 				thousands(used), thousands(limit), thousands(e.Tokens))
 		}
 	}
-	defer s.wrote(userID)
+	defer s.cache.Drop(userID)
 	if err := s.store.PutMemory(ctx, userID, e); err != nil {
 		return Entry{}, err
 	}
@@ -306,7 +279,7 @@ func (s *Service) Delete(ctx context.Context, userID, key string) error {
 	mu := s.lock(userID)
 	mu.Lock()
 	defer mu.Unlock()
-	defer s.wrote(userID)
+	defer s.cache.Drop(userID)
 	return s.store.DeleteMemory(ctx, userID, key)
 }
 
