@@ -107,8 +107,8 @@ type compareSide struct {
 	librechat bool
 	in        func(sc scenario) bool
 	start     func(e compareEnv) (side, error)
-	// profile names the CPU profile of S1 that -cpuprofile writes, for the
-	// sides that can write one.
+	// profile names the CPU profiles that -cpuprofile writes, for the sides
+	// that can write one: %s is the scenario, in lower case.
 	profile string
 }
 
@@ -130,7 +130,7 @@ var compareSides = []compareSide{
 	{short: "v1", name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
 		start: func(e compareEnv) (side, error) {
 			return startRelaySide(e.bin, e.tmp, apiV1, e.modelURL, e.mcpURL)
-		}, profile: "relay-s1-v1.pprof"},
+		}, profile: "relay-%s-v1.pprof"},
 	{short: "sse", name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
 		start: func(e compareEnv) (side, error) {
 			return startRelaySide(e.bin, e.tmp, apiChat, e.modelURL, e.mcpURL)
@@ -138,11 +138,11 @@ var compareSides = []compareSide{
 	{short: "inprocess", name: "Relay, run service in-process", relay: true, in: everyScenario,
 		start: func(e compareEnv) (side, error) {
 			return startChildSide("Relay in-process", nil, e.self, "compare-relay", "-model", e.modelURL, "-mcp", e.mcpURL)
-		}, profile: "relay-s1-inprocess.pprof"},
+		}, profile: "relay-%s-inprocess.pprof"},
 	{short: "librechat", name: "LibreChat, @librechat/agents " + librechatAgents, librechat: true, in: everyScenario,
 		start: func(e compareEnv) (side, error) {
 			return startChildSide("the LibreChat side", nil, e.node.node, e.node.script, e.modelURL, e.mcpURL)
-		}, profile: "librechat-s1.cpuprofile"},
+		}, profile: "librechat-%s.cpuprofile"},
 }
 
 // compareRow is a line of the table.
@@ -163,7 +163,7 @@ type compareRow struct {
 func benchCompare() error {
 	quick := flag.Bool("quick", false, "fewer runs: done in under 2 minutes, numbers rougher")
 	markdown := flag.Bool("markdown", false, "print the table as Markdown, as docs/performance.md holds it")
-	profDir := flag.String("cpuprofile", "", "write CPU profiles of S1's measured runs into `DIR`: Relay over /v1 and its run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
+	profDir := flag.String("cpuprofile", "", "write CPU profiles of each scenario's measured runs into `DIR`: Relay over /v1 and its run service in-process (pprof) and LibreChat's engine (.cpuprofile, for Chrome's DevTools)")
 	cache := flag.String("cache", defaultNodeCache(), "where the LibreChat side is installed (`DIR`), and found again")
 	only := flag.String("scenarios", "S1,S2,S3", "the scenarios to run, comma-separated")
 	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 1000, -quick 60)")
@@ -283,10 +283,7 @@ func benchCompare() error {
 	var rows []compareRow
 	var profiles []string // the CPU profiles written
 	for _, sc := range scenarios {
-		profDirOf := ""
-		if sc.name == "S1" {
-			profDirOf = *profDir
-		}
+		profDirOf := *profDir
 		scSides := slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) })
 		r, err := measureScenario(sc, scSides, env, model, stats, profDirOf)
 		if err != nil {
@@ -295,7 +292,7 @@ func benchCompare() error {
 		rows = append(rows, r...)
 		for _, sd := range scSides {
 			if profDirOf != "" && sd.profile != "" {
-				profiles = append(profiles, filepath.Join(profDirOf, sd.profile))
+				profiles = append(profiles, filepath.Join(profDirOf, sd.profileOf(sc)))
 			}
 		}
 	}
@@ -352,12 +349,17 @@ func benchCompare() error {
 		return err
 	}
 	if len(profiles) > 0 {
-		fmt.Fprintf(os.Stderr, "CPU profiles of S1: %s (a .pprof: go tool pprof -top FILE; a .cpuprofile opens in Chrome's DevTools, Performance)\n", strings.Join(profiles, ", "))
+		fmt.Fprintf(os.Stderr, "CPU profiles: %s (a .pprof: go tool pprof -top FILE; a .cpuprofile opens in Chrome's DevTools, Performance)\n", strings.Join(profiles, ", "))
 	}
 	return nil
 }
 
 func everyScenario(scenario) bool { return true }
+
+// profileOf is the name of the side's CPU profile of sc.
+func (sd compareSide) profileOf(sc scenario) string {
+	return fmt.Sprintf(sd.profile, strings.ToLower(sc.name))
+}
 
 // parseSides reads -sides, short names of compareSides, comma-separated,
 // and returns those sides in the table's order.
@@ -565,7 +567,7 @@ func measureScenario(sc scenario, sides []compareSide, env compareEnv, model *ai
 		if profDir == "" || m.profile == "" {
 			continue
 		}
-		b := batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profile)}
+		b := batch{Graph: sc.graph, Runs: sc.runs, AtOnce: sc.atOnce, Want: sc.want, Profile: filepath.Join(profDir, m.profileOf(sc))}
 		if _, ok := m.s.(*relaySide); ok {
 			// Profiled through its /debug/pprof/profile, for about as long
 			// as its measured runs took.

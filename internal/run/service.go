@@ -252,7 +252,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	userMsg := &Message{ID: ident.New("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
+	userMsg := &Message{ID: ident.Ordered("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
 	for _, f := range added {
 		userMsg.Parts = append(userMsg.Parts, Part{Type: PartFile, FileID: f.ID, Text: f.Filename})
 	}
@@ -268,7 +268,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		}
 	}
 	// The run is stored as running from the start: it starts at once.
-	r := &Run{ID: ident.New("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
+	r := &Run{ID: ident.Ordered("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
 		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
 	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
 		release()
@@ -308,7 +308,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		if req.Title != "" {
 			title = strings.Join(strings.Fields(req.Title), " ")
 		}
-		c := &Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: a.ID, Title: title, CreatedAt: now, UpdatedAt: now}
+		c := &Conversation{ID: ident.Ordered("conv_"), UserID: u.ID, AgentID: a.ID, Title: title, CreatedAt: now, UpdatedAt: now}
 		return c, true, req.History, nil, nil
 	}
 	c, err = s.Store.GetConversation(ctx, req.ConversationID)
@@ -357,7 +357,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
 	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 
-	answer := &Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
+	answer := &Message{ID: ident.Ordered("msg_"), ConversationID: r.ConversationID, ParentID: userMsg.ID, Role: RoleAssistant, AgentID: a.ID, RunID: r.ID}
 	rn := &runner{s: s, u: u, r: r, lr: lr, log: log, req: req, attached: attached}
 	res, err := rn.flow(ctx, a, history)
 

@@ -25,6 +25,7 @@ type DB struct {
 	onClose     []func() error
 	tel         *telemetry.Telemetry // traces write transactions; nil for none
 	turns       *writeTurns          // orders write transactions (Dialect.SingleWriter); nil for none
+	commits     *groupCommit         // commits the write transactions waiting together at once (with turns); nil for none
 	afterCommit func()               // see AfterCommit; nil for nothing
 }
 
@@ -154,6 +155,7 @@ func New(read, write *sql.DB, d Dialect) *DB {
 	db := &DB{read: read, write: write, d: d, now: time.Now, stmts: &stmtCache{}}
 	if d.SingleWriter {
 		db.turns = &writeTurns{}
+		db.commits = &groupCommit{turns: db.turns}
 	}
 	return db
 }
@@ -263,27 +265,21 @@ func (db *DB) uninterrupted(ctx context.Context, q querier) context.Context {
 }
 
 // inTx runs fn in a transaction on the write pool, committing if fn returns
-// nil. op names the transaction in traces: the method that runs it.
+// nil. op names the transaction in traces: the method that runs it. On an
+// engine with a single writer, the transactions waiting for it together
+// are committed together (groupCommit).
 func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
 	ctx, end := db.tel.StartDB(ctx, db.system(), op)
 	defer func() { end(err) }()
-	begin := ctx
-	if db.turns != nil {
-		if err := db.turns.take(ctx, false); err != nil {
-			return fmt.Errorf("begin transaction: %w", err)
-		}
-		defer db.turns.give()
-		begin = context.WithoutCancel(ctx) // as uninterrupted says
+	if db.commits != nil {
+		return db.commits.do(ctx, fn, db.runGroup)
 	}
-	tx, err := db.write.BeginTx(begin, nil)
+	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer db.prepareWanted(context.WithoutCancel(ctx))
-	// Should fn panic, the transaction is rolled back before the turn and
-	// the connection go to the next: its context, never cancelled, would not.
-	// After a commit this does nothing.
-	defer func() { _ = tx.Rollback() }()
+	defer func() { _ = tx.Rollback() }() // after a commit this does nothing
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any
 			// What the run had streamed is kept: its stored events hold the
 			// text its user may already have read.
 			text, parts := run.Streamed(events)
-			answer = &run.Message{ID: ident.New("msg_"), ConversationID: r.ConversationID, ParentID: r.UserMessageID,
+			answer = &run.Message{ID: ident.Ordered("msg_"), ConversationID: r.ConversationID, ParentID: r.UserMessageID,
 				Role: run.RoleAssistant, AgentID: r.AgentID, Text: text, RunID: r.ID, CreatedAt: finished,
 				Parts: append(parts, run.Part{Type: run.PartError, AgentID: r.AgentID, Text: reason})}
 			if err := db.addMessage(ctx, tx, answer); err != nil {

@@ -176,9 +176,9 @@ func BenchmarkRunRecords(b *testing.B) {
 	delta := json.RawMessage(`{"agent_id":"calc","text":"` + strings.Repeat("t", 24) + `"}`)
 	one := func() {
 		now := time.Now()
-		c := &run.Conversation{ID: ident.New("conv_"), UserID: u.ID, AgentID: "calc", Title: "What is 2+3?", CreatedAt: now, UpdatedAt: now}
-		m := &run.Message{ID: ident.New("msg_"), ConversationID: c.ID, Role: run.RoleUser, Text: "What is 2+3?", CreatedAt: now}
-		r := &run.Run{ID: ident.New("run_"), UserID: u.ID, AgentID: "calc", ConversationID: c.ID, UserMessageID: m.ID,
+		c := &run.Conversation{ID: ident.Ordered("conv_"), UserID: u.ID, AgentID: "calc", Title: "What is 2+3?", CreatedAt: now, UpdatedAt: now}
+		m := &run.Message{ID: ident.Ordered("msg_"), ConversationID: c.ID, Role: run.RoleUser, Text: "What is 2+3?", CreatedAt: now}
+		r := &run.Run{ID: ident.Ordered("run_"), UserID: u.ID, AgentID: "calc", ConversationID: c.ID, UserMessageID: m.ID,
 			Status: run.StatusRunning, CreatedAt: now, StartedAt: &now}
 		if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
 			b.Fatal(err)
@@ -190,7 +190,7 @@ func BenchmarkRunRecords(b *testing.B) {
 		batch.ToolCalls = []*run.ToolCall{{RunID: r.ID, AgentID: "calc", CreatedAt: now,
 			ToolRecord: turn.ToolRecord{ID: "call_1", Name: "get-sum__mcp__bench", Arguments: `{"a":2,"b":3}`, Result: "5"}}}
 		batch.Requests = []*run.ModelRequest{{RunID: r.ID, Seq: 1, AgentID: "calc", Body: body, SentAt: now}, {RunID: r.ID, Seq: 2, AgentID: "calc", Body: body, SentAt: now}}
-		answer := &run.Message{ID: ident.New("msg_"), ConversationID: c.ID, ParentID: m.ID, Role: run.RoleAssistant, AgentID: "calc", Text: "5", RunID: r.ID, CreatedAt: now}
+		answer := &run.Message{ID: ident.Ordered("msg_"), ConversationID: c.ID, ParentID: m.ID, Role: run.RoleAssistant, AgentID: "calc", Text: "5", RunID: r.ID, CreatedAt: now}
 		batch.Messages = []*run.Message{answer}
 		end := *r
 		end.Status, end.FinishedAt, end.ResponseMessageID = run.StatusSucceeded, &now, answer.ID

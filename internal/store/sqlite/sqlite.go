@@ -129,6 +129,11 @@ func dsn(path string, readOnly bool) string {
 		// Take the write lock when a transaction begins, not at its first write,
 		// so waiting for it obeys busy_timeout instead of failing mid-transaction.
 		q.Set("_txlock", "immediate")
+		// Keep the journals of savepoints (a group commit runs each of its
+		// transactions in one, internal/store/group.go) and of statements in
+		// memory, as small as the pages they change, instead of in
+		// temporary files written page by page.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: q.Encode()}
 	return u.String()

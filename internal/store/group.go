@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// maxGroup bounds how many write transactions share one commit, so that the
+// first of a group does not wait long for the others to run.
+const maxGroup = 64
+
+// groupCommit runs the write transactions of an engine with a single writer
+// (SQLite) that wait at the same moment as one transaction: a group commit.
+// Each caller's work runs in a savepoint of its own, so that one caller's
+// error undoes its own writes only, and all of them are committed at once.
+// A hundred runs starting together then write the log's pages of their new
+// rows once, in one commit, instead of a commit each. Callers see what they
+// would have seen had their transactions run one after another in the order
+// they asked (they do, in that order), with one difference: a failing
+// commit fails every caller of the group.
+//
+// One caller at a time leads: it waits for the writer's turn (writeTurns),
+// then runs every transaction waiting by then, its own among them, and hands
+// the lead to the first caller that came after.
+type groupCommit struct {
+	turns *writeTurns
+
+	mu      sync.Mutex
+	waiting []*groupedTx // oldest first
+	led     bool         // a caller leads: waiting for the turn or running a group
+}
+
+// groupedTx is one caller's transaction waiting in a groupCommit.
+type groupedTx struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	lead chan struct{}      // closed when this caller is to lead
+	done chan groupedResult // its result, once its group has run
+}
+
+// groupedResult is what a grouped transaction's caller returns: an error, or
+// the value its work panicked with, panicked again in the caller.
+type groupedResult struct {
+	err      error
+	panicked any
+}
+
+// do runs fn as a transaction of a group, run by exec once the writer's
+// turn has come: exec runs the group's transactions and sends each its
+// result. ctx bounds the wait for the turn, as writeTurns.take's does:
+// once the group is under way, its transactions run to their end.
+func (g *groupCommit) do(ctx context.Context, fn func(*sql.Tx) error, exec func([]*groupedTx)) error {
+	me := &groupedTx{ctx: ctx, fn: fn, lead: make(chan struct{}), done: make(chan groupedResult, 1)}
+	g.mu.Lock()
+	g.waiting = append(g.waiting, me)
+	if !g.led {
+		g.led = true
+		close(me.lead)
+	}
+	g.mu.Unlock()
+	var res groupedResult
+	select {
+	case res = <-me.done: // run in another's group
+	case <-me.lead:
+		if err := g.turns.take(ctx, false); err != nil {
+			g.mu.Lock()
+			g.withdraw(me)
+			g.passLead()
+			g.mu.Unlock()
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+		g.mu.Lock()
+		n := min(len(g.waiting), maxGroup)
+		group := slices.Clone(g.waiting[:n])
+		g.waiting = slices.Delete(g.waiting, 0, n)
+		g.mu.Unlock()
+		exec(group)
+		g.turns.give()
+		g.mu.Lock()
+		g.passLead()
+		g.mu.Unlock()
+		res = <-me.done
+	case <-ctx.Done():
+		g.mu.Lock()
+		if g.withdraw(me) {
+			select {
+			case <-me.lead: // made the leader as it gave up: the next one leads
+				g.passLead()
+			default:
+			}
+			g.mu.Unlock()
+			return fmt.Errorf("begin transaction: %w", ctx.Err())
+		}
+		g.mu.Unlock()
+		res = <-me.done // taken into a group already: it runs to its end
+	}
+	if res.panicked != nil {
+		panic(res.panicked)
+	}
+	return res.err
+}
+
+// withdraw takes t out of the waiting transactions, reporting whether it
+// was there. g.mu is held.
+func (g *groupCommit) withdraw(t *groupedTx) bool {
+	i := slices.Index(g.waiting, t)
+	if i < 0 {
+		return false
+	}
+	g.waiting = slices.Delete(g.waiting, i, i+1)
+	return true
+}
+
+// passLead makes the oldest waiting caller the leader, or notes that none
+// leads. g.mu is held.
+func (g *groupCommit) passLead() {
+	if len(g.waiting) == 0 {
+		g.led = false
+		return
+	}
+	close(g.waiting[0].lead)
+}
+
+// runGroup runs group's transactions in one transaction on db's writer,
+// each but a lone one in a savepoint, commits, and sends each its result.
+// It is groupCommit's exec for db.
+func (db *DB) runGroup(group []*groupedTx) {
+	results := make([]groupedResult, len(group))
+	send := func() {
+		for i, t := range group {
+			t.done <- results[i]
+		}
+	}
+	defer send()
+	failAll := func(err error) {
+		for i := range results {
+			if results[i].err == nil && results[i].panicked == nil {
+				results[i].err = err
+			}
+		}
+	}
+	tx, err := db.write.BeginTx(context.WithoutCancel(group[0].ctx), nil)
+	if err != nil {
+		failAll(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	defer db.prepareWanted(context.WithoutCancel(group[0].ctx))
+	defer func() { _ = tx.Rollback() }() // after a commit this does nothing
+	ok := 0                              // transactions whose work stands
+	if len(group) == 1 {
+		results[0] = runGuarded(tx, group[0].fn)
+		if results[0].err != nil || results[0].panicked != nil {
+			return
+		}
+		ok = 1
+	} else {
+		for i, t := range group {
+			if err := t.ctx.Err(); err != nil { // gave up before its work began
+				results[i].err = err
+				continue
+			}
+			if _, err := tx.Exec("SAVEPOINT grouped"); err != nil {
+				failAll(fmt.Errorf("begin transaction: %w", err))
+				return
+			}
+			results[i] = runGuarded(tx, t.fn)
+			if results[i].err == nil && results[i].panicked == nil {
+				if _, err := tx.Exec("RELEASE grouped"); err != nil {
+					failAll(fmt.Errorf("commit: %w", db.refused(err)))
+					return
+				}
+				ok++
+				continue
+			}
+			// Its writes undone, the others' kept. Should the engine have
+			// rolled back the whole transaction (out of disk, say), no
+			// savepoint is left, and every caller gets that error.
+			_, err := tx.Exec("ROLLBACK TO grouped")
+			if err == nil {
+				_, err = tx.Exec("RELEASE grouped")
+			}
+			if err != nil {
+				failAll(fmt.Errorf("transaction of a group failed, the group with it: %w", db.refused(err)))
+				return
+			}
+		}
+	}
+	if ok == 0 {
+		return // nothing to commit: the deferred Rollback ends it
+	}
+	if err := tx.Commit(); err != nil {
+		failAll(fmt.Errorf("commit: %w", db.refused(err)))
+		return
+	}
+	if db.afterCommit != nil {
+		db.afterCommit()
+	}
+}
+
+// runGuarded runs fn, turning a panic into a result its caller panics
+// with, so that one caller's panic neither ends the others' transactions
+// nor leaves them waiting.
+func runGuarded(tx *sql.Tx, fn func(*sql.Tx) error) (res groupedResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = groupedResult{panicked: p}
+		}
+	}()
+	return groupedResult{err: fn(tx)}
+}
