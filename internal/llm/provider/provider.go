@@ -137,7 +137,7 @@ func New(name, key string, header http.Header, s Settings, logAttrs ...any) Endp
 // read, and is worded as a broken connection is ([Endpoint.Broken]).
 type Decoder interface {
 	// Event handles one event and reports whether the answer is complete (the
-	// turn then is).
+	// turn then is). ev.Data is the stream's to reuse once Event returns.
 	Event(ev sse.Event) (done bool, err error)
 	// End is called when the stream ends before Event said done: cleanly,
 	// err being io.EOF, or because reading it failed with err. It completes

@@ -29,7 +29,9 @@ var ErrIdle = errors.New("no data from the server within the idle timeout")
 type Event struct {
 	// Type is the event's "event:" field; empty means the default, "message".
 	Type string
-	// Data is the event's data lines joined with "\n".
+	// Data is the event's data lines joined with "\n". A Reader reuses
+	// it: it holds until the Reader's next Next, and whoever keeps it longer
+	// copies it.
 	Data []byte
 	// ID is the last "id:" field seen, as the EventSource rules keep it across events.
 	ID string
@@ -74,8 +76,7 @@ func (r *Reader) Next() (Event, error) {
 				typ = ""
 				continue
 			}
-			data := bytes.Clone(r.data.Bytes())
-			data = bytes.TrimSuffix(data, []byte{'\n'})
+			data := bytes.TrimSuffix(r.data.Bytes(), []byte{'\n'})
 			return Event{Type: typ, Data: data, ID: r.id}, nil
 		}
 		if line[0] == ':' {
@@ -101,7 +102,7 @@ func (r *Reader) Next() (Event, error) {
 	}
 	if r.keepCut && hasData {
 		r.keepCut = false
-		data := bytes.TrimSuffix(bytes.Clone(r.data.Bytes()), []byte{'\n'})
+		data := bytes.TrimSuffix(r.data.Bytes(), []byte{'\n'})
 		return Event{Type: typ, Data: data, ID: r.id}, nil
 	}
 	return Event{}, io.EOF
@@ -318,6 +319,16 @@ func (r watchedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Idle connections an HTTP client of NewHTTPClient keeps for reuse, to one
+// host and in all. Go's default of two a host would have a server streaming
+// a hundred answers at once from one provider close most of its connections
+// as the answers end and open (and, over TLS, handshake) new ones for the
+// next; an idle connection is closed after 90 s all the same.
+const (
+	idlePerHost = 256
+	idleInAll   = 1024
+)
+
 // NewHTTPClient returns an HTTP client for long event streams: connecting
 // (dial and TLS handshake) is bounded by connect, and there is no overall
 // timeout, since a stream's length is bounded by its idle timeout instead.
@@ -325,5 +336,7 @@ func NewHTTPClient(connect time.Duration) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = connect
+	t.MaxIdleConnsPerHost = idlePerHost
+	t.MaxIdleConns = idleInAll
 	return &http.Client{Transport: t}
 }

@@ -1,11 +1,16 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -62,6 +67,7 @@ func TestReader(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				ev.Data = bytes.Clone(ev.Data) // the reader's until the next
 				got = append(got, ev)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -312,4 +318,51 @@ func TestOpenKeepCutAndAnyType(t *testing.T) {
 			t.Errorf("Accept = %q, want none", v)
 		}
 	})
+}
+
+// A client of NewHTTPClient streaming many answers at once from one host
+// keeps their connections for the next ones: a second round of as many
+// streams opens none.
+func TestHTTPClientKeepsConnections(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: a\n\n")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	hc := NewHTTPClient(5 * time.Second)
+	round := func() {
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				s, err := Open(t.Context(), Request{Client: hc, URL: srv.URL, Body: []byte(`{}`), Idle: 5 * time.Second})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				for {
+					if _, err := s.Next(); err != nil {
+						if err != io.EOF {
+							t.Error(err)
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round()
+	first := opened.Load()
+	round()
+	if again := opened.Load() - first; again != 0 {
+		t.Errorf("the second round of 50 streams opened %d connections (the first %d), want none", again, first)
+	}
 }
