@@ -148,14 +148,14 @@ func (c *Counter) Method() string {
 	return "estimate (" + string(c.enc) + " + 20%)"
 }
 
-// Text returns the tokens of s in the counter's encoding, without margin. A
-// long text is counted paragraph by paragraph, each from the cache when it was
-// counted before: a system prompt whose first line holds the time is
-// tokenized again only there. The count is the same: the encodings' split
+// Text returns the tokens of s in the counter's encoding, without margin,
+// from the cache when it was counted before. A long text is counted
+// paragraph by paragraph, each through the cache: a system prompt whose
+// first line holds the time is tokenized again only there. The count is the same: the encodings' split
 // never joins a run of line breaks with the letter or digit that follows it.
 func (c *Counter) Text(s string) int {
 	if len(s) < paragraphMin {
-		return c.count(s)
+		return c.paragraph(s)
 	}
 	n := 0
 	for s != "" {
@@ -192,10 +192,11 @@ func paragraphEnd(s string) int {
 	return len(s)
 }
 
-// paragraph counts one paragraph of a long text through the cache.
+// paragraph counts a short text, or one paragraph of a long one, through
+// the cache.
 func (c *Counter) paragraph(s string) int {
-	if len(s) < 64 {
-		return c.count(s)
+	if s == "" {
+		return 0
 	}
 	k := cacheKey{hash: maphash.String(c.cs.seed, s), enc: c.enc}
 	k.hash ^= 2 // not a message's key
@@ -280,9 +281,10 @@ func (c *Counter) message(m *llm.Message) int {
 	}
 	for i := range m.ToolCalls {
 		tc := &m.ToolCalls[i]
-		n += perCall + c.Text(tc.ID) + c.Text(tc.Function.Name) + c.Text(tc.Function.Arguments)
+		n += perCall + c.count(tc.ID) + c.Text(tc.Function.Name) + c.Text(tc.Function.Arguments)
 	}
-	n += c.Text(m.ToolCallID)
+	// Call ids are made up anew for every call: counted, never kept.
+	n += c.count(m.ToolCallID)
 	// Reasoning sent back to the provider that wrote it (Anthropic's signed
 	// thinking blocks), counted as its JSON: a little more than its text.
 	n += c.Text(string(m.Thinking))
