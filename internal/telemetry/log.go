@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -31,20 +33,39 @@ func LogHandler(h slog.Handler) slog.Handler {
 	return &logHandler{next: h}
 }
 
-type logHandler struct{ next slog.Handler }
+type logHandler struct {
+	next slog.Handler
+	// pending are the attributes of WithAttrs not yet given to next: a
+	// logger made for each run (its id as an attribute) mostly writes
+	// nothing, and a handler such as slog's formats the attributes it is
+	// given at once. They are given at its first record.
+	pending []slog.Attr
+	once    sync.Once
+	with    slog.Handler // next with pending, once made
+}
+
+// handler is next with the pending attributes.
+func (h *logHandler) handler() slog.Handler {
+	if len(h.pending) == 0 {
+		return h.next
+	}
+	h.once.Do(func() { h.with = h.next.WithAttrs(h.pending) })
+	return h.with
+}
 
 func (h *logHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	return h.next.Enabled(ctx, level)
 }
 
 func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
+	next := h.handler()
 	if ctx == nil {
-		return h.next.Handle(ctx, r)
+		return next.Handle(ctx, r)
 	}
 	id, span := RequestID(ctx), trace.SpanFromContext(ctx)
 	recording := span.IsRecording()
 	if id == "" && !recording {
-		return h.next.Handle(ctx, r)
+		return next.Handle(ctx, r)
 	}
 	r = r.Clone() // the caller's record may share its attributes' storage
 	if id != "" {
@@ -54,13 +75,16 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		sc := span.SpanContext()
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
-	return h.next.Handle(ctx, r)
+	return next.Handle(ctx, r)
 }
 
 func (h *logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &logHandler{next: h.next.WithAttrs(attrs)}
+	if len(attrs) == 0 {
+		return h
+	}
+	return &logHandler{next: h.next, pending: slices.Concat(h.pending, attrs)}
 }
 
 func (h *logHandler) WithGroup(name string) slog.Handler {
-	return &logHandler{next: h.next.WithGroup(name)}
+	return &logHandler{next: h.handler().WithGroup(name)}
 }

@@ -484,3 +484,30 @@ func TestLogHandler(t *testing.T) {
 		t.Errorf("line has trace %v span %v, the span is %s %s", second["trace_id"], second["span_id"], span.TraceID, span.SpanID)
 	}
 }
+
+// Attributes given to a logger reach its lines as slog's own handler writes
+// them, in order and inside the groups opened after them, however many
+// loggers are made from one another, though the handler is given them only
+// at a logger's first line.
+func TestLogHandlerAttrs(t *testing.T) {
+	write := func(h func(slog.Handler) slog.Handler) string {
+		var buf bytes.Buffer
+		base := slog.New(h(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}})))
+		runLog := base.With(slog.String("run_id", "run_1"), slog.String("agent", "a"))
+		runLog.With(slog.String("tool", "t")).WithGroup("call").With(slog.Int("step", 2)).Warn("failed", slog.Int("n", 1))
+		runLog.Warn("twice")
+		runLog.Warn("twice")
+		base.With().Info("none")
+		return buf.String()
+	}
+	want := write(func(h slog.Handler) slog.Handler { return h })
+	if got := write(telemetry.LogHandler); got != want {
+		t.Errorf("lines:\n%s\nwant, as slog writes them:\n%s", got, want)
+	}
+}
