@@ -42,7 +42,8 @@ type writer struct {
 	s *Service
 
 	mu      sync.Mutex
-	running bool
+	running bool // a goroutine runs loop
+	writing bool // write is under way, in that goroutine or in a caller of finish
 	runs    []*liveRun  // runs with events in pending, each once (liveRun.queued)
 	tools   []*ToolCall // tool calls not yet stored
 	ends    []*ending   // runs that ended, waiting for their last batch
@@ -54,7 +55,7 @@ type writer struct {
 	maxTries             int
 
 	// Only the writer uses these: its goroutine, or a caller of finish
-	// that writes in its place (running set).
+	// that writes in its place (writing set).
 	failingSince time.Time // when the database began refusing what is kept for retry; zero when it is not
 	tries        int       // the writes that failed since then
 	backoff      bool      // the last write kept records to retry: wait before the next
@@ -94,32 +95,41 @@ func (w *writer) toolCall(c *ToolCall) {
 // finish stores a run's end, with every event and tool call of the run still
 // waiting, and returns once they are written.
 //
-// When nothing is being written, the caller writes the batch itself, at once:
-// a run ending on a quiet server then costs no hand-over to the writer's
+// When nothing is being written, the caller writes the batch itself, at once,
+// even while the writer's goroutine waits to write what streaming runs
+// emit: a run ending on a quiet server then costs no hand-over to that
 // goroutine and back. Whatever is left to write then goes to that goroutine.
 func (w *writer) finish(e *ending) {
 	e.stored = make(chan struct{})
 	w.mu.Lock()
 	w.ends = append(w.ends, e)
-	if !w.running {
-		w.running = true // this goroutine is the writer until write returns
+	if !w.writing {
+		w.writing = true
 		w.mu.Unlock()
 		w.write()
 		w.mu.Lock()
-		w.running = false
+		w.writing = false
 		if !w.idleLocked() {
-			w.startLocked() // what came meanwhile, or what is kept to retry
+			// What came meanwhile, or what is kept to retry: the goroutine
+			// writes it, woken should it wait.
+			w.startLocked()
+			w.kickLocked()
 		}
 		w.mu.Unlock()
 		<-e.stored
 		return
 	}
+	w.kickLocked()
 	w.mu.Unlock()
+	<-e.stored
+}
+
+// kickLocked wakes the writer's goroutine should it wait.
+func (w *writer) kickLocked() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
 	}
-	<-e.stored
 }
 
 // idleLocked reports whether nothing waits to be written.
@@ -132,16 +142,18 @@ func (w *writer) startLocked() {
 	}
 }
 
-// loop writes batches until there is nothing left to write.
+// loop writes batches until there is nothing left to write. While a caller
+// of finish writes, it waits: that caller wakes it when done.
 func (w *writer) loop() {
 	var tick *time.Timer
 	for {
 		w.mu.Lock()
 		idle := w.idleLocked()
-		urgent := len(w.ends) > 0
 		if idle {
 			w.running = false
 		}
+		backoff := !w.writing && w.backoff // the writer's own: read while none writes
+		wait := len(w.ends) == 0 || backoff || w.writing
 		w.mu.Unlock()
 		if idle {
 			if tick != nil {
@@ -149,9 +161,9 @@ func (w *writer) loop() {
 			}
 			return
 		}
-		if !urgent || w.backoff {
+		if wait {
 			wait := flushEvery
-			if w.backoff {
+			if backoff {
 				wait = w.retryEvery
 			}
 			if tick == nil {
@@ -164,7 +176,17 @@ func (w *writer) loop() {
 			case <-w.kick:
 			}
 		}
+		w.mu.Lock()
+		if w.writing { // a caller of finish writes: it wakes this one after
+			w.mu.Unlock()
+			continue
+		}
+		w.writing = true
+		w.mu.Unlock()
 		w.write()
+		w.mu.Lock()
+		w.writing = false
+		w.mu.Unlock()
 	}
 }
 
