@@ -42,8 +42,8 @@ type writer struct {
 	s *Service
 
 	mu      sync.Mutex
-	running bool // a goroutine runs loop
-	writing bool // write is under way, in that goroutine or in a caller of finish
+	running bool        // a goroutine runs loop
+	writing bool        // write is under way, in that goroutine or in a caller of finish
 	runs    []*liveRun  // runs with events in pending, each once (liveRun.queued)
 	tools   []*ToolCall // tool calls not yet stored
 	ends    []*ending   // runs that ended, waiting for their last batch
