@@ -142,12 +142,13 @@ func (db *DB) runGroup(group []*groupedTx) {
 			}
 		}
 	}
-	tx, err := db.write.BeginTx(context.WithoutCancel(group[0].ctx), nil)
+	ctx := context.WithoutCancel(group[0].ctx)
+	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(fmt.Errorf("begin transaction: %w", err))
 		return
 	}
-	defer db.prepareWanted(context.WithoutCancel(group[0].ctx))
+	defer db.prepareWanted(ctx)
 	defer func() { _ = tx.Rollback() }() // after a commit this does nothing
 	ok := 0                              // transactions whose work stands
 	if len(group) == 1 {
@@ -162,13 +163,13 @@ func (db *DB) runGroup(group []*groupedTx) {
 				results[i].err = err
 				continue
 			}
-			if _, err := tx.Exec("SAVEPOINT grouped"); err != nil {
+			if _, err := db.exec(ctx, tx, "SAVEPOINT grouped"); err != nil {
 				failAll(fmt.Errorf("begin transaction: %w", err))
 				return
 			}
 			results[i] = runGuarded(tx, t.fn)
 			if results[i].err == nil && results[i].panicked == nil {
-				if _, err := tx.Exec("RELEASE grouped"); err != nil {
+				if _, err := db.exec(ctx, tx, "RELEASE grouped"); err != nil {
 					failAll(fmt.Errorf("commit: %w", db.refused(err)))
 					return
 				}
@@ -178,9 +179,9 @@ func (db *DB) runGroup(group []*groupedTx) {
 			// Its writes undone, the others' kept. Should the engine have
 			// rolled back the whole transaction (out of disk, say), no
 			// savepoint is left, and every caller gets that error.
-			_, err := tx.Exec("ROLLBACK TO grouped")
+			_, err := db.exec(ctx, tx, "ROLLBACK TO grouped")
 			if err == nil {
-				_, err = tx.Exec("RELEASE grouped")
+				_, err = db.exec(ctx, tx, "RELEASE grouped")
 			}
 			if err != nil {
 				failAll(fmt.Errorf("transaction of a group failed, the group with it: %w", db.refused(err)))

@@ -494,10 +494,13 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		}
 		byRun[e.RunID] = append(byRun[e.RunID], i)
 	}
-	stmt, err := tx.PrepareContext(db.uninterrupted(ctx, tx),
-		db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`))
-	if err != nil {
-		return fmt.Errorf("storing events: %w", err)
+	insert := db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`)
+	stmt := db.stmt(ctx, tx, insert)
+	if stmt == nil {
+		var err error
+		if stmt, err = tx.PrepareContext(db.uninterrupted(ctx, tx), insert); err != nil {
+			return fmt.Errorf("storing events: %w", err)
+		}
 	}
 	defer stmt.Close()
 	var buf []byte
