@@ -43,6 +43,7 @@ func benchChat() error {
 	chats := flag.Int("chats", 1000, "concurrent streaming chats")
 	tokens := flag.Int("tokens", 200, "tokens per streamed answer")
 	gap := flag.Duration("gap", 10*time.Millisecond, "time between streamed tokens")
+	rounds := flag.Int("rounds", 3, "rounds of the streaming chats, Relay and the bare pass-through taking turns in each")
 	sweepFlag := flag.Bool("sweep", false, "measure the streaming chats at 100, 300, 600 and 1,000 concurrent chats and print a table")
 	floor := flag.Bool("floor", false, "measure only the same streams through a byte-copying TCP relay: what the machine allows any server")
 	telemetryMode := flag.String("telemetry", "none", "for the overhead: none, metrics (what relay serve always does) or traces (metrics and every span exported to an OTLP sink in this process)")
@@ -159,12 +160,23 @@ func benchChat() error {
 	if *chats <= 0 {
 		return nil
 	}
-	if _, err = streamChats(*chats, *tokens, *gap, false); err != nil {
-		return err
+	// The same load through the bare pass-through, to read Relay's numbers
+	// against: the two take turns, so that both meet the machine's changes
+	// of load alike.
+	var relay, bare []streamRow
+	for range max(1, *rounds) {
+		row, err := streamChats(*chats, *tokens, *gap, false)
+		if err != nil {
+			return err
+		}
+		relay = append(relay, row)
+		if row, err = streamChats(*chats, *tokens, *gap, true); err != nil {
+			return err
+		}
+		bare = append(bare, row)
 	}
-	// The same load through the bare pass-through, to read Relay's numbers against.
-	_, err = streamChats(*chats, *tokens, *gap, true)
-	return err
+	printStreamRounds(relay, bare)
+	return nil
 }
 
 // benchGraph measures what each extra agent adds to a run: a 3-agent chain and

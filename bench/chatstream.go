@@ -125,6 +125,38 @@ type streamRow struct {
 	relayPerToken   time.Duration // Relay's CPU per token
 	loadPerToken    time.Duration // the upstream's and the clients' CPU per token
 	rssMB           float64
+	cpu             time.Duration   // the server's CPU
+	added           []time.Duration // the latency it added to each token, sorted
+}
+
+// printStreamRounds prints what the rounds of streaming chats measured
+// together: each server's CPU per token over all its rounds, the ratio of
+// Relay's to the bare pass-through's, and the p99 of the latency each added
+// over all the tokens of its rounds.
+func printStreamRounds(relay, bare []streamRow) {
+	sum := func(rows []streamRow) (cpu time.Duration, added []time.Duration, each []string, rss float64) {
+		for _, r := range rows {
+			cpu += r.cpu
+			added = append(added, r.added...)
+			each = append(each, fmt.Sprintf("%.1f", µs(r.relayPerToken)))
+			rss = max(rss, r.rssMB)
+		}
+		slices.Sort(added)
+		return cpu, added, each, rss
+	}
+	rCPU, rAdded, rEach, rRSS := sum(relay)
+	bCPU, bAdded, bEach, _ := sum(bare)
+	if len(rAdded) == 0 || len(bAdded) == 0 {
+		return
+	}
+	rTok, bTok := µs(rCPU)/float64(len(rAdded)), µs(bCPU)/float64(len(bAdded))
+	rP99, bP99 := pct(rAdded, 99), pct(bAdded, 99)
+	fmt.Printf("%d rounds, Relay and the bare pass-through taking turns:\n", len(relay))
+	fmt.Printf("  CPU per token: Relay %.1f µs (rounds: %s), bare pass-through %.1f µs (rounds: %s): %.2f× (target ≤ 1.2×)\n",
+		rTok, strings.Join(rEach, ", "), bTok, strings.Join(bEach, ", "), rTok/bTok)
+	fmt.Printf("  p99 added latency over all tokens: Relay %s, bare pass-through %s: %+.1f ms (target ≤ +5 ms)\n",
+		ms(rP99), ms(bP99), float64(rP99-bP99)/float64(time.Millisecond))
+	fmt.Printf("  peak RSS of the Relay process %.0f MB (target < 300 MB)\n", rRSS)
 }
 
 // sweepChats is the concurrency of each row of `bench chat -sweep`.
@@ -269,7 +301,7 @@ func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, er
 		float64(rep.PeakRSS)/1024, float64(rep.HeapInuse)/(1<<20), float64(rep.StackInuse)/(1<<20), rep.Goroutines)
 	row = streamRow{chats: chats, complete: complete, p50: pct(added, 50), p99: pct(added, 99),
 		relayPerToken: rep.CPU / time.Duration(max(1, len(added))), loadPerToken: loadCPU / time.Duration(max(1, len(added))),
-		rssMB: float64(rep.PeakRSS) / 1024}
+		rssMB: float64(rep.PeakRSS) / 1024, cpu: rep.CPU, added: added}
 	return row, nil
 }
 
