@@ -414,7 +414,8 @@ func chatRelay() error {
 	api := httpapi.New(httpapi.Options{Auth: authSvc, Agents: agents, Runs: svc, MCP: m, Logger: log,
 		Ready: func(ctx context.Context) error { return nil }})
 
-	suffix := "" // the profiles of the bare pass-through are written beside Relay's
+	stopProfile := func() {} // written whole before the report: the parent then ends this process
+	suffix := ""             // the profiles of the bare pass-through are written beside Relay's
 	if *bare {
 		suffix = ".bare"
 	}
@@ -422,7 +423,7 @@ func chatRelay() error {
 		f += suffix
 		if out, err := os.Create(f); err == nil {
 			_ = pprof.StartCPUProfile(out)
-			defer func() { pprof.StopCPUProfile(); out.Close() }()
+			stopProfile = func() { pprof.StopCPUProfile(); out.Close() }
 		}
 	}
 	var handlers sync.WaitGroup // chats still being answered
@@ -519,6 +520,7 @@ func chatRelay() error {
 		rep.BySecond = append(rep.BySecond, [3]int32{int32(len(l)), l[len(l)/2], l[(len(l)*99+99)/100-1]})
 	}
 	rep.Added, rep.PeakRSS, rep.Chats, rep.CPU = added, peakRSSKiB(), served, cpuTime()-cpu0
+	stopProfile()
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
