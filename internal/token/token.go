@@ -281,10 +281,10 @@ func (c *Counter) message(m *llm.Message) int {
 	}
 	for i := range m.ToolCalls {
 		tc := &m.ToolCalls[i]
-		n += perCall + c.count(tc.ID) + c.Text(tc.Function.Name) + c.Text(tc.Function.Arguments)
+		n += perCall + c.Text(tc.ID) + c.Text(tc.Function.Name) + c.Text(tc.Function.Arguments)
 	}
-	// Call ids are made up anew for every call: counted, never kept.
-	n += c.count(m.ToolCallID)
+	n += c.Text(m.ToolCallID) // the call's id again: from the cache
+
 	// Reasoning sent back to the provider that wrote it (Anthropic's signed
 	// thinking blocks), counted as its JSON: a little more than its text.
 	n += c.Text(string(m.Thinking))
