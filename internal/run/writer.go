@@ -115,9 +115,12 @@ func (w *writer) finish(e *ending) {
 		w.writing = false
 		if !w.idleLocked() {
 			// What came meanwhile, or what is kept to retry: the goroutine
-			// writes it, woken should it wait.
+			// writes it, in its time (flushEvery, or retryEvery after a
+			// failure), but the ends of runs at once.
 			w.startLocked()
-			w.kickLocked()
+			if len(w.ends) > 0 && !w.backoff {
+				w.kickLocked()
+			}
 		}
 		w.mu.Unlock()
 		<-e.stored

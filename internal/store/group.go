@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 )
@@ -24,7 +26,9 @@ const maxGroup = 64
 //
 // One caller at a time leads: it waits for the writer's turn (writeTurns),
 // then runs every transaction waiting by then, its own among them, and hands
-// the lead to the first caller that came after.
+// the lead to the first caller that came after. A transaction's work may thus
+// run on another caller's goroutine: it must not wait for anything a caller
+// of a write transaction may hold (nor begin one itself, as ever).
 type groupCommit struct {
 	turns *writeTurns
 
@@ -65,42 +69,63 @@ func (g *groupCommit) do(ctx context.Context, fn func(*sql.Tx) error, exec func(
 	select {
 	case res = <-me.done: // run in another's group
 	case <-me.lead:
-		if err := g.turns.take(ctx, false); err != nil {
-			g.mu.Lock()
-			g.withdraw(me)
-			g.passLead()
-			g.mu.Unlock()
-			return fmt.Errorf("begin transaction: %w", err)
+		var err error
+		if res, err = g.lead(ctx, me, exec); err != nil {
+			return err
 		}
-		g.mu.Lock()
-		n := min(len(g.waiting), maxGroup)
-		group := slices.Clone(g.waiting[:n])
-		g.waiting = slices.Delete(g.waiting, 0, n)
-		g.mu.Unlock()
-		exec(group)
-		g.turns.give()
-		g.mu.Lock()
-		g.passLead()
-		g.mu.Unlock()
-		res = <-me.done
 	case <-ctx.Done():
 		g.mu.Lock()
-		if g.withdraw(me) {
-			select {
-			case <-me.lead: // made the leader as it gave up: the next one leads
-				g.passLead()
-			default:
+		select {
+		case <-me.lead: // made the leader too: the turn decides, as take does
+			g.mu.Unlock()
+			var err error
+			if res, err = g.lead(ctx, me, exec); err != nil {
+				return err
+			}
+		default:
+			if g.withdraw(me) {
+				g.mu.Unlock()
+				return fmt.Errorf("begin transaction: %w", ctx.Err())
 			}
 			g.mu.Unlock()
-			return fmt.Errorf("begin transaction: %w", ctx.Err())
+			res = <-me.done // taken into a group already: it runs to its end
 		}
-		g.mu.Unlock()
-		res = <-me.done // taken into a group already: it runs to its end
 	}
 	if res.panicked != nil {
 		panic(res.panicked)
 	}
 	return res.err
+}
+
+// lead waits for the writer's turn for me, the leader, then has exec run
+// every transaction waiting by then and hands the lead on. An error means
+// ctx ended before the turn came: me is withdrawn.
+func (g *groupCommit) lead(ctx context.Context, me *groupedTx, exec func([]*groupedTx)) (groupedResult, error) {
+	if err := g.turns.take(ctx, false); err != nil {
+		g.mu.Lock()
+		g.withdraw(me)
+		g.passLead()
+		g.mu.Unlock()
+		return groupedResult{}, fmt.Errorf("begin transaction: %w", err)
+	}
+	g.mu.Lock()
+	n := min(len(g.waiting), maxGroup)
+	group := slices.Clone(g.waiting[:n])
+	g.waiting = slices.Delete(g.waiting, 0, n)
+	g.mu.Unlock()
+	func() {
+		// Handed on whatever becomes of this goroutine: should exec panic
+		// (afterCommit, the driver) or a member's work end the goroutine,
+		// the writer must not stay taken.
+		defer func() {
+			g.turns.give()
+			g.mu.Lock()
+			g.passLead()
+			g.mu.Unlock()
+		}()
+		exec(group)
+	}()
+	return <-me.done, nil
 }
 
 // withdraw takes t out of the waiting transactions, reporting whether it
@@ -129,9 +154,17 @@ func (g *groupCommit) passLead() {
 // It is groupCommit's exec for db.
 func (db *DB) runGroup(group []*groupedTx) {
 	results := make([]groupedResult, len(group))
+	committed := false
 	send := func() {
 		for i, t := range group {
-			t.done <- results[i]
+			r := results[i]
+			if !committed && r.err == nil && r.panicked == nil {
+				// Its work went well, but the group's transaction ended
+				// before its commit: a member's work ended the goroutine
+				// (runtime.Goexit), or the driver panicked.
+				r.err = errGroupUnfinished
+			}
+			t.done <- r
 		}
 	}
 	defer send()
@@ -196,10 +229,15 @@ func (db *DB) runGroup(group []*groupedTx) {
 		failAll(fmt.Errorf("commit: %w", db.refused(err)))
 		return
 	}
+	committed = true
 	if db.afterCommit != nil {
 		db.afterCommit()
 	}
 }
+
+// errGroupUnfinished is the error of the grouped transactions whose group
+// ended before its commit without an error of theirs.
+var errGroupUnfinished = errors.New("commit: the transaction's group ended before its commit; nothing of it was stored")
 
 // runGuarded runs fn, turning a panic into a result its caller panics
 // with, so that one caller's panic neither ends the others' transactions
@@ -207,8 +245,26 @@ func (db *DB) runGroup(group []*groupedTx) {
 func runGuarded(tx *sql.Tx, fn func(*sql.Tx) error) (res groupedResult) {
 	defer func() {
 		if p := recover(); p != nil {
-			res = groupedResult{panicked: p}
+			res = groupedResult{panicked: &txPanic{value: p, stack: debug.Stack()}}
 		}
 	}()
 	return groupedResult{err: fn(tx)}
+}
+
+// txPanic is what the caller of a write transaction panics with when the
+// transaction's work panicked: the work may run on another caller's
+// goroutine (groupCommit), so the stack where it panicked comes with it.
+type txPanic struct {
+	value any    // what the work panicked with
+	stack []byte // the stack where it did
+}
+
+func (p *txPanic) Error() string {
+	return fmt.Sprintf("%v\n\nin a write transaction, at:\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the error the work panicked with, if it was one.
+func (p *txPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }

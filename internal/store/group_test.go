@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -104,7 +106,7 @@ func TestGroupCommit(t *testing.T) {
 				t.Errorf("transaction %d: %v", i, err)
 			}
 		}
-		if panicked[4] != "in a grouped transaction" || panicked[1] != nil {
+		if p, ok := panicked[4].(*txPanic); !ok || p.value != "in a grouped transaction" || !strings.Contains(string(p.stack), "group_test.go") || panicked[1] != nil {
 			t.Errorf("panics: %v", panicked)
 		}
 		if *commits != 1 {
@@ -158,6 +160,71 @@ func TestGroupCommitGivingUp(t *testing.T) {
 		}
 		if *commits != 1 || db.commits.led {
 			t.Errorf("%d commits, led %v after", *commits, db.commits.led)
+		}
+	})
+}
+
+// Whatever ends the leader's goroutine in the middle of a group — a panic
+// after the commit (the checkpointer's hook), a member's work ending the
+// goroutine — the writer is handed on, and no member is told its work was
+// stored unless it was.
+func TestGroupCommitLeaderGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, _ := groupDB(t)
+		ctx := context.Background()
+
+		// A panic after the commit: the work stands, the next write goes through.
+		hook := func() { panic("in the hook") }
+		db.AfterCommit(hook)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("the hook's panic did not reach the caller")
+				}
+			}()
+			_ = db.inTx(ctx, "test", insert("before"))
+		}()
+		db.AfterCommit(nil)
+		if err := db.inTx(ctx, "test", insert("after")); err != nil {
+			t.Fatalf("the write after the hook panicked: %v", err)
+		}
+
+		// A member's work ends the leader's goroutine: the other members
+		// learn that nothing was stored, and the writer is free.
+		if err := db.turns.take(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		returned := make([]bool, 3)
+		errs := make([]error, 3)
+		for i := range 3 {
+			go func() {
+				errs[i] = db.inTx(ctx, "test", func(tx *sql.Tx) error {
+					if err := insert(fmt.Sprint("g", i))(tx); err != nil {
+						return err
+					}
+					if i == 1 {
+						runtime.Goexit()
+					}
+					return nil
+				})
+				returned[i] = true
+			}()
+			synctest.Wait()
+		}
+		db.turns.give()
+		synctest.Wait()
+		if returned[0] || !returned[2] {
+			t.Fatalf("returned %v: want the leader's goroutine ended, the last member told", returned)
+		}
+		if !errors.Is(errs[2], errGroupUnfinished) {
+			t.Errorf("the member after the one that ended the goroutine: %v", errs[2])
+		}
+		got := stored(t, db)
+		if got["g0"] || got["g1"] || got["g2"] || !got["before"] || !got["after"] {
+			t.Errorf("stored %v", got)
+		}
+		if err := db.inTx(ctx, "test", insert("last")); err != nil {
+			t.Fatalf("the write after the group: %v", err)
 		}
 	})
 }

@@ -495,7 +495,7 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		byRun[e.RunID] = append(byRun[e.RunID], i)
 	}
 	insert := db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`)
-	stmt := db.stmt(ctx, tx, insert)
+	stmt := db.stmt(db.uninterrupted(ctx, tx), tx, insert)
 	if stmt == nil {
 		var err error
 		if stmt, err = tx.PrepareContext(db.uninterrupted(ctx, tx), insert); err != nil {

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"errors"
@@ -10,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/store/storetest"
@@ -225,4 +228,40 @@ func TestUserDeletionRemovesShares(t *testing.T) {
 			t.Fatalf("deleting user %s: %v", id, err)
 		}
 	})
+}
+
+// A write whose turn has come runs to its end, even when its caller's
+// context ends meanwhile: a batch of events stored with a context already
+// ended, once its statement is prepared and cached, is stored all the same.
+func TestWriteBatchRunsToItsEnd(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, filepath.Join(t.TempDir(), "relay.db"))
+	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "ends@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := &run.Conversation{ID: "conv_ends", UserID: u.ID, AgentID: "a", Title: "t"}
+	m := &run.Message{ID: "msg_ends", ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
+	r := &run.Run{ID: "run_ends", UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID, Status: run.StatusRunning, StartedAt: &now}
+	if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(seq int64) *run.Batch {
+		return &run.Batch{Events: []run.Event{{RunID: r.ID, Seq: seq, Type: run.EventMessageDelta, Data: []byte(`{"text":"x"}`), CreatedAt: now}}}
+	}
+	for seq := int64(1); seq <= 2; seq++ { // the statement prepared, then taken from the cache
+		if err := db.WriteBatch(ctx, batch(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := db.WriteBatch(ended, batch(3)); err != nil {
+		t.Fatalf("a batch whose caller's context ended: %v", err)
+	}
+	evs, err := db.ListEvents(ctx, r.ID, 0)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("stored %d events (%v), want 3", len(evs), err)
+	}
 }
