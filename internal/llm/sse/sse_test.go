@@ -324,8 +324,27 @@ func TestOpenKeepCutAndAnyType(t *testing.T) {
 // keeps their connections for the next ones: a second round of as many
 // streams opens none.
 func TestHTTPClientKeepsConnections(t *testing.T) {
+	const streams = 50
 	var opened atomic.Int64
+	// Each answer waits until all of its round's requests are in, so that a
+	// round's streams are all open at once: a connection is not reused
+	// within a round.
+	var mu sync.Mutex
+	arrived := 0
+	all := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		if arrived%streams == 0 {
+			close(all)
+		}
+		round := all
+		mu.Unlock()
+		select {
+		case <-round:
+		case <-r.Context().Done():
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: a\n\n")
 	}))
@@ -339,7 +358,7 @@ func TestHTTPClientKeepsConnections(t *testing.T) {
 	hc := NewHTTPClient(5 * time.Second)
 	round := func() {
 		var wg sync.WaitGroup
-		for range 50 {
+		for range streams {
 			wg.Go(func() {
 				s, err := Open(t.Context(), Request{Client: hc, URL: srv.URL, Body: []byte(`{}`), Idle: 5 * time.Second})
 				if err != nil {
@@ -361,8 +380,11 @@ func TestHTTPClientKeepsConnections(t *testing.T) {
 	}
 	round()
 	first := opened.Load()
+	mu.Lock()
+	all = make(chan struct{}) // the next round's
+	mu.Unlock()
 	round()
 	if again := opened.Load() - first; again != 0 {
-		t.Errorf("the second round of 50 streams opened %d connections (the first %d), want none", again, first)
+		t.Errorf("the second round of %d streams opened %d connections (the first %d), want none", streams, again, first)
 	}
 }
