@@ -233,6 +233,17 @@ func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (
 	return rows, db.refused(err)
 }
 
+// txStmt returns query prepared for a statement run many times in tx, with
+// execStmt: from the statement cache when the engine keeps one and query is
+// in it, else prepared in tx. The caller closes it.
+func (db *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	ctx, query = db.uninterrupted(ctx, tx), db.d.bind(query)
+	if st := db.stmt(ctx, tx, query); st != nil {
+		return st, nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
 // execStmt runs a statement prepared in a transaction, as exec runs the others.
 func (db *DB) execStmt(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
 	if db.turns != nil {

@@ -298,8 +298,7 @@ func (db *DB) appendEvents(ctx context.Context, tx *sql.Tx, events []run.Event) 
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(db.uninterrupted(ctx, tx),
-		db.d.bind(`INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`))
+	stmt, err := db.txStmt(ctx, tx, `INSERT INTO run_events (run_id, seq, type, data, created_at) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("storing events: %w", err)
 	}
@@ -494,13 +493,9 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		}
 		byRun[e.RunID] = append(byRun[e.RunID], i)
 	}
-	insert := db.d.bind(`INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`)
-	stmt := db.stmt(db.uninterrupted(ctx, tx), tx, insert)
-	if stmt == nil {
-		var err error
-		if stmt, err = tx.PrepareContext(db.uninterrupted(ctx, tx), insert); err != nil {
-			return fmt.Errorf("storing events: %w", err)
-		}
+	stmt, err := db.txStmt(ctx, tx, `INSERT INTO run_event_batches (run_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("storing events: %w", err)
 	}
 	defer stmt.Close()
 	var buf []byte

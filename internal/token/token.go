@@ -151,8 +151,9 @@ func (c *Counter) Method() string {
 // Text returns the tokens of s in the counter's encoding, without margin,
 // from the cache when it was counted before. A long text is counted
 // paragraph by paragraph, each through the cache: a system prompt whose
-// first line holds the time is tokenized again only there. The count is the same: the encodings' split
-// never joins a run of line breaks with the letter or digit that follows it.
+// first line holds the time is tokenized again only there. The count is the
+// same: the encodings' split never joins a run of line breaks with the
+// letter or digit that follows it.
 func (c *Counter) Text(s string) int {
 	if len(s) < paragraphMin {
 		return c.paragraph(s)
@@ -284,7 +285,6 @@ func (c *Counter) message(m *llm.Message) int {
 		n += perCall + c.Text(tc.ID) + c.Text(tc.Function.Name) + c.Text(tc.Function.Arguments)
 	}
 	n += c.Text(m.ToolCallID) // the call's id again: from the cache
-
 	// Reasoning sent back to the provider that wrote it (Anthropic's signed
 	// thinking blocks), counted as its JSON: a little more than its text.
 	n += c.Text(string(m.Thinking))

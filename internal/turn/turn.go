@@ -282,17 +282,15 @@ func runTools(ctx context.Context, calls []llm.ToolCall, o Options, step int, em
 		done := rec
 		send(Event{Kind: EventToolFinished, Tool: &done})
 	}
-	if len(calls) == 1 {
-		rec := ToolRecord{ID: calls[0].ID, Name: calls[0].Function.Name, Arguments: calls[0].Function.Arguments, Step: step}
-		send(Event{Kind: EventToolStarted, Tool: &rec})
-		run(0, calls[0], rec)
-		return results
-	}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i, call := range calls {
 		rec := ToolRecord{ID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments, Step: step}
 		send(Event{Kind: EventToolStarted, Tool: &rec})
+		if len(calls) == 1 {
+			run(i, call, rec)
+			break
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
