@@ -283,16 +283,15 @@ func benchCompare() error {
 	var rows []compareRow
 	var profiles []string // the CPU profiles written
 	for _, sc := range scenarios {
-		profDirOf := *profDir
 		scSides := slices.DeleteFunc(slices.Clone(sides), func(sd compareSide) bool { return !sd.in(sc) })
-		r, err := measureScenario(sc, scSides, env, model, stats, profDirOf)
+		r, err := measureScenario(sc, scSides, env, model, stats, *profDir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		rows = append(rows, r...)
 		for _, sd := range scSides {
-			if profDirOf != "" && sd.profile != "" {
-				profiles = append(profiles, filepath.Join(profDirOf, sd.profileOf(sc)))
+			if *profDir != "" && sd.profile != "" {
+				profiles = append(profiles, filepath.Join(*profDir, sd.profileOf(sc)))
 			}
 		}
 	}
