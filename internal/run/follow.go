@@ -44,12 +44,9 @@ func (s *Service) Follow(ctx context.Context, u *auth.User, runID string, after 
 	}
 }
 
-// maxBurst bounds the live events FollowBursts yields at once.
-const maxBurst = 256
-
 // FollowBursts is Follow yielding the events that are there at once
 // together: what is stored in one burst, then each event as it comes with
-// those already behind it, at most maxBurst. A client that writes a burst to the network
+// those already behind it, at most subBuffer. A client that writes a burst to the network
 // in one go (an event stream flushed once per burst) then writes as often as
 // the run emits when it keeps up, and less often when it falls behind. The
 // slice is the caller's until it asks for the next.
@@ -92,8 +89,9 @@ func (s *Service) followBursts(ctx context.Context, u *auth.User, runID string, 
 			burst = burst[:0]
 			return goOn
 		}
+		var got []Event // what the feed brought, its array used again
 		for {
-			evs, ch, stop, err := s.subscribe(ctx, runID, after, final)
+			evs, f, stop, err := s.subscribe(ctx, runID, after, final)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -105,44 +103,27 @@ func (s *Service) followBursts(ctx context.Context, u *auth.User, runID string, 
 				stop()
 				return
 			}
-			if ch == nil { // the run is over: the store had all of it
+			if f == nil { // the run is over: the store had all of it
 				stop()
 				return
 			}
-		live:
-			for {
-				select {
-				case e, ok := <-ch:
-					if !ok {
-						break live // ended, or fell behind: look again from `after`
-					}
-					add(e)
-				drain: // with the events already behind it
-					for len(burst) < maxBurst && !over {
-						select {
-						case e, ok := <-ch:
-							if !ok {
-								if !hand() {
-									stop()
-									return
-								}
-								break live
-							}
-							add(e)
-						default:
-							break drain
-						}
-					}
-					if !hand() {
-						stop()
-						return
-					}
-				case <-ctx.Done():
+			for more := true; more; {
+				got, more, err = f.next(ctx, got[:0])
+				if err != nil {
 					stop()
-					yield(nil, context.Cause(ctx))
+					yield(nil, err)
+					return
+				}
+				for _, e := range got {
+					add(e)
+				}
+				if !hand() {
+					stop()
 					return
 				}
 			}
+			// The run ended, or the subscriber fell behind: look again from
+			// `after`.
 			stop()
 		}
 	}

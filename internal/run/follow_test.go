@@ -2,12 +2,14 @@ package run_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
@@ -302,5 +304,88 @@ func TestFollowBursts(t *testing.T) {
 	stored, bursts, last := seqs(2)
 	if bursts != 1 || last.Type != run.EventRunFinished || len(stored) != len(live)-2 || stored[0] != 3 {
 		t.Errorf("the finished run after 2: %d bursts of seqs %v ending with %s; want one of 3 to %d", bursts, stored, last.Type, len(live))
+	}
+}
+
+// gatedModel streams first pieces of text, then waits for gate before the
+// rest; emitted is closed once the first are all handed on.
+type gatedModel struct {
+	first, rest    int
+	emitted, gate chan struct{}
+}
+
+func (m *gatedModel) Stream(ctx context.Context, _ *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	var text strings.Builder
+	piece := func(i int) {
+		s := fmt.Sprintf("%d ", i)
+		text.WriteString(s)
+		emit(llm.Event{Kind: llm.EventText, Text: s})
+	}
+	for i := range m.first {
+		piece(i)
+	}
+	close(m.emitted)
+	select {
+	case <-m.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for i := range m.rest {
+		piece(m.first + i)
+	}
+	return &llm.Turn{Text: text.String(), FinishReason: "stop"}, nil
+}
+
+// A follower that stops reading while the run streams far more events than a
+// subscriber may be behind is dropped and catches up: it still gets every
+// event once and in order, the stored ones and those still to come.
+func TestFollowBehind(t *testing.T) {
+	m := &gatedModel{first: 3 * 256, rest: 20, emitted: make(chan struct{}), gate: make(chan struct{})}
+	b := setup(t, m)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	r, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		seqs []int64
+		text strings.Builder
+		last run.Event
+	)
+	paused := false
+	for evs, err := range b.svc.FollowBursts(ctx, b.user, r.ID, 0) {
+		if err != nil {
+			t.Fatalf("%v after %d events", err, len(seqs))
+		}
+		for _, e := range evs {
+			seqs, last = append(seqs, e.Seq), e
+			if p, err := e.Payload(); err == nil {
+				if d, ok := p.(run.MessageDelta); ok {
+					text.WriteString(d.Text)
+				}
+			}
+		}
+		if !paused { // behind by every piece of the first part, with the run still going
+			paused = true
+			<-m.emitted
+			close(m.gate)
+		}
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seq %d at %d of %d events; want 1, 2, … each once", s, i, len(seqs))
+		}
+	}
+	var want strings.Builder
+	for i := range m.first + m.rest {
+		fmt.Fprintf(&want, "%d ", i)
+	}
+	if text.String() != want.String() {
+		t.Errorf("followed text %q…; want %q…", text.String()[:min(40, text.Len())], want.String()[:40])
+	}
+	p, err := last.Payload()
+	if f, ok := p.(run.RunFinished); err != nil || !ok || f.Status != run.StatusSucceeded {
+		t.Errorf("last event %s %s; want run.finished, succeeded", last.Type, last.Data)
 	}
 }

@@ -115,7 +115,7 @@ type liveRun struct {
 	userID  string // whose run it is
 	mu      sync.Mutex
 	seq     int64
-	subs    map[chan Event]bool // true: the subscriber wants only run.finished
+	subs    map[*sub]struct{}
 	pending []Event             // emitted, not yet known to be stored; oldest first
 	queued  bool                // the writer knows that pending has events
 	ended   bool                // every event is stored and the subscriptions are closed
@@ -125,14 +125,14 @@ type liveRun struct {
 	release func() // Service.Admit's, or nothing
 }
 
-// unsubscribe returns the function that ends ch's subscription (once); the
+// unsubscribe returns the function that ends sb's subscription (once); the
 // subscription also ends when the run does.
-func (lr *liveRun) unsubscribe(ch chan Event) func() {
+func (lr *liveRun) unsubscribe(sb *sub) func() {
 	return func() {
 		lr.mu.Lock()
-		if _, ok := lr.subs[ch]; ok {
-			delete(lr.subs, ch)
-			close(ch)
+		if _, ok := lr.subs[sb]; ok {
+			delete(lr.subs, sb)
+			sb.close()
 		}
 		lr.mu.Unlock()
 	}
@@ -145,18 +145,12 @@ func (lr *liveRun) next(p Payload) Event {
 }
 
 // deliver hands e to every subscriber; lr.mu must be held. A subscriber that
-// cannot keep up is dropped (its channel closed) and catches up from the store
-// and pending.
+// cannot keep up (subBuffer events behind) is dropped and catches up from the
+// store and pending.
 func (lr *liveRun) deliver(e Event) {
-	for ch, final := range lr.subs {
-		if final && e.Type != EventRunFinished {
-			continue
-		}
-		select {
-		case ch <- e:
-		default:
-			close(ch)
-			delete(lr.subs, ch)
+	for sb := range lr.subs {
+		if !sb.put(e) {
+			delete(lr.subs, sb)
 		}
 	}
 }
@@ -165,9 +159,9 @@ func (lr *liveRun) deliver(e Event) {
 func (lr *liveRun) end() {
 	lr.mu.Lock()
 	lr.ended = true
-	for ch := range lr.subs {
-		close(ch)
-		delete(lr.subs, ch)
+	for sb := range lr.subs {
+		sb.close()
+		delete(lr.subs, sb)
 	}
 	lr.mu.Unlock()
 }
@@ -274,7 +268,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		release()
 		return nil, err
 	}
-	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[chan Event]bool{}, done: make(chan struct{}), release: release}
+	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[*sub]struct{}{}, done: make(chan struct{}), release: release}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	lr.cancel = cancel
 	s.mu.Lock()
@@ -491,14 +485,14 @@ func (s *Service) emit(lr *liveRun, p Payload) {
 }
 
 // subscribe returns the run's events after seq `after` that are stored (and,
-// for a run of this process, those not stored yet), and a channel of those
-// still to come: nil when the run has already ended, else closed when it ends
-// or when the subscriber falls behind (it then subscribes again from its last
-// seq). A run that another Relay process is running is followed through the
-// database. With final, the channel of a run of this process carries only
+// for a run of this process, those not stored yet), and a feed of those still
+// to come: nil when the run has already ended, else over when it ends or when
+// the subscriber falls behind (it then subscribes again from its last seq). A
+// run that another Relay process is running is followed through the
+// database. With final, the feed of a run of this process carries only
 // run.finished (the other events may still come, and are for the caller to
 // pass over). Callers must call stop when done.
-func (s *Service) subscribe(ctx context.Context, runID string, after int64, final bool) ([]Event, <-chan Event, func(), error) {
+func (s *Service) subscribe(ctx context.Context, runID string, after int64, final bool) ([]Event, feed, func(), error) {
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
@@ -519,13 +513,9 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64, fina
 			from = evs[len(evs)-1].Seq
 		}
 		ch, stop := s.follow(ctx, runID, from)
-		return evs, ch, stop, nil
+		return evs, chanFeed(ch), stop, nil
 	}
-	size := subBuffer
-	if final {
-		size = 1 // run.finished alone
-	}
-	ch := make(chan Event, size)
+	sb := &sub{final: final, wake: make(chan struct{}, 1)}
 	lr.mu.Lock()
 	var (
 		evs []Event
@@ -547,7 +537,7 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64, fina
 				evs = append(evs, e)
 			}
 		}
-		lr.subs[ch] = final
+		lr.subs[sb] = struct{}{}
 	}
 	lr.mu.Unlock()
 	if err != nil {
@@ -557,7 +547,7 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64, fina
 		evs, err := s.Store.ListEvents(ctx, runID, after)
 		return evs, nil, func() {}, err
 	}
-	return evs, ch, lr.unsubscribe(ch), nil
+	return evs, sb, lr.unsubscribe(sb), nil
 }
 
 // closed returns evs, the stored events after `after` of the finished run r,
