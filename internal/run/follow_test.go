@@ -310,7 +310,7 @@ func TestFollowBursts(t *testing.T) {
 // gatedModel streams first pieces of text, then waits for gate before the
 // rest; emitted is closed once the first are all handed on.
 type gatedModel struct {
-	first, rest    int
+	first, rest   int
 	emitted, gate chan struct{}
 }
 

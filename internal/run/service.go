@@ -116,10 +116,10 @@ type liveRun struct {
 	mu      sync.Mutex
 	seq     int64
 	subs    map[*sub]struct{}
-	pending []Event             // emitted, not yet known to be stored; oldest first
-	queued  bool                // the writer knows that pending has events
-	ended   bool                // every event is stored and the subscriptions are closed
-	stored  int64               // the seq of the last event the writer took out of pending
+	pending []Event // emitted, not yet known to be stored; oldest first
+	queued  bool    // the writer knows that pending has events
+	ended   bool    // every event is stored and the subscriptions are closed
+	stored  int64   // the seq of the last event the writer took out of pending
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	release func() // Service.Admit's, or nothing
