@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/relay-ai/relay/internal/llm"
 )
 
 // decodeChunk reads one data event of a stream into c, as json.Unmarshal
 // does. The chunks of a streamed answer are small and nearly all alike: a
-// piece of text in choices[0].delta.content. Those are read here by hand,
-// without reflection; anything else (tool calls, usage, errors, content parts,
-// escapes in keys, keys that differ from Relay's only in case, malformed
+// piece of text in choices[0].delta.content, a piece of a tool call's
+// arguments in choices[0].delta.tool_calls, the usage at the end. Those are
+// read here by hand, without reflection; anything else (errors, content
+// parts, refusals, escapes in keys, keys that differ from Relay's only in
+// case, a key twice where json.Unmarshal would merge the two, malformed
 // JSON, …) goes to json.Unmarshal, so that what is decoded never differs.
 func decodeChunk(data []byte, c *chunk) error {
 	if fastChunk(data, c) {
@@ -25,6 +29,7 @@ func decodeChunk(data []byte, c *chunk) error {
 func fastChunk(data []byte, c *chunk) bool {
 	s := scan{b: data}
 	seenChoices := false
+	seenUsage := false
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "choices":
@@ -34,13 +39,21 @@ func fastChunk(data []byte, c *chunk) bool {
 			seenChoices = true
 			return s.choices(c)
 		case "usage":
-			c.Usage = nil
-			return s.null()
+			if seenUsage { // a second is merged into the first: json's business
+				return false
+			}
+			seenUsage = true
+			if s.null() {
+				c.Usage = nil
+				return true
+			}
+			c.Usage = &llm.Usage{}
+			return s.usage(c.Usage)
 		case "error":
 			c.Error = json.RawMessage("null") // as json.Unmarshal leaves it
 			return s.null()
 		}
-		return !knownKey(key) && s.skip()
+		return !knownKey(key, chunkKeys) && s.skip()
 	})
 	if !ok {
 		return false
@@ -49,14 +62,21 @@ func fastChunk(data []byte, c *chunk) bool {
 	return s.i == len(s.b)
 }
 
-// chunkKeys are the keys a chunk's decoding looks at; json.Unmarshal matches
-// keys without regard to case, so a key equal to one of them but for case
-// is left to it.
-var chunkKeys = []string{"choices", "usage", "error", "index", "delta", "message", "finish_reason", "content", "tool_calls",
-	"prompt_tokens", "completion_tokens", "total_tokens", "refusal", "content_filter_results"}
+// The keys of each object that decoding looks at, as the fields of its Go
+// type name them: json.Unmarshal matches keys without regard to case, so a
+// key equal to one of them but for case is left to it.
+var (
+	chunkKeys    = []string{"choices", "usage", "error"}
+	choiceKeys   = []string{"index", "delta", "message", "finish_reason", "content_filter_results"}
+	deltaKeys    = []string{"content", "tool_calls", "refusal"}
+	usageKeys    = []string{"prompt_tokens", "completion_tokens", "total_tokens"}
+	toolCallKeys = []string{"index", "id", "function"}
+	functionKeys = []string{"name", "arguments"}
+)
 
-func knownKey(key []byte) bool {
-	for _, k := range chunkKeys {
+// knownKey reports whether key is one of keys but for case.
+func knownKey(key []byte, keys []string) bool {
+	for _, k := range keys {
 		if len(key) == len(k) && bytes.EqualFold(key, []byte(k)) {
 			return true
 		}
@@ -116,7 +136,7 @@ func (s *scan) choices(c *chunk) bool {
 				ch.ContentFilterResults = bytes.Clone(s.b[start:s.i])
 				return true
 			}
-			return !knownKey(key) && s.skip()
+			return !knownKey(key, choiceKeys) && s.skip()
 		})
 		if !ok {
 			return false
@@ -131,8 +151,10 @@ func (s *scan) choices(c *chunk) bool {
 	}
 }
 
-// delta reads a delta holding text only (content a string or null).
+// delta reads a delta holding text (content a string or null) or pieces of
+// tool calls.
 func (s *scan) delta(d *delta) bool {
+	seenCalls := false
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
@@ -142,10 +164,101 @@ func (s *scan) delta(d *delta) bool {
 			v, ok := s.str()
 			d.Content = content(v)
 			return ok
-		case "tool_calls", "refusal":
+		case "tool_calls":
+			if seenCalls {
+				return false
+			}
+			seenCalls = true
+			return s.toolCalls(d)
+		case "refusal":
 			return s.null()
 		}
-		return !knownKey(key) && s.skip()
+		return !knownKey(key, deltaKeys) && s.skip()
+	})
+}
+
+// toolCalls reads a delta's tool_calls: null, or an array of objects.
+func (s *scan) toolCalls(d *delta) bool {
+	if s.null() {
+		d.ToolCalls = nil
+		return true
+	}
+	if !s.lit('[') {
+		return false
+	}
+	d.ToolCalls = make([]toolCallDelta, 0, 1) // [] is an empty slice, not nil
+	if s.lit(']') {
+		return true
+	}
+	for {
+		d.ToolCalls = append(d.ToolCalls, toolCallDelta{})
+		tc := &d.ToolCalls[len(d.ToolCalls)-1]
+		seenFunction := false
+		ok := s.object(func(key []byte) bool {
+			switch string(key) {
+			case "index":
+				if s.null() {
+					tc.Index = nil
+					return true
+				}
+				n, ok := s.integer()
+				tc.Index = &n
+				return ok
+			case "id":
+				v, ok := s.str()
+				tc.ID = v
+				return ok
+			case "function":
+				if seenFunction {
+					return false
+				}
+				seenFunction = true
+				return s.object(func(key []byte) bool {
+					switch string(key) {
+					case "name":
+						v, ok := s.str()
+						tc.Function.Name = v
+						return ok
+					case "arguments":
+						v, ok := s.str()
+						tc.Function.Arguments = v
+						return ok
+					}
+					return !knownKey(key, functionKeys) && s.skip()
+				})
+			}
+			return !knownKey(key, toolCallKeys) && s.skip()
+		})
+		if !ok {
+			return false
+		}
+		if s.lit(']') {
+			return true
+		}
+		if !s.lit(',') {
+			return false
+		}
+	}
+}
+
+// usage reads a usage object; a count that is not a whole number (or null,
+// which json.Unmarshal passes over) is left to encoding/json.
+func (s *scan) usage(u *llm.Usage) bool {
+	return s.object(func(key []byte) bool {
+		var n *int
+		switch string(key) {
+		case "prompt_tokens":
+			n = &u.PromptTokens
+		case "completion_tokens":
+			n = &u.CompletionTokens
+		case "total_tokens":
+			n = &u.TotalTokens
+		default:
+			return !knownKey(key, usageKeys) && s.skip()
+		}
+		v, ok := s.integer()
+		*n = v
+		return ok
 	})
 }
 

@@ -28,14 +28,42 @@ var chunkSamples = []struct {
 	{`{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter","content_filter_results":{"violence":{"filtered":true,"severity":"medium"}}}]}`, true},
 	{`{"choices":[{"index":0,"delta":{"content":"x"},"content_filter_results":null}]}`, true},
 	{`{"choices":[{"index":0,"delta":{"content":"x"},"content_filter_results": {"a" : 1} }]}`, true},
+	// Tool calls, streamed in pieces.
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"sum","arguments":"{\"a\":"}}]}}]}`, true},
+	{`{"id":"chatcmpl-X","object":"chat.completion.chunk","created":1795753945,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"logprobs":null,"finish_reason":null}]}`, true},
+	{`{"id":"chatcmpl-X","object":"chat.completion.chunk","created":1795753945,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_KYO5","type":"function","function":{"name":"get-sum__mcp__bench","arguments":""}}]},"logprobs":null,"finish_reason":null}]}`, true},
+	{`{"id":"chatcmpl-X","object":"chat.completion.chunk","created":1795753945,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":2,\"b\":3}"}}]},"logprobs":null,"finish_reason":null}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"2"}},{"index":1,"id":"call_2","function":{"name":"other","arguments":""}}]}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":null,"id":"call_3","function":{"name":"x"}}]}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"no index","arguments":"{}"},"id":"c"}]}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[]}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":null,"content":"x"}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"index":1,"id":"a","id":"b","function":{"name":"n","name":"m","x":[1]}}]}}]}`, true},
+	// The usage at the end.
+	{`{"id":"chatcmpl-X","object":"chat.completion.chunk","created":1795753945,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":8,"total_tokens":11}}`, true},
+	{`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`, true},
+	{`{"choices":[],"usage":{}}`, true},
+	{`{"choices":[],"usage":{"prompt_tokens":-0,"total_tokens":7,"total_tokens":8}}`, true},
 	// Left to encoding/json.
+	{`{"choices":[],"usage":{"prompt_tokens":5},"usage":{"completion_tokens":7}}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":1.5}}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":null,"total_tokens":1}}`, false},
+	{`{"choices":[],"usage":{"Prompt_Tokens":5}}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":12345678901}}`, false},
+	{`{"choices":[],"usage":[1]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}],"tool_calls":[{"id":"x"}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"a"},"function":{"arguments":"b"}}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"ID":"case","function":{"name":"a"}}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c","function":{"Name":"case"}}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":null,"function":null}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[null]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":"0"}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":{"index":0}}}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"content":"tab\tand \"quotes\" and \u00e9 \ud83d\ude00"}}]}`, true},
 	{"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff byte\"}}]}", true},
-	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"sum","arguments":"{\"a\":"}}]}}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"parts"}]}}]}`, false},
 	{`{"choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"content":null,"refusal":"I cannot help with that."}}]}`, false},
-	{`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`, false},
 	{`{"error":{"message":"overloaded","code":529}}`, false},
 	{`{"Choices":[{"index":0,"delta":{"Content":"case"}}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"role":"x"}}]}`, false},
@@ -82,19 +110,25 @@ func FuzzDecodeChunk(f *testing.F) {
 }
 
 func BenchmarkDecodeChunk(b *testing.B) {
-	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`)
-	b.Run("by hand", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var c chunk
-			_ = decodeChunk(data, &c)
-		}
-	})
-	b.Run("encoding/json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var c chunk
-			_ = json.Unmarshal(data, &c)
-		}
-	})
+	for _, c := range []struct{ name, data string }{
+		{"text", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}`},
+		{"tool call", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"query\": \"rates"}}]},"finish_reason":null}]}`},
+		{"usage", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":340,"total_tokens":1540,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`},
+	} {
+		data := []byte(c.data)
+		b.Run(c.name+"/by hand", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var c chunk
+				_ = decodeChunk(data, &c)
+			}
+		})
+		b.Run(c.name+"/encoding/json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var c chunk
+				_ = json.Unmarshal(data, &c)
+			}
+		})
+	}
 }
