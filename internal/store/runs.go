@@ -285,7 +285,7 @@ func checkEvents(events []run.Event) error {
 			return fault.New(fault.Invalid, "event of run %q: seq %d is not 1 or more", e.RunID, e.Seq)
 		case e.Type == "":
 			return fault.New(fault.Invalid, "event %d of run %q: type is required", e.Seq, e.RunID)
-		case e.Data != nil && !json.Valid(e.Data):
+		case e.Data != nil && !validJSON(e.Data):
 			return fault.New(fault.Invalid, "event %d of run %q: data is not JSON", e.Seq, e.RunID)
 		}
 	}
