@@ -48,3 +48,11 @@ func (s *Service) Subscribe(ctx context.Context, u *auth.User, runID string, aft
 	}()
 	return evs, ch, func() { cancel(); stop() }, nil
 }
+
+// WriterRunning reports whether the goroutine of s's writer runs.
+func WriterRunning(s *Service) bool {
+	w := s.writer()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
+}

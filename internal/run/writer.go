@@ -184,7 +184,9 @@ func (w *writer) loop() {
 			}
 		}
 		w.mu.Lock()
-		if w.writing { // a caller of finish writes: it wakes this one after
+		if w.writing || w.idleLocked() {
+			// A caller of finish writes (it wakes this one after), or wrote
+			// everything while this one waited: nothing for it to write now.
 			w.mu.Unlock()
 			continue
 		}

@@ -285,3 +285,72 @@ func (b *bundle) stored(id string, n int) func() bool {
 		return err == nil && len(d.Events) >= n
 	}
 }
+
+// batchCounter is a store that counts the batches written, and those with
+// nothing in them.
+type batchCounter struct {
+	run.Store
+	batches, empty atomic.Int32
+}
+
+func (s *batchCounter) WriteBatch(ctx context.Context, b *run.Batch) error {
+	s.batches.Add(1)
+	if len(b.Events) == 0 && len(b.ToolCalls) == 0 && len(b.Requests) == 0 && len(b.Messages) == 0 && len(b.Runs) == 0 {
+		s.empty.Add(1)
+	}
+	return s.Store.WriteBatch(ctx, b)
+}
+
+// byQuestion answers "slow" as a gatedModel does and anything else at once.
+type byQuestion struct{ slow *gatedModel }
+
+func (m byQuestion) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	if last := req.Messages[len(req.Messages)-1]; last.Content == "slow" {
+		return m.slow.Stream(ctx, req, emit)
+	}
+	emit(llm.Event{Kind: llm.EventText, Text: "quick"})
+	return &llm.Turn{Text: "quick", FinishReason: "stop"}, nil
+}
+
+// A run that ends while another streams writes what the other has waiting
+// with its own end; the writer's goroutine, which was to write it later,
+// then finds nothing to write, and writes nothing: no empty transaction.
+func TestNoEmptyBatches(t *testing.T) {
+	slow := &gatedModel{first: 1, emitted: make(chan struct{}), gate: make(chan struct{})}
+	b := setup(t, byQuestion{slow})
+	counter := &batchCounter{Store: b.svc.Store}
+	b.svc.Store = counter
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	a, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-slow.emitted // a's first events wait for the writer's goroutine
+	q, err := b.svc.Start(ctx, b.user, run.ChatRequest{AgentID: "calc", Text: "quick"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Wait(ctx, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return !run.WriterRunning(b.svc) })
+	close(slow.gate)
+	if err := b.svc.Wait(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.empty.Load(); n > 0 {
+		t.Errorf("%d of %d batches written had nothing in them", n, counter.batches.Load())
+	}
+	for _, id := range []string{a.ID, q.ID} {
+		d, err := b.svc.Get(ctx, b.user, id)
+		if err != nil || d.Status != run.StatusSucceeded || len(d.Events) == 0 || d.Events[len(d.Events)-1].Type != run.EventRunFinished {
+			t.Fatalf("run %s after: %v", id, err)
+		}
+		for i, e := range d.Events {
+			if e.Seq != int64(i+1) {
+				t.Errorf("run %s: event %d has seq %d", id, i, e.Seq)
+			}
+		}
+	}
+}
