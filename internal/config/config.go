@@ -978,7 +978,7 @@ func Default() *Config {
 			LogLevel:        "info",
 			LogFormat:       "text",
 			MemoryLimitMB:   256,
-			GCPercent:       200,
+			GCPercent:       150,
 
 			ReadHeaderTimeout: Duration{10 * time.Second},
 			ReadTimeout:       Duration{5 * time.Minute},

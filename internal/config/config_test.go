@@ -90,7 +90,7 @@ func TestDefaultsWithoutFile(t *testing.T) {
 		{"log_level", c.Server.LogLevel, "info"},
 		{"log_format", c.Server.LogFormat, "text"},
 		{"memory_limit_mb", c.Server.MemoryLimitMB, int64(256)},
-		{"gc_percent", c.Server.GCPercent, 200},
+		{"gc_percent", c.Server.GCPercent, 150},
 		{"connect_timeout", c.Database.ConnectTimeout.Duration, 30 * time.Second},
 		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 50},
 		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
