@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -447,13 +448,26 @@ func (db *DB) listEvents(ctx context.Context, q querier, runID string, after int
 	return events, nil
 }
 
-// batchedEvent is one event in a row of run_event_batches: its data as it
-// was stored, and its time in microseconds since the Unix epoch.
+// batchedEvent is an element of a row of run_event_batches: one event, its
+// data as it was stored and its time in microseconds since the Unix epoch;
+// or a stretch of message.delta events of one agent, numbered one after
+// another from Seq (a delta run).
+//
+// A stretch keeps of each event only its text, as the JSON string its data
+// held (Texts), and its time as microseconds after the one before it
+// (After; the first's is At): the data of each is the agent's and its text
+// put back together, `{"agent_id":` Agent `,"text":` text `}`, byte for byte
+// as it came (deltaParts). A streamed answer's events are nearly all such,
+// and each is stored in a tenth of the bytes.
 type batchedEvent struct {
 	Seq  int64           `json:"seq"`
 	Type string          `json:"type"`
 	At   int64           `json:"at"`
 	Data json.RawMessage `json:"data,omitempty"`
+
+	Agent json.RawMessage   `json:"agent,omitempty"`
+	Texts []json.RawMessage `json:"texts,omitempty"`
+	After []int64           `json:"after,omitempty"`
 }
 
 // appendBatched appends the events of a run_event_batches row to events.
@@ -463,6 +477,22 @@ func appendBatched(events []run.Event, runID string, batch []byte, after int64) 
 		return events, fmt.Errorf("reading a batch of events: %w", err)
 	}
 	for _, b := range in {
+		if b.Texts != nil {
+			if len(b.Agent) == 0 || len(b.After) != len(b.Texts)-1 {
+				return events, fmt.Errorf("reading a batch of events: the stretch of deltas from %d has %d texts and %d times after the first", b.Seq, len(b.Texts), len(b.After))
+			}
+			at := b.At
+			for i, text := range b.Texts {
+				if i > 0 {
+					at += b.After[i-1]
+				}
+				if seq := b.Seq + int64(i); seq > after {
+					events = append(events, run.Event{RunID: runID, Seq: seq, Type: run.Kind(b.Type),
+						CreatedAt: time.UnixMicro(at).UTC(), Data: deltaData(b.Agent, text)})
+				}
+			}
+			continue
+		}
 		if b.Seq <= after {
 			continue
 		}
@@ -473,6 +503,45 @@ func appendBatched(events []run.Event, runID string, batch []byte, after int64) 
 		events = append(events, e)
 	}
 	return events, nil
+}
+
+// The data of a message.delta event as run.Encode writes it, around its two
+// JSON strings.
+const (
+	deltaHead = `{"agent_id":`
+	deltaMid  = `,"text":`
+	deltaTail = `}`
+)
+
+// deltaParts returns the agent and the text of e, each as the JSON string its
+// data holds, when e is a message.delta whose data is exactly
+// {"agent_id":"…","text":"…"} (as run.Encode writes it); ok is false for any
+// other event, whose data is then stored as it is.
+func deltaParts(e *run.Event) (agent, text []byte, ok bool) {
+	d := e.Data
+	if e.Type != run.EventMessageDelta || len(d) < len(deltaHead)+len(deltaMid)+len(deltaTail)+4 || string(d[:len(deltaHead)]) != deltaHead {
+		return nil, nil, false
+	}
+	i, ok := jsonString(d, len(deltaHead))
+	if !ok || len(d)-i < len(deltaMid) || string(d[i:i+len(deltaMid)]) != deltaMid {
+		return nil, nil, false
+	}
+	j, ok := jsonString(d, i+len(deltaMid))
+	if !ok || string(d[j:]) != deltaTail {
+		return nil, nil, false
+	}
+	return d[len(deltaHead):i], d[i+len(deltaMid) : j], true
+}
+
+// deltaData puts a message.delta event's data back together from the JSON
+// strings deltaParts took out of it.
+func deltaData(agent, text []byte) json.RawMessage {
+	b := make([]byte, 0, len(deltaHead)+len(agent)+len(deltaMid)+len(text)+len(deltaTail))
+	b = append(b, deltaHead...)
+	b = append(b, agent...)
+	b = append(b, deltaMid...)
+	b = append(b, text...)
+	return append(b, deltaTail...)
 }
 
 // appendEventBatches stores checked events in tx as rows of
@@ -498,13 +567,13 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		return fmt.Errorf("storing events: %w", err)
 	}
 	defer stmt.Close()
-	var buf []byte
+	var buf, after []byte
 	for _, id := range order {
 		idx := byRun[id]
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(events[a].Seq, events[b].Seq) })
 		buf = append(buf[:0], '[')
-		for n, i := range idx {
-			e := &events[i]
+		for n := 0; n < len(idx); {
+			e := &events[idx[n]]
 			if n > 0 {
 				if prev := events[idx[n-1]].Seq; prev == e.Seq {
 					return fault.New(fault.Conflict, "run %q already has event %d", id, e.Seq)
@@ -512,7 +581,45 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 				buf = append(buf, ',')
 			}
 			e.CreatedAt = db.stamp(e.CreatedAt)
-			buf = appendBatchedEvent(buf, e)
+			agent, text, ok := deltaParts(e)
+			if !ok {
+				buf = appendBatchedEvent(buf, e)
+				n++
+				continue
+			}
+			// The stretch of this agent's deltas that follow one another.
+			buf = appendBatchedHead(buf, e)
+			buf = append(buf, `,"agent":`...)
+			buf = append(buf, agent...)
+			buf = append(buf, `,"texts":[`...)
+			buf = append(buf, text...)
+			after = after[:0]
+			last := e
+			for n++; n < len(idx); n++ {
+				f := &events[idx[n]]
+				if f.Seq != last.Seq+1 {
+					break
+				}
+				fAgent, fText, ok := deltaParts(f)
+				if !ok || !bytes.Equal(fAgent, agent) {
+					break
+				}
+				f.CreatedAt = db.stamp(f.CreatedAt)
+				buf = append(buf, ',')
+				buf = append(buf, fText...)
+				if len(after) > 0 {
+					after = append(after, ',')
+				}
+				after = strconv.AppendInt(after, f.CreatedAt.UnixMicro()-last.CreatedAt.UnixMicro(), 10)
+				last = f
+			}
+			buf = append(buf, ']')
+			if len(after) > 0 {
+				buf = append(buf, `,"after":[`...)
+				buf = append(buf, after...)
+				buf = append(buf, ']')
+			}
+			buf = append(buf, '}')
 		}
 		buf = append(buf, ']')
 		first, last := events[idx[0]].Seq, events[idx[len(idx)-1]].Seq
@@ -532,6 +639,17 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 
 // appendBatchedEvent appends e as a batchedEvent's JSON.
 func appendBatchedEvent(b []byte, e *run.Event) []byte {
+	b = appendBatchedHead(b, e)
+	if e.Data != nil {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// appendBatchedHead appends the start of e's batchedEvent: its seq, type and
+// time, the object left open.
+func appendBatchedHead(b []byte, e *run.Event) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"type":`...)
@@ -544,12 +662,7 @@ func appendBatchedEvent(b []byte, e *run.Event) []byte {
 		b = append(b, t...)
 	}
 	b = append(b, `,"at":`...)
-	b = strconv.AppendInt(b, e.CreatedAt.UnixMicro(), 10)
-	if e.Data != nil {
-		b = append(b, `,"data":`...)
-		b = append(b, e.Data...)
-	}
-	return append(b, '}')
+	return strconv.AppendInt(b, e.CreatedAt.UnixMicro(), 10)
 }
 
 // plainType reports whether an event type needs no escaping in JSON.

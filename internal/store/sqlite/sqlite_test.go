@@ -265,3 +265,52 @@ func TestWriteBatchRunsToItsEnd(t *testing.T) {
 		t.Fatalf("stored %d events (%v), want 3", len(evs), err)
 	}
 }
+
+// A streamed answer's message.delta events are stored in a few bytes each:
+// their texts and times, not each event's whole data.
+func TestDeltasStoredCompactly(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "relay.db")
+	db := open(t, path)
+	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "compact@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := &run.Conversation{ID: "conv_compact", UserID: u.ID, AgentID: "a", Title: "t"}
+	m := &run.Message{ID: "msg_compact", ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
+	r := &run.Run{ID: "run_compact", UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID, Status: run.StatusRunning, StartedAt: &now}
+	if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var b run.Batch
+	for i := range n {
+		b.Events = append(b.Events, run.Event{RunID: r.ID, Seq: int64(i + 1), Type: run.EventMessageDelta,
+			Data: run.Encode(run.MessageDelta{AgentID: "regulatory-search", Text: " tok"}), CreatedAt: now.Add(time.Duration(i) * 10 * time.Millisecond)})
+	}
+	if err := db.WriteBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var size int
+	if err := raw.QueryRowContext(ctx, `SELECT SUM(length(events)) FROM run_event_batches WHERE run_id = ?`, r.ID).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if perEvent := size / n; perEvent > 16 {
+		t.Errorf("%d bytes stored per delta event, want at most 16 (the text and the time after the last)", perEvent)
+	}
+	evs, err := db.ListEvents(ctx, r.ID, 0)
+	if err != nil || len(evs) != n {
+		t.Fatalf("read back %d events (%v), want %d", len(evs), err, n)
+	}
+	for i, e := range evs {
+		if string(e.Data) != string(b.Events[i].Data) || !e.CreatedAt.Equal(b.Events[i].CreatedAt.Truncate(time.Microsecond)) {
+			t.Fatalf("event %d read back as %s at %v; stored %s at %v", i+1, e.Data, e.CreatedAt, b.Events[i].Data, b.Events[i].CreatedAt)
+		}
+	}
+}

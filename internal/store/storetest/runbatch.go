@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,6 +66,68 @@ var runBatchTests = []test{
 		wantKind(t, err, fault.NotFound, "GetConversation after a failed StartRun")
 		_, err = s.GetRun(t.Context(), r.ID)
 		wantKind(t, err, fault.NotFound, "GetRun after a failed StartRun")
+	}},
+	{"WriteBatchDeltaStretches", func(t *testing.T, s store.Store) {
+		// The deltas a run streams are stored in stretches (one agent's, one
+		// after another); every event comes back byte for byte, with its time,
+		// from any seq on.
+		ch := newChat(t, s, "deltas@example.com")
+		id := ch.run.ID
+		base := at(10)
+		var want []run.Event
+		add := func(typ run.Kind, data string, micros int64) {
+			e := run.Event{RunID: id, Seq: int64(len(want) + 1), Type: typ, Data: json.RawMessage(data),
+				CreatedAt: base.Add(time.Duration(micros) * time.Microsecond)}
+			if data == "" {
+				e.Data = nil
+			}
+			want = append(want, e)
+		}
+		add(run.EventRunStarted, `{"run_id":"`+id+`"}`, 0)
+		add(run.EventMessageDelta, `{"agent_id":"calc","text":"The "}`, 10)
+		add(run.EventMessageDelta, `{"agent_id":"calc","text":"sum \"is\" \u00e9 é 😀\n"}`, 2500)
+		add(run.EventMessageDelta, `{"agent_id":"calc","text":""}`, 2499) // a time before the last
+		add(run.EventMessageDelta, `{"agent_id":"other","text":"handed "}`, 9000)
+		add(run.EventMessageDelta, `{"agent_id":"other","text":"over"}`, 9001)
+		add(run.EventMessageDelta, `{"agent_id": "other","text":"spaced"}`, 9002) // not as run.Encode writes it
+		add(run.EventMessageDelta, `{"agent_id":"other","text":"extra","more":1}`, 9003)
+		add(run.EventMessageDelta, `{"text":"no agent"}`, 9004)
+		add(run.EventMessageDelta, `{"agent_id":"other","text":"again"}`, 9005)
+		add(run.EventMessageDelta, "", 9006)
+		add(run.EventMessageDelta, `{"agent_id":"other","text":"after nothing"}`, 9007)
+		add(run.EventToolStarted, `{"agent_id":"calc","text":"not a delta"}`, 9008)
+		add(run.EventMessageDelta, `{"agent_id":"calc","text":"last"}`, 10000)
+		// Two batches, the second's first delta continuing the first's last.
+		first, second := slices.Clone(want[:6]), slices.Clone(want[6:])
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: first}), "WriteBatch")
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: second}), "WriteBatch")
+		// A gap in the seqs ends a stretch too.
+		gap := run.Event{RunID: id, Seq: int64(len(want) + 2), Type: run.EventMessageDelta,
+			Data: json.RawMessage(`{"agent_id":"calc","text":"after a gap"}`), CreatedAt: base}
+		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{
+			{RunID: id, Seq: int64(len(want) + 1), Type: run.EventMessageDelta, Data: json.RawMessage(`{"agent_id":"calc","text":"x"}`), CreatedAt: base},
+			gap,
+		}}), "WriteBatch")
+		want = append(want, run.Event{RunID: id, Seq: int64(len(want) + 1), Type: run.EventMessageDelta, Data: json.RawMessage(`{"agent_id":"calc","text":"x"}`), CreatedAt: base}, gap)
+		for after := int64(0); after <= int64(len(want)+1); after++ {
+			got := listEvents(t, s, id, after)
+			var exp []run.Event
+			for _, e := range want {
+				if e.Seq > after {
+					e.CreatedAt = stored(e.CreatedAt)
+					exp = append(exp, e)
+				}
+			}
+			if exp == nil {
+				exp = []run.Event{}
+			}
+			if d := cmp.Diff(exp, got); d != "" {
+				t.Fatalf("ListEvents after %d (-want +got):\n%s", after, d)
+			}
+		}
+		// A seq twice in a stretch is refused, as anywhere.
+		dup := run.Event{RunID: id, Seq: 100, Type: run.EventMessageDelta, Data: json.RawMessage(`{"agent_id":"calc","text":"d"}`), CreatedAt: base}
+		wantKind(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{dup, dup}}), fault.Conflict, "WriteBatch with a seq twice")
 	}},
 	{"WriteBatch", func(t *testing.T, s store.Store) {
 		a, b := newChat(t, s, "a@example.com"), newChat(t, s, "b@example.com")
