@@ -74,10 +74,12 @@ var (
 	functionKeys = []string{"name", "arguments"}
 )
 
-// knownKey reports whether key is one of keys but for case.
+// knownKey reports whether key is one of keys but for case, as
+// encoding/json folds it: with Unicode's simple folding, so that "ſ" (U+017F)
+// is an "s" and the Kelvin sign a "k", of another length in bytes.
 func knownKey(key []byte, keys []string) bool {
 	for _, k := range keys {
-		if len(key) == len(k) && bytes.EqualFold(key, []byte(k)) {
+		if bytes.EqualFold(key, []byte(k)) {
 			return true
 		}
 	}
@@ -264,9 +266,14 @@ func (s *scan) usage(u *llm.Usage) bool {
 
 // scan reads JSON from b at i.
 type scan struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // of the values skip is inside
 }
+
+// maxSkipDepth is how deep skip goes into values no field asks for; deeper
+// ones are left to encoding/json, which refuses those past 10,000 levels.
+const maxSkipDepth = 100
 
 func (s *scan) ws() {
 	for s.i < len(s.b) {
@@ -416,26 +423,14 @@ func (s *scan) skip() bool {
 		return false
 	}
 	switch c := s.b[s.i]; {
-	case c == '{':
-		return s.object(func([]byte) bool { return s.skip() })
-	case c == '[':
-		s.i++
-		s.ws()
-		if s.lit(']') {
-			return true
+	case c == '{' || c == '[':
+		if s.depth >= maxSkipDepth {
+			return false
 		}
-		for {
-			if !s.skip() {
-				return false
-			}
-			s.ws()
-			if s.lit(']') {
-				return true
-			}
-			if !s.lit(',') {
-				return false
-			}
-		}
+		s.depth++
+		ok := s.skipNested(c)
+		s.depth--
+		return ok
 	case c == '"':
 		_, ok := s.str()
 		return ok
@@ -459,4 +454,28 @@ func (s *scan) skip() bool {
 		return true
 	}
 	return false
+}
+
+// skipNested consumes the object or array that c starts, at s.i.
+func (s *scan) skipNested(c byte) bool {
+	if c == '{' {
+		return s.object(func([]byte) bool { return s.skip() })
+	}
+	s.i++
+	s.ws()
+	if s.lit(']') {
+		return true
+	}
+	for {
+		if !s.skip() {
+			return false
+		}
+		s.ws()
+		if s.lit(']') {
+			return true
+		}
+		if !s.lit(',') {
+			return false
+		}
+	}
 }

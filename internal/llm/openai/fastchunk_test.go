@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -59,6 +60,17 @@ var chunkSamples = []struct {
 	{`{"choices":[{"index":0,"delta":{"tool_calls":[null]}}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":"0"}]}}]}`, false},
 	{`{"choices":[{"index":0,"delta":{"tool_calls":{"index":0}}}]}`, false},
+	// Keys json matches with Unicode's folding: ſ (U+017F) is an s, K (U+212A) a k.
+	{`{"choice` + "\u017f" + `":[{"index":0,"delta":{"content":"x"}}]}`, false},
+	{`{"choices":[],"u` + "\u017f" + `age":{"prompt_tokens":5}}`, false},
+	{`{"choices":[],"usage":{"prompt_to` + "\u212a" + `ens":5}}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_call` + "\u017f" + `":[{"index":0}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"argument` + "\u017f" + `":"a"}}]}}]}`, false},
+	{`{"choices":[{"index":0,"finish_rea` + "\u017f" + `on":"stop"}]}`, false},
+	// Nesting past what encoding/json takes, and just under what is skipped by hand.
+	{`{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"choices":[]}`, false},
+	{`{"x":` + strings.Repeat("[", maxSkipDepth) + strings.Repeat("]", maxSkipDepth) + `,"choices":[]}`, true},
+	{`{"x":` + strings.Repeat("[", maxSkipDepth+1) + strings.Repeat("]", maxSkipDepth+1) + `,"choices":[]}`, false},
 	{`{"choices":[{"index":0,"delta":{"content":"tab\tand \"quotes\" and \u00e9 \ud83d\ude00"}}]}`, true},
 	{"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff byte\"}}]}", true},
 	{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"parts"}]}}]}`, false},
