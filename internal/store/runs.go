@@ -545,8 +545,9 @@ func deltaData(agent, text []byte) json.RawMessage {
 }
 
 // appendEventBatches stores checked events in tx as rows of
-// run_event_batches, one per run, each holding the run's events in Seq order,
-// and writes their stored times back. A Seq twice for one run is
+// run_event_batches, one per run, each holding the run's events in Seq order
+// (a message.delta stretch as one element, batchedEvent), and writes their
+// stored times back. A Seq twice for one run is
 // fault.Conflict, as is a batch starting at a Seq a batch of the run started
 // at; the Seqs are not checked against the run's other stored events.
 func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.Event) error {
@@ -581,45 +582,11 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 				buf = append(buf, ',')
 			}
 			e.CreatedAt = db.stamp(e.CreatedAt)
-			agent, text, ok := deltaParts(e)
-			if !ok {
-				buf = appendBatchedEvent(buf, e)
-				n++
-				continue
+			var took int
+			if buf, after, took = db.appendStretch(buf, after, events, idx[n:]); took == 0 {
+				buf, took = appendBatchedEvent(buf, e), 1
 			}
-			// The stretch of this agent's deltas that follow one another.
-			buf = appendBatchedHead(buf, e)
-			buf = append(buf, `,"agent":`...)
-			buf = append(buf, agent...)
-			buf = append(buf, `,"texts":[`...)
-			buf = append(buf, text...)
-			after = after[:0]
-			last := e
-			for n++; n < len(idx); n++ {
-				f := &events[idx[n]]
-				if f.Seq != last.Seq+1 {
-					break
-				}
-				fAgent, fText, ok := deltaParts(f)
-				if !ok || !bytes.Equal(fAgent, agent) {
-					break
-				}
-				f.CreatedAt = db.stamp(f.CreatedAt)
-				buf = append(buf, ',')
-				buf = append(buf, fText...)
-				if len(after) > 0 {
-					after = append(after, ',')
-				}
-				after = strconv.AppendInt(after, f.CreatedAt.UnixMicro()-last.CreatedAt.UnixMicro(), 10)
-				last = f
-			}
-			buf = append(buf, ']')
-			if len(after) > 0 {
-				buf = append(buf, `,"after":[`...)
-				buf = append(buf, after...)
-				buf = append(buf, ']')
-			}
-			buf = append(buf, '}')
+			n += took
 		}
 		buf = append(buf, ']')
 		first, last := events[idx[0]].Seq, events[idx[len(idx)-1]].Seq
@@ -635,6 +602,52 @@ func (db *DB) appendEventBatches(ctx context.Context, tx *sql.Tx, events []run.E
 		}
 	}
 	return nil
+}
+
+// appendStretch appends to b the batchedEvent of the stretch of deltas that
+// starts at events[idx[0]], its time stamped, when deltaParts takes that
+// event apart: it and those that follow it with the next seqs, of the same
+// agent, taken apart as well. It returns b, after (the scratch space of the
+// times after the first) and how many events the stretch took: none when
+// the first is not such a delta.
+func (db *DB) appendStretch(b, after []byte, events []run.Event, idx []int) ([]byte, []byte, int) {
+	e := &events[idx[0]]
+	agent, text, ok := deltaParts(e)
+	if !ok {
+		return b, after, 0
+	}
+	b = appendBatchedHead(b, e)
+	b = append(b, `,"agent":`...)
+	b = append(b, agent...)
+	b = append(b, `,"texts":[`...)
+	b = append(b, text...)
+	after = after[:0]
+	n, last := 1, e
+	for ; n < len(idx); n++ {
+		f := &events[idx[n]]
+		if f.Seq != last.Seq+1 {
+			break
+		}
+		fAgent, fText, ok := deltaParts(f)
+		if !ok || !bytes.Equal(fAgent, agent) {
+			break
+		}
+		f.CreatedAt = db.stamp(f.CreatedAt)
+		b = append(b, ',')
+		b = append(b, fText...)
+		if len(after) > 0 {
+			after = append(after, ',')
+		}
+		after = strconv.AppendInt(after, f.CreatedAt.UnixMicro()-last.CreatedAt.UnixMicro(), 10)
+		last = f
+	}
+	b = append(b, ']')
+	if len(after) > 0 {
+		b = append(b, `,"after":[`...)
+		b = append(b, after...)
+		b = append(b, ']')
+	}
+	return append(b, '}'), after, n
 }
 
 // appendBatchedEvent appends e as a batchedEvent's JSON.
