@@ -92,19 +92,12 @@ func (s *scan) choices(c *chunk) bool {
 		c.Choices = nil
 		return true
 	}
-	if !s.lit('[') {
-		return false
-	}
-	s.ws()
 	c.Choices = make([]choice, 0, 1)
-	if s.lit(']') {
-		return true
-	}
-	for {
+	return s.array(func() bool {
 		c.Choices = append(c.Choices, choice{})
 		ch := &c.Choices[len(c.Choices)-1]
 		seenDelta := false
-		ok := s.object(func(key []byte) bool {
+		return s.object(func(key []byte) bool {
 			switch string(key) {
 			case "index":
 				n, ok := s.integer()
@@ -140,17 +133,7 @@ func (s *scan) choices(c *chunk) bool {
 			}
 			return !knownKey(key, choiceKeys) && s.skip()
 		})
-		if !ok {
-			return false
-		}
-		s.ws()
-		if s.lit(']') {
-			return true
-		}
-		if !s.lit(',') {
-			return false
-		}
-	}
+	})
 }
 
 // delta reads a delta holding text (content a string or null) or pieces of
@@ -185,18 +168,12 @@ func (s *scan) toolCalls(d *delta) bool {
 		d.ToolCalls = nil
 		return true
 	}
-	if !s.lit('[') {
-		return false
-	}
 	d.ToolCalls = make([]toolCallDelta, 0, 1) // [] is an empty slice, not nil
-	if s.lit(']') {
-		return true
-	}
-	for {
+	return s.array(func() bool {
 		d.ToolCalls = append(d.ToolCalls, toolCallDelta{})
 		tc := &d.ToolCalls[len(d.ToolCalls)-1]
 		seenFunction := false
-		ok := s.object(func(key []byte) bool {
+		return s.object(func(key []byte) bool {
 			switch string(key) {
 			case "index":
 				if s.null() {
@@ -231,16 +208,7 @@ func (s *scan) toolCalls(d *delta) bool {
 			}
 			return !knownKey(key, toolCallKeys) && s.skip()
 		})
-		if !ok {
-			return false
-		}
-		if s.lit(']') {
-			return true
-		}
-		if !s.lit(',') {
-			return false
-		}
-	}
+	})
 }
 
 // usage reads a usage object; a count that is not a whole number (or null,
@@ -461,16 +429,22 @@ func (s *scan) skipNested(c byte) bool {
 	if c == '{' {
 		return s.object(func([]byte) bool { return s.skip() })
 	}
-	s.i++
-	s.ws()
+	return s.array(s.skip)
+}
+
+// array reads an array, calling elem with the scanner at each element; elem
+// must consume it.
+func (s *scan) array(elem func() bool) bool {
+	if !s.lit('[') {
+		return false
+	}
 	if s.lit(']') {
 		return true
 	}
 	for {
-		if !s.skip() {
+		if !elem() {
 			return false
 		}
-		s.ws()
 		if s.lit(']') {
 			return true
 		}
