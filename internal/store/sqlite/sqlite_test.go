@@ -236,17 +236,8 @@ func TestUserDeletionRemovesShares(t *testing.T) {
 func TestWriteBatchRunsToItsEnd(t *testing.T) {
 	ctx := t.Context()
 	db := open(t, filepath.Join(t.TempDir(), "relay.db"))
-	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "ends@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startRun(t, db, "ends")
 	now := time.Now()
-	c := &run.Conversation{ID: "conv_ends", UserID: u.ID, AgentID: "a", Title: "t"}
-	m := &run.Message{ID: "msg_ends", ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
-	r := &run.Run{ID: "run_ends", UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID, Status: run.StatusRunning, StartedAt: &now}
-	if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
-		t.Fatal(err)
-	}
 	batch := func(seq int64) *run.Batch {
 		return &run.Batch{Events: []run.Event{{RunID: r.ID, Seq: seq, Type: run.EventMessageDelta, Data: []byte(`{"text":"x"}`), CreatedAt: now}}}
 	}
@@ -272,17 +263,8 @@ func TestDeltasStoredCompactly(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "relay.db")
 	db := open(t, path)
-	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: "compact@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startRun(t, db, "compact")
 	now := time.Now()
-	c := &run.Conversation{ID: "conv_compact", UserID: u.ID, AgentID: "a", Title: "t"}
-	m := &run.Message{ID: "msg_compact", ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
-	r := &run.Run{ID: "run_compact", UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID, Status: run.StatusRunning, StartedAt: &now}
-	if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
-		t.Fatal(err)
-	}
 	const n = 200
 	var b run.Batch
 	for i := range n {
@@ -313,4 +295,23 @@ func TestDeltasStoredCompactly(t *testing.T) {
 			t.Fatalf("event %d read back as %s at %v; stored %s at %v", i+1, e.Data, e.CreatedAt, b.Events[i].Data, b.Events[i].CreatedAt)
 		}
 	}
+}
+
+// startRun stores a running run of a new user, in a new conversation, all
+// named after name.
+func startRun(t *testing.T, db *store.DB, name string) *run.Run {
+	t.Helper()
+	ctx := t.Context()
+	u, err := auth.NewService(db, nil).CreateUser(ctx, auth.NewUser{Email: name + "@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c := &run.Conversation{ID: "conv_" + name, UserID: u.ID, AgentID: "a", Title: "t"}
+	m := &run.Message{ID: "msg_" + name, ConversationID: c.ID, Role: run.RoleUser, Text: "hi"}
+	r := &run.Run{ID: "run_" + name, UserID: u.ID, AgentID: "a", ConversationID: c.ID, UserMessageID: m.ID, Status: run.StatusRunning, StartedAt: &now}
+	if err := db.StartRun(ctx, &run.RunStart{Conversation: c, NewConversation: true, Message: m, Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
