@@ -36,16 +36,15 @@ func (sb *sub) put(e Event) bool {
 		return true
 	}
 	sb.mu.Lock()
-	if len(sb.queue) >= subBuffer {
+	kept := len(sb.queue) < subBuffer
+	if kept {
+		sb.queue = append(sb.queue, e)
+	} else {
 		sb.over = true
-		sb.mu.Unlock()
-		sb.signal()
-		return false
 	}
-	sb.queue = append(sb.queue, e)
 	sb.mu.Unlock()
 	sb.signal()
-	return true
+	return kept
 }
 
 // close ends the subscription: what is queued is still taken.
