@@ -90,6 +90,9 @@ func (a *ArgsSchema) Validate(args json.RawMessage) error {
 	if a.c.resolved == nil {
 		return nil // an unusable schema is not enforced; see ValidateArgs
 	}
+	if a.c.flat != nil && a.c.flat.accepts(instance) {
+		return nil
+	}
 	if err := a.c.resolved.Validate(instance); err != nil {
 		return explain(err, a.c.doc, instance)
 	}
@@ -99,6 +102,7 @@ func (a *ArgsSchema) Validate(args json.RawMessage) error {
 // compiledSchema is a compiled input schema.
 type compiledSchema struct {
 	resolved *jsonschema.Resolved // nil: accept any object
+	flat     *flatSchema          // the schema checked without jsonschema-go, when it is simple enough; nil otherwise
 	doc      any                  // the schema as plain JSON values, to quote enum and const in errors
 	err      error                // why the schema cannot be enforced
 }
@@ -205,7 +209,134 @@ func compile(raw []byte) *compiledSchema {
 	if err != nil {
 		return &compiledSchema{err: fmt.Errorf("input schema: %w", err)}
 	}
-	return &compiledSchema{resolved: rs, doc: doc}
+	cs := &compiledSchema{resolved: rs, doc: doc}
+	if d, ok := doc.(map[string]any); ok {
+		cs.flat = flatten(d)
+	}
+	return cs
+}
+
+// flatSchema is an input schema that says no more than which properties the
+// arguments must have, each property's JSON type, and whether others may be
+// there: what most tools' schemas say. Arguments it accepts are valid; those
+// it does not are handed to jsonschema-go, which says why. It spares a tool
+// call jsonschema-go's walk through the arguments, most of the cost of
+// validating them.
+type flatSchema struct {
+	types    map[string]string // property → its JSON type; "" for any
+	required []string
+	closed   bool // additionalProperties: false
+}
+
+// Keywords that say nothing about whether a value is valid.
+var annotations = map[string]bool{
+	"$schema": true, "$comment": true, "title": true, "description": true,
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+}
+
+// jsonTypes are the values of "type" a flatSchema checks.
+var jsonTypes = map[string]bool{
+	"null": true, "boolean": true, "integer": true, "number": true, "string": true, "array": true, "object": true,
+}
+
+// flatten returns the flatSchema of a schema, or nil if it says more than one
+// can (any keyword but annotations, "type": "object", "properties",
+// "required" and a boolean "additionalProperties"; a property's schema
+// anything but annotations and one "type").
+func flatten(doc map[string]any) *flatSchema {
+	f := &flatSchema{types: map[string]string{}}
+	for k, v := range doc {
+		switch {
+		case annotations[k]:
+		case k == "type":
+			if v != "object" {
+				return nil
+			}
+		case k == "additionalProperties":
+			b, ok := v.(bool)
+			if !ok {
+				return nil
+			}
+			f.closed = !b
+		case k == "required":
+			names, ok := v.([]any)
+			if !ok {
+				return nil
+			}
+			for _, n := range names {
+				s, ok := n.(string)
+				if !ok {
+					return nil
+				}
+				f.required = append(f.required, s)
+			}
+		case k == "properties":
+			props, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			for name, p := range props {
+				t, ok := flatType(p)
+				if !ok {
+					return nil
+				}
+				f.types[name] = t
+			}
+		default:
+			return nil
+		}
+	}
+	return f
+}
+
+// flatType is the JSON type a property's schema asks for ("" for any), if it
+// asks for nothing else.
+func flatType(schema any) (string, bool) {
+	if b, ok := schema.(bool); ok {
+		return "", b
+	}
+	m, ok := schema.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	t := ""
+	for k, v := range m {
+		switch {
+		case annotations[k]:
+		case k == "type":
+			s, ok := v.(string)
+			if !ok || !jsonTypes[s] {
+				return "", false
+			}
+			t = s
+		default:
+			return "", false
+		}
+	}
+	return t, true
+}
+
+// accepts reports whether args are valid; false means they may not be.
+func (f *flatSchema) accepts(args map[string]any) bool {
+	for _, name := range f.required {
+		if _, ok := args[name]; !ok {
+			return false
+		}
+	}
+	for k, v := range args {
+		t, ok := f.types[k]
+		switch {
+		case !ok:
+			if f.closed {
+				return false
+			}
+		case t == "", t == jsonTypeOf(v):
+		case t == "number" && jsonTypeOf(v) == "integer":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // jsonTypeOf names the JSON type of a decoded value the way JSON Schema does.

@@ -195,3 +195,94 @@ func BenchmarkValidateArgs(b *testing.B) {
 		}
 	}
 }
+
+// Schemas a flatSchema checks, and arguments to check against them.
+var (
+	flatSchemas = []string{
+		numberA,
+		closed,
+		`{"type":"object","properties":{"a":{"type":"number","description":"first"},"b":{"type":"number"}},"required":["a","b"],"additionalProperties":false}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","title":"search",
+			"properties":{"query":{"type":"string"},"top_k":{"type":"integer","default":5},"strict":{"type":"boolean"},
+			"filters":{"type":"object"},"ids":{"type":"array"},"nothing":{"type":"null"},"any":{},"yes":true},
+			"required":["query"]}`,
+		`{"properties":{"a":{"type":"string"}},"required":["b"]}`,
+	}
+	flatArgs = []string{
+		`{}`, ``, `null`, `{"a":1}`, `{"a":1.5}`, `{"a":-0}`, `{"a":1e300}`, `{"a":"1"}`, `{"a":null}`, `{"a":true}`,
+		`{"a":1,"b":2}`, `{"a":1,"b":"2"}`, `{"a":1,"a":"x"}`, `{"a":"x","a":1}`, `{"b":2}`, `{"c":3}`,
+		`{"query":"q"}`, `{"query":"q","top_k":3}`, `{"query":"q","top_k":3.5}`, `{"query":"q","top_k":3.0}`,
+		`{"query":"q","strict":false,"filters":{"x":[1]},"ids":["a",2],"nothing":null,"any":[{}],"yes":"y"}`,
+		`{"query":"q","filters":[]}`, `{"query":"q","ids":{}}`, `{"query":"q","nothing":0}`, `{"query":1}`,
+		`{"query":"q","extra":{"deep":[1,2]}}`, `{"QUERY":"q"}`, `{"a":"x","b":2}`, `{"b":"x"}`,
+	}
+)
+
+// A flat schema accepts exactly what jsonschema-go accepts.
+func TestFlatSchemaIsJSONSchema(t *testing.T) {
+	for _, schema := range flatSchemas {
+		c := CompileArgsSchema(json.RawMessage(schema))
+		if c.c.flat == nil {
+			t.Fatalf("schema %s is not flat", schema)
+		}
+		for _, args := range flatArgs {
+			instance, err := decodeArgs(json.RawMessage(args))
+			if err != nil {
+				t.Fatalf("decode %s: %v", args, err)
+			}
+			flat := c.c.flat.accepts(instance)
+			full := c.c.resolved.Validate(instance) == nil
+			if flat != full {
+				t.Errorf("schema %s, args %s: flat accepts %v, jsonschema-go %v", schema, args, flat, full)
+			}
+		}
+	}
+}
+
+// Schemas that say more than a flatSchema can are left to jsonschema-go.
+func TestFlatSchemaOnlyWhenFlat(t *testing.T) {
+	for _, schema := range []string{nested, weather, defs, zodDraft07, tuple,
+		`{"type":"object","properties":{"a":{"type":["string","null"]}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","minLength":1}}}`,
+		`{"type":"object","properties":{"a":false}}`,
+		`{"type":"object","additionalProperties":{"type":"string"}}`,
+		`{"type":"object","properties":{"a":{"type":"string"}},"minProperties":1}`,
+		`{"type":"object","properties":{"a":{"type":"text"}}}`,
+		`{"type":"object","required":"a"}`,
+	} {
+		if c := CompileArgsSchema(json.RawMessage(schema)); c.c.flat != nil {
+			t.Errorf("schema %s is taken as flat", schema)
+		}
+	}
+}
+
+func FuzzFlatSchema(f *testing.F) {
+	for _, args := range flatArgs {
+		f.Add(args)
+	}
+	compiled := make([]*ArgsSchema, len(flatSchemas))
+	for i, s := range flatSchemas {
+		compiled[i] = CompileArgsSchema(json.RawMessage(s))
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		instance, err := decodeArgs(json.RawMessage(args))
+		if err != nil {
+			return
+		}
+		for i, c := range compiled {
+			if flat, full := c.c.flat.accepts(instance), c.c.resolved.Validate(instance) == nil; flat != full {
+				t.Errorf("schema %s, args %s: flat accepts %v, jsonschema-go %v", flatSchemas[i], args, flat, full)
+			}
+		}
+	})
+}
+
+func BenchmarkValidateFlatArgs(b *testing.B) {
+	compiled := CompileArgsSchema(json.RawMessage(flatSchemas[2]))
+	args := json.RawMessage(`{"a":2,"b":3}`)
+	for b.Loop() {
+		if err := compiled.Validate(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
