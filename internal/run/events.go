@@ -156,16 +156,33 @@ type Event struct {
 	Type      Kind            `json:"type"`
 	Data      json.RawMessage `json:"data"`
 	CreatedAt time.Time       `json:"created_at"`
+	// made is the payload of a run.finished event made in this process, which
+	// its readers here (the answer of POST /v1/chat/completions) need whole:
+	// kept so that they do not decode what was just encoded. Nil for other
+	// events and for events read back.
+	made Payload
 }
 
 // newEvent is the event of run runID numbered seq that says p.
 func newEvent(runID string, seq int64, p Payload) Event {
-	return Event{RunID: runID, Seq: seq, Type: p.kind(), Data: Encode(p), CreatedAt: time.Now().UTC()}
+	e := Event{RunID: runID, Seq: seq, Type: p.kind(), Data: Encode(p), CreatedAt: time.Now().UTC()}
+	if f, ok := p.(RunFinished); ok {
+		e.made = f
+	}
+	return e
 }
 
 // Payload returns what the event says, as the type of its kind: its Data
-// decoded (Decode).
-func (e Event) Payload() (Payload, error) { return Decode(e.Type, e.Data) }
+// decoded (Decode). For a run.finished event made in this process it is the
+// payload the event was made from, shared with its other readers (read it,
+// never change it), which also holds what its JSON leaves out (the Contexts
+// of its tool records).
+func (e Event) Payload() (Payload, error) {
+	if e.made != nil {
+		return e.made, nil
+	}
+	return Decode(e.Type, e.Data)
+}
 
 // Encode is the JSON of an event's payload, as it is stored and streamed:
 // texts as the model wrote them (no HTML escaping).

@@ -100,3 +100,26 @@ func TestEventPayload(t *testing.T) {
 		t.Error("bad data decoded")
 	}
 }
+
+// The run.finished event a run makes hands its readers in the process the
+// payload it was made from, which says what its data says.
+func TestFinishedPayloadKept(t *testing.T) {
+	answer := eventSamples()["run.finished"].(run.RunFinished).Message
+	r := &run.Run{ID: "run_1", AgentID: "support", Status: run.StatusFailed, Error: "the process ended"}
+	evs := run.FailedEnd(r, answer, 4)
+	last := evs[len(evs)-1]
+	p, err := last.Payload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.(run.RunFinished).Message != answer {
+		t.Error("run.finished's payload is not the one it was made from")
+	}
+	decoded, err := run.Decode(last.Type, last.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(decoded, p); diff != "" {
+		t.Errorf("payload kept differs from the data decoded (-data +kept):\n%s", diff)
+	}
+}
