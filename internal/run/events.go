@@ -172,6 +172,12 @@ func newEvent(runID string, seq int64, p Payload) Event {
 	return e
 }
 
+// Equal reports whether e and o are the same event: the same run, seq, kind,
+// data and time.
+func (e Event) Equal(o Event) bool {
+	return e.RunID == o.RunID && e.Seq == o.Seq && e.Type == o.Type && bytes.Equal(e.Data, o.Data) && e.CreatedAt.Equal(o.CreatedAt)
+}
+
 // Payload returns what the event says, as the type of its kind: its Data
 // decoded (Decode). For a run.finished event made in this process it is the
 // payload the event was made from, shared with its other readers (read it,

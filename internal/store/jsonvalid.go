@@ -2,42 +2,156 @@ package store
 
 import "encoding/json"
 
-// validJSON reports whether b is JSON, as json.Valid does. The data of
-// nearly every event a run streams is a small object of strings
-// ({"agent_id":…,"text":…}), recognised here in one tight pass; anything
-// else is left to json.Valid.
+// validJSON reports whether b is JSON, as json.Valid does, in one tight pass
+// (json.Valid steps a state machine through a function call a byte): every
+// event's data and every model request's body a run stores is checked.
+// Values nested deeper than maxJSONDepth are left to json.Valid, which
+// refuses those past its own limit.
 func validJSON(b []byte) bool {
-	return stringObject(b) || json.Valid(b)
+	v := jsonValidator{b: b}
+	i, ok := v.value(v.space(0), 0)
+	if v.deep {
+		return json.Valid(b)
+	}
+	return ok && v.space(i) == len(b)
 }
 
-// stringObject reports whether b is an object whose keys and values are all
-// strings, written without white space. False means only that b is not
-// that: it may still be JSON.
-func stringObject(b []byte) bool {
-	if len(b) < 2 || b[0] != '{' {
-		return false
+// maxJSONDepth is how deep validJSON follows objects and arrays itself.
+const maxJSONDepth = 100
+
+type jsonValidator struct {
+	b    []byte
+	deep bool // a value nested past maxJSONDepth was met
+}
+
+// space returns the index of the first byte from i that is not white space.
+func (v *jsonValidator) space(i int) int {
+	for i < len(v.b) {
+		switch v.b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
 	}
-	if len(b) == 2 {
-		return b[1] == '}'
+	return i
+}
+
+// value reads the value that starts at b[i] and returns the index after it,
+// with whether it is valid.
+func (v *jsonValidator) value(i, depth int) (int, bool) {
+	b := v.b
+	if i >= len(b) {
+		return i, false
 	}
-	i := 1
+	switch c := b[i]; {
+	case c == '"':
+		return jsonString(b, i)
+	case c == '{' || c == '[':
+		if depth >= maxJSONDepth {
+			v.deep = true
+			return i, false
+		}
+		return v.container(i, depth)
+	case c == '-' || '0' <= c && c <= '9':
+		return jsonNumber(b, i)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	}
+	return i, false
+}
+
+// container reads the object or array that starts at b[i].
+func (v *jsonValidator) container(i, depth int) (int, bool) {
+	b := v.b
+	closing, object := byte(']'), b[i] == '{'
+	if object {
+		closing = '}'
+	}
+	i = v.space(i + 1)
+	if i < len(b) && b[i] == closing {
+		return i + 1, true
+	}
 	for {
 		var ok bool
-		if i, ok = jsonString(b, i); !ok || i >= len(b) || b[i] != ':' {
-			return false
+		if object {
+			if i, ok = jsonString(b, i); !ok {
+				return i, false
+			}
+			if i = v.space(i); i >= len(b) || b[i] != ':' {
+				return i, false
+			}
+			i = v.space(i + 1)
 		}
-		if i, ok = jsonString(b, i+1); !ok || i >= len(b) {
-			return false
+		if i, ok = v.value(i, depth+1); !ok {
+			return i, false
+		}
+		if i = v.space(i); i >= len(b) {
+			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i++
-		case '}':
-			return i == len(b)-1
+			i = v.space(i + 1)
+		case closing:
+			return i + 1, true
 		default:
-			return false
+			return i, false
 		}
 	}
+}
+
+// jsonNumber reads the number that starts at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// literal reads word (true, false or null) at b[i].
+func literal(b []byte, i int, word string) (int, bool) {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return i, false
+	}
+	return i + len(word), true
 }
 
 // jsonString reads the string that starts at b[i] and returns the index

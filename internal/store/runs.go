@@ -703,7 +703,7 @@ func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelReques
 		return fault.New(fault.Invalid, "model request %d: run id is required", r.Seq)
 	case r.Seq < 1:
 		return fault.New(fault.Invalid, "model request of run %q: seq %d is not 1 or more", r.RunID, r.Seq)
-	case !json.Valid(r.Body):
+	case !validJSON(r.Body):
 		return fault.New(fault.Invalid, "model request %d of run %q: body is not JSON", r.Seq, r.RunID)
 	}
 	sent, finished := db.stamp(r.SentAt), storedPtr(r.FinishedAt)
