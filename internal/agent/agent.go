@@ -76,6 +76,16 @@ type FileSearchResources struct {
 	FileIDs []string `json:"file_ids" yaml:"file_ids"`
 }
 
+// MarshalJSON writes no files as [], never null: `"file_search": {}` reads
+// back as `{"file_ids": []}`.
+func (r FileSearchResources) MarshalJSON() ([]byte, error) {
+	type plain FileSearchResources
+	if r.FileIDs == nil {
+		r.FileIDs = []string{}
+	}
+	return json.Marshal(plain(r))
+}
+
 // Edge connects agents (docs/agents.md "Edges"). From and To may each be one id or a list.
 type Edge struct {
 	From           IDs      `json:"from" yaml:"from"`

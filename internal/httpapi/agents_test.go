@@ -175,6 +175,27 @@ func TestAgentRoundTripsEveryField(t *testing.T) {
 	}
 }
 
+// An agent's file_search without files lists none as [], as OpenAI's API does,
+// not null.
+func TestAgentFileSearchWithoutFiles(t *testing.T) {
+	b := setup(t)
+	var created map[string]any
+	body := `{"name":"No files","provider":"openai","model":"gpt-4o","tools":["file_search"],"tool_resources":{"file_search":{}}}`
+	if code := b.do(t, b.annKey, "POST", "/api/agents", body, &created); code != http.StatusCreated {
+		t.Fatalf("create: status %d: %v", code, created)
+	}
+	var got map[string]any
+	if code := b.do(t, b.annKey, "GET", "/api/agents/"+created["id"].(string), nil, &got); code != http.StatusOK {
+		t.Fatalf("get: status %d", code)
+	}
+	want := map[string]any{"file_search": map[string]any{"file_ids": []any{}}}
+	for name, a := range map[string]map[string]any{"POST": created, "GET": got} {
+		if diff := cmp.Diff(want, a["tool_resources"]); diff != "" {
+			t.Errorf("%s answers tool_resources (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
 func TestAgentVisibility(t *testing.T) {
 	b := setup(t)
 	var private, shared agent.Agent
