@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -234,6 +235,29 @@ func TestAgentVisibility(t *testing.T) {
 	b.do(t, b.adminKey, "GET", "/api/agents", nil, &page)
 	if len(page.Data) != 2 {
 		t.Errorf("admin's list has %d agents, want 2", len(page.Data))
+	}
+}
+
+// A request whose client went away while it was authenticated is no server
+// error: recorded as 499, not logged as a failure.
+func TestClientGoneBeforeAuthenticated(t *testing.T) {
+	b := setup(t)
+	var logged bytes.Buffer
+	api := httpapi.New(httpapi.Options{Auth: b.auth, Agents: b.agents,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	for _, path := range []string{"/api/agents", "/v1/models"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the connection closed: net/http ends the request's context
+		req := httptest.NewRequestWithContext(ctx, "GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+b.annKey)
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		if rec.Code != 499 {
+			t.Errorf("GET %s: status %d, want 499", path, rec.Code)
+		}
+	}
+	if strings.Contains(logged.String(), "level=ERROR") || !strings.Contains(logged.String(), "client went away") {
+		t.Errorf("log:\n%s", logged.String())
 	}
 }
 

@@ -329,6 +329,9 @@ func mustJSON(v any) []byte {
 
 // writeOpenAIError answers in the error shape OpenAI clients understand.
 func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err error) {
+	if s.clientGone(w, r, err) {
+		return
+	}
 	kind := fault.KindOf(err)
 	msg := "internal error; the server log has the details"
 	if kind != fault.Internal {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -35,6 +36,24 @@ func status(k fault.Kind) int {
 	return http.StatusInternalServerError
 }
 
+// statusClientGone is the status of a request whose client went away before
+// its answer (nginx's 499): what the request log and the metrics record; no
+// client reads it.
+const statusClientGone = 499
+
+// clientGone answers a request that failed because its client went away (its
+// connection closed, ending the request's context) with statusClientGone, and
+// reports whether it did. Such a failure is no fault of the server's: it is
+// not logged as one, nor counted as a 500.
+func (s *Server) clientGone(w http.ResponseWriter, r *http.Request, err error) bool {
+	if r.Context().Err() == nil || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	s.log.DebugContext(r.Context(), "client went away", slog.String("method", r.Method), slog.String("path", r.URL.Path))
+	w.WriteHeader(statusClientGone)
+	return true
+}
+
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }
@@ -48,6 +67,9 @@ type errorDetail struct {
 // writeError answers with the JSON error of docs/api.md "Errors". Internal errors are logged
 // and answered with a generic message: a 500 never carries internals.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if s.clientGone(w, r, err) {
+		return
+	}
 	kind := fault.KindOf(err)
 	d := errorDetail{Code: kind}
 	var fe *fault.Error
