@@ -379,6 +379,10 @@ func TestUnknownKeys(t *testing.T) {
 			`relay.yaml:6:9: unknown key "apiVersion" in endpoints.azureOpenAI.groups[0] (known: group, apiKey, instanceName, deploymentName, version, baseURL, additionalHeaders, serverless, addParams, dropParams, models)`,
 			`relay.yaml:9:13: unknown key "deployment" in endpoints.azureOpenAI.groups[0].models.gpt-4o (known: deploymentName, version)`,
 		}},
+		{"memory turned off as it cannot be", "memory:\n  enabled: false\n  agent:\n    enabled: false\n    id: a\n", []string{
+			`relay.yaml:2:3: unknown key "enabled" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent); memory is on unless memory.disabled is true`,
+			`relay.yaml:4:5: unknown key "enabled" in memory.agent (known: id, provider, model, instructions, model_parameters); memory is on unless memory.disabled is true, and the memory agent runs whenever memory.agent is set`,
+		}},
 		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
 			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
 			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits, auth, secrets, metrics)`,

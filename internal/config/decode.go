@@ -169,7 +169,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, raw b
 		if !ok {
 			// LibreChat strips keys its schema does not know; Relay warns and
 			// goes on (docs/config.md, "Unknown keys").
-			d.unknown = append(d.unknown, fmt.Sprintf("%s: unknown key %q %s (known: %s)", d.pos(k), k.Value, inPath(path), known(fields)))
+			msg := fmt.Sprintf("%s: unknown key %q %s (known: %s)", d.pos(k), k.Value, inPath(path), known(fields))
+			if hint, ok := unknownHints[joinPath(path, k.Value)]; ok {
+				msg += "; " + hint
+			}
+			d.unknown = append(d.unknown, msg)
 			continue
 		}
 		kp := joinPath(path, k.Value)
@@ -179,6 +183,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, raw b
 		}
 		d.decode(val, v.FieldByIndex(f.index), kp, raw || f.raw)
 	}
+}
+
+// unknownHints say, for an unknown key that is written in the belief that it
+// does something, what does it instead.
+var unknownHints = map[string]string{
+	"memory.enabled":       "memory is on unless memory.disabled is true",
+	"memory.agent.enabled": "memory is on unless memory.disabled is true, and the memory agent runs whenever memory.agent is set",
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, raw bool) {
