@@ -19,6 +19,7 @@ package token
 import (
 	"encoding/json"
 	"hash/maphash"
+	"math"
 	"strings"
 	"sync"
 	"unicode"
@@ -83,32 +84,45 @@ type Counters struct {
 	encOnce [2]sync.Once
 	enc     [2]*codec.Codec
 
-	mu    sync.Mutex
-	cache map[cacheKey]int
+	mu sync.Mutex
+	// cache holds counts by the hash of what was counted, a map for each
+	// encoding (indexed as enc). Keys and values hold no pointers, so the
+	// garbage collector does not look through them.
+	cache [2]map[uint64]int32
 }
 
+// cacheKey is where a count is kept in the cache: the encoding's map, and
+// the hash of what was counted.
 type cacheKey struct {
 	hash uint64
 	enc  Encoding
 }
 
-// DefaultCacheEntries is how many message counts NewCounters(0) keeps.
-const DefaultCacheEntries = 1 << 16
+// DefaultCacheEntries is how many counts NewCounters(0) keeps for each
+// encoding: a map of about a megabyte (the next thousands of entries would
+// take it past one and a half).
+const DefaultCacheEntries = 48 << 10
 
-// NewCounters returns Counters that cache up to entries message counts (0:
-// DefaultCacheEntries). When the cache is full it starts over.
+// NewCounters returns Counters that cache up to entries counts for each
+// encoding (0: DefaultCacheEntries). When an encoding's cache is full it
+// starts over.
 func NewCounters(entries int) *Counters {
 	if entries <= 0 {
 		entries = DefaultCacheEntries
 	}
-	return &Counters{seed: maphash.MakeSeed(), max: entries, cache: map[cacheKey]int{}}
+	return &Counters{seed: maphash.MakeSeed(), max: entries, cache: [2]map[uint64]int32{{}, {}}}
+}
+
+// encIndex is the index of an encoding's codec and cache.
+func encIndex(e Encoding) int {
+	if e == Cl100k {
+		return 1
+	}
+	return 0
 }
 
 func (cs *Counters) codec(e Encoding) *codec.Codec {
-	i := 0
-	if e == Cl100k {
-		i = 1
-	}
+	i := encIndex(e)
 	cs.encOnce[i].Do(func() {
 		if e == O200k {
 			cs.enc[i] = codec.NewO200kBase()
@@ -223,17 +237,23 @@ func (c *Counter) count(s string) int {
 
 func (cs *Counters) lookup(k cacheKey) (int, bool) {
 	cs.mu.Lock()
-	n, ok := cs.cache[k]
+	n, ok := cs.cache[encIndex(k.enc)][k.hash]
 	cs.mu.Unlock()
-	return n, ok
+	return int(n), ok
 }
 
+// store keeps n unless it is too large to be kept (no count of a text Relay
+// sends comes near).
 func (cs *Counters) store(k cacheKey, n int) {
-	cs.mu.Lock()
-	if len(cs.cache) >= cs.max {
-		clear(cs.cache)
+	if n > math.MaxInt32 {
+		return
 	}
-	cs.cache[k] = n
+	cs.mu.Lock()
+	m := cs.cache[encIndex(k.enc)]
+	if len(m) >= cs.max {
+		clear(m)
+	}
+	m[k.hash] = int32(n)
 	cs.mu.Unlock()
 }
 
