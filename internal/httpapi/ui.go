@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"io"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -19,16 +21,32 @@ import (
 const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob: https:; " +
 	"connect-src 'self'; font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// uiFile is one file of the UI's build, held in memory, with its gzip form
-// made on the first request that accepts it (compressing the whole build at
-// start-up would add tens of milliseconds to it).
+// uiFile is one file of the UI's build. It is read from the build when it is
+// served (the build is embedded in the binary: reading it copies from there)
+// rather than kept in memory; its gzip form, which is kept, is made on the
+// first request that accepts it (compressing the whole build at start-up
+// would add tens of milliseconds to it).
 type uiFile struct {
+	fsys fs.FS
 	name string
-	raw  []byte
 	// compressible is true for text files (scripts, styles, the page).
 	compressible bool
 	once         sync.Once
 	gz           []byte // nil when gzip would not make it smaller
+}
+
+// open returns the file's content as it is, and what to call when done.
+func (f *uiFile) open() (io.ReadSeeker, func(), error) {
+	file, err := f.fsys.Open(f.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rs, ok := file.(io.ReadSeeker); ok {
+		return rs, func() { file.Close() }, nil
+	}
+	b, err := io.ReadAll(file)
+	file.Close()
+	return bytes.NewReader(b), func() {}, err
 }
 
 // gzipped returns the file's gzip form, or nil when it has none.
@@ -37,34 +55,34 @@ func (f *uiFile) gzipped() []byte {
 		return nil
 	}
 	f.once.Do(func() {
+		raw, err := fs.ReadFile(f.fsys, f.name)
+		if err != nil {
+			return
+		}
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		_, _ = zw.Write(f.raw)
+		_, _ = zw.Write(raw)
 		_ = zw.Close()
-		if buf.Len() < len(f.raw) {
-			f.gz = buf.Bytes()
+		if buf.Len() < len(raw) {
+			f.gz = bytes.Clone(buf.Bytes())
 		}
 	})
 	return f.gz
 }
 
-// loadUI reads every file of the build (embedded, a few hundred KB).
+// loadUI lists the files of the build.
 func loadUI(fsys fs.FS) (map[string]*uiFile, error) {
 	files := map[string]*uiFile{}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
+		f := &uiFile{fsys: fsys, name: p}
 		switch path.Ext(p) {
 		case ".js", ".css", ".html", ".svg", ".json", ".txt", ".map":
-			files[p] = &uiFile{name: p, raw: b, compressible: true}
-		default:
-			files[p] = &uiFile{name: p, raw: b}
+			f.compressible = true
 		}
+		files[p] = f
 		return nil
 	})
 	return files, err
@@ -119,15 +137,21 @@ func (s *Server) ui() http.HandlerFunc {
 		if ct := mime.TypeByExtension(path.Ext(f.name)); ct != "" {
 			h.Set("Content-Type", ct)
 		}
-		body := f.raw
 		if f.compressible {
 			h.Add("Vary", "Accept-Encoding")
 			if gz := f.gzipped(); gz != nil && acceptsGzip(r) {
 				h.Set("Content-Encoding", "gzip")
-				body = gz
+				http.ServeContent(w, r, f.name, modtime, bytes.NewReader(gz))
+				return
 			}
 		}
-		http.ServeContent(w, r, f.name, modtime, bytes.NewReader(body))
+		body, done, err := f.open()
+		if err != nil {
+			s.writeError(w, r, fmt.Errorf("reading %s of the web UI's build: %w", f.name, err))
+			return
+		}
+		defer done()
+		http.ServeContent(w, r, f.name, modtime, body)
 	}
 }
 
