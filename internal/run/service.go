@@ -89,10 +89,11 @@ type Service struct {
 	// refuses the run; the release it returns is called once the run has ended.
 	Admit func(ctx context.Context, u *auth.User) (release func(), err error)
 
-	after sync.WaitGroup
-	mu    sync.Mutex
-	live  map[string]*liveRun
-	w     *writer
+	after   sync.WaitGroup
+	workers workers // the goroutines runs execute on
+	mu      sync.Mutex
+	live    map[string]*liveRun
+	w       *writer
 	// waiting wakes the questions of this process's runs when their answer
 	// comes to this process (Answer), by question id.
 	waiting map[string]chan struct{}
@@ -278,7 +279,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	s.live[r.ID] = lr
 	s.mu.Unlock()
 	fin := &Finished{User: u, Agent: a, Run: r, Conversation: conv, NewConversation: isNew, Question: userMsg, Request: req}
-	go s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin)
+	s.workers.Go(func() { s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin) })
 	return r, nil
 }
 
