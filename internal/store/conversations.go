@@ -173,18 +173,31 @@ func (db *DB) RenameConversation(ctx context.Context, id, title string, from *st
 
 // DeleteConversation deletes a conversation. Its messages and runs, and the runs'
 // events, model requests and tool calls, go with it through the foreign keys'
-// cascades, in the same statement.
+// cascades, in the same statement. A conversation with a run still going is
+// not deleted (Conflict, naming the run): the run would go on, out of reach
+// of an abort, and fail to store its answer.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
-	res, err := db.exec(ctx, db.write, `DELETE FROM conversations WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("deleting conversation %q: %w", id, err)
-	}
-	if ok, err := affected(res); err != nil {
-		return fmt.Errorf("deleting conversation %q: %w", id, err)
-	} else if !ok {
-		return fault.New(fault.NotFound, "conversation %q not found", id)
-	}
-	return nil
+	return db.inTx(ctx, "DeleteConversation", func(tx *sql.Tx) error {
+		var going string
+		err := db.queryRow(ctx, tx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN (?, ?) LIMIT 1`,
+			id, run.StatusQueued, run.StatusRunning).Scan(&going)
+		switch {
+		case err == nil:
+			return fault.New(fault.Conflict, "conversation %q has a run going (%s): abort it (POST /api/runs/%s/abort) or let it end first", id, going, going)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("deleting conversation %q: %w", id, err)
+		}
+		res, err := db.exec(ctx, tx, `DELETE FROM conversations WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("deleting conversation %q: %w", id, err)
+		}
+		if ok, err := affected(res); err != nil {
+			return fmt.Errorf("deleting conversation %q: %w", id, err)
+		} else if !ok {
+			return fault.New(fault.NotFound, "conversation %q not found", id)
+		}
+		return nil
+	})
 }
 
 const messageColumns = `id, conversation_id, parent_id, role, agent_id, text, parts, run_id, created_at`

@@ -201,6 +201,7 @@ var runBatchTests = []test{
 			t.Errorf("after refused batches: seqs %v", got)
 		}
 		// A deleted conversation takes the batches with it.
+		finishRun(t, s, id)
 		must(t, s.DeleteConversation(t.Context(), a.conv.ID), "DeleteConversation")
 		if got := listEvents(t, s, id, 0); len(got) != 0 {
 			t.Errorf("after DeleteConversation: %v", seqs(got))

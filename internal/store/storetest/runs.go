@@ -54,6 +54,15 @@ func newRun(userID, convID, msgID string, minute int) *run.Run {
 	}
 }
 
+// finishRun marks a run succeeded.
+func finishRun(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	r := getRun(t, s, id)
+	end := at(30)
+	r.Status, r.FinishedAt = run.StatusSucceeded, &end
+	must(t, s.UpdateRun(t.Context(), r), "UpdateRun to succeeded")
+}
+
 func createRun(t *testing.T, s store.Store, r *run.Run) *run.Run {
 	t.Helper()
 	must(t, s.CreateRun(t.Context(), r), "CreateRun")
@@ -390,6 +399,19 @@ var runTests = []test{
 			must(t, s.AddToolCall(ctx, toolCall(c.run.ID, "call_1", 5)), "AddToolCall")
 		}
 
+		// Not while its run is going: the run would go on, unstoppable, and
+		// fail to store its answer.
+		for _, status := range []run.Status{run.StatusQueued, run.StatusRunning} {
+			r := getRun(t, s, gone.run.ID)
+			r.Status = status
+			must(t, s.UpdateRun(ctx, r), "UpdateRun to "+string(status))
+			err := s.DeleteConversation(ctx, gone.conv.ID)
+			wantKind(t, err, fault.Conflict, "DeleteConversation with a run "+string(status))
+			if err != nil && !strings.Contains(err.Error(), gone.run.ID) {
+				t.Errorf("DeleteConversation with a run going: %v, which does not name the run", err)
+			}
+		}
+		finishRun(t, s, gone.run.ID)
 		must(t, s.DeleteConversation(ctx, gone.conv.ID), "DeleteConversation")
 
 		_, err := s.GetConversation(ctx, gone.conv.ID)
