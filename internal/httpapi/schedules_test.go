@@ -113,3 +113,26 @@ func TestSchedulePauseResume(t *testing.T) {
 		t.Errorf("resuming after the agent was unshared: %d %s", code, body)
 	}
 }
+
+// A run_at without its offset, or that is no time at all, is a problem of
+// run_at; unknown fields are still refused.
+func TestScheduleRunAtNamed(t *testing.T) {
+	w := setupWorld(t, "ann")
+	w.agentAs(t, "ann", "digest", agent.Spec{Name: "Morning digest"})
+	for _, tc := range []struct{ body, field, says string }{
+		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"2030-01-01T00:00:00"}`, "run_at", "with its offset"},
+		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"tomorrow"}`, "run_at", "RFC 3339"},
+		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"2030-01-01T00:00:00Z","color":"red"}`, "color", "unknown field"},
+	} {
+		var got struct {
+			Error struct {
+				Fields []struct{ Field, Message string }
+			}
+		}
+		code, body := w.do(t, "ann", "POST", "/api/schedules", tc.body, nil)
+		_ = json.Unmarshal([]byte(body), &got)
+		if code != 400 || len(got.Error.Fields) != 1 || got.Error.Fields[0].Field != tc.field || !strings.Contains(got.Error.Fields[0].Message, tc.says) {
+			t.Errorf("%s: %d %s; want 400 naming %s", tc.body, code, body, tc.field)
+		}
+	}
+}

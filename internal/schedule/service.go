@@ -132,6 +132,32 @@ type Input struct {
 	NotifyURL *string    `json:"notify_url"`
 }
 
+// UnmarshalJSON reads an Input as the JSON decoder would, refusing unknown
+// fields, with a run_at that is not an RFC 3339 time refused as a problem of
+// run_at rather than as the time package words it.
+func (in *Input) UnmarshalJSON(b []byte) error {
+	type plain Input
+	var v struct {
+		plain
+		RunAt *string `json:"run_at"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	*in = Input(v.plain)
+	if v.RunAt != nil {
+		t, err := time.Parse(time.RFC3339, *v.RunAt)
+		if err != nil {
+			return &fault.Error{Kind: fault.Invalid, Message: "invalid schedule",
+				Fields: []fault.FieldError{{Field: "run_at", Message: fmt.Sprintf("%q is not an RFC 3339 time, such as 2026-03-29T07:00:00+02:00 (with its offset)", *v.RunAt)}}}
+		}
+		in.RunAt = &t
+	}
+	return nil
+}
+
 // apply writes in onto sc and validates the result, computing NextRunAt.
 func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Input) error {
 	set := func(dst *string, v *string) {
@@ -139,13 +165,28 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 			*dst = strings.TrimSpace(*v)
 		}
 	}
+	var fs fault.Fields
 	set(&sc.AgentID, in.AgentID)
 	set(&sc.Name, in.Name)
 	if in.Prompt != nil {
 		sc.Prompt = *in.Prompt
 	}
-	if in.Type != nil {
+	// The type goes with the field given, cron or run_at, which replaces the
+	// other; a type given too must agree with it.
+	cronGiven := in.Cron != nil && strings.TrimSpace(*in.Cron) != ""
+	switch {
+	case cronGiven && in.RunAt != nil:
+		fs.Add("run_at", "give cron or run_at, not both")
+	case in.Type != nil && *in.Type == Once && cronGiven:
+		fs.Add("type", "once does not go with cron: a one-off schedule has run_at")
+	case in.Type != nil && *in.Type == Recurring && in.RunAt != nil:
+		fs.Add("type", "recurring does not go with run_at: a recurring schedule has cron")
+	case in.Type != nil:
 		sc.Type = *in.Type
+	case cronGiven:
+		sc.Type = Recurring
+	case in.RunAt != nil:
+		sc.Type = Once
 	}
 	set(&sc.Cron, in.Cron)
 	if in.RunAt != nil {
@@ -166,8 +207,13 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 			sc.Type = Once
 		}
 	}
+	switch sc.Type {
+	case Recurring:
+		sc.RunAt = nil
+	case Once:
+		sc.Cron = ""
+	}
 
-	var fs fault.Fields
 	if sc.Name == "" {
 		fs.Add("name", "required")
 	}
@@ -217,8 +263,16 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		switch {
 		case sc.RunAt == nil:
 			fs.Add("run_at", "required for a one-off schedule (RFC 3339)")
-		case !sc.RunAt.After(now) && (sc.NextRunAt == nil || sc.Enabled):
+		case sc.RunAt.After(now):
+			t := *sc.RunAt
+			next = &t
+		case in.RunAt != nil:
 			fs.Add("run_at", "must be in the future")
+		case sc.Enabled:
+			// A one-off schedule that fired (or whose time passed while it
+			// was paused) may be changed while paused; it fires again only
+			// at a new time.
+			fs.Add("run_at", "passed at %s: give a new run_at to enable the schedule again", sc.RunAt.Format(time.RFC3339))
 		default:
 			t := *sc.RunAt
 			next = &t
@@ -413,6 +467,7 @@ func (s *Service) Update(ctx context.Context, u *auth.User, id string, in Input)
 	if err := s.apply(ctx, u, sc, in); err != nil {
 		return nil, err
 	}
+	sc.UpdatedAt = s.Now().UTC()
 	if err := s.Store.UpdateSchedule(ctx, sc); err != nil {
 		return nil, err
 	}

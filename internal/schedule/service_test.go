@@ -170,6 +170,65 @@ func TestMissedAndOneOff(t *testing.T) {
 	if o.Enabled || o.NextRunAt != nil {
 		t.Errorf("one-off after firing: enabled %v next %v", o.Enabled, o.NextRunAt)
 	}
+
+	// Paused, its time passed, it may still be changed; enabled again only
+	// with a new time.
+	renamed, err := f.a.Update(ctx, f.user, once.ID, Input{Name: str("Once, renamed")})
+	if err != nil {
+		t.Fatalf("renaming the fired one-off: %v", err)
+	}
+	if renamed.Name != "Once, renamed" || !renamed.UpdatedAt.Equal(f.clock.Now()) || renamed.UpdatedAt.Equal(renamed.CreatedAt) {
+		t.Errorf("renamed: name %q, updated_at %v (created %v), want the new name, updated now", renamed.Name, renamed.UpdatedAt, renamed.CreatedAt)
+	}
+	_, err = f.a.Update(ctx, f.user, once.ID, Input{Enabled: ptr(true)})
+	if err == nil || !strings.Contains(err.Error(), "give a new run_at") {
+		t.Errorf("enabling the fired one-off without a new time: %v", err)
+	}
+	later := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	again, err := f.a.Update(ctx, f.user, once.ID, Input{Enabled: ptr(true), RunAt: &later})
+	if err != nil || again.NextRunAt == nil || !again.NextRunAt.Equal(later) {
+		t.Errorf("enabling the fired one-off at a new time: next %v, %v", again.NextRunAt, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A schedule has cron or run_at, never both: the one given decides its type
+// and replaces the other.
+func TestCronOrRunAt(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	at := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	base := func() Input { return Input{AgentID: str("digest"), Name: str("x"), Prompt: str("p")} }
+
+	both := base()
+	both.Cron, both.RunAt = str("0 7 * * *"), &at
+	if _, err := f.a.Create(ctx, f.user, both); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("cron and run_at: %v", err)
+	}
+	mismatch := base()
+	mismatch.Cron, mismatch.Type = str("0 7 * * *"), ptr(Once)
+	if _, err := f.a.Create(ctx, f.user, mismatch); err == nil || !strings.Contains(err.Error(), "once does not go with cron") {
+		t.Errorf("type once with cron: %v", err)
+	}
+
+	daily := base()
+	daily.Cron = str("0 7 * * *")
+	sc, err := f.a.Create(ctx, f.user, daily)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err = f.a.Update(ctx, f.user, sc.ID, Input{RunAt: &at})
+	if err != nil || sc.Type != Once || sc.Cron != "" || !sc.NextRunAt.Equal(at) {
+		t.Fatalf("run_at given to a recurring schedule: %+v, %v; want a one-off at %v without cron", sc, err, at)
+	}
+	sc, err = f.a.Update(ctx, f.user, sc.ID, Input{Cron: str("0 8 * * *"), Type: ptr(Recurring)})
+	if err != nil || sc.Type != Recurring || sc.RunAt != nil || sc.Cron != "0 8 * * *" {
+		t.Fatalf("cron given to a one-off: %+v, %v; want recurring without run_at", sc, err)
+	}
+	if _, err := f.a.Update(ctx, f.user, sc.ID, Input{Type: ptr(Once)}); err == nil || !strings.Contains(err.Error(), "run_at") {
+		t.Errorf("type once without run_at: %v", err)
+	}
 }
 
 // TestListHasLastStatus: the list of schedules says how each one's latest
