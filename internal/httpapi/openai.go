@@ -19,7 +19,7 @@ import (
 
 // messageContent reads a message's content: a string, or an array of parts
 // whose text parts are joined and whose image_url parts, as data: URLs, are
-// the message's images.
+// the message's images. Parts of any other type are refused.
 func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return "", nil, nil // an assistant message with tool_calls may have none
@@ -31,6 +31,7 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 	var parts []struct {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
+		Refusal  string `json:"refusal"` // an assistant's, sent back in the history
 		ImageURL *struct {
 			URL string `json:"url"`
 		} `json:"image_url"`
@@ -44,6 +45,8 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 		switch p.Type {
 		case "text":
 			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
 		case "image_url":
 			if p.ImageURL == nil {
 				return "", nil, errors.New("an image_url part needs image_url.url")
@@ -54,6 +57,11 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 				return "", nil, errors.New("image_url.url must be a data: URL (data:image/png;base64,…); Relay does not fetch images")
 			}
 			images = append(images, run.Image{MIMEType: mime, Data: data})
+		case "":
+			return "", nil, errors.New("a part needs its type (text, image_url or refusal)")
+		default:
+			// Audio, files and the rest would reach the agent as nothing.
+			return "", nil, fmt.Errorf("parts of type %q are not supported: Relay reads text, image_url and refusal parts", p.Type)
 		}
 	}
 	return b.String(), images, nil

@@ -109,6 +109,17 @@ func TestV1LastMessageErrors(t *testing.T) {
 	if code, out := tm.post(t, "/v1/chat/completions", last); code != 400 || !strings.Contains(out, "the last message must be the user's") {
 		t.Errorf("an assistant message last: %d %s", code, out)
 	}
+	// Parts Relay cannot pass on are refused, not dropped.
+	for _, part := range []string{`{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}`, `{"type":"file","file":{"file_id":"f"}}`, `{"type":"bogus"}`} {
+		body := `{"model":"a","messages":[{"role":"user","content":[{"type":"text","text":"hello"},` + part + `]}]}`
+		if code, out := tm.post(t, "/v1/chat/completions", body); code != 400 || !strings.Contains(out, "are not supported") || !strings.Contains(out, `"param":"messages[0].content"`) {
+			t.Errorf("a %s part: %d %s", part, code, out)
+		}
+	}
+	refusal := `{"model":"a","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"refusal","refusal":"I cannot."}]},{"role":"user","content":"why?"}]}`
+	if code, out := tm.post(t, "/v1/chat/completions", refusal); code != 200 {
+		t.Errorf("an assistant's refusal part in the history: %d %s", code, out)
+	}
 }
 
 // A client's tools, tool_choice and parameters reach the model: its
