@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,7 +211,19 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 	if answer == nil {
 		answer = &run.Message{}
 	}
-	if finished.Status != run.StatusSucceeded && finished.Status != run.StatusCancelled {
+	if finished.Status == run.StatusCancelled {
+		// Aborted (POST /api/runs/{id}/abort): what was written of the answer
+		// is stored, but is no answer to pass for a finished one.
+		e := map[string]any{"message": "the run was " + cmp.Or(finished.Error, "cancelled"), "type": "relay_run_cancelled", "param": nil, "code": "run_cancelled"}
+		if out.stream {
+			_ = send(dataLine(map[string]any{"error": e}))
+			return
+		}
+		w.Header().Set("X-Should-Retry", "false")
+		writeJSON(w, http.StatusConflict, map[string]any{"error": e})
+		return
+	}
+	if finished.Status != run.StatusSucceeded {
 		if strings.HasPrefix(finished.Error, window.ErrorPrefix) {
 			// Nothing reached the model: the conversation is too long for it,
 			// which OpenAI answers as a bad request.
@@ -223,14 +236,14 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 			return
 		}
 		if out.stream {
-			_ = send(dataLine(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed"}}))
+			_ = send(dataLine(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "param": nil, "code": "run_failed"}}))
 			return
 		}
 		// The run happened (its tools ran, its conversation is saved): a
 		// client must not send it again on its own, as OpenAI's SDKs do with
 		// a 5xx unless told not to.
 		w.Header().Set("X-Should-Retry", "false")
-		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "code": "run_failed"}})
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "param": nil, "code": "run_failed"}})
 		return
 	}
 	reason := llm.FinishStop

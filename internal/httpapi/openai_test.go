@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -275,5 +276,58 @@ func TestV1StoredCompletion(t *testing.T) {
 		if code, out := tm.get(t, "/v1/chat/completions/"+id); code != 404 || !strings.Contains(out, `"error"`) {
 			t.Errorf("GET %s: %d %s; want 404 with an OpenAI error", id, code, out)
 		}
+	}
+}
+
+// A run aborted midway is not passed off as a finished answer: streaming, it
+// ends with a relay_run_cancelled error; read again, it is a 409.
+func TestV1AbortedRun(t *testing.T) {
+	words := make([]string, 200)
+	for i := range words {
+		words[i] = "word "
+	}
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn {
+		return llmtest.Turn{Text: words, Delay: 20 * time.Millisecond}
+	})
+	req, _ := http.NewRequest("POST", tm.srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"a","stream":true,"messages":[{"role":"user","content":"talk"}]}`))
+	req.Header.Set("Authorization", "Bearer "+tm.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var id, last string
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		last = line
+		if id == "" {
+			var chunk struct{ ID string }
+			if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+				t.Fatalf("first chunk %q: %v", line, err)
+			}
+			id = chunk.ID
+			runID := "run_" + strings.TrimPrefix(id, "chatcmpl-")
+			if code, out := tm.post(t, "/api/runs/"+runID+"/abort", ""); code != 200 {
+				t.Fatalf("abort: %d %s", code, out)
+			}
+		}
+	}
+	if !strings.Contains(last, `"type":"relay_run_cancelled"`) {
+		t.Errorf("the stream's last data line: %s; want a relay_run_cancelled error", last)
+	}
+	get, _ := http.NewRequest("GET", tm.srv.URL+"/v1/chat/completions/"+id, nil)
+	get.Header.Set("Authorization", "Bearer "+tm.key)
+	again, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Body.Close()
+	body, _ := io.ReadAll(again.Body)
+	if again.StatusCode != http.StatusConflict || again.Header.Get("X-Should-Retry") != "false" || !strings.Contains(string(body), `"code":"run_cancelled"`) {
+		t.Errorf("the aborted completion read again: %d %s", again.StatusCode, body)
 	}
 }
