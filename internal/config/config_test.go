@@ -424,6 +424,8 @@ func TestMalformedYAML(t *testing.T) {
 		{"bad indentation", "server:\n  addr: :3080\n bad: x\n", "relay.yaml:2: malformed YAML: did not find expected key"},
 		{"tab indentation", "server:\n\taddr: :3080\n", "relay.yaml:2: malformed YAML: found character that cannot start any token"},
 		{"not a mapping", "- a\n- b\n", `relay.yaml:1:1: the file must be a mapping of keys such as server, endpoints and mcpServers, got a list`},
+		{"two documents", "server:\n  addr: :3080\n---\nendpoints:\n  custom: []\n", "relay.yaml:4: a second YAML document (after ---): a config file is one document"},
+		{"broken second document", "server:\n  addr: :3080\n---\nendpoints: [\n", "relay.yaml:4: malformed YAML: did not find expected node content"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,6 +434,16 @@ func TestMalformedYAML(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A document marker that starts the file, or ends it, is no second document.
+func TestDocumentMarkers(t *testing.T) {
+	for _, y := range []string{"---\nserver:\n  addr: :4000\n", "server:\n  addr: :4000\n---\n", "server:\n  addr: :4000\n---\n---\n...\n"} {
+		c, err := loadYAML(t, y, nil)
+		if err != nil || c.Server.Addr != ":4000" {
+			t.Errorf("%q: addr %q, %v", y, c.Server.Addr, err)
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,13 +103,12 @@ func LoadWithEnvFile(path, envFile string, getenv func(string) (string, bool)) (
 		if err != nil {
 			return nil, fault.Wrap(fault.Invalid, err, "reading config")
 		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, &fault.Error{Kind: fault.Invalid, Message: "invalid config " + file,
-				Fields: []fault.FieldError{syntaxProblem(file, err)}}
+		doc, err := oneDocument(file, data)
+		if err != nil {
+			return nil, err
 		}
 		c.Path, c.PathFrom = file, from
-		d.decodeFile(&doc, c)
+		d.decodeFile(doc, c)
 		c.MCPOrder = d.order["mcpServers"]
 		slices.Sort(d.ignored)
 		c.Ignored = slices.Compact(d.ignored)
@@ -207,6 +208,32 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 // syntaxProblem turns a yaml.v3 parse error into file:line: message. yaml.v3
 // gives the line of a syntax error but not its column.
+// oneDocument reads the file's YAML, which must be one document: what would
+// follow a second `---` would be left out unread (LibreChat refuses such a
+// file).
+func oneDocument(file string, data []byte) (*yaml.Node, error) {
+	invalid := func(fe fault.FieldError) error {
+		return &fault.Error{Kind: fault.Invalid, Message: "invalid config " + file, Fields: []fault.FieldError{fe}}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, invalid(syntaxProblem(file, err))
+	}
+	for { // empty documents after it (a `---` at the end) are nothing
+		var more yaml.Node
+		switch err := dec.Decode(&more); {
+		case errors.Is(err, io.EOF):
+			return &doc, nil
+		case err != nil:
+			return nil, invalid(syntaxProblem(file, err))
+		case len(more.Content) > 0 && !(more.Content[0].Kind == yaml.ScalarNode && more.Content[0].Tag == "!!null"):
+			return nil, invalid(fault.FieldError{Field: fmt.Sprintf("%s:%d", file, more.Content[0].Line),
+				Message: "a second YAML document (after ---): a config file is one document"})
+		}
+	}
+}
+
 func syntaxProblem(file string, err error) fault.FieldError {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
