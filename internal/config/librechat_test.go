@@ -155,7 +155,7 @@ func TestLibreChatTableCoversSections(t *testing.T) {
 	}
 }
 
-var knownList = regexp.MustCompile(` \(known: [^)]*\)$`)
+var knownList = regexp.MustCompile(` \(known: [^)]*\)`)
 
 // corpusWarnings writes the warnings of c, loaded from file, one a line in
 // file order: "LINE:COL ignored: PATH" for a LibreChat key Relay ignores and

@@ -187,7 +187,9 @@ func jsonKind(goKind string) string {
 		return "array"
 	case "map", "struct", "ptr":
 		return "object"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
+	case "float32", "float64":
 		return "number"
 	}
 	return goKind

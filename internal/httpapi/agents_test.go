@@ -329,6 +329,7 @@ func TestAgentBadInput(t *testing.T) {
 		{"edge with a bad id", `{"provider":"openAI","model":"m","edges":[{"from":"a","to":["b c"]}]}`, 400, "invalid", map[string]string{"edges[0].to[0]": "not an agent id"}},
 		{"bad id", `{"id":"has space","provider":"openAI","model":"m"}`, 400, "invalid", map[string]string{"id": "letters"}},
 		{"recursion limit over the cap", `{"provider":"openAI","model":"m","recursion_limit":101}`, 400, "invalid", map[string]string{"recursion_limit": "at most 100"}},
+		{"recursion limit not whole", `{"provider":"openAI","model":"m","recursion_limit":1.5}`, 400, "invalid", map[string]string{"recursion_limit": "expected integer, got number 1.5"}},
 		{"bad artifacts", `{"provider":"openAI","model":"m","artifacts":"fancy"}`, 400, "invalid", map[string]string{"artifacts": "one of"}},
 		{"malformed JSON", `{"provider":`, 400, "invalid", nil},
 		{"not an object", `[1,2]`, 400, "invalid", nil},
