@@ -123,6 +123,11 @@ func Main(ctx context.Context, args []string, io IO) int {
 	}
 	c, rest := find(cmds, args)
 	if c == nil {
+		if strings.HasPrefix(args[0], "-") {
+			// Flags follow the command: relay keys list --config relay.yaml.
+			fmt.Fprintf(io.Stderr, "relay: the command comes first, its flags after it (relay <command> [flags]), not %q; run 'relay help' for the list\n", args[0])
+			return 2
+		}
 		fmt.Fprintf(io.Stderr, "relay: unknown command %q; run 'relay help' for the list\n", strings.Join(args, " "))
 		return 2
 	}
@@ -189,12 +194,17 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) 
 // describe formats an error for the terminal, one field per line for validation errors.
 func describe(err error) string {
 	var fe *fault.Error
-	if errors.As(err, &fe) && len(fe.Fields) > 0 {
+	if errors.As(err, &fe) && (len(fe.Fields) > 0 || fe.Kind != fault.Internal && fe.Err != nil) {
+		// As the API answers it: the message and its fields, without the
+		// cause under it (a database's words for a duplicate, say).
 		var b strings.Builder
 		prefix := strings.TrimSuffix(err.Error(), fe.Error())
 		b.WriteString(prefix + fe.Message)
 		for _, f := range fe.Fields {
 			fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
+		}
+		if fe.Kind == fault.Internal && fe.Err != nil {
+			b.WriteString("\n  " + fe.Err.Error())
 		}
 		return b.String()
 	}

@@ -31,14 +31,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // ones still to come: how a client that lost its connection catches up.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	after := int64(0)
-	v := r.Header.Get("Last-Event-ID")
+	v, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if v == "" {
-		v = r.URL.Query().Get("after")
+		v, from = r.URL.Query().Get("after"), "after"
 	}
 	if v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			s.writeError(w, r, fault.New(fault.Invalid, "Last-Event-ID must be an event id (a whole number)"))
+			s.writeError(w, r, fault.New(fault.Invalid, "%s must be an event id (a whole number), got %q", from, v))
 			return
 		}
 		after = n

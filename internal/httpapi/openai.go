@@ -126,6 +126,9 @@ func (s *Server) storedCompletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rn, err := s.opts.Runs.Find(r.Context(), u, runID)
+	if fault.Is(err, fault.NotFound) {
+		err = fault.New(fault.NotFound, "no chat completion %q", r.PathValue("id"))
+	}
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return

@@ -226,7 +226,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		return nil, err
 	}
 	if req.Timezone != "" { // refused before anything is stored, not by the run
-		if _, err := time.LoadLocation(req.Timezone); err != nil {
+		if _, err := time.LoadLocation(req.Timezone); err != nil || req.Timezone == "Local" { // "Local" is Go's, the server's
 			return nil, fault.New(fault.Invalid, "timezone: unknown time zone %q", req.Timezone)
 		}
 	}

@@ -220,7 +220,7 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	if strings.TrimSpace(sc.Prompt) == "" {
 		fs.Add("prompt", "required: it is the user message of every run")
 	}
-	loc, err := time.LoadLocation(sc.Timezone)
+	loc, err := loadZone(sc.Timezone)
 	if err != nil {
 		fs.Add("timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam)", sc.Timezone)
 	}
@@ -290,6 +290,16 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	return nil
 }
 
+// loadZone loads an IANA time zone. Go's "Local", the zone of the machine
+// Relay happens to run on, is none: a schedule would fire at other times on
+// another machine.
+func loadZone(name string) (*time.Location, error) {
+	if name == "Local" {
+		return nil, fmt.Errorf("unknown time zone %q", name)
+	}
+	return time.LoadLocation(name)
+}
+
 // checkCron parses expr and checks that it fires, and not more often than
 // Opts.MinInterval, in loc after now, adding what is wrong to fs under
 // "cron". It returns the expression when loc is known and nothing is wrong.
@@ -341,7 +351,7 @@ func (s *Service) Preview(in PreviewInput) ([]time.Time, error) {
 	if tz == "" {
 		tz = "UTC"
 	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := loadZone(tz)
 	if err != nil {
 		fs.Add("timezone", "unknown time zone %q (use an IANA name such as Europe/Amsterdam)", tz)
 		loc = nil

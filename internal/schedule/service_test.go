@@ -287,6 +287,7 @@ func TestValidation(t *testing.T) {
 	for name, in := range map[string]Input{
 		"bad cron":       {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), Cron: str("0 25 * * *")},
 		"bad timezone":   {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), Cron: str("0 7 * * *"), Timezone: str("Mars/Base")},
+		"Go's Local":     {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), Cron: str("0 7 * * *"), Timezone: str("Local")},
 		"run_at in past": {AgentID: str("digest"), Name: str("x"), Prompt: str("p"), RunAt: &past},
 		"unknown agent":  {AgentID: str("nope"), Name: str("x"), Prompt: str("p"), Cron: str("0 7 * * *")},
 		"no prompt":      {AgentID: str("digest"), Name: str("x"), Cron: str("0 7 * * *")},
