@@ -154,8 +154,12 @@ func (s *Server) setAgentShares(w http.ResponseWriter, r *http.Request) {
 // readOnly rewords "unknown field" for the fields of an agent that only Relay sets.
 func readOnly(err error) error {
 	var fe *fault.Error
-	if errors.As(err, &fe) && len(fe.Fields) == 1 && fe.Fields[0].Message == "unknown field" && agent.ReadOnlyField(fe.Fields[0].Field) {
-		fe.Fields[0].Message = "read-only: set by Relay"
+	if errors.As(err, &fe) {
+		for i, f := range fe.Fields {
+			if f.Message == "unknown field" && agent.ReadOnlyField(f.Field) {
+				fe.Fields[i].Message = "read-only: set by Relay"
+			}
+		}
 	}
 	return err
 }

@@ -323,6 +323,8 @@ func TestAgentBadInput(t *testing.T) {
 		{"unknown provider", `{"provider":"nope","model":"m"}`, 400, "invalid", map[string]string{"provider": "unknown provider"}},
 		{"unknown field is named", `{"provider":"openAI","model":"m","temprature":1}`, 400, "invalid", map[string]string{"temprature": "unknown field"}},
 		{"read-only field", `{"provider":"openAI","model":"m","version":7}`, 400, "invalid", map[string]string{"version": "read-only"}},
+		{"every read-only and unknown field", `{"provider":"openAI","model":"m","version":3,"author":"me","colour":"red","permission":"owner"}`, 400, "invalid",
+			map[string]string{"version": "read-only", "author": "read-only", "colour": "unknown field", "permission": "read-only"}},
 		{"tools must be strings", `{"provider":"openAI","model":"m","tools":["a",3]}`, 400, "invalid", map[string]string{"tools": "expected string"}},
 		{"edge without target", `{"provider":"openAI","model":"m","edges":[{"from":"a","edgeType":"direct"}]}`, 400, "invalid", map[string]string{"edges[0].to": "required"}},
 		{"edge with a bad type", `{"provider":"openAI","model":"m","edges":[{"from":"a","to":"b","edgeType":"sideways"}]}`, 400, "invalid", map[string]string{"edges[0].edgeType": "handoff or direct"}},

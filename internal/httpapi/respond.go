@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -111,17 +115,78 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // decode reads a JSON request body into v, refusing unknown fields, trailing data
-// and bodies over the cap.
+// and bodies over the cap. Every unknown field at the body's top level is
+// named, not only the first.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return classifyBodyErr(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return classifyBodyErr(err)
+		err = classifyBodyErr(err)
+		if fe, ok := errors.AsType[*fault.Error](err); ok && len(fe.Fields) == 1 && fe.Fields[0].Message == "unknown field" {
+			if all := unknownFields(body, reflect.TypeOf(v)); len(all) > 1 {
+				fe.Fields = all
+			}
+		}
+		return err
 	}
 	if dec.More() {
 		return fault.New(fault.Invalid, "request body must hold one JSON value")
 	}
 	return nil
+}
+
+// unknownFields lists the keys of a JSON object that no field of t (a struct
+// or a pointer to one) takes, in the order they come, as encoding/json
+// matches them: by name, case aside, through embedded structs.
+func unknownFields(body []byte, t reflect.Type) []fault.FieldError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	known := map[string]bool{}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				collect(f.Type)
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+				collect(f.Type.Elem())
+			case !f.IsExported():
+			default:
+				known[strings.ToLower(cmp.Or(name, f.Name))] = true
+			}
+		}
+	}
+	collect(t)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []fault.FieldError
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		if !known[strings.ToLower(key)] {
+			out = append(out, fault.FieldError{Field: key, Message: "unknown field"})
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return out
 }
 
 func classifyBodyErr(err error) error {
