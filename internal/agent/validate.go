@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -63,6 +64,18 @@ func (r Rules) check(fs *fault.Fields, s *Spec) {
 	}
 	if v, ok := s.ModelParameters["maxContextTokens"]; ok && !positiveInt(v) {
 		fs.Add("model_parameters.maxContextTokens", "must be a whole number of tokens of at least 1")
+	}
+	// The parameters every provider reads as numbers: one of another type
+	// would fail every run at the provider. Others pass as they are.
+	for _, k := range slices.Sorted(maps.Keys(s.ModelParameters)) {
+		v := s.ModelParameters[k]
+		switch {
+		case v == nil:
+		case numberParams[k] && !isNumber(v):
+			fs.Add("model_parameters."+k, "must be a number")
+		case tokenParams[k] && !positiveInt(v):
+			fs.Add("model_parameters."+k, "must be a whole number of tokens of at least 1")
+		}
 	}
 	for i, t := range s.Tools {
 		switch {
@@ -140,6 +153,25 @@ func validateEdge(fs *fault.Fields, at string, e *Edge) {
 }
 
 // positiveInt reports whether a model parameter is a whole number above 0.
+// numberParams and tokenParams are model parameters with a type every
+// provider agrees on, in the spellings of OpenAI's, Anthropic's and Google's
+// APIs and of LibreChat's agents.
+var (
+	numberParams = map[string]bool{"temperature": true, "top_p": true, "topP": true, "top_k": true, "topK": true,
+		"frequency_penalty": true, "presence_penalty": true}
+	tokenParams = map[string]bool{"max_tokens": true, "maxTokens": true, "max_completion_tokens": true,
+		"max_output_tokens": true, "maxOutputTokens": true}
+)
+
+// isNumber reports whether v is a number as JSON or YAML decode one.
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int, int64, uint64, float64:
+		return true
+	}
+	return false
+}
+
 func positiveInt(v any) bool {
 	switch v := v.(type) {
 	case int:

@@ -29,6 +29,9 @@ func TestValidate(t *testing.T) {
 			s.ToolResources = &ToolResources{FileSearch: &FileSearchResources{FileIDs: []string{""}}}
 		}, []string{"tool_resources.file_search.file_ids[0]"}},
 		{"empty starter", func(s *Spec) { s.ConversationStarters = []string{" "} }, []string{"conversation_starters[0]"}},
+		{"model parameters of the wrong type", func(s *Spec) {
+			s.ModelParameters = map[string]any{"temperature": "hot", "max_tokens": -1, "maxOutputTokens": 1.5, "top_p": 0.9, "reasoning_effort": "low", "seed": nil}
+		}, []string{"model_parameters.maxOutputTokens", "model_parameters.max_tokens", "model_parameters.temperature"}},
 		{"edge sides", func(s *Spec) { s.Edges = []Edge{{EdgeType: EdgeDirect}} }, []string{"edges[0].from", "edges[0].to"}},
 		{"edge type", func(s *Spec) { s.Edges = []Edge{{From: One("a"), To: One("b"), EdgeType: "x"}} }, []string{"edges[0].edgeType"}},
 		{"prompt key name", func(s *Spec) { s.Edges = []Edge{{From: One("a"), To: One("b"), PromptKey: "1x"}} }, []string{"edges[0].promptKey"}},
