@@ -39,7 +39,15 @@ func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, 
 // post sends body to path and returns the status and the whole answer.
 func (tm *team) post(t *testing.T, path, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", tm.srv.URL+path, strings.NewReader(body))
+	code, _, out := tm.send(t, "POST", path, strings.NewReader(body))
+	return code, out
+}
+
+// send makes a request as the team's user and returns the status, headers
+// and whole answer.
+func (tm *team) send(t *testing.T, method, path string, body io.Reader) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, tm.srv.URL+path, body)
 	req.Header.Set("Authorization", "Bearer "+tm.key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -47,7 +55,7 @@ func (tm *team) post(t *testing.T, path, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return resp.StatusCode, resp.Header, string(raw)
 }
 
 // With hide_sequential_outputs and a last group of agents running side by
@@ -203,15 +211,8 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 // get reads path and returns the status and the whole answer.
 func (tm *team) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", tm.srv.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+tm.key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	code, _, out := tm.send(t, "GET", path, nil)
+	return code, out
 }
 
 // A completion is read again by its id: the same answer as the POST gave,
@@ -319,15 +320,8 @@ func TestV1AbortedRun(t *testing.T) {
 	if !strings.Contains(last, `"type":"relay_run_cancelled"`) {
 		t.Errorf("the stream's last data line: %s; want a relay_run_cancelled error", last)
 	}
-	get, _ := http.NewRequest("GET", tm.srv.URL+"/v1/chat/completions/"+id, nil)
-	get.Header.Set("Authorization", "Bearer "+tm.key)
-	again, err := http.DefaultClient.Do(get)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Body.Close()
-	body, _ := io.ReadAll(again.Body)
-	if again.StatusCode != http.StatusConflict || again.Header.Get("X-Should-Retry") != "false" || !strings.Contains(string(body), `"code":"run_cancelled"`) {
-		t.Errorf("the aborted completion read again: %d %s", again.StatusCode, body)
+	code, header, body := tm.send(t, "GET", "/v1/chat/completions/"+id, nil)
+	if code != http.StatusConflict || header.Get("X-Should-Retry") != "false" || !strings.Contains(body, `"code":"run_cancelled"`) {
+		t.Errorf("the aborted completion read again: %d %s", code, body)
 	}
 }
