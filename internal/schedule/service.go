@@ -189,6 +189,9 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		sc.Type = Once
 	}
 	set(&sc.Cron, in.Cron)
+	// A run_at sent again as it is stored (a form sends every field) is no
+	// new time, and need not be in the future.
+	newRunAt := in.RunAt != nil && (sc.RunAt == nil || !in.RunAt.Equal(*sc.RunAt))
 	if in.RunAt != nil {
 		t := in.RunAt.UTC()
 		sc.RunAt = &t
@@ -266,7 +269,7 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		case sc.RunAt.After(now):
 			t := *sc.RunAt
 			next = &t
-		case in.RunAt != nil:
+		case newRunAt:
 			fs.Add("run_at", "must be in the future")
 		case sc.Enabled:
 			// A one-off schedule that fired (or whose time passed while it

@@ -180,6 +180,10 @@ func TestMissedAndOneOff(t *testing.T) {
 	if renamed.Name != "Once, renamed" || !renamed.UpdatedAt.Equal(f.clock.Now()) || renamed.UpdatedAt.Equal(renamed.CreatedAt) {
 		t.Errorf("renamed: name %q, updated_at %v (created %v), want the new name, updated now", renamed.Name, renamed.UpdatedAt, renamed.CreatedAt)
 	}
+	// As the web UI's form saves it: every field sent again, run_at as it was.
+	if _, err := f.a.Update(ctx, f.user, once.ID, Input{Name: str("Once"), RunAt: renamed.RunAt, Enabled: ptr(false)}); err != nil {
+		t.Errorf("saving the fired one-off with its run_at as it was: %v", err)
+	}
 	_, err = f.a.Update(ctx, f.user, once.ID, Input{Enabled: ptr(true)})
 	if err == nil || !strings.Contains(err.Error(), "give a new run_at") {
 		t.Errorf("enabling the fired one-off without a new time: %v", err)
