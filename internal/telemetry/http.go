@@ -70,8 +70,19 @@ func methodLabel(m string) string {
 	return Other
 }
 
+// probe reports whether r is a scrape of the metrics or a health check:
+// counted in the metrics like any request, but not traced, since they come
+// every few seconds and say nothing of what users do.
+func probe(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/metrics", "/healthz", "/readyz":
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	}
+	return false
+}
+
 // Middleware measures every request that h answers (relay_http_* metrics)
-// and, with tracing on, gives it a server span, continuing the caller's
+// and, with tracing on, gives it (probes aside) a server span, continuing the caller's
 // trace (W3C traceparent). Metrics and the span are named by the route
 // pattern that matched: the Pattern of the request that reached an
 // http.ServeMux which got the middleware's own copy, else what SetRoute (or
@@ -86,7 +97,7 @@ func (t *Telemetry) Middleware(h http.Handler) http.Handler {
 		rt := &route{}
 		ctx := context.WithValue(r.Context(), routeKey{}, rt)
 		var span trace.Span
-		if t.tracer != nil {
+		if t.tracer != nil && !probe(r) {
 			ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 			ctx, span = t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.scheme", scheme(r))))

@@ -263,3 +263,31 @@ func TestTracingDescription(t *testing.T) {
 		t.Errorf("Tracing() = %q, want %q", got, want)
 	}
 }
+
+// Health checks and scrapes are counted, not traced: a span every few
+// seconds would bury the requests users make.
+func TestProbesNotTraced(t *testing.T) {
+	rc := telemetrytest.NewReceiver(t)
+	tel := telemetrytest.New(t, rc, map[string]string{"OTEL_SERVICE_NAME": "relay-test"})
+	mux := http.NewServeMux()
+	for _, p := range []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /api/agents"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {})
+	}
+	srv := httptest.NewServer(tel.Middleware(telemetry.Routed(mux)))
+	defer srv.Close()
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/api/agents"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	telemetrytest.Flush(t, tel)
+	var names []string
+	for _, s := range rc.Spans() {
+		names = append(names, s.Name)
+	}
+	if len(names) != 1 || names[0] != "GET /api/agents" {
+		t.Errorf("spans %q, want the one of GET /api/agents alone", names)
+	}
+}
