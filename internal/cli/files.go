@@ -37,7 +37,9 @@ func filesCommands() []*command {
 		{name: "files add", args: "PATH...", summary: "upload files for retrieval",
 			detail: "Stores each file in the database, pending ingestion, and prints its id and status. A\n" +
 				"running relay serve ingests it; with --wait this command ingests it itself if no server\n" +
-				"does, shows the progress and exits 1 if any file failed.",
+				"does and shows the progress. A file refused (unreadable, too large, binary named as text)\n" +
+				"is said on stderr and the others are added all the same; the command exits 1 if any file\n" +
+				"was refused or failed.",
 			setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				user := userFlag(fs)
 				wait := fs.Bool("wait", false, "wait until every file is ready or failed, showing progress")
@@ -115,16 +117,28 @@ func statusText(f *file.File) string {
 // until each is done.
 func addFiles(ctx context.Context, e *env, svc *file.Service, u *auth.User, paths []string, limit int64, wait bool) error {
 	var added []*file.File
+	refused := 0 // each said on stderr; the others are uploaded all the same
 	for _, p := range paths {
 		f, err := uploadPath(ctx, svc, u, p, limit)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			fmt.Fprintf(e.Stderr, "%s: %s\n", p, e.redact.String(describe(err)))
+			refused++
+			continue
 		}
 		fmt.Fprintf(e.Stdout, "%s\t%s\t%s\n", f.ID, f.Name, statusText(f))
 		added = append(added, f)
 	}
-	if !wait {
+	notAdded := func() error {
+		if refused > 0 {
+			return fmt.Errorf("%d of %d files were not added", refused, len(paths))
+		}
 		return nil
+	}
+	if !wait {
+		return notAdded()
 	}
 	// Ingest here too: with a server running, whichever claims a file first
 	// ingests it.
@@ -158,9 +172,9 @@ func addFiles(ctx context.Context, e *env, svc *file.Service, u *auth.User, path
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d files failed", failed, len(added))
+		return fmt.Errorf("%d of %d files were refused or failed", failed+refused, len(paths))
 	}
-	return nil
+	return notAdded()
 }
 
 func uploadPath(ctx context.Context, svc *file.Service, u *auth.User, path string, limit int64) (*file.File, error) {

@@ -65,6 +65,15 @@ func TestFilesCLIAndAPI(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil, "", "files", "add", "--config", cfgPath, big); code != 1 || !strings.Contains(stderr, "1 MB") {
 		t.Errorf("files add of 2 MB with a 1 MB cap: %d %q", code, stderr)
 	}
+	// A file refused among others: said, and the others added all the same.
+	after := filepath.Join(dir, "after.md")
+	if err := os.WriteFile(after, []byte("Pressure tests are yearly."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runCLI(t, nil, "", "files", "add", "--config", cfgPath, big, after)
+	if code != 1 || !strings.Contains(stderr, "big.txt: ") || !strings.Contains(stderr, "1 of 2 files were not added") || !strings.Contains(out, "after.md\tpending") {
+		t.Errorf("files add of a refused file and another: %d\nstdout %q\nstderr %q", code, out, stderr)
+	}
 
 	code, out, stderr = runCLI(t, nil, "", "files", "list", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "data.csv") || !strings.Contains(out, "text/markdown") || strings.Contains(out, "big.txt") {
