@@ -363,10 +363,15 @@ func TestMCPUserVarsCommand(t *testing.T) {
 	if code != 0 || strings.Contains(out+errOut, value) || !regexpMatch(`MY_TOKEN\s+true\s+\d{4}-`, out) {
 		t.Fatalf("mcp vars --set-stdin: %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", uid)
-	var w mcptest.Whoami
-	if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Header != value {
-		t.Errorf("mcp call as ann: %d %q %s; want the server to get her value", code, out, errOut)
+	for _, who := range []string{uid, "ann@example.com"} {
+		code, out, errOut = cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", who)
+		var w mcptest.Whoami
+		if code != 0 || json.Unmarshal([]byte(out), &w) != nil || w.Header != value {
+			t.Errorf("mcp call as %s: %d %q %s; want the server to get her value", who, code, out, errOut)
+		}
+	}
+	if code, out, errOut := cli("", "mcp", "call", mcp.Key("whoami", "keyed"), "--args", "{}", "--user", "nobody@example.com"); code != 1 || !strings.Contains(out+errOut, "nobody@example.com") {
+		t.Errorf("mcp call as no user: %d %q %s", code, out, errOut)
 	}
 	if code, _, errOut := cli("NOPE=1\n", "mcp", "vars", "keyed", "--user", uid, "--set-stdin"); code != 1 || !strings.Contains(errOut, "NOPE: not a variable") {
 		t.Errorf("an undeclared variable: %d %s", code, errOut)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/relay-ai/relay/internal/account"
 	"github.com/relay-ai/relay/internal/app"
 	"github.com/relay-ai/relay/internal/mcp"
 )
@@ -33,6 +34,22 @@ func withMCP(ctx context.Context, e *env, f func(*mcp.Manager) error) error {
 	defer closeMCP()
 	m.Start(ctx)
 	return f(m)
+}
+
+// withMCPAs is withMCP for the user ref names (an id or an email; none for
+// "": app-scoped servers only), found in the database, with their values and
+// authorization for user-scoped servers, as in a run of theirs.
+func withMCPAs(ctx context.Context, e *env, ref string, f func(*mcp.Manager, *mcp.User) error) error {
+	if ref == "" {
+		return withMCP(ctx, e, func(m *mcp.Manager) error { return f(m, nil) })
+	}
+	return withAccounts(ctx, e, func(a *app.App, _ *account.Service, m *mcp.Manager) error {
+		u, err := accountUser(ctx, a, ref)
+		if err != nil {
+			return err
+		}
+		return f(m, u)
+	})
 }
 
 func mcpListCommand() *command {
@@ -92,13 +109,13 @@ func mcpToolsCommand() *command {
 		args:    "[SERVER]",
 		summary: "list MCP tools by the keys the model sees, with their descriptions",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "user `id` for user-scoped servers")
+			user := fs.String("user", "", "the user (`id` or email) whose tools to list: needed for user-scoped servers")
 			asJSON := fs.Bool("json", false, "print JSON (with input schemas) instead of text")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
 					return usageErr("expected at most one server name")
 				}
-				return withMCP(ctx, e, func(m *mcp.Manager) error {
+				return withMCPAs(ctx, e, *user, func(m *mcp.Manager, u *mcp.User) error {
 					var names []string
 					if len(args) == 1 {
 						if _, ok := m.Server(args[0]); !ok {
@@ -113,7 +130,7 @@ func mcpToolsCommand() *command {
 					var all []mcp.Tool
 					failed := false
 					for _, name := range names {
-						ts, err := m.Tools(ctx, name, mcpUser(*user))
+						ts, err := m.Tools(ctx, name, u)
 						if err != nil {
 							fmt.Fprintf(e.Stderr, "relay mcp tools: %s: %v\n", name, err)
 							failed = true
@@ -149,7 +166,7 @@ func mcpCallCommand() *command {
 			"error text the model would get when the call fails or the tool reports an error.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			argsJSON := fs.String("args", "{}", "the tool's arguments as a JSON `object`")
-			user := fs.String("user", "", "user `id` for user-scoped servers")
+			user := fs.String("user", "", "the user (`id` or email) to call as: needed for user-scoped servers")
 			family := fs.String("format", "text", "how to render the result: text, openai or anthropic (the provider `family`)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
@@ -164,8 +181,8 @@ func mcpCallCommand() *command {
 				default:
 					return usageErr("--format must be text, openai or anthropic")
 				}
-				return withMCP(ctx, e, func(m *mcp.Manager) error {
-					res, err := m.Call(ctx, mcpUser(*user), args[0], json.RawMessage(*argsJSON))
+				call := func(m *mcp.Manager, u *mcp.User) error {
+					res, err := m.Call(ctx, u, args[0], json.RawMessage(*argsJSON))
 					if err != nil {
 						fmt.Fprintln(e.Stdout, mcp.FailureText(args[0], err))
 						return exitCode(1)
@@ -180,16 +197,9 @@ func mcpCallCommand() *command {
 						return exitCode(1)
 					}
 					return nil
-				})
+				}
+				return withMCPAs(ctx, e, *user, call)
 			}
 		},
 	}
-}
-
-// mcpUser is the user a CLI call acts for (nil for none).
-func mcpUser(id string) *mcp.User {
-	if id == "" {
-		return nil
-	}
-	return &mcp.User{ID: id}
 }
