@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -173,12 +175,15 @@ func Connect(ctx context.Context, cfg ServerConfig, o ConnectOptions) (*Session,
 	}
 	if err != nil {
 		stop()
+		var env []string // what the server may print of its environment
 		if cmd != nil && cmd.Process != nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
+			err = childEnded(cmd, err)
+			env = slices.Collect(maps.Values(cfg.Env))
 		}
 		// The error may quote the URL, and with it a secret in its query.
-		return nil, newRedactor(cfg, nil).err(err)
+		return nil, newRedactor(cfg, env).err(err)
 	}
 	return &Session{ClientSession: cs, cmd: cmd, stop: stop, schemas: schemas, calls: calls}, nil
 }
@@ -212,12 +217,40 @@ func transport(cfg ServerConfig, rt http.RoundTripper, auth Authorization, log *
 	return nil, nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }
 
+// childEnded adds to the error of a stdio server that could not be
+// connected how it ended, when it ended by itself (it was not killed), and
+// the last lines it wrote to stderr: a server that fails at start usually
+// says why there.
+func childEnded(cmd *exec.Cmd, err error) error {
+	var said []string
+	if l, ok := cmd.Stderr.(*lineLogger); ok {
+		said = l.tail()
+	}
+	ps := cmd.ProcessState
+	switch {
+	case ps != nil && ps.Exited() && len(said) > 0:
+		return fmt.Errorf("%w (the server exited with status %d; its last words on stderr: %s)", err, ps.ExitCode(), strings.Join(said, " / "))
+	case ps != nil && ps.Exited():
+		return fmt.Errorf("%w (the server exited with status %d)", err, ps.ExitCode())
+	case len(said) > 0:
+		return fmt.Errorf("%w (its last words on stderr: %s)", err, strings.Join(said, " / "))
+	}
+	return err
+}
+
 // stderrLogger returns a writer that logs each line a stdio server writes to
-// stderr. It has no goroutine or pipe of its own: os/exec copies the child's
-// stderr into it until the child ends, and then nothing holds it.
+// stderr, at debug level, keeping the last few for the error of a server
+// that fails to start. It has no goroutine or pipe of its own: os/exec copies
+// the child's stderr into it until the child ends, and then nothing holds it.
 func stderrLogger(log *slog.Logger, server string) io.Writer {
 	return &lineLogger{log: log, server: server}
 }
+
+// tailLines and tailLineBytes bound what a lineLogger keeps of the last lines.
+const (
+	tailLines     = 3
+	tailLineBytes = 300
+)
 
 // maxStderrLine is the longest stderr line kept whole; a longer one is logged in
 // pieces of this size.
@@ -227,8 +260,30 @@ type lineLogger struct {
 	log    *slog.Logger
 	server string
 
-	mu  sync.Mutex
-	buf []byte // the unfinished last line
+	mu   sync.Mutex
+	buf  []byte   // the unfinished last line
+	last []string // the last lines that were not blank, cut at tailLineBytes
+}
+
+// tail returns the last lines the server wrote (the unfinished one too).
+func (l *lineLogger) tail() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.last)
+	if s := strings.TrimSpace(string(l.buf)); s != "" {
+		out = append(out, cut(s))
+	}
+	if len(out) > tailLines {
+		out = out[len(out)-tailLines:]
+	}
+	return out
+}
+
+func cut(s string) string {
+	if len(s) > tailLineBytes {
+		return strings.ToValidUTF8(s[:tailLineBytes], "") + "…"
+	}
+	return s
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -244,7 +299,14 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 				break
 			}
 		}
-		l.log.Debug("mcp server stderr", slog.String("mcp_server", l.server), slog.String("line", string(bytes.TrimSuffix(line, []byte{'\r'}))))
+		text := string(bytes.TrimSuffix(line, []byte{'\r'}))
+		l.log.Debug("mcp server stderr", slog.String("mcp_server", l.server), slog.String("line", text))
+		if t := strings.TrimSpace(text); t != "" {
+			l.last = append(l.last, cut(t))
+			if len(l.last) > tailLines {
+				l.last = slices.Delete(l.last, 0, len(l.last)-tailLines)
+			}
+		}
 		l.buf = rest
 	}
 	if len(l.buf) == 0 {

@@ -124,3 +124,22 @@ func TestStdioStderrLeavesNothingBehind(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "end of the goroutines of package mcp", func() bool { return goroutinesIn() <= before })
 }
+
+// A stdio server that dies at start is told with how it ended and what it
+// last wrote to stderr, masked; one that says nothing, with its status alone.
+func TestStdioServerDyingAtStart(t *testing.T) {
+	const secret = "tok-9fQ2xLm7Vb"
+	for _, tc := range []struct{ script, want string }{
+		{`echo 'starting'; echo "fatal: bad credentials for $TOKEN" >&2; echo '' >&2; exit 3`,
+			`exited with status 3; its last words on stderr: fatal: bad credentials for [redacted]`},
+		{`exit 7`, `(the server exited with status 7)`},
+	} {
+		s := server("crashy", mcp.TransportStdio, "")
+		s.Command, s.Args = "sh", []string{"-c", tc.script}
+		s.Env = map[string]string{"TOKEN": secret}
+		_, err := mcp.Connect(t.Context(), s, mcp.ConnectOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: %v; want it to say %q, without the secret", tc.script, err, tc.want)
+		}
+	}
+}
