@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/mcp"
@@ -18,6 +20,16 @@ func (s *Server) mcpServers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"data": s.opts.MCP.Status(who)})
 }
 
+// serverUnavailable is the error of an MCP server that could not be reached,
+// named once: the manager's errors mostly start with it already.
+func serverUnavailable(name string, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("server %q", name)); ok {
+		return fault.Wrap(fault.Unavailable, nil, "MCP server %q%s", name, rest)
+	}
+	return fault.Wrap(fault.Unavailable, nil, "MCP server %q: %s", name, msg)
+}
+
 func (s *Server) mcpServerTools(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if _, ok := s.opts.MCP.Server(name); !ok {
@@ -26,7 +38,7 @@ func (s *Server) mcpServerTools(w http.ResponseWriter, r *http.Request) {
 	}
 	tools, err := s.opts.MCP.Tools(r.Context(), name, run.MCPUser(userFrom(r.Context())))
 	if err != nil {
-		s.writeError(w, r, fault.Wrap(fault.Unavailable, nil, "MCP server %q: %v", name, err))
+		s.writeError(w, r, serverUnavailable(name, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": tools})
@@ -43,7 +55,7 @@ func (s *Server) mcpReconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.opts.MCP.Reconnect(r.Context(), name); err != nil {
-		s.writeError(w, r, fault.Wrap(fault.Unavailable, nil, "MCP server %q: %v", name, err))
+		s.writeError(w, r, serverUnavailable(name, err))
 		return
 	}
 	for _, st := range s.opts.MCP.Status(nil) {
