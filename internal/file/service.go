@@ -197,6 +197,11 @@ func (s *Service) Upload(ctx context.Context, owner, name string, r io.Reader, l
 	}
 	f.Size = size
 	f.MIMEType = extract.Detect(f.Name, head)
+	if size > 0 && s.opts.RAG == nil && !extract.Readable(f.MIMEType) {
+		// It would only fail when ingested; a RAG API reads types of its own.
+		s.dropParts(ctx, f.ID)
+		return nil, fault.New(fault.Invalid, "the file's type (%s) is not one Relay reads: upload %s", f.MIMEType, extract.ReadableKinds)
+	}
 	if size == 0 {
 		f.Status, f.Progress, f.Note = Ready, 100, "the file is empty"
 	}

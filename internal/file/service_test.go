@@ -273,7 +273,6 @@ func TestBadFiles(t *testing.T) {
 		{"empty.txt", nil, file.Ready, "", "the file is empty"},
 		{"scan.pdf", extracttest.ImagePDF(2), file.Ready, "", "no text"},
 		{"broken.docx", extracttest.CorruptDOCX(), file.Failed, "zip", ""},
-		{"program.bin", []byte{0x7f, 'E', 'L', 'F', 0, 1, 2, 3, 0xff, 0xfe, 0, 0}, file.Failed, "unsupported type: application/octet-stream", ""},
 	}
 	for _, tt := range tests {
 		f := b.wait(t, b.upload(t, tt.name, tt.data).ID)
@@ -282,6 +281,27 @@ func TestBadFiles(t *testing.T) {
 			t.Errorf("%s ended %s, error %q, note %q; want %s, error with %q, note with %q",
 				tt.name, f.Status, f.Error, f.Note, tt.wantStatus, tt.wantError, tt.wantNote)
 		}
+	}
+}
+
+// A file of a type Relay does not read is refused when it is uploaded, not
+// stored to fail when it is ingested.
+func TestUploadUnreadableType(t *testing.T) {
+	b := setup(t, file.Options{})
+	for name, data := range map[string][]byte{
+		"program.bin": {0x7f, 'E', 'L', 'F', 0, 1, 2, 3, 0xff, 0xfe, 0, 0},
+		"photo.png":   append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...),
+	} {
+		_, err := b.svc.Upload(t.Context(), b.owner, name, bytes.NewReader(data), 1<<20)
+		if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "is not one Relay reads: upload PDF, DOCX") {
+			t.Errorf("%s: %v, want it refused for its type", name, err)
+		}
+	}
+	if list, err := b.svc.List(t.Context(), b.owner); err != nil || len(list) != 0 {
+		t.Errorf("files after refused uploads: %+v, %v; want none", list, err)
+	}
+	if n := countParts(t, b.path); n != 0 {
+		t.Errorf("%d parts of contents left after refused uploads", n)
 	}
 }
 

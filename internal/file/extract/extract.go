@@ -207,6 +207,18 @@ func label(kind string) string {
 	return "file"
 }
 
+// Readable reports whether TextWithin reads files of the type mime.
+func Readable(mime string) bool {
+	switch mediaType(mime) {
+	case PDF, DOCX, HTML, "application/xhtml+xml", Markdown, Plain, "text/x-markdown", CSV, JSON:
+		return true
+	}
+	return false
+}
+
+// ReadableKinds names the kinds of files Readable accepts, for messages.
+const ReadableKinds = "PDF, DOCX, HTML, Markdown, plain text, CSV or JSON"
+
 // mediaType drops parameters ("; charset=utf-8") and case.
 func mediaType(m string) string {
 	if t, _, err := mime.ParseMediaType(m); err == nil {
