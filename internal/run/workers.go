@@ -39,6 +39,7 @@ func (p *workers) Go(fn func()) {
 
 func (p *workers) work(fn func()) {
 	inbox := make(chan func(), 1) // Go never waits for the goroutine to take it
+	var t *time.Timer             // its wait for work, made once
 	for {
 		fn()
 		fn = nil
@@ -49,7 +50,11 @@ func (p *workers) work(fn func()) {
 		}
 		p.idle = append(p.idle, inbox)
 		p.mu.Unlock()
-		t := time.NewTimer(idleWorkerFor)
+		if t == nil {
+			t = time.NewTimer(idleWorkerFor)
+		} else {
+			t.Reset(idleWorkerFor)
+		}
 		select {
 		case fn = <-inbox:
 			t.Stop()
