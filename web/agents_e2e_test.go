@@ -170,11 +170,13 @@ func TestGraphEditorAddsHandoffEdge(t *testing.T) {
 		chromedp.WaitVisible(`[data-testid=agent-graph] .svelte-flow__node`, chromedp.ByQuery),
 		chromedp.Click(`[data-testid=edge-add]`, chromedp.ByQuery),
 		chromedp.WaitVisible(target, chromedp.ByQuery),
+		settle(),
 		chromedp.Click(target, chromedp.ByQuery),
 		chromedp.Click(`input[name=edge-type][value=handoff]`, chromedp.ByQuery),
 		chromedp.SendKeys(`input[name=edge-description]`, "Questions about permits", chromedp.ByQuery),
-		chromedp.Click(`[data-testid=edge-submit]`, chromedp.ByQuery),
 	)
+	waitJS(t, ctx, "the target is ticked", fmt.Sprintf(`document.querySelector(%q)?.checked === true`, target))
+	run(t, ctx, "adding the edge", chromedp.Click(`[data-testid=edge-submit]`, chromedp.ByQuery))
 	edge := fmt.Sprintf(`.svelte-flow__edge[data-source=%q][data-target=%q][data-type=handoff]`, a.ID, b.ID)
 	waitJS(t, ctx, "the graph draws the unsaved edge", fmt.Sprintf(`document.querySelector(%q) !== null`, edge+`[data-unsaved=true]`))
 	waitText(t, ctx, `[data-testid=edge-item]`, "Permits specialist")

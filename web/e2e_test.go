@@ -357,11 +357,23 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // settle waits for two animation frames, so that a resize or an update has
-// been laid out and painted, and for the CSS transitions it started (the
-// side menu sliding away at phone width) to end.
+// been laid out and painted, for the CSS transitions it started (the side
+// menu sliding away at phone width) to end, and for any smooth scroll (a
+// form scrolled into view) to come to rest: a click aimed while the page
+// still moves lands beside its target.
 func settle() chromedp.Action {
 	return chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
 		.then(() => Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => {}))))
-		.then(() => new Promise(r => requestAnimationFrame(() => r(true))))`, nil,
+		.then(() => new Promise(r => {
+			const at = () => [...document.querySelectorAll('*')].filter(e => e.scrollTop || e.scrollLeft).map(e => e.scrollTop + ',' + e.scrollLeft).join(';') + '|' + scrollX + ',' + scrollY;
+			let last = at(), still = 0, frames = 0;
+			const step = () => {
+				const now = at();
+				still = now === last ? still + 1 : 0;
+				last = now;
+				if (still >= 3 || ++frames > 300) r(true); else requestAnimationFrame(step);
+			};
+			requestAnimationFrame(step);
+		}))`, nil,
 		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })
 }

@@ -1,0 +1,1 @@
+function e(){return typeof matchMedia==`function`&&matchMedia(`(prefers-reduced-motion: reduce)`).matches?`auto`:`smooth`}export{e as t};
