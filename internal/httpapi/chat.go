@@ -58,7 +58,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, runID string, after int64) {
 	st := startSSE(w)
 	defer st.close()
-	var buf []byte
+	buf := make([]byte, 0, 1024)
 	for evs, err := range s.opts.Runs.FollowBursts(r.Context(), userFrom(r.Context()), runID, after) {
 		if err != nil {
 			if r.Context().Err() == nil {

@@ -193,8 +193,8 @@ func (e Event) Payload() (Payload, error) {
 // Encode is the JSON of an event's payload, as it is stored and streamed:
 // texts as the model wrote them (no HTML escaping).
 func Encode(p Payload) json.RawMessage {
-	if d, ok := p.(MessageDelta); ok { // the event streamed most, encoded by hand
-		return d.appendJSON(make([]byte, 0, len(d.AgentID)+len(d.Text)+32))
+	if d, ok := p.(MessageDelta); ok {
+		return d.encode()
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

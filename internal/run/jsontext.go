@@ -1,6 +1,16 @@
 package run
 
-import "github.com/relay-ai/relay/internal/llm"
+import (
+	"encoding/json"
+
+	"github.com/relay-ai/relay/internal/llm"
+)
+
+// encode is d's JSON, as encoding/json writes it without HTML escaping: the
+// event streamed most, encoded by hand.
+func (d MessageDelta) encode() json.RawMessage {
+	return d.appendJSON(make([]byte, 0, len(d.AgentID)+len(d.Text)+32))
+}
 
 // appendJSON appends d as encoding/json writes it without HTML escaping, at a
 // fraction of the cost: message.delta is the event a run emits most, one per

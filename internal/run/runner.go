@@ -134,7 +134,7 @@ func (rn *runner) Event(id string, e turn.Event) {
 	s, r, lr := rn.s, rn.r, rn.lr
 	switch e.Kind {
 	case turn.EventText:
-		s.emit(lr, MessageDelta{AgentID: id, Text: e.Text})
+		s.emitText(lr, MessageDelta{AgentID: id, Text: e.Text})
 	case turn.EventToolStarted:
 		s.emit(lr, ToolStarted{AgentID: id, ID: e.Tool.ID, Name: e.Tool.Name, Arguments: e.Tool.Arguments})
 	case turn.EventToolFinished:

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -473,8 +474,20 @@ func readable(err error) string {
 
 // emit hands an event to the run's subscribers and queues it to be stored.
 func (s *Service) emit(lr *liveRun, p Payload) {
+	s.emitData(lr, p.kind(), Encode(p))
+}
+
+// emitText is emit for a piece of an agent's answer, the event streamed
+// most, made without putting d in an interface (an allocation a token).
+func (s *Service) emitText(lr *liveRun, d MessageDelta) {
+	s.emitData(lr, EventMessageDelta, d.encode())
+}
+
+// emitData is emit for an event of kind k saying data.
+func (s *Service) emitData(lr *liveRun, k Kind, data json.RawMessage) {
 	lr.mu.Lock()
-	e := lr.next(p)
+	lr.seq++
+	e := Event{RunID: lr.id, Seq: lr.seq, Type: k, Data: data, CreatedAt: time.Now().UTC()}
 	lr.pending = append(lr.pending, e)
 	queue := !lr.queued
 	lr.queued = true

@@ -61,6 +61,7 @@ type writer struct {
 	// Only the writer uses these: its goroutine, or a caller of finish
 	// that writes in its place (writing set).
 	failingSince time.Time // when the database began refusing what is kept for retry; zero when it is not
+	events       []Event   // the last batch's events, emptied: room for the next
 	tries        int       // the writes that failed since then
 	backoff      bool      // the last write kept records to retry: wait before the next
 }
@@ -199,6 +200,19 @@ func (w *writer) loop() {
 	}
 }
 
+// maxReused is the most events whose room write keeps for the next batch.
+const maxReused = 16 << 10
+
+// reuse returns evs emptied, holding nothing, for the next batch; nil when
+// it is larger than a batch usually is.
+func reuse(evs []Event) []Event {
+	if cap(evs) > maxReused {
+		return nil
+	}
+	clear(evs)
+	return evs[:0]
+}
+
 // write stores everything waiting in one batch, then takes the stored events
 // out of their runs' pending lists and hands the ended runs' last events to
 // their subscribers.
@@ -229,7 +243,8 @@ func (w *writer) write() {
 	for _, e := range ends {
 		n += len(e.events)
 	}
-	b.Events = make([]Event, 0, n)
+	b.Events = slices.Grow(w.events[:0], n)
+	defer func() { w.events = reuse(b.Events) }()
 	for _, evs := range taken {
 		b.Events = append(b.Events, evs...)
 	}

@@ -18,6 +18,7 @@ import (
 // case, a key twice where json.Unmarshal would merge the two, malformed
 // JSON, …) goes to json.Unmarshal, so that what is decoded never differs.
 func decodeChunk(data []byte, c *chunk) error {
+	*c = chunk{}
 	if fastChunk(data, c) {
 		return nil
 	}
@@ -92,10 +93,11 @@ func (s *scan) choices(c *chunk) bool {
 		c.Choices = nil
 		return true
 	}
-	c.Choices = make([]choice, 0, 1)
+	c.Choices = c.room.choice[:0]
 	return s.array(func() bool {
 		c.Choices = append(c.Choices, choice{})
 		ch := &c.Choices[len(c.Choices)-1]
+		first := len(c.Choices) == 1
 		seenDelta := false
 		return s.object(func(key []byte) bool {
 			switch string(key) {
@@ -111,8 +113,12 @@ func (s *scan) choices(c *chunk) bool {
 				if s.null() {
 					return true
 				}
-				ch.Delta = &delta{}
-				return s.delta(ch.Delta)
+				if first {
+					ch.Delta = &c.room.delta
+				} else {
+					ch.Delta = &delta{}
+				}
+				return s.delta(c, ch.Delta)
 			case "finish_reason":
 				if s.null() {
 					ch.FinishReason = nil
@@ -138,7 +144,7 @@ func (s *scan) choices(c *chunk) bool {
 
 // delta reads a delta holding text (content a string or null) or pieces of
 // tool calls.
-func (s *scan) delta(d *delta) bool {
+func (s *scan) delta(c *chunk, d *delta) bool {
 	seenCalls := false
 	return s.object(func(key []byte) bool {
 		switch string(key) {
@@ -154,7 +160,7 @@ func (s *scan) delta(d *delta) bool {
 				return false
 			}
 			seenCalls = true
-			return s.toolCalls(d)
+			return s.toolCalls(c, d)
 		case "refusal":
 			return s.null()
 		}
@@ -162,16 +168,23 @@ func (s *scan) delta(d *delta) bool {
 	})
 }
 
-// toolCalls reads a delta's tool_calls: null, or an array of objects.
-func (s *scan) toolCalls(d *delta) bool {
+// toolCalls reads a delta's tool_calls: null, or an array of objects. The
+// first tool call of c's first delta is put in c's room.
+func (s *scan) toolCalls(c *chunk, d *delta) bool {
 	if s.null() {
 		d.ToolCalls = nil
 		return true
 	}
-	d.ToolCalls = make([]toolCallDelta, 0, 1) // [] is an empty slice, not nil
+	roomy := d == &c.room.delta
+	if roomy {
+		d.ToolCalls = c.room.toolCall[:0] // [] is an empty slice, not nil
+	} else {
+		d.ToolCalls = make([]toolCallDelta, 0, 1)
+	}
 	return s.array(func() bool {
 		d.ToolCalls = append(d.ToolCalls, toolCallDelta{})
 		tc := &d.ToolCalls[len(d.ToolCalls)-1]
+		first := roomy && len(d.ToolCalls) == 1
 		seenFunction := false
 		return s.object(func(key []byte) bool {
 			switch string(key) {
@@ -181,7 +194,12 @@ func (s *scan) toolCalls(d *delta) bool {
 					return true
 				}
 				n, ok := s.integer()
-				tc.Index = &n
+				if first {
+					c.room.index = n
+					tc.Index = &c.room.index
+				} else {
+					tc.Index = &n
+				}
 				return ok
 			case "id":
 				v, ok := s.str()
@@ -322,9 +340,32 @@ func (s *scan) plainString() ([]byte, bool) {
 // str reads a string value. One with escapes or bytes that are not UTF-8 is
 // decoded by encoding/json, which knows every rule.
 func (s *scan) str() (string, bool) {
+	raw, plain, ok := s.rawString()
+	if !ok {
+		return "", false
+	}
+	if plain && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// skipString consumes a string value that nothing reads, without making it.
+func (s *scan) skipString() bool {
+	raw, plain, ok := s.rawString()
+	return ok && (plain || json.Valid(raw))
+}
+
+// rawString consumes a string value and returns it with its quotes, and
+// whether it has no escapes. A control character in it is refused.
+func (s *scan) rawString() (raw []byte, plain, ok bool) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", false
+		return nil, false, false
 	}
 	start, plain := s.i, true
 	for j := s.i + 1; j < len(s.b); j++ {
@@ -332,23 +373,15 @@ func (s *scan) str() (string, bool) {
 		switch {
 		case c == '"':
 			s.i = j + 1
-			raw := s.b[start:s.i]
-			if plain && utf8.Valid(raw) {
-				return string(raw[1 : len(raw)-1]), true
-			}
-			var v string
-			if json.Unmarshal(raw, &v) != nil {
-				return "", false
-			}
-			return v, true
+			return s.b[start:s.i], plain, true
 		case c == '\\':
 			plain = false
 			j++ // the escaped byte cannot end the string
 		case c < 0x20:
-			return "", false
+			return nil, false, false
 		}
 	}
-	return "", false
+	return nil, false, false
 }
 
 // integer reads a number that is a whole number without exponent or fraction.
@@ -400,8 +433,7 @@ func (s *scan) skip() bool {
 		s.depth--
 		return ok
 	case c == '"':
-		_, ok := s.str()
-		return ok
+		return s.skipString()
 	case c == 't' || c == 'f' || c == 'n':
 		for _, w := range []string{"true", "false", "null"} {
 			if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {

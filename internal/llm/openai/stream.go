@@ -22,6 +22,17 @@ type chunk struct {
 	Choices []choice        `json:"choices"`
 	Usage   *llm.Usage      `json:"usage"`
 	Error   json.RawMessage `json:"error"`
+
+	// room holds what decodeChunk's common case points to: the first
+	// choice, its delta and its first tool call, so that a chunk decoded
+	// into again for every data event of a stream allocates none of them.
+	// encoding/json does not see it (unexported).
+	room struct {
+		choice   [1]choice
+		delta    delta
+		toolCall [1]toolCallDelta
+		index    int
+	}
 }
 
 // choice is one choice of a chunk: a piece of it (Delta) or, in a whole
@@ -94,6 +105,8 @@ type assembler struct {
 	// c and model classify an error the provider sends inside its answer.
 	c     *Client
 	model string
+	// chunk is what each data event is decoded into.
+	chunk chunk
 
 	text   strings.Builder
 	calls  []llm.ToolCall
@@ -123,11 +136,12 @@ func (a *assembler) Event(ev sse.Event) (bool, error) {
 		a.complete()
 		return true, nil
 	}
-	var c chunk
-	if err := decodeChunk(d, &c); err != nil {
+	// One chunk for every data event: add keeps nothing of it.
+	c := &a.chunk
+	if err := decodeChunk(d, c); err != nil {
 		return false, fmt.Errorf("%w: %v", errBadChunk, err)
 	}
-	if e := a.add(&c); e != nil {
+	if e := a.add(c); e != nil {
 		return false, a.failed(e)
 	}
 	return false, nil
