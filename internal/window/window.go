@@ -36,9 +36,10 @@ type Options struct {
 	// MaxToolResultChars is agents.maxToolResultChars: longer tool results are
 	// cut to it. 0 means DefaultToolResultChars of the budget; < 0 means never.
 	MaxToolResultChars int
-	// Summarize, when set, summarises the messages dropped by the first fit
-	// that drops any; the summary is appended to the system message
-	// (docs/config.md, "summarization"). Its failure only means no summary.
+	// Summarize, when set, summarises the messages dropped by the first fit,
+	// that of the request as built; the summary is appended to the system
+	// message (docs/config.md, "summarization"). Later fits of the run drop
+	// turns without a summary. Its failure only means no summary.
 	Summarize func(ctx context.Context, dropped []llm.Message) (string, error)
 	// SummaryTokens is kept free of the budget for the summary.
 	SummaryTokens int
@@ -76,7 +77,7 @@ type Fitter struct {
 	mu         sync.Mutex
 	report     Report
 	counts     []int // scratch: the count of each message
-	summarized bool  // a summary was made (or tried)
+	fitted     bool  // Fit ran: later fits do not summarise
 }
 
 // New returns a Fitter.
@@ -110,13 +111,17 @@ const ErrorPrefix = "context window:"
 // too. When the newest turn alone does not fit, Fit returns a fault.Invalid
 // error and leaves req as it was: nothing is to be sent.
 //
-// With Options.Summarize, the first fit that drops turns keeps
-// Options.SummaryTokens free, has the dropped messages summarised, and
-// appends the summary to the system message (adding one when there is none);
-// when the summary does not fit after all, more turns are dropped.
+// With Options.Summarize, the first fit keeps Options.SummaryTokens free
+// and, when it drops turns, has the dropped messages summarised and appends
+// the summary to the system message (adding one when there is none); when
+// the summary does not fit after all, more turns are dropped. Later fits, as
+// tool results pile up in the run, drop turns without a summary: the system
+// message stays as the run began.
 func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	first := !f.fitted
+	f.fitted = true
 	c := f.opts.Counter
 	budget := f.opts.Budget.Tokens
 	if budget <= 0 {
@@ -178,7 +183,7 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 		// No tool message without its call, no call without its results.
 		need -= orphans(msgs, keep, f.counts, sys, newest)
 	}
-	summarize := f.opts.Summarize != nil && !f.summarized && f.opts.SummaryTokens > 0 && f.opts.SummaryTokens < budget
+	summarize := f.opts.Summarize != nil && first && f.opts.SummaryTokens > 0 && f.opts.SummaryTokens < budget
 	limit := budget
 	if summarize {
 		limit = budget - f.opts.SummaryTokens
@@ -187,7 +192,6 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	var summary *llm.Message // the system message with the summary
 	summarized := 0
 	if summarize && from > sys {
-		f.summarized = true
 		var dropped []llm.Message
 		for i := sys; i < newest; i++ {
 			if !keep[i] {

@@ -292,8 +292,8 @@ func TestNoRoomForReply(t *testing.T) {
 	}
 }
 
-// The turns dropped by the first fit that drops any are summarised into the
-// system message, once; the summary's room is kept in the budget.
+// The turns dropped by the first fit are summarised into the system message,
+// once; the summary's room is kept in the budget.
 func TestFitSummarizes(t *testing.T) {
 	c := counters.For("gpt-4o")
 	for _, withSystem := range []bool{true, false} {
@@ -354,6 +354,47 @@ func TestFitSummarizes(t *testing.T) {
 				t.Errorf("after more steps: %d summaries, system message %q", len(calls), req.Messages[0].Content)
 			}
 		})
+	}
+}
+
+// A run summarises when its request is built, or never: when the request as
+// built fits, the turns dropped later in the run, as tool results pile up,
+// are dropped without a summary, and the system message stays as it was.
+func TestFitSummarizesOnlyTheBuiltRequest(t *testing.T) {
+	c := counters.For("gpt-4o")
+	calls := 0
+	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: 900, Source: window.SourceAgent}, MaxToolResultChars: -1, SummaryTokens: 100,
+		Summarize: func(context.Context, []llm.Message) (string, error) {
+			calls++
+			return "A summary.", nil
+		}})
+	msgs := convo(6, 30)
+	req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+	if err := f.Fit(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Messages) != len(msgs) {
+		t.Fatalf("the request as built fits, yet %d of %d messages are kept", len(req.Messages), len(msgs))
+	}
+	system := req.Messages[0].Content
+	for i := range 8 {
+		id := fmt.Sprint("more_", i)
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 40)})
+		if err := f.Fit(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := f.Report()
+	if r.DroppedTurns == 0 {
+		t.Fatalf("the tool results were to push turns out; report %+v", r)
+	}
+	if calls != 0 || req.Messages[0].Content != system || r.SummarizedMessages != 0 {
+		t.Errorf("after turns dropped mid-run: %d summaries, system message %q, report %+v", calls, req.Messages[0].Content, r)
+	}
+	if n := c.Request(req); n > 900 {
+		t.Errorf("%d tokens, more than the budget", n)
 	}
 }
 
