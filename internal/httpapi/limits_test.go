@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -365,4 +367,55 @@ func TestRateLimitPerAddress(t *testing.T) {
 	wantOK(t, "another /64", get("[2001:db8:0:1::1]:4000", "ann", "/api/me"))
 	b.clock.Add(500 * time.Millisecond)
 	wantOK(t, "half a second later", get("192.0.2.1:4000", "ann", "/api/me"))
+}
+
+// A conversation answers one message at a time: a message sent to it while
+// its run is going is a 409 naming the run, nothing of it is saved, and once
+// the run has answered the next message continues from that answer.
+func TestChatOneMessageAtATime(t *testing.T) {
+	b := setupLimits(t, quota.Limits{}, 50)
+	first := b.chat(t, "ann", "wait", true)
+	wantOK(t, "the first message", first)
+	line, err := bufio.NewReader(first.resp.Body).ReadString('}')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		RunID          string `json:"run_id"`
+		ConversationID string `json:"conversation_id"`
+	}
+	if _, data, ok := strings.Cut(line, "data: "); !ok || json.Unmarshal([]byte(data), &started) != nil || started.ConversationID == "" {
+		t.Fatalf("the stream's first event: %q", line)
+	}
+	next := func() answer {
+		body, _ := json.Marshal(map[string]string{"agent_id": "ann-agent", "text": "next", "conversation_id": started.ConversationID})
+		return b.send(t, "ann", "POST", "/api/chat", "application/json", bytes.NewReader(body), false)
+	}
+	a := next()
+	var e limitErr
+	if err := json.Unmarshal([]byte(a.body), &e); a.status != http.StatusConflict || err != nil || e.Error.Code != "conflict" ||
+		!strings.Contains(e.Error.Message, started.RunID) {
+		t.Fatalf("a message while the run is going: %d %s, want 409 conflict naming %s", a.status, a.body, started.RunID)
+	}
+	b.release()
+	io.Copy(io.Discard, first.resp.Body) // the stream ends with the run
+	first.resp.Body.Close()
+	wantOK(t, "the message once the run has answered", next())
+	var msgs struct {
+		Messages []struct {
+			Role string `json:"role"`
+			Text string `json:"text"`
+		} `json:"messages"`
+	}
+	list := b.send(t, "ann", "GET", "/api/conversations/"+started.ConversationID, "", nil, false)
+	if err := json.Unmarshal([]byte(list.body), &msgs); err != nil {
+		t.Fatalf("%v: %s", err, list.body)
+	}
+	var texts []string
+	for _, m := range msgs.Messages {
+		texts = append(texts, m.Role+": "+m.Text)
+	}
+	if want := []string{"user: wait", "assistant: ok", "user: next", "assistant: ok"}; !slices.Equal(texts, want) {
+		t.Errorf("the conversation's messages %q, want %q", texts, want)
+	}
 }

@@ -178,14 +178,12 @@ func (db *DB) RenameConversation(ctx context.Context, id, title string, from *st
 // of an abort, and fail to store its answer.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	return db.inTx(ctx, "DeleteConversation", func(tx *sql.Tx) error {
-		var going string
-		err := db.queryRow(ctx, tx, `SELECT id FROM runs WHERE conversation_id = ? AND status IN (?, ?) LIMIT 1`,
-			id, run.StatusQueued, run.StatusRunning).Scan(&going)
-		switch {
-		case err == nil:
-			return fault.New(fault.Conflict, "conversation %q has a run going (%s): abort it (POST /api/runs/%s/abort) or let it end first", id, going, going)
-		case !errors.Is(err, sql.ErrNoRows):
+		going, err := db.goingRun(ctx, tx, id)
+		if err != nil {
 			return fmt.Errorf("deleting conversation %q: %w", id, err)
+		}
+		if going != "" {
+			return fault.New(fault.Conflict, "conversation %q has a run going (%s): abort it (POST /api/runs/%s/abort) or let it end first", id, going, going)
 		}
 		res, err := db.exec(ctx, tx, `DELETE FROM conversations WHERE id = ?`, id)
 		if err != nil {

@@ -339,8 +339,11 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 		var err error
 		if s.NewConversation {
 			err = db.createConversation(ctx, tx, s.Conversation)
-		} else {
-			err = db.touchConversation(ctx, tx, s.Conversation)
+		} else if err = db.touchConversation(ctx, tx, s.Conversation); err == nil {
+			// The update holds the conversation's row until the commit, so
+			// that of two messages sent at once the second sees the first's
+			// run here.
+			err = db.refuseGoing(ctx, tx, s.Conversation.ID)
 		}
 		if err != nil {
 			return err
@@ -350,6 +353,29 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 		}
 		return db.createRun(ctx, tx, s.Run)
 	})
+}
+
+// refuseGoing is fault.Conflict, naming the run, when a run of conversation
+// convID is queued or running: a conversation answers one message at a time
+// (docs/api.md, POST /api/chat).
+func (db *DB) refuseGoing(ctx context.Context, q querier, convID string) error {
+	going, err := db.goingRun(ctx, q, convID)
+	if err != nil || going == "" {
+		return err
+	}
+	return fault.New(fault.Conflict, "conversation %q is still answering a message (run %s): wait for its answer, or abort it (POST /api/runs/%s/abort)", convID, going, going)
+}
+
+// goingRun is the id of a run of conversation convID that is queued or
+// running; "" when there is none.
+func (db *DB) goingRun(ctx context.Context, q querier, convID string) (string, error) {
+	var going string
+	err := db.queryRow(ctx, q, `SELECT id FROM runs WHERE conversation_id = ? AND status IN (?, ?) LIMIT 1`,
+		convID, run.StatusQueued, run.StatusRunning).Scan(&going)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("reading the runs of conversation %q: %w", convID, err)
+	}
+	return going, nil
 }
 
 // WriteBatch stores b in one transaction, all of it or, on error, none: its

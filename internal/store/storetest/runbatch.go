@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +43,7 @@ var runBatchTests = []test{
 	}},
 	{"StartRunExistingConversation", func(t *testing.T, s store.Store) {
 		ch := newChat(t, s, "start@example.com")
+		finishRun(t, s, ch.run.ID)
 		// A title set since the run read the conversation (a rename, a title
 		// made in the background) is kept.
 		title := ch.conv.Title
@@ -54,6 +58,63 @@ var runBatchTests = []test{
 			t.Errorf("the conversation %+v; want the stored title kept, agent and UpdatedAt saved", got)
 		}
 		getRun(t, s, r.ID)
+	}},
+	{"StartRunWhileAnswering", func(t *testing.T, s store.Store) {
+		// A conversation answers one message at a time: a message sent while
+		// a run of it is queued or running is refused, and nothing of it is
+		// stored.
+		ch := newChat(t, s, "answering@example.com")
+		for _, status := range []run.Status{run.StatusQueued, run.StatusRunning} {
+			r := getRun(t, s, ch.run.ID)
+			r.Status = status
+			must(t, s.UpdateRun(t.Context(), r), "UpdateRun")
+			m := newMessage(ch.conv.ID, ch.msg.ID, run.RoleUser, "Meanwhile", 4)
+			nr := newRun(ch.user.ID, ch.conv.ID, m.ID, 4)
+			err := s.StartRun(t.Context(), &run.RunStart{Conversation: ch.conv, Message: m, Run: nr})
+			wantKind(t, err, fault.Conflict, "StartRun while a run is "+string(status))
+			if err != nil && !strings.Contains(err.Error(), ch.run.ID) {
+				t.Errorf("the refusal %q does not name the run going", err)
+			}
+			_, err = s.GetRun(t.Context(), nr.ID)
+			wantKind(t, err, fault.NotFound, "GetRun of the refused run")
+			msgs, err := s.ListMessages(t.Context(), ch.conv.ID)
+			must(t, err, "ListMessages")
+			if len(msgs) != 1 {
+				t.Errorf("%d messages after the refused run, want the first alone", len(msgs))
+			}
+		}
+		finishRun(t, s, ch.run.ID)
+		m := newMessage(ch.conv.ID, ch.msg.ID, run.RoleUser, "Now", 31)
+		must(t, s.StartRun(t.Context(), &run.RunStart{Conversation: ch.conv, Message: m, Run: newRun(ch.user.ID, ch.conv.ID, m.ID, 31)}), "StartRun once the run ended")
+	}},
+	{"StartRunsAtOnce", func(t *testing.T, s store.Store) {
+		// Of messages sent to one conversation at once, one starts a run and
+		// the others are refused, whatever the timing.
+		ch := newChat(t, s, "atonce@example.com")
+		finishRun(t, s, ch.run.ID)
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				m := newMessage(ch.conv.ID, ch.msg.ID, run.RoleUser, fmt.Sprint("At once ", i), 40)
+				conv := *ch.conv
+				errs[i] = s.StartRun(t.Context(), &run.RunStart{Conversation: &conv, Message: m, Run: newRun(ch.user.ID, ch.conv.ID, m.ID, 40)})
+			})
+		}
+		wg.Wait()
+		started := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				started++
+			case !fault.Is(err, fault.Conflict):
+				t.Errorf("StartRun at once: %v, want nil or a conflict", err)
+			}
+		}
+		if started != 1 {
+			t.Errorf("%d of %d runs started at once, want 1", started, n)
+		}
 	}},
 	{"StartRunAllOrNothing", func(t *testing.T, s store.Store) {
 		u := createUser(t, s, "start@example.com")
