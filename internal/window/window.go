@@ -74,10 +74,10 @@ type Report struct {
 type Fitter struct {
 	opts Options
 
-	mu         sync.Mutex
-	report     Report
-	counts     []int // scratch: the count of each message
-	fitted     bool  // Fit ran: later fits do not summarise
+	mu     sync.Mutex
+	report Report
+	counts []int // scratch: the count of each message
+	fitted bool  // Fit ran: later fits do not summarise
 }
 
 // New returns a Fitter.
