@@ -341,15 +341,7 @@ func TestFitSummarizes(t *testing.T) {
 				t.Errorf("report %+v", r)
 			}
 			// The loop's next steps drop without summarising again.
-			for i := range 4 {
-				id := fmt.Sprint("more_", i)
-				req.Messages = append(req.Messages,
-					llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
-					llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 40)})
-				if err := f.Fit(context.Background(), req); err != nil {
-					t.Fatal(err)
-				}
-			}
+			moreSteps(t, f, req, 4)
 			if len(calls) != 1 || !strings.Contains(req.Messages[0].Content, window.SummaryHeader) {
 				t.Errorf("after more steps: %d summaries, system message %q", len(calls), req.Messages[0].Content)
 			}
@@ -377,15 +369,7 @@ func TestFitSummarizesOnlyTheBuiltRequest(t *testing.T) {
 		t.Fatalf("the request as built fits, yet %d of %d messages are kept", len(req.Messages), len(msgs))
 	}
 	system := req.Messages[0].Content
-	for i := range 8 {
-		id := fmt.Sprint("more_", i)
-		req.Messages = append(req.Messages,
-			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
-			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 40)})
-		if err := f.Fit(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	moreSteps(t, f, req, 8)
 	r := f.Report()
 	if r.DroppedTurns == 0 {
 		t.Fatalf("the tool results were to push turns out; report %+v", r)
@@ -395,6 +379,21 @@ func TestFitSummarizesOnlyTheBuiltRequest(t *testing.T) {
 	}
 	if n := c.Request(req); n > 900 {
 		t.Errorf("%d tokens, more than the budget", n)
+	}
+}
+
+// moreSteps adds n steps of the agent loop to req, each a tool call and its
+// result, fitting req after each as a run does.
+func moreSteps(t *testing.T, f *window.Fitter, req *llm.Request, n int) {
+	t.Helper()
+	for i := range n {
+		id := fmt.Sprint("more_", i)
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "lookup", Arguments: "{}"}}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: words("found", 40)})
+		if err := f.Fit(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
