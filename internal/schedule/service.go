@@ -258,7 +258,13 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	switch sc.Type {
 	case Recurring:
 		if c := s.checkCron(&fs, sc.Cron, loc, now); c != nil {
-			if t, ok := c.Next(now, loc); ok {
+			// Never at or before the last firing: on a clock a little behind
+			// that of the process which claimed it, now can be.
+			after := now
+			if sc.LastRunAt != nil && sc.LastRunAt.After(after) {
+				after = *sc.LastRunAt
+			}
+			if t, ok := c.Next(after, loc); ok {
 				next = &t
 			}
 		}
@@ -642,6 +648,7 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 	fireAt := *sc.NextRunAt
 	log := s.Log.With(slog.String("schedule_id", sc.ID))
 	var next *time.Time
+	skippedToo := 0 // missed firings between this one and next, not recorded one by one
 	if sc.Type == Recurring {
 		c, err := ParseCron(sc.Cron)
 		loc, lerr := time.LoadLocation(sc.Timezone)
@@ -653,6 +660,15 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 			if t, ok := c.Next(after, loc); ok {
 				next = &t
 			}
+			if now.Sub(fireAt) > s.Opts.Grace {
+				// Missed by more than the grace window (Relay was down): this
+				// firing is skipped, and the latest one since that is still
+				// within the window runs next, at once.
+				if t, missed := latestWithin(c, loc, fireAt, now, s.Opts.Grace); !t.IsZero() {
+					next = &t
+					skippedToo = missed
+				}
+			}
 		}
 	}
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: fireAt, Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
@@ -662,6 +678,9 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		return lost
 	case now.Sub(fireAt) > s.Opts.Grace:
 		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s, more than the grace window of %s", now.Sub(fireAt).Round(time.Second), s.Opts.Grace)
+		if skippedToo > 0 {
+			f.Error += fmt.Sprintf("; so were the %d firings after it, up to %s", skippedToo, next.In(time.UTC).Format(time.RFC3339))
+		}
 	case running != nil && s.Live != nil && s.Live.Suspect(ctx, running.ClaimedBy):
 		// The process holding the previous firing missed its heartbeats: once
 		// it counts as dead its firing fails and this one runs (late); if it
@@ -684,6 +703,32 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 	}
 	go s.execute(context.WithoutCancel(ctx), sc, f, true)
 	return fired
+}
+
+// maxMissed bounds the missed firings latestWithin counts.
+const maxMissed = 100_000
+
+// latestWithin is the latest firing of c after from that is at most grace
+// before now, if there is one (else the zero time), and how many firings
+// after from come before it (at most maxMissed): those missed with from, by
+// more than grace.
+func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.Duration) (time.Time, int) {
+	var latest time.Time
+	start := now.Add(-grace)
+	if from.After(start) {
+		start = from
+	}
+	for t, ok := c.Next(start, loc); ok && !t.After(now); t, ok = c.Next(t, loc) {
+		latest = t
+	}
+	if latest.IsZero() {
+		return latest, 0
+	}
+	missed := 0
+	for t, ok := c.Next(from, loc); ok && t.Before(latest) && now.Sub(t) > grace && missed < maxMissed; t, ok = c.Next(t, loc) {
+		missed++
+	}
+	return latest, missed
 }
 
 // execute runs a claimed firing through the chat path and records the

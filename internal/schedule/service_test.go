@@ -338,3 +338,74 @@ func TestLag(t *testing.T) {
 		t.Errorf("lags %v, want one of 5s", lags)
 	}
 }
+
+// After an outage longer than the grace window, the firing missed first is
+// recorded as skipped, naming the others missed by more than the window, and
+// the latest one still within it runs, once.
+func TestSeveralMissed(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Hourly"), Prompt: str("Go"), Cron: str("0 * * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Down from 09:30 to 12:45: 10:00 and 11:00 are missed by more than an
+	// hour, 12:00 by 45 minutes.
+	f.clock.Set(time.Date(2026, 5, 1, 12, 45, 0, 0, time.UTC))
+	for range 3 { // as Run ticks again at once while a schedule is due
+		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := f.waitFinished(t, sc.ID, 2)
+	byTime := map[time.Time]*Firing{}
+	for _, x := range fs {
+		byTime[x.FireAt] = x
+	}
+	skipped, ran := byTime[time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)], byTime[time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)]
+	if skipped == nil || skipped.Status != FiringSkipped || !strings.Contains(skipped.Error, "so were the 1 firings after it, up to 2026-05-01T12:00:00Z") {
+		t.Errorf("the 10:00 firing: %+v", skipped)
+	}
+	if ran == nil || ran.Status != FiringSucceeded {
+		t.Errorf("the 12:00 firing, 45 minutes late: %+v", ran)
+	}
+	got, _ := f.a.Get(ctx, f.user, sc.ID)
+	if want := time.Date(2026, 5, 1, 13, 0, 0, 0, time.UTC); !got.NextRunAt.Equal(want) {
+		t.Errorf("next run %v, want %v", got.NextRunAt, want)
+	}
+}
+
+// An edit made on a clock a little behind that of the process which claimed
+// the firing does not point the schedule back at that firing: the schedule
+// goes on firing every day, once.
+func TestEditRightAfterAClaimElsewhere(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	f.b.Now = func() time.Time { return f.clock.Now().Add(2 * time.Second) }
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 6, 59, 58, 0, time.UTC))
+	if err := f.b.Tick(ctx, f.b.Now()); err != nil { // b's clock reads 07:00:00
+		t.Fatal(err)
+	}
+	f.waitFinished(t, sc.ID, 1)
+	f.clock.Set(time.Date(2026, 5, 1, 6, 59, 59, 0, time.UTC))
+	edited, err := f.a.Update(ctx, f.user, sc.ID, Input{Name: str("Renamed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 5, 2, 7, 0, 0, 0, time.UTC); !edited.NextRunAt.Equal(want) {
+		t.Errorf("next run after the edit %v, want %v", edited.NextRunAt, want)
+	}
+	for day := 2; day <= 4; day++ {
+		f.clock.Set(time.Date(2026, 5, day, 7, 0, 1, 0, time.UTC))
+		for _, s := range []*Service{f.a, f.b} {
+			if err := s.Tick(ctx, f.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.waitFinished(t, sc.ID, day)
+	}
+}

@@ -284,8 +284,11 @@ var errClaimed = errors.New("firing claimed already")
 //
 // Moving NextRunAt is a compare-and-set: if the schedule is disabled or its
 // NextRunAt is no longer f.FireAt, another process claimed the firing first (or
-// the schedule changed) and ClaimFiring reports false. So it does when the
-// firing exists already. Either way nothing changes. Of any number of processes
+// the schedule changed) and ClaimFiring reports false, changing nothing. So it
+// does when the firing exists already, but then moves NextRunAt on to next all
+// the same: the schedule pointed at a firing made before (an edit that read the
+// schedule before that firing was claimed wrote its NextRunAt back), and left
+// there it would be due, and refused, for ever. Of any number of processes
 // claiming the same firing at once, exactly one gets true: on Postgres the
 // losers wait on the schedule's row lock and then find NextRunAt moved, on
 // SQLite write transactions run one at a time. A missing schedule is
@@ -300,7 +303,9 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 		return false, fault.New(fault.Invalid, "firing %q: fire time is required", f.ID)
 	}
 	fireAt, started, finished, stored := utc(f.FireAt), storedPtr(f.StartedAt), storedPtr(f.FinishedAt), storedPtr(next)
+	taken := false // the firing exists already: the schedule is moved on, nothing is claimed
 	err = db.inTx(ctx, "ClaimFiring", func(tx *sql.Tx) error {
+		taken = false
 		// The schedule row first: its lock is what concurrent claims queue on, so
 		// the losers never reach the insert.
 		res, err := db.exec(ctx, tx,
@@ -323,6 +328,15 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 			}
 			return errClaimed
 		}
+		var made int
+		if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM schedule_firings WHERE schedule_id = ? AND fire_at = ?`,
+			f.ScheduleID, db.timeArg(fireAt)).Scan(&made); err != nil {
+			return fmt.Errorf("claiming firing %q of schedule %q: %w", f.ID, f.ScheduleID, err)
+		}
+		if made > 0 {
+			taken = true
+			return nil
+		}
 		err = db.insertFiring(ctx, tx, f, status, fireAt, started, finished)
 		if fault.Is(err, fault.Conflict) {
 			return errClaimed
@@ -330,7 +344,7 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 		return err
 	})
 	switch {
-	case errors.Is(err, errClaimed):
+	case errors.Is(err, errClaimed) || (err == nil && taken):
 		return false, nil
 	case err != nil:
 		return false, err

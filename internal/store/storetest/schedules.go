@@ -465,9 +465,11 @@ var scheduleTests = []test{
 			t.Errorf("NextDue after the one-off fired = %v, want nil", next)
 		}
 	}},
-	{"ClaimTakenFiringMovesNothing", func(t *testing.T, s store.Store) {
-		// A firing run by hand at the very time the schedule is next due: the
-		// claim finds it, so the schedule must stay where it was.
+	{"ClaimTakenFiringMovesOn", func(t *testing.T, s store.Store) {
+		// A firing run by hand at the very time the schedule is next due, or
+		// an edit that wrote back the time of a firing claimed meanwhile: the
+		// claim finds the firing made, claims nothing, and moves the schedule
+		// on, which would otherwise stay due, and refused, for ever.
 		ctx := t.Context()
 		u := createUser(t, s, "taken@example.com")
 		sc := createSchedule(t, s, newSchedule(u.ID, 0))
@@ -477,8 +479,11 @@ var scheduleTests = []test{
 		if claim(t, s, newFiring(sc.ID, *sc.NextRunAt), &next) {
 			t.Errorf("ClaimFiring of an existing firing = true, want false")
 		}
-		if d := cmp.Diff(sc, getSchedule(t, s, sc.ID)); d != "" {
-			t.Errorf("a claim that found its firing taken changed the schedule (-want +got):\n%s", d)
+		want := *sc
+		fired, moved := stored(*sc.NextRunAt), stored(next)
+		want.NextRunAt, want.LastRunAt = &moved, &fired
+		if d := cmp.Diff(&want, getSchedule(t, s, sc.ID)); d != "" {
+			t.Errorf("the schedule after a claim that found its firing made (-want +got):\n%s", d)
 		}
 		if d := cmp.Diff([]string{byHand.ID}, firingIDs(listFirings(t, s, sc.ID, 0))); d != "" {
 			t.Errorf("ListFirings (-want +got):\n%s", d)
