@@ -54,10 +54,11 @@ var engines = []struct {
 	}},
 }
 
-// badTool answers every call with text holding a NUL and an invalid byte.
+// badTool answers every call with text holding a NUL and an invalid byte: a
+// web search that found a page with both.
 type badTool struct{}
 
-func (badTool) Name() string { return "bad_bytes" }
+func (badTool) Name() string { return "web_search" }
 func (badTool) Call(context.Context, string, json.RawMessage) (tool.Result, error) {
 	return tool.Text("tool\x00out\xfe"), nil
 }
@@ -78,10 +79,10 @@ func TestRunWithBadBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			agents := agent.NewService(st, agent.Rules{})
-			if _, err := agents.Create(ctx, u, "bytes", agent.Spec{Name: "Bytes", Provider: "openAI", Model: "gpt-4o", Tools: []string{"bad_bytes"}}); err != nil {
+			if _, err := agents.Create(ctx, u, "bytes", agent.Spec{Name: "Bytes", Provider: "openAI", Model: "gpt-4o", Tools: []string{"web_search"}}); err != nil {
 				t.Fatal(err)
 			}
-			call := llm.ToolCall{ID: "call_bad", Type: "function", Function: llm.FunctionCall{Name: "bad_bytes", Arguments: `{"q":"x\u0000y"}`}}
+			call := llm.ToolCall{ID: "call_bad", Type: "function", Function: llm.FunctionCall{Name: "web_search", Arguments: `{"q":"x\u0000y"}`}}
 			model := llmtest.New(
 				llmtest.Turn{ToolCalls: []llm.ToolCall{call}},
 				llmtest.Turn{Text: []string{"Here\x00 is", " a bad \xff byte"}},
@@ -89,7 +90,7 @@ func TestRunWithBadBytes(t *testing.T) {
 			m := mcp.NewManager(nil, mcp.Options{})
 			t.Cleanup(func() { m.Close() })
 			svc := &run.Service{
-				Store: st, MCP: m, Log: discard(), Builtins: map[string]tool.Tool{"bad_bytes": badTool{}},
+				Store: st, MCP: m, Log: discard(), Builtins: map[string]tool.Tool{"web_search": badTool{}},
 				Prep: &run.Preparer{Agents: agents, MCP: m, Location: time.UTC},
 				Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 					return model, mcp.FamilyOpenAI, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/relay-ai/relay/internal/agent"
@@ -15,6 +16,8 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/run/runtest"
@@ -304,5 +307,54 @@ func TestRetrievalQueryIsTheUsersMessageForEveryAgent(t *testing.T) {
 		if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[0].Content, "Article 15 allows it.") {
 			t.Errorf("%s's %d requests lack the retrieved context", who, len(reqs))
 		}
+	}
+}
+
+// An agent of a run calls only the tools it was given: the helper handed the
+// conversation calls the router's MCP tool, and the call is an error result
+// that never reaches the server.
+func TestAgentCallsOnlyItsOwnTools(t *testing.T) {
+	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
+		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	tm := runtest.NewTeam(t, map[string]agent.Spec{
+		"router": {Tools: []string{"get-sum__mcp__test"},
+			Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("helper"), EdgeType: agent.EdgeHandoff}}},
+		"helper": {Tools: []string{"echo__mcp__test"}},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case who == "router":
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_helper", Arguments: `{}`}}}}
+		case last.Role != llm.RoleTool:
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "s1", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":40,"b":2}`}}}}
+		}
+		return llmtest.Turn{Text: []string{"Done."}}
+	})
+	tm.Runs.MCP, tm.Runs.Prep.MCP = m, m
+	b := &bundle{svc: tm.Runs, user: tm.User}
+	d := b.chat(t, run.ChatRequest{AgentID: "router", Text: "What is 40 + 2?"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	helper := requestsOf(tm.Model, "helper")
+	if len(helper) != 2 {
+		t.Fatalf("%d requests of the helper, want 2", len(helper))
+	}
+	var offered []string
+	for _, ft := range helper[0].Tools {
+		offered = append(offered, ft.Function.Name)
+	}
+	if !slices.Equal(offered, []string{"echo__mcp__test"}) {
+		t.Errorf("the helper is offered %q, want its own tool alone", offered)
+	}
+	if len(d.Tools) != 2 || d.Tools[1].AgentID != "helper" || !d.Tools[1].IsError ||
+		!strings.Contains(d.Tools[1].Result, `There is no tool "get-sum__mcp__test" among your tools`) {
+		t.Errorf("the handoff and the helper's call of the router's tool: %+v", d.Tools)
+	}
+	result := helper[1].Messages[len(helper[1].Messages)-1]
+	if result.Role != llm.RoleTool || strings.Contains(result.Content, "42") {
+		t.Errorf("the helper was sent %q as the result, want the refusal", result.Content)
 	}
 }

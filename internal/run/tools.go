@@ -25,6 +25,11 @@ type Toolbox struct {
 	// Handoffs are the agents this agent may hand the conversation to; a
 	// transfer to any other is an error result.
 	Handoffs []string
+	// Offered are the names of the tools the agent's model was offered (its
+	// request's tools). A call of any other tool is an error result, never
+	// run: a tool of another agent of the run, of a server the agent does not
+	// use, or a built-in it was not given.
+	Offered []string
 	// Owner names whose calls these are (the run's id): questions of a
 	// server with several calls in flight go only to calls of one owner.
 	Owner string
@@ -46,6 +51,9 @@ func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 			return turn.ToolOutput{Text: fmt.Sprintf("Cannot transfer to agent %q: it is not an agent you can hand the conversation to.", target), IsError: true}
 		}
 		return turn.ToolOutput{Text: "Transferred to agent " + target + "."}
+	}
+	if !slices.Contains(b.Offered, name) {
+		return turn.ToolOutput{Text: fmt.Sprintf("There is no tool %q among your tools: call only the tools you were given.", name), IsError: true}
 	}
 	if t, ok := b.Builtins[name]; ok {
 		uid := ""

@@ -19,7 +19,8 @@ func toolbox(t *testing.T, fam mcp.Family) *run.Toolbox {
 	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
 		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
-	return &run.Toolbox{MCP: m, User: &auth.User{ID: "user_1"}, Family: fam}
+	return &run.Toolbox{MCP: m, User: &auth.User{ID: "user_1"}, Family: fam,
+		Offered: []string{"get-sum__mcp__test", "nope__mcp__test", "fail__mcp__test", "get-tiny-image__mcp__test"}}
 }
 
 func call(name, args string) llm.ToolCall {
@@ -38,6 +39,7 @@ func TestToolboxRunsMCPTools(t *testing.T) {
 		{"a result", "get-sum__mcp__test", `{"a":2,"b":3}`, "The sum of 2 and 3 is 5.", false},
 		{"bad arguments never reach the server", "get-sum__mcp__test", `{"a":"two","b":3}`, `"get-sum__mcp__test" tool call failed: `, true},
 		{"an unknown tool", "nope__mcp__test", `{}`, `"nope__mcp__test" tool call failed: `, true},
+		{"a tool the agent was not given", "echo__mcp__test", `{"message":"hi"}`, `There is no tool "echo__mcp__test" among your tools`, true},
 		{"the server's error", "fail__mcp__test", `{}`, "it failed", true},
 		{"a handoff", "lc_transfer_to_agent_b", `{"instructions":"x"}`, "Transferred to agent agent_b.", false},
 		{"a handoff to an agent that is not a target", "lc_transfer_to_ghost", `{}`, `Cannot transfer to agent "ghost"`, true},
