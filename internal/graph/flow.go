@@ -199,7 +199,7 @@ func handoffPreamble(from *agent.Agent) string {
 // others are awaited by Execute.
 func (f *flow) spawn(ctx context.Context, turns []Turn) {
 	for i, t := range turns {
-		if f.failed() {
+		if f.failed() || f.handedOver() {
 			return
 		}
 		if i == len(turns)-1 {
@@ -233,6 +233,15 @@ func (f *flow) failed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err != nil
+}
+
+// handedOver reports whether an agent called one of the caller's functions:
+// the run then ends with that turn, and no other agent starts (the agents
+// already running finish their turns).
+func (f *flow) handedOver() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.handed) > 0
 }
 
 // ready marks id finished and returns the targets of its direct edges that may
@@ -400,8 +409,8 @@ func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *turn.Outcome, t
 	for _, c := range calls {
 		target, ok := prompt.HandoffTarget(c.Function.Name)
 		edge, known := targets[target]
-		if !ok || !known {
-			continue
+		if !ok || !known || slices.ContainsFunc(next, func(n Turn) bool { return n.AgentID == target }) {
+			continue // a second call of one transfer in a turn hands over once
 		}
 		note := handoffPreamble(a)
 		if v := handoffValue(c.Function.Arguments, edge.PromptKey); v != "" {

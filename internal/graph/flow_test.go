@@ -624,3 +624,60 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 		})
 	}
 }
+
+// A call of one of the caller's functions ends the run though another agent
+// runs alongside: that agent finishes its turn, and nothing starts after it.
+func TestClientCallEndsTheFlowOfAgentsRunningTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newTeam(t, "a", map[string]agent.Spec{
+			"a": {Edges: []agent.Edge{{From: agent.IDs{List: []string{"a", "x"}}, To: agent.One("d"), EdgeType: agent.EdgeDirect}}},
+			"x": {Edges: []agent.Edge{{From: agent.One("x"), To: agent.One("y"), EdgeType: agent.EdgeDirect}}},
+			"y": {},
+			"d": {},
+		}, func(who string, req *llm.Request) llmtest.Turn {
+			switch who {
+			case "a":
+				return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "w", Function: llm.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}}}
+			case "x": // still answering when a's call ends the run
+				return llmtest.Turn{Text: []string{"x says."}, Delay: time.Second}
+			}
+			return llmtest.Turn{Text: []string{who + " says."}}
+		})
+		tm.client = "weather"
+		res, err := tm.run(t, "Go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"y", "d"} {
+			if n := len(tm.requestsOf(id)); n != 0 {
+				t.Errorf("%s ran %d times after a's client call", id, n)
+			}
+		}
+		if parts := partsOf(res); !slices.Contains(parts, "a client_tool_call weather") {
+			t.Errorf("parts %q, want a's client call among them", parts)
+		}
+	})
+}
+
+// Two calls of one transfer in a turn hand the conversation over once.
+func TestTwoCallsOfOneTransferHandOverOnce(t *testing.T) {
+	tm := newTeam(t, "a", map[string]agent.Spec{
+		"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
+		"b": {},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		if who == "a" {
+			return handTo("b", "b")
+		}
+		return llmtest.Turn{Text: []string{"b answers."}}
+	})
+	res, err := tm.run(t, "Go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tm.requestsOf("b")); n != 1 {
+		t.Errorf("b ran %d times, want once", n)
+	}
+	if res.Text != "b answers." {
+		t.Errorf("answer %q", res.Text)
+	}
+}
