@@ -177,10 +177,11 @@ type flow struct {
 	budget   int             // steps left in the flow (recursion_limit)
 	runMsgs  []llm.Message   // what the agents added, in order
 	lastText map[string]string
-	texts    []Part // each agent's answer, in the order they finished
-	images   []Part // images the models produced, in order
-	parts    []Part // each agent's text and tool calls as they happened, agents in the order they finished
-	handed   []Part // calls of the caller's functions
+	texts    []Part   // each agent's answer, in the order they finished
+	textAt   [][2]int // the parts of each answer of texts: f.parts[at[0]:at[1]]
+	images   []Part   // images the models produced, in order
+	parts    []Part   // each agent's text and tool calls as they happened, agents in the order they finished
+	handed   []Part   // calls of the caller's functions
 	usage    llm.Usage
 }
 
@@ -504,10 +505,12 @@ func (f *flow) record(id string, out *turn.Outcome, said *said) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	said.closeText()
+	from := len(f.parts)
 	f.parts = append(f.parts, said.parts...)
 	text := said.text.String()
 	if text != "" {
 		f.texts = append(f.texts, Part{Kind: PartText, AgentID: id, Text: text})
+		f.textAt = append(f.textAt, [2]int{from, len(f.parts)})
 	}
 	// What output_passthrough hands on: the agent's last assistant message,
 	// not all it said on the way (text before its tool calls).
@@ -547,8 +550,14 @@ func (f *flow) result(hide bool) *Result {
 		all = append(all, t.Text)
 	}
 	parts := make([]Part, 0, len(f.parts)+len(f.images)+len(f.handed))
-	for _, p := range f.parts {
-		if p.Kind == PartText && hide && len(texts) == 1 && p.AgentID != texts[0].AgentID {
+	// Hidden, the texts of every turn but the last answer's: of other agents,
+	// and of the same agent's earlier turns (a handoff back to it).
+	keep := [2]int{0, len(f.parts)}
+	if hide && len(f.textAt) > 0 {
+		keep = f.textAt[len(f.textAt)-1]
+	}
+	for i, p := range f.parts {
+		if p.Kind == PartText && (i < keep[0] || i >= keep[1]) {
 			continue
 		}
 		parts = append(parts, p)

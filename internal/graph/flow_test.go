@@ -681,3 +681,32 @@ func TestTwoCallsOfOneTransferHandOverOnce(t *testing.T) {
 		t.Errorf("answer %q", res.Text)
 	}
 }
+
+// With hide_sequential_outputs the answer keeps the text of the last turn
+// only, in its text and in its parts, also when the agent before it was the
+// same one: a handoff back.
+func TestHiddenOutputsOfAHandoffBack(t *testing.T) {
+	tm := newTeam(t, "a", map[string]agent.Spec{
+		"a": {HideSequentialOutputs: true, Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
+		"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("a"), EdgeType: agent.EdgeHandoff}}},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		switch {
+		case who == "b":
+			return handTo("a")
+		case strings.Contains(lastUser(req), "handed this conversation over"):
+			return llmtest.Turn{Text: []string{"A final."}}
+		}
+		return llmtest.Turn{Text: []string{"A first. "}, ToolCalls: handTo("b").ToolCalls}
+	})
+	res, err := tm.run(t, "Go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "A final." {
+		t.Errorf("answer %q, want the last turn's text alone", res.Text)
+	}
+	want := []string{"a tool_call lc_transfer_to_b", "b tool_call lc_transfer_to_a", "a text A final."}
+	if diff := cmp.Diff(want, partsOf(res)); diff != "" {
+		t.Errorf("parts (-want +got):\n%s", diff)
+	}
+}
