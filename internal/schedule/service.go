@@ -325,7 +325,14 @@ func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, n
 	if loc == nil {
 		return nil
 	}
-	if gap := MinInterval(c, now, loc, 50); gap > 0 && gap < s.Opts.MinInterval {
+	// From now, and from the eve of each change of the zone's offset in the
+	// year ahead: a daylight saving night can bring two firings closer than
+	// any other night does.
+	gap := MinInterval(c, now, loc, 50)
+	for _, eve := range offsetChanges(loc, now, now.AddDate(1, 0, 0)) {
+		gap = min(gap, MinInterval(c, eve, loc, 50))
+	}
+	if gap > 0 && gap < s.Opts.MinInterval {
 		fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
 		return nil
 	}
@@ -334,6 +341,20 @@ func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, n
 		return nil
 	}
 	return c
+}
+
+// offsetChanges returns, for each change of loc's offset from UTC between
+// from and until, a time a day or less before it.
+func offsetChanges(loc *time.Location, from, until time.Time) []time.Time {
+	var eves []time.Time
+	_, off := from.In(loc).Zone()
+	for t := from; t.Before(until); t = t.Add(24 * time.Hour) {
+		if _, o := t.Add(24 * time.Hour).In(loc).Zone(); o != off {
+			eves = append(eves, t)
+			off = o
+		}
+	}
+	return eves
 }
 
 // MaxPreview is the most firing times Preview gives.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
+	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
@@ -407,5 +408,26 @@ func TestEditRightAfterAClaimElsewhere(t *testing.T) {
 			}
 		}
 		f.waitFinished(t, sc.ID, day)
+	}
+}
+
+// The minimum interval holds on every night of the year ahead, whenever the
+// schedule is made: 01:00 and 03:00 in Amsterdam are one real hour apart on
+// the night clocks go forward, in March, and a schedule made in January that
+// fires then is refused too.
+func TestMinIntervalAcrossDaylightSaving(t *testing.T) {
+	ctx := context.Background()
+	for _, made := range []time.Time{time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC), time.Date(2026, 3, 20, 12, 0, 0, 0, time.UTC)} {
+		f := setup(t, made)
+		f.a.Opts.MinInterval = 2 * time.Hour
+		_, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Night"), Prompt: str("Go"),
+			Cron: str("0 1,3 * * *"), Timezone: str("Europe/Amsterdam")})
+		if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "fires every 1h0m0s") {
+			t.Errorf("made on %s: %v, want the minimum interval refused", made.Format(time.DateOnly), err)
+		}
+		if _, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Night"), Prompt: str("Go"),
+			Cron: str("0 1,4 * * *"), Timezone: str("Europe/Amsterdam")}); err != nil {
+			t.Errorf("made on %s, firing 01:00 and 04:00: %v", made.Format(time.DateOnly), err)
+		}
 	}
 }
