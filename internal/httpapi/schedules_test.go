@@ -135,4 +135,20 @@ func TestScheduleRunAtNamed(t *testing.T) {
 			t.Errorf("%s: %d %s; want 400 naming %s", tc.body, code, body, tc.field)
 		}
 	}
+	// A run_at that is no time is named with every other problem.
+	var got struct {
+		Error struct {
+			Fields []struct{ Field, Message string }
+		}
+	}
+	code, body := w.do(t, "ann", "POST", "/api/schedules", `{"name":"","prompt":"","timezone":"X/Y","cron":"0 7 * * *","run_at":"tomorrow"}`, nil)
+	_ = json.Unmarshal([]byte(body), &got)
+	var fields []string
+	for _, f := range got.Error.Fields {
+		fields = append(fields, f.Field)
+	}
+	slices.Sort(fields)
+	if want := []string{"agent_id", "name", "prompt", "run_at", "run_at", "timezone"}; code != 400 || !slices.Equal(fields, want) {
+		t.Errorf("a bad run_at among other problems: %d %s; want 400 naming %q", code, body, want)
+	}
 }

@@ -130,11 +130,16 @@ type Input struct {
 	Timezone  *string    `json:"timezone"`
 	Enabled   *bool      `json:"enabled"`
 	NotifyURL *string    `json:"notify_url"`
+
+	// badRunAt says what is wrong with a run_at that is no time, named with
+	// the other problems of the input.
+	badRunAt string
 }
 
 // UnmarshalJSON reads an Input as the JSON decoder would, refusing unknown
-// fields, with a run_at that is not an RFC 3339 time refused as a problem of
-// run_at rather than as the time package words it.
+// fields. A run_at that is not an RFC 3339 time is a problem of run_at, said
+// plainly rather than as the time package words it, and named when the input
+// is applied, with the problems of the other fields.
 func (in *Input) UnmarshalJSON(b []byte) error {
 	type plain Input
 	var v struct {
@@ -150,8 +155,8 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	if v.RunAt != nil {
 		t, err := time.Parse(time.RFC3339, *v.RunAt)
 		if err != nil {
-			return &fault.Error{Kind: fault.Invalid, Message: "invalid schedule",
-				Fields: []fault.FieldError{{Field: "run_at", Message: fmt.Sprintf("%q is not an RFC 3339 time, such as 2026-03-29T07:00:00+02:00 (with its offset)", *v.RunAt)}}}
+			in.badRunAt = fmt.Sprintf("%q is not an RFC 3339 time, such as 2026-03-29T07:00:00+02:00 (with its offset)", *v.RunAt)
+			return nil
 		}
 		in.RunAt = &t
 	}
@@ -166,6 +171,9 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 		}
 	}
 	var fs fault.Fields
+	if in.badRunAt != "" {
+		fs.Add("run_at", "%s", in.badRunAt)
+	}
 	set(&sc.AgentID, in.AgentID)
 	set(&sc.Name, in.Name)
 	if in.Prompt != nil {
@@ -174,18 +182,19 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	// The type goes with the field given, cron or run_at, which replaces the
 	// other; a type given too must agree with it.
 	cronGiven := in.Cron != nil && strings.TrimSpace(*in.Cron) != ""
+	runAtGiven := in.RunAt != nil || in.badRunAt != ""
 	switch {
-	case cronGiven && in.RunAt != nil:
+	case cronGiven && runAtGiven:
 		fs.Add("run_at", "give cron or run_at, not both")
 	case in.Type != nil && *in.Type == Once && cronGiven:
 		fs.Add("type", "once does not go with cron: a one-off schedule has run_at")
-	case in.Type != nil && *in.Type == Recurring && in.RunAt != nil:
+	case in.Type != nil && *in.Type == Recurring && runAtGiven:
 		fs.Add("type", "recurring does not go with run_at: a recurring schedule has cron")
 	case in.Type != nil:
 		sc.Type = *in.Type
 	case cronGiven:
 		sc.Type = Recurring
-	case in.RunAt != nil:
+	case runAtGiven:
 		sc.Type = Once
 	}
 	set(&sc.Cron, in.Cron)
@@ -271,7 +280,9 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	case Once:
 		switch {
 		case sc.RunAt == nil:
-			fs.Add("run_at", "required for a one-off schedule (RFC 3339)")
+			if in.badRunAt == "" {
+				fs.Add("run_at", "required for a one-off schedule (RFC 3339)")
+			}
 		case sc.RunAt.After(now):
 			t := *sc.RunAt
 			next = &t
