@@ -98,6 +98,12 @@ type Service struct {
 	// waiting wakes the questions of this process's runs when their answer
 	// comes to this process (Answer), by question id.
 	waiting map[string]chan struct{}
+	// unstored are the final states of this process's runs that the store
+	// refused for good (the database was away longer than the writer
+	// waits), by conversation: stored still as running, each would keep its
+	// conversation from answering another message (StartRun). The next
+	// message to the conversation stores it first.
+	unstored map[string]*Run
 }
 
 // writer returns the Service's writer, made on first use.
@@ -247,6 +253,9 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	conv, isNew, history, earlier, err := s.conversation(ctx, u, a, &req, now)
 	if err != nil {
 		return nil, err
+	}
+	if !isNew {
+		s.storeUnstored(ctx, conv.ID)
 	}
 	userMsg := &Message{ID: ident.Ordered("msg_"), ConversationID: conv.ID, ParentID: req.ParentMessageID, Role: RoleUser, Text: req.Text, CreatedAt: now}
 	for _, f := range added {
@@ -498,6 +507,38 @@ func (s *Service) emitData(lr *liveRun, k Kind, data json.RawMessage) {
 	}
 }
 
+// keepUnstored notes the final state of a run that the store refused for
+// good, to be stored before the next message to its conversation.
+func (s *Service) keepUnstored(r *Run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unstored == nil {
+		s.unstored = map[string]*Run{}
+	}
+	s.unstored[r.ConversationID] = r
+}
+
+// storeUnstored stores the final state of the conversation's run that the
+// store refused before, if there is one; it is kept for the next try when
+// the store refuses it again.
+func (s *Service) storeUnstored(ctx context.Context, convID string) {
+	s.mu.Lock()
+	r := s.unstored[convID]
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	if err := s.Store.UpdateRun(ctx, r); err != nil {
+		s.Log.Warn("storing the end of an earlier run of the conversation", slog.String("run_id", r.ID), slog.Any("err", err))
+		return
+	}
+	s.mu.Lock()
+	if s.unstored[convID] == r {
+		delete(s.unstored, convID)
+	}
+	s.mu.Unlock()
+}
+
 // subscribe returns the run's events after seq `after` that are stored (and,
 // for a run of this process, those not stored yet), and a feed of those still
 // to come: nil when the run has already ended, else over when it ends or when
@@ -630,6 +671,13 @@ func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, 
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
+	if lr == nil && (r.Status == StatusRunning || r.Status == StatusQueued) {
+		// Over in this process, its end refused by the store before?
+		s.storeUnstored(ctx, r.ConversationID)
+		if r, err = s.Store.GetRun(ctx, runID); err != nil {
+			return nil, err
+		}
+	}
 	if lr == nil {
 		if r.Status == StatusRunning || r.Status == StatusQueued {
 			return nil, fault.New(fault.Conflict, "run %q is running in another Relay process", runID)

@@ -394,6 +394,7 @@ func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, t
 		}
 		if err := w.s.Store.UpdateRun(ctx, e.run); err != nil {
 			log.Error("saving the run", slog.Any("err", err))
+			w.s.keepUnstored(e.run)
 		}
 		if err := w.s.Store.AppendEvents(ctx, e.events); err != nil {
 			log.Error("saving run events", slog.Any("err", err))

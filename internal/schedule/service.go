@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -340,8 +341,8 @@ func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, n
 	// year ahead: a daylight saving night can bring two firings closer than
 	// any other night does.
 	gap := MinInterval(c, now, loc, 50)
-	for _, eve := range offsetChanges(loc, now, now.AddDate(1, 0, 0)) {
-		gap = min(gap, MinInterval(c, eve, loc, 50))
+	for _, change := range offsetChanges(loc, now, now.AddDate(1, 0, 0)) {
+		gap = min(gap, gapBetween(c, loc, change.Add(-3*time.Hour), change.Add(3*time.Hour)))
 	}
 	if gap > 0 && gap < s.Opts.MinInterval {
 		fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
@@ -354,18 +355,48 @@ func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, n
 	return c
 }
 
-// offsetChanges returns, for each change of loc's offset from UTC between
-// from and until, a time a day or less before it.
+// offsetChanges returns when loc's offset from UTC changes between from and
+// until, to the minute.
 func offsetChanges(loc *time.Location, from, until time.Time) []time.Time {
-	var eves []time.Time
-	_, off := from.In(loc).Zone()
-	for t := from; t.Before(until); t = t.Add(24 * time.Hour) {
-		if _, o := t.Add(24 * time.Hour).In(loc).Zone(); o != off {
-			eves = append(eves, t)
+	var changes []time.Time
+	offset := func(t time.Time) int { _, o := t.In(loc).Zone(); return o }
+	off := offset(from)
+	for t := from; t.Before(until); t = t.Add(6 * time.Hour) {
+		end := t.Add(6 * time.Hour)
+		if o := offset(end); o != off {
+			lo, hi := t, end // the offset changes after lo, by hi
+			for hi.Sub(lo) > time.Minute {
+				mid := lo.Add(hi.Sub(lo) / 2)
+				if offset(mid) == off {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			changes = append(changes, hi)
 			off = o
 		}
 	}
-	return eves
+	return changes
+}
+
+// maxGapFirings bounds the firings gapBetween steps through.
+const maxGapFirings = 10_000
+
+// gapBetween is the shortest time between two firings of c in loc from
+// from to until; the largest Duration with fewer than two.
+func gapBetween(c *Cron, loc *time.Location, from, until time.Time) time.Duration {
+	shortest := time.Duration(math.MaxInt64)
+	prev, ok := c.Next(from, loc)
+	for i := 0; ok && i < maxGapFirings; i++ {
+		next, more := c.Next(prev, loc)
+		if !more || next.After(until) {
+			break
+		}
+		shortest = min(shortest, next.Sub(prev))
+		prev = next
+	}
+	return shortest
 }
 
 // MaxPreview is the most firing times Preview gives.
@@ -742,11 +773,11 @@ const maxMissed = 100_000
 
 // latestWithin is the latest firing of c after from that is at most grace
 // before now, if there is one (else the zero time), and how many firings
-// after from come before it (at most maxMissed): those missed with from, by
-// more than grace.
+// after from come before it (at most maxMissed): those missed with from and
+// not run.
 func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.Duration) (time.Time, int) {
 	var latest time.Time
-	start := now.Add(-grace)
+	start := now.Add(-grace).Add(-time.Nanosecond) // a firing missed by grace exactly is within it
 	if from.After(start) {
 		start = from
 	}
@@ -757,7 +788,7 @@ func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.D
 		return latest, 0
 	}
 	missed := 0
-	for t, ok := c.Next(from, loc); ok && t.Before(latest) && now.Sub(t) > grace && missed < maxMissed; t, ok = c.Next(t, loc) {
+	for t, ok := c.Next(from, loc); ok && t.Before(latest) && missed < maxMissed; t, ok = c.Next(t, loc) {
 		missed++
 	}
 	return latest, missed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -429,5 +430,37 @@ func TestMinIntervalAcrossDaylightSaving(t *testing.T) {
 			Cron: str("0 1,4 * * *"), Timezone: str("Europe/Amsterdam")}); err != nil {
 			t.Errorf("made on %s, firing 01:00 and 04:00: %v", made.Format(time.DateOnly), err)
 		}
+		// Many firings a day: 01:50 and 03:10 are ten minutes apart that night.
+		f.a.Opts.MinInterval = 15 * time.Minute
+		_, err = f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Often"), Prompt: str("Go"),
+			Cron: str("10,30,50 * * * *"), Timezone: str("Europe/Amsterdam")})
+		if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "fires every 10m0s") {
+			t.Errorf("made on %s, firing three times an hour: %v, want the minimum interval refused", made.Format(time.DateOnly), err)
+		}
+	}
+}
+
+// A firing missed by the grace window exactly is still within it, and runs.
+func TestMissedByTheGraceExactly(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Two-hourly"), Prompt: str("Go"), Cron: str("0 */2 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 13, 0, 0, 0, time.UTC)) // 12:00 was an hour ago
+	for range 2 {
+		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := f.waitFinished(t, sc.ID, 2)
+	var got []string
+	for _, x := range fs {
+		got = append(got, x.FireAt.Format("15:04")+" "+string(x.Status))
+	}
+	slices.Sort(got)
+	if want := []string{"10:00 skipped", "12:00 succeeded"}; !slices.Equal(got, want) {
+		t.Errorf("firings %q, want %q", got, want)
 	}
 }

@@ -178,6 +178,11 @@ func (db *DB) RenameConversation(ctx context.Context, id, title string, from *st
 // of an abort, and fail to store its answer.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	return db.inTx(ctx, "DeleteConversation", func(tx *sql.Tx) error {
+		// The conversation's row first, as StartRun takes it: a run started
+		// meanwhile is then seen below, never deleted with its conversation.
+		if _, err := db.exec(ctx, tx, `UPDATE conversations SET id = id WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("deleting conversation %q: %w", id, err)
+		}
 		going, err := db.goingRun(ctx, tx, id)
 		if err != nil {
 			return fmt.Errorf("deleting conversation %q: %w", id, err)
