@@ -62,18 +62,39 @@ func (e fts5Text) rank(ctx context.Context, sc textScope, _, match []string, and
 		op = "AND"
 	}
 	expr := "text : (" + ftsTerms(match, op) + ")"
+	toks := make([]string, len(sc.ids))
+	for i, id := range sc.ids {
+		toks[i] = fileToken(id)
+	}
+	scoped := "(" + expr + ") AND file : (" + ftsTerms(toks, "OR") + ")"
 	// A small scope joins the query with its files' tokens, so that FTS5 ranks
 	// their chunks only; a large one is cheaper to rank whole, dropping other
-	// files' chunks afterwards, with more rows asked for.
+	// files' chunks afterwards, with more rows asked for. But the matches a
+	// ranking reads stop at budget, in the order of their rows: when other
+	// files' matches (another user's large file, stored first) used the
+	// budget up before enough of the scope's, it is ranked again, scoped.
 	if sc.share() < 0.34 {
-		toks := make([]string, len(sc.ids))
-		for i, id := range sc.ids {
-			toks[i] = fileToken(id)
-		}
-		expr = "(" + expr + ") AND file : (" + ftsTerms(toks, "OR") + ")"
-	} else {
-		k = int(float64(k) / sc.share())
+		return e.rankMatches(ctx, scoped, budget, k)
 	}
+	rows, err := e.rankMatches(ctx, expr, budget, int(float64(k)/sc.share()))
+	if err != nil || sc.chunks >= sc.total {
+		return rows, err
+	}
+	in := 0
+	for _, r := range rows {
+		if sc.set[r.fileID] {
+			in++
+		}
+	}
+	if in >= k {
+		return rows, nil
+	}
+	return e.rankMatches(ctx, scoped, budget, k)
+}
+
+// rankMatches ranks at most budget chunks that match the FTS5 expression
+// expr and returns the k best.
+func (e fts5Text) rankMatches(ctx context.Context, expr string, budget, k int) ([]textRow, error) {
 	rows, err := e.db.query(ctx, e.db.read, `SELECT c.id, c.file_id, c.idx, c.page, c.text, t.s FROM (
 			SELECT rowid, s FROM (
 				SELECT rowid, -bm25(file_chunks_fts, 1.0, 0.0) AS s FROM file_chunks_fts

@@ -532,6 +532,35 @@ var fileContentTests = []test{
 			t.Errorf("SearchText of no files = %#v, want an empty list", none)
 		}
 	}},
+	{"SearchTextBesideALargerFile", func(t *testing.T, s store.Store) {
+		// Another user's file, stored first and larger than what one ranking
+		// reads, holds every word of the query in every chunk: the search of
+		// Ann's file, a third of all chunks, still finds hers.
+		ctx := t.Context()
+		bob := createUser(t, s, "bob@example.com")
+		ann := createUser(t, s, "ann@example.com")
+		many := func(n int, who string) []file.Chunk {
+			cs := make([]file.Chunk, n)
+			for i := range cs {
+				cs[i] = file.Chunk{Text: fmt.Sprintf("%s: article %d of the regulation names the authority.", who, i)}
+			}
+			return cs
+		}
+		readyFile(t, s, bob.ID, "bob.txt", many(5100, "Bob")...)
+		hers := readyFile(t, s, ann.ID, "ann.txt", many(2700, "Ann")...)
+		for _, q := range []string{"regulation article authority", "article", "authority"} {
+			hits, err := s.SearchText(ctx, file.Query{FileIDs: []string{hers.ID}, Text: q})
+			must(t, err, "SearchText")
+			if len(hits) != 10 {
+				t.Errorf("%q: %d hits, want 10 of Ann's file", q, len(hits))
+			}
+			for _, h := range hits {
+				if h.FileID != hers.ID {
+					t.Errorf("%q: a hit of another file: %+v", q, h)
+				}
+			}
+		}
+	}},
 	{"SearchVector", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "files@example.com")
