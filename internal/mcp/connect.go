@@ -200,7 +200,8 @@ func transport(cfg ServerConfig, rt http.RoundTripper, auth Authorization, log *
 		if cfg.Stderr == "inherit" {
 			cmd.Stderr = os.Stderr
 		} else {
-			cmd.Stderr = stderrLogger(log, cfg.Name)
+			// What it prints of its environment (a user's key, say) is masked.
+			cmd.Stderr = stderrLogger(log, cfg.Name, newRedactor(cfg, slices.Collect(maps.Values(cfg.Env))))
 		}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, cmd, nil
 	case TransportSSE:
@@ -242,8 +243,8 @@ func childEnded(cmd *exec.Cmd, err error) error {
 // stderr, at debug level, keeping the last few for the error of a server
 // that fails to start. It has no goroutine or pipe of its own: os/exec copies
 // the child's stderr into it until the child ends, and then nothing holds it.
-func stderrLogger(log *slog.Logger, server string) io.Writer {
-	return &lineLogger{log: log, server: server}
+func stderrLogger(log *slog.Logger, server string, mask *redactor) io.Writer {
+	return &lineLogger{log: log, server: server, mask: mask}
 }
 
 // tailLines and tailLineBytes bound what a lineLogger keeps of the last lines.
@@ -259,6 +260,7 @@ const maxStderrLine = 64 << 10
 type lineLogger struct {
 	log    *slog.Logger
 	server string
+	mask   *redactor // the secrets of the server's config, masked in each line
 
 	mu   sync.Mutex
 	buf  []byte   // the unfinished last line
@@ -299,7 +301,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 				break
 			}
 		}
-		text := string(bytes.TrimSuffix(line, []byte{'\r'}))
+		text := l.mask.text(string(bytes.TrimSuffix(line, []byte{'\r'})))
 		l.log.Debug("mcp server stderr", slog.String("mcp_server", l.server), slog.String("line", text))
 		if t := strings.TrimSpace(text); t != "" {
 			l.last = append(l.last, cut(t))

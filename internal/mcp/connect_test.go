@@ -137,9 +137,15 @@ func TestStdioServerDyingAtStart(t *testing.T) {
 		s := server("crashy", mcp.TransportStdio, "")
 		s.Command, s.Args = "sh", []string{"-c", tc.script}
 		s.Env = map[string]string{"TOKEN": secret}
-		_, err := mcp.Connect(t.Context(), s, mcp.ConnectOptions{})
+		var logs logBuffer
+		_, err := mcp.Connect(t.Context(), s, mcp.ConnectOptions{Logger: debugLogger(&logs)})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
 			t.Errorf("%s: %v; want it to say %q, without the secret", tc.script, err, tc.want)
+		}
+		// The debug log of its stderr masks it too: a user's own key, in a
+		// user-scoped server's environment, is known to no log handler.
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("%s: the debug log holds the secret:\n%s", tc.script, logs.String())
 		}
 	}
 }
