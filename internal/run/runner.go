@@ -102,6 +102,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 	for _, ft := range prep.Request.Tools {
 		box.Offered = append(box.Offered, ft.Function.Name)
 	}
+	box.Given = a.Tools
 	if s.Prep.Search != nil && slices.ContainsFunc(prep.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == prompt.FileSearch }) {
 		box.Builtins = maps.Clone(box.Builtins)
 		if box.Builtins == nil {

@@ -26,10 +26,14 @@ type Toolbox struct {
 	// transfer to any other is an error result.
 	Handoffs []string
 	// Offered are the names of the tools the agent's model was offered (its
-	// request's tools). A call of any other tool is an error result, never
-	// run: a tool of another agent of the run, of a server the agent does not
-	// use, or a built-in it was not given.
-	Offered []string
+	// request's tools), and Given the agent's own tools as configured
+	// (all__mcp__<server> for all of a server's). A call of a tool that is neither
+	// offered nor given is an error result, never run: a tool of another
+	// agent of the run, of a server the agent does not use, or a built-in
+	// it was not given. A tool given but not offered (its server could not
+	// be reached, or needs the user to connect) goes to its server, which
+	// says why it cannot be called.
+	Offered, Given []string
 	// Owner names whose calls these are (the run's id): questions of a
 	// server with several calls in flight go only to calls of one owner.
 	Owner string
@@ -43,6 +47,19 @@ type Toolbox struct {
 
 var _ turn.ToolRunner = (*Toolbox)(nil)
 
+// given reports whether the tool name is one of the agent's own: named in
+// Given, or of a server whose tools it has all.
+func (b *Toolbox) given(name string) bool {
+	if slices.Contains(b.Given, name) {
+		return true
+	}
+	_, server, ok := mcp.SplitKey(name)
+	return ok && slices.ContainsFunc(b.Given, func(g string) bool {
+		s, all := mcp.IsAllKey(g)
+		return all && s == server
+	})
+}
+
 // Run calls one tool; every failure becomes an error result the model reads.
 func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 	name, args := call.Function.Name, json.RawMessage(call.Function.Arguments)
@@ -52,7 +69,7 @@ func (b *Toolbox) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 		}
 		return turn.ToolOutput{Text: "Transferred to agent " + target + "."}
 	}
-	if !slices.Contains(b.Offered, name) {
+	if !slices.Contains(b.Offered, name) && !b.given(name) {
 		return turn.ToolOutput{Text: fmt.Sprintf("There is no tool %q among your tools: call only the tools you were given.", name), IsError: true}
 	}
 	if t, ok := b.Builtins[name]; ok {

@@ -82,3 +82,20 @@ func TestToolboxImagesPerFamily(t *testing.T) {
 }
 
 var _ turn.ToolRunner = (*run.Toolbox)(nil)
+
+// A tool the agent was given but not offered this turn (its server could not
+// be listed, or needs the user to connect first) still goes to its server,
+// which says why it cannot be called; so do the tools of a server the agent
+// has all of. Another server's tools are refused.
+func TestToolboxRunsGivenTools(t *testing.T) {
+	for _, given := range [][]string{{"echo__mcp__test"}, {"all__mcp__test"}} {
+		b := toolbox(t, mcp.FamilyOpenAI)
+		b.Offered, b.Given = nil, given
+		if out := b.Run(context.Background(), call("echo__mcp__test", `{"message":"hi"}`)); out.IsError || !strings.Contains(out.Text, "hi") {
+			t.Errorf("given %q: echo: %+v", given, out)
+		}
+		if out := b.Run(context.Background(), call("echo__mcp__other", `{"message":"hi"}`)); !out.IsError || !strings.Contains(out.Text, "There is no tool") {
+			t.Errorf("given %q: another server's echo: %+v", given, out)
+		}
+	}
+}
