@@ -262,7 +262,8 @@ func marshalText(v any) string {
 func FailureText(toolKey string, err error) string {
 	msg := "unknown error"
 	if err != nil {
-		msg = err.Error()
+		// What the user must do, without the layers of the request it failed.
+		msg = userError(err).Error()
 	}
 	return `"` + toolKey + `" tool call failed: ` + msg
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -266,6 +267,12 @@ func TestFailureText(t *testing.T) {
 		{"echo__mcp__everything", errors.New("connection closed"), `"echo__mcp__everything" tool call failed: connection closed`},
 		{"sleep__mcp__slow", fmt.Errorf("call: %w", errors.New("request timed out after 60000 ms")), `"sleep__mcp__slow" tool call failed: call: request timed out after 60000 ms`},
 		{"x__mcp__y", nil, `"x__mcp__y" tool call failed: unknown error`},
+		// A grant revoked mid-use fails the request deep in the transport:
+		// the model reads what the user must do, not the layers (and URL) of
+		// the request.
+		{"subject__mcp__tickets", fmt.Errorf(`calling "tools/call": %w`, fmt.Errorf(`sending "tools/call": rejected by transport: %w`,
+			&url.Error{Op: "Post", URL: "http://10.0.0.7:8080/mcp", Err: &mcp.AuthRequiredError{Server: "tickets", Reason: "the grant was revoked"}})),
+			`"subject__mcp__tickets" tool call failed: MCP server "tickets" needs you to connect your account: the grant was revoked (connect it on the Connections page, or with ` + "`relay mcp auth tickets`)"},
 	}
 	for _, tt := range tests {
 		if got := mcp.FailureText(tt.key, tt.err); got != tt.want {

@@ -843,6 +843,13 @@ func (c *conn) drop(sess *Session, err error, counted bool) {
 	if c.closed || c.sess != sess {
 		return
 	}
+	if NeedsUser(err) {
+		// The user's grant was revoked or has run out: not the server's
+		// failure, and nothing is retried until the user connects again.
+		c.sess, c.state, c.lastErr, c.toolList, c.needs = nil, StateAuthRequired, c.redact.text(userError(err).Error()), nil, err
+		go sess.Close()
+		return
+	}
 	msg := c.redact.text(err.Error())
 	c.logger().Warn("mcp connection lost", slog.String("err", msg))
 	c.sess, c.state, c.lastErr, c.toolList = nil, StateError, "connection lost: "+msg, nil

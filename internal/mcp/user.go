@@ -39,6 +39,20 @@ func NeedsUser(err error) bool {
 	return errors.As(err, &vars) || errors.As(err, &auth)
 }
 
+// userError is the error in err's chain that says what the user must do
+// (NeedsUser), else err.
+func userError(err error) error {
+	var vars *VarsRequiredError
+	var auth *AuthRequiredError
+	switch {
+	case errors.As(err, &auth):
+		return auth
+	case errors.As(err, &vars):
+		return vars
+	}
+	return err
+}
+
 // userConfig is a connection's config with its user's variables, checked to
 // be complete.
 type userConfig struct {
