@@ -263,7 +263,8 @@ func FailureText(toolKey string, err error) string {
 	msg := "unknown error"
 	if err != nil {
 		// What the user must do, without the layers of the request it failed.
-		msg = userError(err).Error()
+		ue, _ := userError(err)
+		msg = ue.Error()
 	}
 	return `"` + toolKey + `" tool call failed: ` + msg
 }

@@ -843,10 +843,10 @@ func (c *conn) drop(sess *Session, err error, counted bool) {
 	if c.closed || c.sess != sess {
 		return
 	}
-	if NeedsUser(err) {
+	if ue, ok := userError(err); ok {
 		// The user's grant was revoked or has run out: not the server's
 		// failure, and nothing is retried until the user connects again.
-		c.sess, c.state, c.lastErr, c.toolList, c.needs = nil, StateAuthRequired, c.redact.text(userError(err).Error()), nil, err
+		c.sess, c.state, c.lastErr, c.toolList, c.needs = nil, StateAuthRequired, c.redact.text(ue.Error()), nil, err
 		go sess.Close()
 		return
 	}

@@ -34,23 +34,22 @@ func (e *VarsRequiredError) Error() string {
 // be used (set variables, connect an account), as opposed to a failure of
 // the server.
 func NeedsUser(err error) bool {
-	var vars *VarsRequiredError
-	var auth *AuthRequiredError
-	return errors.As(err, &vars) || errors.As(err, &auth)
+	_, ok := userError(err)
+	return ok
 }
 
-// userError is the error in err's chain that says what the user must do
-// (NeedsUser), else err.
-func userError(err error) error {
+// userError is the error in err's chain that says what the user must do,
+// and whether there is one.
+func userError(err error) (error, bool) {
 	var vars *VarsRequiredError
 	var auth *AuthRequiredError
 	switch {
 	case errors.As(err, &auth):
-		return auth
+		return auth, true
 	case errors.As(err, &vars):
-		return vars
+		return vars, true
 	}
-	return err
+	return err, false
 }
 
 // userConfig is a connection's config with its user's variables, checked to

@@ -163,9 +163,14 @@ type Event struct {
 	made Payload
 }
 
+// eventOf is the event of run runID numbered seq, of kind k, saying data.
+func eventOf(runID string, seq int64, k Kind, data json.RawMessage) Event {
+	return Event{RunID: runID, Seq: seq, Type: k, Data: data, CreatedAt: time.Now().UTC()}
+}
+
 // newEvent is the event of run runID numbered seq that says p.
 func newEvent(runID string, seq int64, p Payload) Event {
-	e := Event{RunID: runID, Seq: seq, Type: p.kind(), Data: Encode(p), CreatedAt: time.Now().UTC()}
+	e := eventOf(runID, seq, p.kind(), Encode(p))
 	if f, ok := p.(RunFinished); ok {
 		e.made = f
 	}

@@ -496,7 +496,7 @@ func (s *Service) emitText(lr *liveRun, d MessageDelta) {
 func (s *Service) emitData(lr *liveRun, k Kind, data json.RawMessage) {
 	lr.mu.Lock()
 	lr.seq++
-	e := Event{RunID: lr.id, Seq: lr.seq, Type: k, Data: data, CreatedAt: time.Now().UTC()}
+	e := eventOf(lr.id, lr.seq, k, data)
 	lr.pending = append(lr.pending, e)
 	queue := !lr.queued
 	lr.queued = true
@@ -671,18 +671,16 @@ func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, 
 	s.mu.Lock()
 	lr := s.live[runID]
 	s.mu.Unlock()
-	if lr == nil && (r.Status == StatusRunning || r.Status == StatusQueued) {
+	if lr == nil {
+		if finished(r.Status) {
+			return r, nil // already over
+		}
 		// Over in this process, its end refused by the store before?
 		s.storeUnstored(ctx, r.ConversationID)
-		if r, err = s.Store.GetRun(ctx, runID); err != nil {
-			return nil, err
+		if r, err = s.Store.GetRun(ctx, runID); err != nil || finished(r.Status) {
+			return r, err
 		}
-	}
-	if lr == nil {
-		if r.Status == StatusRunning || r.Status == StatusQueued {
-			return nil, fault.New(fault.Conflict, "run %q is running in another Relay process", runID)
-		}
-		return r, nil // already over
+		return nil, fault.New(fault.Conflict, "run %q is running in another Relay process", runID)
 	}
 	lr.cancel(ErrAborted)
 	select {

@@ -145,11 +145,17 @@ func repeatEnd(at time.Time, loc *time.Location) wallMinute {
 // Firings are distinct whole minutes, so every expression passes a minimum of
 // one minute; the check matters for larger minimums.
 func MinInterval(c *Cron, from time.Time, loc *time.Location, n int) time.Duration {
+	return shortestGap(c, from, loc, n, time.Time{})
+}
+
+// shortestGap is MinInterval over the next n firings after from, or fewer:
+// those up to until, when until is not zero.
+func shortestGap(c *Cron, from time.Time, loc *time.Location, n int, until time.Time) time.Duration {
 	shortest := time.Duration(math.MaxInt64)
 	prev, ok := c.Next(from, loc)
 	for i := 1; ok && i < n; i++ {
 		next, more := c.Next(prev, loc)
-		if !more {
+		if !more || !until.IsZero() && next.After(until) {
 			break
 		}
 		shortest = min(shortest, next.Sub(prev))

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -342,7 +341,7 @@ func (s *Service) checkCron(fs *fault.Fields, expr string, loc *time.Location, n
 	// any other night does.
 	gap := MinInterval(c, now, loc, 50)
 	for _, change := range offsetChanges(loc, now, now.AddDate(1, 0, 0)) {
-		gap = min(gap, gapBetween(c, loc, change.Add(-3*time.Hour), change.Add(3*time.Hour)))
+		gap = min(gap, shortestGap(c, change.Add(-3*time.Hour), loc, maxGapFirings, change.Add(3*time.Hour)))
 	}
 	if gap > 0 && gap < s.Opts.MinInterval {
 		fs.Add("cron", "fires every %s; the minimum interval is %s", gap, s.Opts.MinInterval)
@@ -380,24 +379,8 @@ func offsetChanges(loc *time.Location, from, until time.Time) []time.Time {
 	return changes
 }
 
-// maxGapFirings bounds the firings gapBetween steps through.
+// maxGapFirings bounds the firings checked around an offset change.
 const maxGapFirings = 10_000
-
-// gapBetween is the shortest time between two firings of c in loc from
-// from to until; the largest Duration with fewer than two.
-func gapBetween(c *Cron, loc *time.Location, from, until time.Time) time.Duration {
-	shortest := time.Duration(math.MaxInt64)
-	prev, ok := c.Next(from, loc)
-	for i := 0; ok && i < maxGapFirings; i++ {
-		next, more := c.Next(prev, loc)
-		if !more || next.After(until) {
-			break
-		}
-		shortest = min(shortest, next.Sub(prev))
-		prev = next
-	}
-	return shortest
-}
 
 // MaxPreview is the most firing times Preview gives.
 const MaxPreview = 20
