@@ -76,7 +76,10 @@ func (o *oauth) Token(ctx context.Context) (string, error) {
 	return o.grant.AccessToken, nil
 }
 
-func (o *oauth) Unauthorized(ctx context.Context, _ *http.Request, resp *http.Response) error {
+func (o *oauth) Unauthorized(ctx context.Context, _ string, resp *http.Response, resent bool) error {
+	if resent {
+		return nil // the request answers with the refusal; the next one authorizes again
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.flows == maxAuthorizations {

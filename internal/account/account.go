@@ -429,9 +429,20 @@ func (b *bearer) refresh(ctx context.Context, data []byte) ([]byte, time.Time, e
 	return out, ng.Expiry, err
 }
 
-// Unauthorized: the server refused the token. It was revoked (or the
-// scopes no longer suffice): Relay forgets it and the user connects again.
-func (b *bearer) Unauthorized(ctx context.Context, _ *http.Request, resp *http.Response) error {
+// Unauthorized: the server refused token. An access token refused on its
+// first use is renewed with the grant's refresh token, once across replicas
+// (the server may end tokens early, or not say when they end), and the
+// request is sent again; one refused after that, or a grant without a
+// refresh token, was revoked: Relay forgets it and the user connects again.
+// A token another request has renewed meanwhile is not renewed again. A 403
+// asks for more scope than the user granted, which only the user can give.
+func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Response, resent bool) error {
+	if resp.StatusCode != http.StatusForbidden && !resent {
+		retry, err := b.renew(ctx, token)
+		if retry || err != nil {
+			return err
+		}
+	}
 	if err := b.s.Vault.DeleteGrant(ctx, b.userID, b.server); err != nil && fault.KindOf(err) != fault.NotFound {
 		return err
 	}
@@ -439,4 +450,37 @@ func (b *bearer) Unauthorized(ctx context.Context, _ *http.Request, resp *http.R
 		return b.needs("the server needs more permissions than you granted: connect again")
 	}
 	return b.needs("the server no longer accepts your authorization (it may have been revoked): connect again")
+}
+
+// renew renews the grant whose access token was refused, reporting whether
+// the request is to be sent again with the new one: false when the grant has
+// no refresh token. A refresh the authorization server refuses is the
+// connect-again error; one that fails otherwise (the server unreachable) is
+// its error, the grant kept.
+func (b *bearer) renew(ctx context.Context, refused string) (bool, error) {
+	g, err := b.s.Vault.Grant(ctx, b.userID, b.server)
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		return false, b.needs("you have not connected your account yet")
+	case err != nil:
+		return false, err
+	}
+	var mg mcp.Grant
+	if err := json.Unmarshal(g.Data, &mg); err != nil {
+		return false, fmt.Errorf("reading the authorization for %q: %w", b.server, err)
+	}
+	if mg.AccessToken != refused {
+		return true, nil // renewed or authorized again since it was sent
+	}
+	if mg.RefreshToken == "" {
+		return false, nil
+	}
+	_, err = b.s.Vault.Renew(ctx, b.userID, b.server, g.Version, b.refresh)
+	switch {
+	case errors.Is(err, vault.ErrRevoked), fault.KindOf(err) == fault.NotFound:
+		return false, b.needs("your authorization has expired or was revoked")
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }

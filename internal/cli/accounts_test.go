@@ -260,6 +260,57 @@ mcpServers:
 	}
 }
 
+// TestMCPOAuthRefusedTokenIsRenewed: an access token the server stops
+// accepting before its expiry is renewed with the refresh token, and the call
+// answers as if nothing happened; once the refresh token is revoked too, the
+// call says to connect again.
+func TestMCPOAuthRefusedTokenIsRenewed(t *testing.T) {
+	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  public_url: http://relay.example
+  data_dir: %s
+secrets:
+  key: %q
+mcpServers:
+  tickets:
+    type: streamable-http
+    url: %s
+    requiresOAuth: true
+`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	ann := newUserKey(t, s, "ann@example.com")
+	subject := mcp.Key("subject", "tickets")
+	connectAccount(t, as, s, s, ann, "ann")
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
+		t.Fatalf("after connecting: %+v", res)
+	}
+
+	as.EndAccess("ann")
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
+		t.Fatalf("after the access token ended early: %+v; want the call to go through", res)
+	}
+	if n := as.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes for one refused token; want 1", n)
+	}
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" || as.Refreshes() != 1 {
+		t.Errorf("the next call: %+v after %d refreshes; want it to use the renewed token", res, as.Refreshes())
+	}
+
+	as.RevokeUser("ann")
+	if res := callTool(t, s, ann, subject); !res.IsError || !strings.Contains(res.Text, "connect your account") {
+		t.Errorf("after revocation: %+v; want the connect-your-account result", res)
+	}
+	var st struct {
+		OAuth struct {
+			Connected bool `json:"connected"`
+		} `json:"oauth"`
+	}
+	if code := s.call(t, ann, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 || st.OAuth.Connected {
+		t.Errorf("ann's account after revocation: %d %+v; want not connected", code, st)
+	}
+}
+
 // keyedConfig starts a test MCP server and returns a config naming it
 // "keyed", with a customUserVars value MY_TOKEN in its X-User header.
 func keyedConfig(t *testing.T) string {

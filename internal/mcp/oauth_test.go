@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -530,12 +531,14 @@ func TestAuthorizerPreRegistered(t *testing.T) {
 }
 
 // fakeAuthorization is an mcp.Authorization that hands out "token-N" after its
-// N-th Unauthorized.
+// N-th Unauthorized of a request sent the first time.
 type fakeAuthorization struct {
-	mu    sync.Mutex
-	n     int
-	calls []string // the WWW-Authenticate of each Unauthorized
-	err   error    // Token's error, if any
+	mu      sync.Mutex
+	n       int
+	calls   []string // the WWW-Authenticate of each Unauthorized
+	refused []string // the token each Unauthorized was told was refused, and "(resent)" when it was resent
+	err     error    // Token's error, if any
+	giveUp  error    // what Unauthorized of a resent request returns
 }
 
 func (f *fakeAuthorization) Token(context.Context) (string, error) {
@@ -547,14 +550,19 @@ func (f *fakeAuthorization) Token(context.Context) (string, error) {
 	return fmt.Sprintf("token-%d", f.n), nil
 }
 
-func (f *fakeAuthorization) Unauthorized(_ context.Context, _ *http.Request, resp *http.Response) error {
+func (f *fakeAuthorization) Unauthorized(_ context.Context, token string, resp *http.Response, resent bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "invalid_token") && !strings.Contains(string(b), "insufficient_scope") {
 		return fmt.Errorf("the challenge's body %q is gone", b)
 	}
-	f.n++
 	f.calls = append(f.calls, resp.Header.Get("WWW-Authenticate"))
+	if resent {
+		f.refused = append(f.refused, token+" (resent)")
+		return f.giveUp
+	}
+	f.refused = append(f.refused, token)
+	f.n++
 	return nil
 }
 
@@ -629,21 +637,30 @@ func TestAuthorizationOnHTTPTransports(t *testing.T) {
 }
 
 // TestAuthorizationStepUpIsBounded: a server that keeps refusing gets one new
-// authorization per request, and the request fails.
+// authorization per request, the Authorization hears that the resent request
+// was refused too, and the request fails with what it says.
 func TestAuthorizationStepUpIsBounded(t *testing.T) {
 	streamable, _ := bearerServer(t, true)
-	auth := &fakeAuthorization{}
+	giveUp := errors.New("connect again")
+	auth := &fakeAuthorization{giveUp: giveUp}
 	s, err := mcp.Connect(t.Context(), mcp.ServerConfig{Name: "b", Transport: mcp.TransportStreamableHTTP, URL: streamable}, mcp.ConnectOptions{Authorization: auth})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	before := func() int { auth.mu.Lock(); defer auth.mu.Unlock(); return auth.n }()
-	if _, err := s.CallTool(t.Context(), &sdk.CallToolParams{Name: "add", Arguments: map[string]any{}}); err == nil {
-		t.Fatal("the call succeeded; want the server's refusal")
+	_, err = s.CallTool(t.Context(), &sdk.CallToolParams{Name: "add", Arguments: map[string]any{}})
+	if !errors.Is(err, giveUp) {
+		t.Fatalf("the call: %v; want the Authorization's error for the resent request", err)
 	}
-	if after := func() int { auth.mu.Lock(); defer auth.mu.Unlock(); return auth.n }(); after != before+1 {
-		t.Errorf("%d authorizations for one refused call; want 1", after-before)
+	auth.mu.Lock()
+	defer auth.mu.Unlock()
+	if auth.n != before+1 {
+		t.Errorf("%d authorizations for one refused call; want 1", auth.n-before)
+	}
+	want := []string{fmt.Sprintf("token-%d", before), fmt.Sprintf("token-%d (resent)", before+1)}
+	if got := auth.refused[len(auth.refused)-2:]; !slices.Equal(got, want) {
+		t.Errorf("refused tokens %q; want %q", got, want)
 	}
 }
 

@@ -17,11 +17,13 @@ type Authorization interface {
 	// the request with it (e.g. *AuthRequiredError when the user has not
 	// connected).
 	Token(ctx context.Context) (string, error)
-	// Unauthorized is called when a request got 401, or 403 with
-	// error="insufficient_scope"; resp's body has been read already (what is
-	// left is a copy). Returning nil sends the request once more, with Token's
-	// new value; an error fails the request with that error.
-	Unauthorized(ctx context.Context, req *http.Request, resp *http.Response) error
+	// Unauthorized is called when a request sent with token ("" = none) got
+	// 401, or 403 with error="insufficient_scope"; resp's body has been read
+	// already (what is left is a copy). An error fails the request with that
+	// error. Returning nil sends the request once more, with Token's new
+	// value, unless resent: the request had been sent once more already, and
+	// its new token was refused too; resp is then what it answers.
+	Unauthorized(ctx context.Context, token string, resp *http.Response, resent bool) error
 }
 
 // AuthRequiredError says a server needs the user to connect (authorize) first.
@@ -62,20 +64,18 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !t.server.forServer(r.URL) {
 		return t.base.RoundTrip(r)
 	}
-	resp, err := t.send(r)
+	resp, tok, err := t.send(r)
 	if err != nil || !challenged(resp) {
 		return resp, err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxChallengeBody))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
+	keepChallenge(resp)
 	if t.auth == nil {
 		if resp.StatusCode == http.StatusUnauthorized {
 			return nil, fmt.Errorf("MCP server %q answered 401 Unauthorized: %w", t.name, ErrOAuthNotConfigured)
 		}
 		return resp, nil
 	}
-	if err := t.auth.Unauthorized(r.Context(), r, resp); err != nil {
+	if err := t.auth.Unauthorized(r.Context(), tok, resp, false); err != nil {
 		return nil, err
 	}
 	again := r.Clone(r.Context())
@@ -89,25 +89,42 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		again.Body = b
 	}
-	return t.send(again)
+	if resp, tok, err = t.send(again); err != nil || !challenged(resp) {
+		return resp, err
+	}
+	keepChallenge(resp)
+	if err := t.auth.Unauthorized(r.Context(), tok, resp, true); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
-// send sends r with the current token.
-func (t *authTransport) send(r *http.Request) (*http.Response, error) {
+// keepChallenge reads what resp, a challenge, has to say (up to
+// maxChallengeBody) and closes its connection's body: its Body is then a copy.
+func keepChallenge(resp *http.Response) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxChallengeBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+}
+
+// send sends r with the current token, and returns the token it sent.
+func (t *authTransport) send(r *http.Request) (*http.Response, string, error) {
+	var tok string
 	if t.auth != nil {
-		tok, err := t.auth.Token(r.Context())
-		if err != nil {
+		var err error
+		if tok, err = t.auth.Token(r.Context()); err != nil {
 			if r.Body != nil {
 				r.Body.Close()
 			}
-			return nil, err
+			return nil, "", err
 		}
 		if tok != "" {
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer "+tok)
 		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	return resp, tok, err
 }
 
 // challenged reports whether a response asks for (more) authorization: a 401,

@@ -153,6 +153,21 @@ func (v *Vault) DeleteUserGrants(ctx context.Context, userID string) ([]Grant, e
 // released and the error returned; an error wrapping ErrRevoked deletes the
 // grant too. No grant is fault.NotFound.
 func (v *Vault) Fresh(ctx context.Context, userID, server string, refresh RefreshFunc) (Grant, error) {
+	return v.fresh(ctx, userID, server, refresh, func(s *StoredGrant, now time.Time) bool { return due(s.Expiry, s.Issued, now) })
+}
+
+// Renew refreshes a user's grant of a server whose access token the server
+// refused before its time: the grant at version, as Grant or Fresh returned
+// it, whatever its expiry says. It does so as Fresh does, once across every
+// replica, with the same faults. A grant whose version has moved on already
+// (refreshed meanwhile, or authorized again) is returned as it is.
+func (v *Vault) Renew(ctx context.Context, userID, server string, version int64, refresh RefreshFunc) (Grant, error) {
+	return v.fresh(ctx, userID, server, refresh, func(s *StoredGrant, _ time.Time) bool { return s.Version == version })
+}
+
+// fresh is Fresh and Renew: it refreshes the grant while stale says it is
+// to be refreshed, and returns it once it is not.
+func (v *Vault) fresh(ctx context.Context, userID, server string, refresh RefreshFunc, stale func(*StoredGrant, time.Time) bool) (Grant, error) {
 	if err := v.ready(); err != nil {
 		return Grant{}, err
 	}
@@ -167,7 +182,7 @@ func (v *Vault) Fresh(ctx context.Context, userID, server string, refresh Refres
 			return Grant{}, err
 		}
 		now := v.now()
-		if !due(s.Expiry, s.Issued, now) {
+		if !stale(s, now) {
 			return v.openGrant(s)
 		}
 		if s.ClaimOwner == "" || !s.ClaimUntil.After(now) {

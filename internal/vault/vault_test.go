@@ -409,6 +409,60 @@ func TestFreshFailures(t *testing.T) {
 	})
 }
 
+// TestRenew: a grant whose token the server refused long before its expiry
+// is refreshed once by two replicas renewing it at once; renewing a version
+// that has moved on already uses the grant as it is.
+func TestRenew(t *testing.T) {
+	engines(t, func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		c := newClock()
+		keys := keyring(t, key1)
+		a, b := newVault(s, keys, c, "replica-a"), newVault(s, keys, c, "replica-b")
+		u := createUser(t, s, "ann@example.com")
+		// No expiry: the server did not say, so only a refusal tells.
+		must(t, a.PutGrant(ctx, vault.Grant{UserID: u, Server: "github", Data: []byte("token-0"), Issued: c.now()}), "PutGrant")
+		refused, err := a.Fresh(ctx, u, "github", nil)
+		must(t, err, "Fresh")
+
+		r := &refresher{c: c}
+		var wg sync.WaitGroup
+		got := make([]string, 8)
+		for i := range got {
+			wg.Go(func() {
+				g, err := []*vault.Vault{a, b}[i%2].Renew(ctx, u, "github", refused.Version, r.refresh)
+				if err != nil {
+					t.Errorf("caller %d: %v", i, err)
+					return
+				}
+				got[i] = string(g.Data)
+			})
+		}
+		wg.Wait()
+		if n := r.n.Load(); n != 1 {
+			t.Errorf("%d refreshes for one refused token; want 1", n)
+		}
+		for i, d := range got {
+			if d != "token-1" {
+				t.Errorf("caller %d got %q, want token-1", i, d)
+			}
+		}
+		g, err := b.Renew(ctx, u, "github", refused.Version, r.refresh)
+		if err != nil || string(g.Data) != "token-1" || r.n.Load() != 1 {
+			t.Errorf("renewing the refused version again: %s, %v after %d refreshes; want token-1 as it is", g.Data, err, r.n.Load())
+		}
+
+		_, err = a.Renew(ctx, u, "github", g.Version, func(context.Context, []byte) ([]byte, time.Time, error) {
+			return nil, time.Time{}, fmt.Errorf("invalid_grant: %w", vault.ErrRevoked)
+		})
+		if !errors.Is(err, vault.ErrRevoked) {
+			t.Errorf("Renew with a revoked grant: %v, want ErrRevoked", err)
+		}
+		if _, err := a.Grant(ctx, u, "github"); !fault.Is(err, fault.NotFound) {
+			t.Errorf("a revoked grant is still there: %v", err)
+		}
+	})
+}
+
 func TestDeleteUserGrants(t *testing.T) {
 	engines(t, func(t *testing.T, s store.Store) {
 		ctx := t.Context()

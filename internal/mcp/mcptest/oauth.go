@@ -167,6 +167,19 @@ func (s *OAuthServer) RevokeUser(subject string) {
 	}
 }
 
+// EndAccess ends every access token issued to subject before its time, and
+// keeps their refresh tokens: as a server that rotates its signing keys, or
+// one whose tokens live less long than its expires_in said.
+func (s *OAuthServer) EndAccess(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, is := range s.access {
+		if is.subject == subject {
+			delete(s.access, tok)
+		}
+	}
+}
+
 // Approve plays the browser of subject: it opens an authorization URL,
 // and returns where the authorization server sends the browser back.
 func (s *OAuthServer) Approve(ctx context.Context, authURL, subject string) (string, error) {
