@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -63,6 +64,12 @@ type Options struct {
 	// Users supplies each user's customUserVars values; nil means no user has
 	// any, so servers that use them cannot connect.
 	Users Users
+	// VarsRecheck is how often a user's connection that carries
+	// customUserVars values reads them again when used (default 1 s): values
+	// changed by another Relay process sharing the database reach the server
+	// within that time, on a new connection. This process's own changes close
+	// the connection at once (Disconnect).
+	VarsRecheck time.Duration
 	// Telemetry measures tool calls, traces MCP requests (sending their trace
 	// context to sse and streamable-http servers) and reports the
 	// connections' states at each scrape; nil means none of it.
@@ -75,6 +82,9 @@ func (o *Options) defaults() {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 15 * time.Minute
+	}
+	if o.VarsRecheck <= 0 {
+		o.VarsRecheck = time.Second
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = time.Second
@@ -622,8 +632,11 @@ type conn struct {
 	attempt        chan struct{} // closed when the connect in flight ends; nil when none
 	retry          *time.Timer   // the scheduled reconnect, if any
 	closed         bool
-	redact         *redactor // cleans this connection's errors; see redactor
-	needs          error     // what the user must do first (NeedsUser), when the last attempt said so
+	redact         *redactor         // cleans this connection's errors; see redactor
+	needs          error             // what the user must do first (NeedsUser), when the last attempt said so
+	vars           map[string]string // the user's customUserVars values the session was made with
+
+	varsRead atomic.Int64 // unix nanoseconds: when vars were last read from Users
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -684,7 +697,44 @@ func (c *conn) clean(err error) error {
 // other callers if this one gives up.
 func (c *conn) session(ctx context.Context) (*Session, error) {
 	s, err := c.connected(ctx)
+	if err == nil && c.varsChanged(ctx) {
+		c.renew(s)
+		s, err = c.connected(ctx)
+	}
 	return s, c.clean(err)
+}
+
+// varsChanged reports whether the user's customUserVars values are no longer
+// those the session was made with, reading them at most once per
+// Options.VarsRecheck. A failed read is not a change: the session goes on.
+func (c *conn) varsChanged(ctx context.Context) bool {
+	if c.user == nil || c.cfg.Scope != ScopeUser || len(c.cfg.UserVars) == 0 || c.m.opts.Users == nil {
+		return false
+	}
+	now, last := time.Now().UnixNano(), c.varsRead.Load()
+	if time.Duration(now-last) < c.m.opts.VarsRecheck || !c.varsRead.CompareAndSwap(last, now) {
+		return false
+	}
+	vars, err := c.m.opts.Users.Vars(ctx, c.cfg.Name, c.user.ID)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !maps.Equal(vars, c.vars)
+}
+
+// renew forgets sess, which works but was made with what has changed since,
+// and closes it, so that the next use connects afresh.
+func (c *conn) renew(sess *Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.sess != sess {
+		return
+	}
+	c.logger().Debug("reconnecting with the user's new settings")
+	c.sess, c.state, c.toolList = nil, StateDisconnected, nil
+	go sess.Close()
 }
 
 func (c *conn) connected(ctx context.Context) (*Session, error) {
@@ -794,6 +844,8 @@ func (c *conn) startAttemptLocked() {
 		}
 		// failures is kept: a server that only connects has not shown it works.
 		c.sess, c.state, c.lastErr, c.connectedSince = sess, StateConnected, "", time.Now()
+		c.vars = cfg.vars
+		c.varsRead.Store(time.Now().UnixNano())
 		c.toolList = nil
 		go c.watch(sess)
 	}()

@@ -109,6 +109,48 @@ func TestCustomUserVarsReachTheServerPerUser(t *testing.T) {
 	}
 }
 
+// TestCustomUserVarsChangedElsewhere: values changed where this Manager was
+// not told (another Relay process) reach the server on the next use after
+// VarsRecheck, on a new connection; values taken away make the user set them.
+func TestCustomUserVarsChangedElsewhere(t *testing.T) {
+	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	vars := &userVars{}
+	vars.set("ann", "MY_KEY", "ann-key")
+	srv := mcp.ServerConfig{
+		Name: "keyed", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeUser,
+		Timeout: 10 * time.Second, InitTimeout: 10 * time.Second, Headers: map[string]string{"X-User": "{{MY_KEY}}"},
+		UserVars: []mcp.UserVar{{Name: "MY_KEY"}},
+	}
+	m := mcp.NewManager([]mcp.ServerConfig{srv}, mcp.Options{Users: vars, VarsRecheck: time.Nanosecond})
+	t.Cleanup(func() { _ = m.Close() })
+	ann := &mcp.User{ID: "ann"}
+	who := func() (string, error) {
+		res, err := m.Call(t.Context(), ann, mcp.Key("whoami", "keyed"), json.RawMessage(`{}`))
+		if err != nil {
+			return "", err
+		}
+		var w mcptest.Whoami
+		err = json.Unmarshal([]byte(mcp.Format(res, mcp.FamilyText).Text), &w)
+		return w.Header, err
+	}
+	for _, want := range []string{"ann-key", "ann-key"} { // unchanged: the same values, the same connection
+		if got, err := who(); err != nil || got != want {
+			t.Fatalf("X-User %q, %v; want %q", got, err, want)
+		}
+	}
+	vars.set("ann", "MY_KEY", "ann-rotated")
+	if got, err := who(); err != nil || got != "ann-rotated" {
+		t.Errorf("after a change made elsewhere: X-User %q, %v; want ann-rotated", got, err)
+	}
+	vars.mu.Lock()
+	delete(vars.vals["ann"], "MY_KEY")
+	vars.mu.Unlock()
+	var need *mcp.VarsRequiredError
+	if _, err := who(); !errors.As(err, &need) {
+		t.Errorf("after the value was removed elsewhere: %v; want a VarsRequiredError", err)
+	}
+}
+
 // TestResolveUserVarsByPlace: a customUserVars value is encoded for its place
 // in the URL, kept whole in env, and never put into args.
 func TestResolveUserVarsByPlace(t *testing.T) {
