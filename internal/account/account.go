@@ -145,13 +145,12 @@ func (s *Service) status(ctx context.Context, userID string, cfg mcp.ServerConfi
 		case err != nil:
 			return st, err
 		default:
-			st.OAuth.Connected = true
-			if !g.Expiry.IsZero() {
-				st.OAuth.ExpiresAt = &g.Expiry
-			}
 			var mg mcp.Grant
-			if json.Unmarshal(g.Data, &mg) == nil {
-				st.OAuth.Scopes = mg.Scopes
+			if json.Unmarshal(g.Data, &mg) == nil && mg.AccessToken != "" { // none: more scope is wanted
+				st.OAuth.Connected, st.OAuth.Scopes = true, mg.Scopes
+				if !g.Expiry.IsZero() {
+					st.OAuth.ExpiresAt = &g.Expiry
+				}
 			}
 		}
 		if !st.OAuth.Connected {
@@ -251,8 +250,9 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 	req := mcp.BeginRequest{ServerURL: resolved.URL, OAuth: cfg.OAuth, RedirectURI: s.RedirectURI(cfg)}
 	if prev, err := s.grant(ctx, u.ID, server); err == nil {
 		// The registration is kept, and with it the scopes granted before.
+		// So is the challenge of a server that asked for more scope.
 		c := prev.Client
-		req.Client, req.Granted = &c, prev.Scopes
+		req.Client, req.Granted, req.Challenge = &c, prev.Scopes, prev.Challenge
 	}
 	p, err := s.Auth.Begin(ctx, req)
 	if err != nil {
@@ -407,8 +407,15 @@ func (b *bearer) Token(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(g.Data, &mg); err != nil {
 		return "", fmt.Errorf("reading the authorization for %q: %w", b.server, err)
 	}
+	if mg.AccessToken == "" {
+		return "", b.needs(needsScope)
+	}
 	return mg.AccessToken, nil
 }
+
+// needsScope is what a user whose server asked for more scope than they
+// granted is told.
+const needsScope = "the server needs more permissions than you granted: connect again"
 
 func (b *bearer) refresh(ctx context.Context, data []byte) ([]byte, time.Time, error) {
 	var g mcp.Grant
@@ -435,9 +442,17 @@ func (b *bearer) refresh(ctx context.Context, data []byte) ([]byte, time.Time, e
 // request is sent again; one refused after that, or a grant without a
 // refresh token, was revoked: Relay forgets it and the user connects again.
 // A token another request has renewed meanwhile is not renewed again. A 403
-// asks for more scope than the user granted, which only the user can give.
+// asks for more scope than the user granted, which only the user can give:
+// the grant loses its tokens and keeps the challenge, so that connecting
+// again asks for the scopes the server wants (a step-up).
 func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Response, resent bool) error {
-	if resp.StatusCode != http.StatusForbidden && !resent {
+	if resp.StatusCode == http.StatusForbidden {
+		if err := b.stepUp(ctx, resp.Header.Values("WWW-Authenticate")); err != nil {
+			return err
+		}
+		return b.needs(needsScope)
+	}
+	if !resent {
 		retry, err := b.renew(ctx, token)
 		if retry || err != nil {
 			return err
@@ -446,10 +461,21 @@ func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Resp
 	if err := b.s.Vault.DeleteGrant(ctx, b.userID, b.server); err != nil && fault.KindOf(err) != fault.NotFound {
 		return err
 	}
-	if resp.StatusCode == http.StatusForbidden {
-		return b.needs("the server needs more permissions than you granted: connect again")
-	}
 	return b.needs("the server no longer accepts your authorization (it may have been revoked): connect again")
+}
+
+// stepUp keeps the user's grant without its tokens and with challenge, the
+// refusal that asked for more scope.
+func (b *bearer) stepUp(ctx context.Context, challenge []string) error {
+	g, err := b.s.grant(ctx, b.userID, b.server)
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		return nil
+	case err != nil:
+		return err
+	}
+	g.AccessToken, g.RefreshToken, g.Expiry, g.Challenge = "", "", time.Time{}, challenge
+	return b.s.putGrant(ctx, b.userID, b.server, g)
 }
 
 // renew renews the grant whose access token was refused, reporting whether

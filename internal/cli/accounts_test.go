@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -308,6 +309,62 @@ mcpServers:
 	}
 	if code := s.call(t, ann, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 || st.OAuth.Connected {
 		t.Errorf("ann's account after revocation: %d %+v; want not connected", code, st)
+	}
+}
+
+// TestMCPOAuthStepUp: a server that comes to need more scope than the user
+// granted has them connect again, and that authorization asks for the scopes
+// granted before and those the server asked for, so that it ends the refusal.
+func TestMCPOAuthStepUp(t *testing.T) {
+	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  public_url: http://relay.example
+  data_dir: %s
+secrets:
+  key: %q
+mcpServers:
+  tickets:
+    type: streamable-http
+    url: %s
+    requiresOAuth: true
+`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	ann := newUserKey(t, s, "ann@example.com")
+	subject := mcp.Key("subject", "tickets")
+	connectAccount(t, as, s, s, ann, "ann")
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
+		t.Fatalf("after connecting: %+v", res)
+	}
+
+	as.RequireScope("tickets:write")
+	if res := callTool(t, s, ann, subject); !res.IsError || !strings.Contains(res.Text, "needs more permissions than you granted") {
+		t.Fatalf("after the server came to need more scope: %+v; want to be told to connect again", res)
+	}
+	var st struct {
+		OAuth struct {
+			Connected bool `json:"connected"`
+		} `json:"oauth"`
+	}
+	if code := s.call(t, ann, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 || st.OAuth.Connected {
+		t.Errorf("ann's account while more scope is wanted: %d %+v; want not connected", code, st)
+	}
+	var started struct {
+		AuthURL string `json:"auth_url"`
+	}
+	if code := s.call(t, ann, "POST", "/api/mcp/servers/tickets/oauth", "", &started); code != 200 {
+		t.Fatalf("starting the authorization again: %d", code)
+	}
+	u, err := url.Parse(started.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scopes := strings.Fields(u.Query().Get("scope")); !slices.Contains(scopes, "tools") || !slices.Contains(scopes, "tickets:write") {
+		t.Fatalf("the new authorization asks for scopes %q; want those granted before and those the server asked for", scopes)
+	}
+	finishAt(t, as, s, started.AuthURL, "ann")
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
+		t.Errorf("after connecting with the wider scope: %+v", res)
 	}
 }
 

@@ -140,6 +140,11 @@ type Grant struct {
 	Resource      string      `json:"resource"`
 	TokenURL      string      `json:"token_url"`
 	RevocationURL string      `json:"revocation_url,omitempty"`
+	// Challenge is the WWW-Authenticate of a refusal that asked for more
+	// scope than was granted. Such a grant is kept without its tokens, so
+	// that the next authorization (BeginRequest.Challenge and Granted) asks
+	// for the scopes granted before and those the server asked for.
+	Challenge []string `json:"challenge,omitempty"`
 }
 
 // expiryLeeway is how long before its expiry an access token counts as expired,

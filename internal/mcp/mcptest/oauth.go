@@ -57,7 +57,8 @@ type OAuthServer struct {
 	access    map[string]issued // access token → what it grants
 	refresh   map[string]issued // refresh token → what it grants
 	refreshes int
-	used      int // refresh requests with a refresh token already used or revoked
+	used      int    // refresh requests with a refresh token already used or revoked
+	required  string // a scope every token must have (RequireScope), beside "tools"
 }
 
 type codeGrant struct {
@@ -113,7 +114,7 @@ func StartOAuth(t testing.TB, opts OAuthOptions) *OAuthServer {
 	s.MCPURL = hs.URL + StreamablePath
 	prm := hs.URL + "/.well-known/oauth-protected-resource" + StreamablePath
 	protect := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})
-	mux.Handle(StreamablePath, protect(StreamableHandler(func() *sdk.Server { return srv })))
+	mux.Handle(StreamablePath, s.scoped(prm, protect(StreamableHandler(func() *sdk.Server { return srv }))))
 	mux.Handle("/.well-known/oauth-protected-resource"+StreamablePath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: s.MCPURL, AuthorizationServers: []string{hs.URL}, ScopesSupported: []string{"tools"},
 	}))
@@ -178,6 +179,34 @@ func (s *OAuthServer) EndAccess(subject string) {
 			delete(s.access, tok)
 		}
 	}
+}
+
+// RequireScope makes the MCP server refuse, from now on, every token
+// without scope with 403 and an insufficient_scope challenge asking for
+// "tools" and scope: as a server whose tools came to need more permissions.
+func (s *OAuthServer) RequireScope(scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.required = scope
+}
+
+// scoped refuses, before h, a valid token that lacks the scope RequireScope
+// asked for.
+func (s *OAuthServer) scoped(prm string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.mu.Lock()
+		is, ok := s.access[tok]
+		refused := ok && s.required != "" && !slices.Contains(is.scopes, s.required)
+		required := s.required
+		s.mu.Unlock()
+		if refused {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="tools %s", resource_metadata=%q`, required, prm))
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Approve plays the browser of subject: it opens an authorization URL,
