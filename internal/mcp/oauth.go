@@ -191,7 +191,7 @@ func (a *Authorizer) Begin(ctx context.Context, r BeginRequest) (*Pending, error
 	}
 	// A challenge that does not parse is only a hint lost: discovery goes on
 	// from the well-known locations.
-	challenges, _ := oauthex.ParseWWWAuthenticate(r.Challenge)
+	challenges, _ := oauthex.ParseWWWAuthenticate(a.challenge(ctx, r))
 
 	prm, legacy, err := a.resourceMetadata(ctx, challenges, r.ServerURL)
 	if err != nil {
@@ -254,7 +254,7 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, r BeginRequest) (*Gr
 	if r.ServerURL == "" {
 		return nil, errors.New("client credentials: no server URL")
 	}
-	challenges, _ := oauthex.ParseWWWAuthenticate(r.Challenge)
+	challenges, _ := oauthex.ParseWWWAuthenticate(a.challenge(ctx, r))
 	prm, legacy, err := a.resourceMetadata(ctx, challenges, r.ServerURL)
 	if err != nil {
 		return nil, err
@@ -293,6 +293,35 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, r BeginRequest) (*Gr
 	}
 	a.apply(g, tok)
 	return g, nil
+}
+
+// probeTimeout bounds the request that asks a server for its challenge.
+const probeTimeout = 10 * time.Second
+
+// challenge is r.Challenge or, when the flow was not started by a refusal,
+// the WWW-Authenticate of the server's 401 to a request without a token, as
+// an MCP client meets it when it first connects: the only place some servers
+// name their resource metadata. A server that does not answer 401 has none.
+func (a *Authorizer) challenge(ctx context.Context, r BeginRequest) []string {
+	if len(r.Challenge) > 0 {
+		return r.Challenge
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.ServerURL, nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := a.http().Do(req)
+	if err != nil {
+		return nil
+	}
+	resp.Body.Close() // a server that needs no token may have begun a stream
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	return resp.Header.Values("WWW-Authenticate")
 }
 
 // resourceMetadata finds the protected resource metadata (RFC 9728) of the

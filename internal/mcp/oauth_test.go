@@ -42,6 +42,8 @@ type oauthWorld struct {
 	tokenReqs []*http.Request       // with the form parsed
 	revoked   []string
 	issued    int
+	challenge string // the WWW-Authenticate of the MCP server's 401, when set
+	probes    int    // requests to the MCP server
 }
 
 func newOAuthWorld(t *testing.T) *oauthWorld {
@@ -89,6 +91,15 @@ func (w *oauthWorld) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch r.URL.Path {
+	case "/mcp":
+		w.probes++
+		if r.Header.Get("Authorization") != "" {
+			w.t.Errorf("the MCP server was sent %q before any authorization", r.Header.Get("Authorization"))
+		}
+		if w.challenge != "" {
+			rw.Header().Set("WWW-Authenticate", w.challenge)
+		}
+		rw.WriteHeader(http.StatusUnauthorized)
 	case "/register":
 		var m map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&m)
@@ -289,10 +300,24 @@ func TestAuthorizerDiscovery(t *testing.T) {
 	tests := []struct {
 		name      string
 		docs      func(w *oauthWorld) map[string]any
-		wantAuth  string // path of the authorization endpoint
+		challenge func(w *oauthWorld) string // the 401's WWW-Authenticate, if any
+		wantAuth  string                     // path of the authorization endpoint
 		wantToken string
 		wantRes   func(w *oauthWorld) string
 	}{{
+		name: "resource metadata named only in the server's 401 challenge",
+		docs: func(w *oauthWorld) map[string]any {
+			prm := w.prm()
+			prm["authorization_servers"] = []string{w.srv.URL + "/tenant"}
+			meta := w.asMeta()
+			meta["issuer"], meta["authorization_endpoint"] = w.srv.URL+"/tenant", w.srv.URL+"/oidc/auth"
+			return map[string]any{"/meta/tickets-prm": prm, "/.well-known/oauth-authorization-server/tenant": meta}
+		},
+		challenge: func(w *oauthWorld) string {
+			return `Bearer resource_metadata="` + w.srv.URL + `/meta/tickets-prm"`
+		},
+		wantAuth: "/oidc/auth", wantToken: "/token", wantRes: func(w *oauthWorld) string { return w.url() },
+	}, {
 		name: "resource metadata at the path, oauth metadata",
 		docs: func(w *oauthWorld) map[string]any {
 			return map[string]any{"/.well-known/oauth-protected-resource/mcp": w.prm(), "/.well-known/oauth-authorization-server": w.asMeta()}
@@ -324,6 +349,9 @@ func TestAuthorizerDiscovery(t *testing.T) {
 			w := newOAuthWorld(t)
 			for k, v := range tt.docs(w) {
 				w.docs[k] = v
+			}
+			if tt.challenge != nil {
+				w.challenge = tt.challenge(w)
 			}
 			p, err := (&mcp.Authorizer{}).Begin(t.Context(), mcp.BeginRequest{ServerURL: w.url(), RedirectURI: testRedirect})
 			if err != nil {
