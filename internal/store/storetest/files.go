@@ -532,6 +532,32 @@ var fileContentTests = []test{
 			t.Errorf("SearchText of no files = %#v, want an empty list", none)
 		}
 	}},
+	{"SearchTextReferenceNumbers", func(t *testing.T, s store.Store) {
+		// Every engine cuts text at the marks between digits, as a query is
+		// cut: a regulation's number or an article's finds its passage
+		// whether it is asked for as written or in another form.
+		ctx := t.Context()
+		u := createUser(t, s, "refs@example.com")
+		f := readyFile(t, s, u.ID, "gdpr.txt", text(
+			"Regulation (EU) 2016/679 applies from 25 May 2018.",
+			"Processing is lawful only if Article 6.1(a) to (f) applies.",
+			"Fines reach EUR 20,000,000 under version 1.2.3 of the rules.",
+			"Nothing numbered here.",
+		)...)
+		for q, want := range map[string]string{
+			"2016/679":        "Regulation (EU) 2016/679 applies from 25 May 2018.",
+			"Regulation 2016": "Regulation (EU) 2016/679 applies from 25 May 2018.",
+			"6.1":             "Processing is lawful only if Article 6.1(a) to (f) applies.",
+			"20,000,000":      "Fines reach EUR 20,000,000 under version 1.2.3 of the rules.",
+			"1.2.3":           "Fines reach EUR 20,000,000 under version 1.2.3 of the rules.",
+		} {
+			hits, err := s.SearchText(ctx, file.Query{FileIDs: []string{f.ID}, Text: q})
+			must(t, err, "SearchText")
+			if len(hits) == 0 || hits[0].Text != want {
+				t.Errorf("SearchText(%q): %q; want %q first", q, hitTexts(hits), want)
+			}
+		}
+	}},
 	{"SearchTextBesideALargerFile", func(t *testing.T, s store.Store) {
 		// Another user's file, stored first and larger than what one ranking
 		// reads, holds every word of the query in every chunk: the search of
