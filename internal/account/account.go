@@ -441,72 +441,85 @@ func (b *bearer) refresh(ctx context.Context, data []byte) ([]byte, time.Time, e
 // (the server may end tokens early, or not say when they end), and the
 // request is sent again; one refused after that, or a grant without a
 // refresh token, was revoked: Relay forgets it and the user connects again.
-// A token another request has renewed meanwhile is not renewed again. A 403
-// asks for more scope than the user granted, which only the user can give:
-// the grant loses its tokens and keeps the challenge, so that connecting
-// again asks for the scopes the server wants (a step-up).
+// A 403 asks for more scope than the user granted, which only the user can
+// give: the grant loses its tokens (revoked at the authorization server)
+// and keeps the challenge, so that connecting again asks for the scopes the
+// server wants (a step-up). Whatever the refusal, a grant that has moved on
+// since token was sent (renewed, authorized again) is left as it is: the
+// request is sent again with it, or the next one is.
 func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Response, resent bool) error {
-	if resp.StatusCode == http.StatusForbidden {
-		if err := b.stepUp(ctx, resp.Header.Values("WWW-Authenticate")); err != nil {
+	g, mg, err := b.current(ctx)
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		return b.needs("you have not connected your account yet")
+	case err != nil:
+		return err
+	case mg.AccessToken != token:
+		if resent {
+			return b.needs("the server refused your authorization while it was renewed: try again")
+		}
+		return nil // renewed or authorized again since it was sent
+	case resp.StatusCode == http.StatusForbidden:
+		if err := b.stepUp(ctx, g, mg, resp.Header.Values("WWW-Authenticate")); err != nil {
 			return err
 		}
 		return b.needs(needsScope)
-	}
-	if !resent {
-		retry, err := b.renew(ctx, token)
-		if retry || err != nil {
+	case !resent && mg.RefreshToken != "":
+		if err := b.renew(ctx, token); err != nil {
 			return err
 		}
+		return nil
 	}
-	if err := b.s.Vault.DeleteGrant(ctx, b.userID, b.server); err != nil && fault.KindOf(err) != fault.NotFound {
+	if _, err := b.s.Vault.DeleteGrantAt(ctx, b.userID, b.server, g.Version); err != nil {
 		return err
 	}
 	return b.needs("the server no longer accepts your authorization (it may have been revoked): connect again")
 }
 
-// stepUp keeps the user's grant without its tokens and with challenge, the
-// refusal that asked for more scope.
-func (b *bearer) stepUp(ctx context.Context, challenge []string) error {
-	g, err := b.s.grant(ctx, b.userID, b.server)
-	switch {
-	case fault.KindOf(err) == fault.NotFound:
-		return nil
-	case err != nil:
-		return err
-	}
-	g.AccessToken, g.RefreshToken, g.Expiry, g.Challenge = "", "", time.Time{}, challenge
-	return b.s.putGrant(ctx, b.userID, b.server, g)
-}
-
-// renew renews the grant whose access token was refused, reporting whether
-// the request is to be sent again with the new one: false when the grant has
-// no refresh token. A refresh the authorization server refuses is the
-// connect-again error; one that fails otherwise (the server unreachable) is
-// its error, the grant kept.
-func (b *bearer) renew(ctx context.Context, refused string) (bool, error) {
+// current is the user's grant as stored, and opened.
+func (b *bearer) current(ctx context.Context) (vault.Grant, *mcp.Grant, error) {
 	g, err := b.s.Vault.Grant(ctx, b.userID, b.server)
-	switch {
-	case fault.KindOf(err) == fault.NotFound:
-		return false, b.needs("you have not connected your account yet")
-	case err != nil:
-		return false, err
+	if err != nil {
+		return g, nil, err
 	}
 	var mg mcp.Grant
 	if err := json.Unmarshal(g.Data, &mg); err != nil {
-		return false, fmt.Errorf("reading the authorization for %q: %w", b.server, err)
+		return g, nil, fmt.Errorf("reading the authorization for %q: %w", b.server, err)
 	}
-	if mg.AccessToken != refused {
-		return true, nil // renewed or authorized again since it was sent
+	return g, &mg, nil
+}
+
+// stepUp keeps the user's grant g (mg opened) without its tokens and with
+// challenge, the refusal that asked for more scope, unless it has moved on
+// since it was read; the tokens it drops are revoked.
+func (b *bearer) stepUp(ctx context.Context, g vault.Grant, mg *mcp.Grant, challenge []string) error {
+	old := *mg
+	mg.AccessToken, mg.RefreshToken, mg.Expiry, mg.Challenge = "", "", time.Time{}, challenge
+	data, err := json.Marshal(mg)
+	if err != nil {
+		return err
 	}
-	if mg.RefreshToken == "" {
-		return false, nil
+	replaced, err := b.s.Vault.ReplaceGrant(ctx, vault.Grant{UserID: b.userID, Server: b.server, Data: data, Version: g.Version})
+	if replaced {
+		go b.s.revoke(ctx, b.userID, b.server, &old)
 	}
-	_, err = b.s.Vault.Renew(ctx, b.userID, b.server, g.Version, b.refresh)
+	return err
+}
+
+// renew renews the grant whose access token, refused, the server refused.
+// A refresh the authorization server refuses is the connect-again error; one
+// that fails otherwise (the server unreachable) is its error, the grant
+// kept.
+func (b *bearer) renew(ctx context.Context, refused string) error {
+	_, err := b.s.Vault.Renew(ctx, b.userID, b.server, func(data []byte) bool {
+		var mg mcp.Grant
+		return json.Unmarshal(data, &mg) == nil && mg.AccessToken == refused
+	}, b.refresh)
 	switch {
 	case errors.Is(err, vault.ErrRevoked), fault.KindOf(err) == fault.NotFound:
-		return false, b.needs("your authorization has expired or was revoked")
+		return b.needs("your authorization has expired or was revoked")
 	case err != nil:
-		return false, err
+		return err
 	}
-	return true, nil
+	return nil
 }

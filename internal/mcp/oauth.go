@@ -295,13 +295,15 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, r BeginRequest) (*Gr
 	return g, nil
 }
 
-// probeTimeout bounds the request that asks a server for its challenge.
-const probeTimeout = 10 * time.Second
+// probeTimeout bounds the request that asks a server for its challenge: a
+// user waits for it.
+const probeTimeout = 3 * time.Second
 
 // challenge is r.Challenge or, when the flow was not started by a refusal,
-// the WWW-Authenticate of the server's 401 to a request without a token, as
-// an MCP client meets it when it first connects: the only place some servers
-// name their resource metadata. A server that does not answer 401 has none.
+// the WWW-Authenticate of the server's 401 to a GET without a token (within
+// probeTimeout, not redirected), as an MCP client meets it when it first
+// connects: the only place some servers name their resource metadata. A
+// server that answers anything else has none.
 func (a *Authorizer) challenge(ctx context.Context, r BeginRequest) []string {
 	if len(r.Challenge) > 0 {
 		return r.Challenge
@@ -313,7 +315,11 @@ func (a *Authorizer) challenge(ctx context.Context, r BeginRequest) []string {
 		return nil
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := a.http().Do(req)
+	// The server's own answer, never one it redirects to: another host's
+	// challenge is not the server's.
+	c := *a.http()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil
 	}

@@ -190,6 +190,37 @@ func (db *DB) DeleteGrant(ctx context.Context, userID, server string) error {
 	return updated(res, err, "grant of", server, "deleting")
 }
 
+// DeleteGrantAt deletes a user's grant of a server while it is at version.
+func (db *DB) DeleteGrantAt(ctx context.Context, userID, server string, version int64) (bool, error) {
+	res, err := db.exec(ctx, db.write, `DELETE FROM oauth_grants WHERE user_id = ? AND server = ? AND version = ?`, userID, server, version)
+	if err != nil {
+		return false, fmt.Errorf("deleting the grant of %s: %w", server, err)
+	}
+	return affected(res)
+}
+
+// ReplaceGrant replaces the grant at g.Version with g: its version moves on
+// (written back to g) and any claim is dropped.
+func (db *DB) ReplaceGrant(ctx context.Context, g *vault.StoredGrant) (bool, error) {
+	updated, issued := db.stamp(g.UpdatedAt), db.stamp(g.Issued)
+	res, err := db.exec(ctx, db.write, `UPDATE oauth_grants SET sealed = ?, expiry = ?, issued = ?, version = version + 1,
+			claim_owner = NULL, claim_until = NULL, updated_at = ?
+		WHERE user_id = ? AND server = ? AND version = ?`,
+		g.Sealed, db.optTime(g.Expiry), db.timeArg(issued), db.timeArg(updated), g.UserID, g.Server, g.Version)
+	if err != nil {
+		return false, fmt.Errorf("replacing the grant of %s: %w", g.Server, err)
+	}
+	ok, err := affected(res)
+	if ok {
+		g.Version++
+		g.UpdatedAt, g.Issued, g.ClaimOwner, g.ClaimUntil = updated, issued, "", time.Time{}
+		if !g.Expiry.IsZero() {
+			g.Expiry = utc(g.Expiry)
+		}
+	}
+	return ok, err
+}
+
 // DeleteUserGrants deletes every grant of a user and returns them.
 func (db *DB) DeleteUserGrants(ctx context.Context, userID string) ([]vault.StoredGrant, error) {
 	rows, err := db.query(ctx, db.write, `DELETE FROM oauth_grants WHERE user_id = ? RETURNING `+grantColumns, userID)

@@ -118,6 +118,36 @@ func (v *Vault) DeleteGrant(ctx context.Context, userID, server string) error {
 	return v.Store.DeleteGrant(ctx, userID, server)
 }
 
+// DeleteGrantAt deletes a user's grant of a server while it is at version,
+// as Grant returned it; it reports whether it did: a grant refreshed or
+// authorized again since is kept.
+func (v *Vault) DeleteGrantAt(ctx context.Context, userID, server string, version int64) (bool, error) {
+	if err := v.ready(); err != nil {
+		return false, err
+	}
+	return v.Store.DeleteGrantAt(ctx, userID, server, version)
+}
+
+// ReplaceGrant replaces a user's grant of a server with g while the stored
+// grant is at g.Version, as Grant returned it; it reports whether it did. Its
+// version moves on, and any claim of a refresh is dropped. Issued zero means
+// now.
+func (v *Vault) ReplaceGrant(ctx context.Context, g Grant) (bool, error) {
+	if err := v.ready(); err != nil {
+		return false, err
+	}
+	now := v.now()
+	if g.Issued.IsZero() {
+		g.Issued = now
+	}
+	sealed, err := v.sealGrant(g)
+	if err != nil {
+		return false, err
+	}
+	return v.Store.ReplaceGrant(ctx, &StoredGrant{UserID: g.UserID, Server: g.Server, Sealed: sealed,
+		Expiry: g.Expiry, Issued: g.Issued, Version: g.Version, UpdatedAt: now})
+}
+
 // DeleteUserGrants deletes every grant of a user (signing out everywhere)
 // and returns them opened, so that the caller can revoke them at their
 // authorization servers. A grant that does not open is deleted all the same,
@@ -157,12 +187,15 @@ func (v *Vault) Fresh(ctx context.Context, userID, server string, refresh Refres
 }
 
 // Renew refreshes a user's grant of a server whose access token the server
-// refused before its time: the grant at version, as Grant or Fresh returned
-// it, whatever its expiry says. It does so as Fresh does, once across every
-// replica, with the same faults. A grant whose version has moved on already
-// (refreshed meanwhile, or authorized again) is returned as it is.
-func (v *Vault) Renew(ctx context.Context, userID, server string, version int64, refresh RefreshFunc) (Grant, error) {
-	return v.fresh(ctx, userID, server, refresh, func(s *StoredGrant, _ time.Time) bool { return s.Version == version })
+// refused before its time, whatever its expiry says: while refused says the
+// grant's data holds that token. It does so as Fresh does, once across every
+// replica, with the same faults. A grant that has moved on already (renewed
+// meanwhile, or authorized again) is returned as it is.
+func (v *Vault) Renew(ctx context.Context, userID, server string, refused func(data []byte) bool, refresh RefreshFunc) (Grant, error) {
+	return v.fresh(ctx, userID, server, refresh, func(s *StoredGrant, _ time.Time) bool {
+		g, err := v.openGrant(s)
+		return err == nil && refused(g.Data)
+	})
 }
 
 // fresh is Fresh and Renew: it refreshes the grant while stale says it is

@@ -94,6 +94,12 @@ type Store interface {
 	ReleaseGrant(ctx context.Context, userID, server, owner string) error
 	// DeleteGrant deletes a user's grant of a server.
 	DeleteGrant(ctx context.Context, userID, server string) error
+	// DeleteGrantAt deletes a user's grant of a server while it is at
+	// version; it reports whether it did.
+	DeleteGrantAt(ctx context.Context, userID, server string, version int64) (bool, error)
+	// ReplaceGrant replaces the grant at g.Version with g, moving its version
+	// on (written back to g) and dropping any claim; it reports whether it did.
+	ReplaceGrant(ctx context.Context, g *StoredGrant) (bool, error)
 	// DeleteUserGrants deletes every grant of a user and returns them.
 	DeleteUserGrants(ctx context.Context, userID string) ([]StoredGrant, error)
 

@@ -421,15 +421,14 @@ func TestRenew(t *testing.T) {
 		u := createUser(t, s, "ann@example.com")
 		// No expiry: the server did not say, so only a refusal tells.
 		must(t, a.PutGrant(ctx, vault.Grant{UserID: u, Server: "github", Data: []byte("token-0"), Issued: c.now()}), "PutGrant")
-		refused, err := a.Fresh(ctx, u, "github", nil)
-		must(t, err, "Fresh")
+		isToken0 := func(data []byte) bool { return string(data) == "token-0" }
 
 		r := &refresher{c: c}
 		var wg sync.WaitGroup
 		got := make([]string, 8)
 		for i := range got {
 			wg.Go(func() {
-				g, err := []*vault.Vault{a, b}[i%2].Renew(ctx, u, "github", refused.Version, r.refresh)
+				g, err := []*vault.Vault{a, b}[i%2].Renew(ctx, u, "github", isToken0, r.refresh)
 				if err != nil {
 					t.Errorf("caller %d: %v", i, err)
 					return
@@ -446,12 +445,24 @@ func TestRenew(t *testing.T) {
 				t.Errorf("caller %d got %q, want token-1", i, d)
 			}
 		}
-		g, err := b.Renew(ctx, u, "github", refused.Version, r.refresh)
+		g, err := b.Renew(ctx, u, "github", isToken0, r.refresh)
 		if err != nil || string(g.Data) != "token-1" || r.n.Load() != 1 {
-			t.Errorf("renewing the refused version again: %s, %v after %d refreshes; want token-1 as it is", g.Data, err, r.n.Load())
+			t.Errorf("renewing the refused token again: %s, %v after %d refreshes; want token-1 as it is", g.Data, err, r.n.Load())
 		}
 
-		_, err = a.Renew(ctx, u, "github", g.Version, func(context.Context, []byte) ([]byte, time.Time, error) {
+		// Only the grant at a version is deleted or replaced at it.
+		if ok, err := a.ReplaceGrant(ctx, vault.Grant{UserID: u, Server: "github", Data: []byte("stale"), Version: g.Version - 1}); ok || err != nil {
+			t.Errorf("ReplaceGrant at an old version: %v, %v; want nothing done", ok, err)
+		}
+		if ok, err := a.DeleteGrantAt(ctx, u, "github", g.Version-1); ok || err != nil {
+			t.Errorf("DeleteGrantAt an old version: %v, %v; want nothing done", ok, err)
+		}
+		ok, err := a.ReplaceGrant(ctx, vault.Grant{UserID: u, Server: "github", Data: []byte("token-x"), Version: g.Version})
+		must(t, err, "ReplaceGrant")
+		if now, _ := a.Grant(ctx, u, "github"); !ok || string(now.Data) != "token-x" || now.Version != g.Version+1 {
+			t.Errorf("ReplaceGrant at the version: %v, then %s at version %d; want token-x at %d", ok, now.Data, now.Version, g.Version+1)
+		}
+		_, err = a.Renew(ctx, u, "github", func(data []byte) bool { return string(data) == "token-x" }, func(context.Context, []byte) ([]byte, time.Time, error) {
 			return nil, time.Time{}, fmt.Errorf("invalid_grant: %w", vault.ErrRevoked)
 		})
 		if !errors.Is(err, vault.ErrRevoked) {
