@@ -179,6 +179,26 @@ mcpServers:
 	}
 	screenshot(t, ctx, "connections")
 
+	// The server comes to ask for more than ann allowed: the card says so, and
+	// connecting again asks for it, and ends the refusal.
+	as.RequireScope("tickets:write")
+	if text, isErr := callToolAs(t, r, ann.key, "subject__mcp__tickets"); !isErr || !strings.Contains(text, "needs more permissions") {
+		t.Fatalf("subject once the server wants more scope: %q (error %v); want the needs-more-permissions result", text, isErr)
+	}
+	run(t, ctx, "reloading Connections", chromedp.Navigate(r.Base+"/connections"), chromedp.WaitVisible(tick, chromedp.ByQuery))
+	waitText(t, ctx, tick+` [data-testid=oauth-state]`, "Needs more permissions")
+	waitText(t, ctx, tick+` [data-testid=account-state]`, "Needs you")
+	screenshot(t, ctx, "connections-needs-permissions")
+	run(t, ctx, "connecting again with more scope",
+		chromedp.Click(tick+` [data-testid=connect]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=connected-note]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, tick+` [data-testid=oauth-state]`, "Connected")
+	waitText(t, ctx, tick, "tickets:write")
+	if text, isErr := callToolAs(t, r, ann.key, "subject__mcp__tickets"); isErr || text != "ann-at-tickets" {
+		t.Errorf("subject after allowing more: %q (error %v); want the call to go through", text, isErr)
+	}
+
 	// Disconnect asks first, then the account is no longer connected.
 	run(t, ctx, "disconnecting",
 		chromedp.Click(tick+` .oauth button.danger`, chromedp.ByQuery),

@@ -78,6 +78,9 @@ type OAuth struct {
 	Connected bool       `json:"connected"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Scopes    []string   `json:"scopes,omitempty"`
+	// NeedsPermissions: the server asked for more scope than the user
+	// granted (Scopes, then); they are not connected until they allow it.
+	NeedsPermissions bool `json:"needs_permissions,omitempty"`
 }
 
 // Status is what a server needs of a user, and what the user has given it.
@@ -146,7 +149,11 @@ func (s *Service) status(ctx context.Context, userID string, cfg mcp.ServerConfi
 			return st, err
 		default:
 			var mg mcp.Grant
-			if json.Unmarshal(g.Data, &mg) == nil && mg.AccessToken != "" { // none: more scope is wanted
+			switch {
+			case json.Unmarshal(g.Data, &mg) != nil:
+			case mg.AccessToken == "": // kept for a step-up
+				st.OAuth.NeedsPermissions, st.OAuth.Scopes = true, mg.Scopes
+			default:
 				st.OAuth.Connected, st.OAuth.Scopes = true, mg.Scopes
 				if !g.Expiry.IsZero() {
 					st.OAuth.ExpiresAt = &g.Expiry

@@ -8,6 +8,8 @@ export interface OAuthStatus {
   connected: boolean;
   expires_at?: string | null;
   scopes?: string[] | null;
+  // The server asks for more than the user allowed (scopes): connect again.
+  needs_permissions?: boolean;
 }
 
 export interface UserVar {
