@@ -57,6 +57,15 @@ func (e fts5Text) frequencies(ctx context.Context, terms []string) ([]float64, e
 }
 
 func (e fts5Text) rank(ctx context.Context, sc textScope, _, match []string, and bool, k, budget int) ([]textRow, error) {
+	rows, err := e.rankIn(ctx, sc, match, and, k, budget)
+	if err != nil {
+		return nil, err
+	}
+	return unclamp(rows, len(match)), nil
+}
+
+// rankIn is rank before unclamp.
+func (e fts5Text) rankIn(ctx context.Context, sc textScope, match []string, and bool, k, budget int) ([]textRow, error) {
 	op := "OR"
 	if and {
 		op = "AND"
@@ -90,6 +99,28 @@ func (e fts5Text) rank(ctx context.Context, sc textScope, _, match []string, and
 		return rows, nil
 	}
 	return e.rankMatches(ctx, scoped, budget, k)
+}
+
+// idfFloor is the weight FTS5's bm25 gives a word in half or more of all
+// chunks, whose inverse document frequency is not above 0.
+const idfFloor = 1e-6
+
+// unclamp rescales rows (best first) ranked for n words that are all in half
+// or more of the database's chunks. bm25 weighs each such word idfFloor, so
+// their scores, in order still, read as 0 (SearchText's relevance is
+// s/(1+s)). Such a ranking is scored as if each word weighed 1/n: a passage
+// holding them about as often as an average one scores about a half, as
+// with rare words. The best score tells such a ranking: it stays below
+// 2.2·n·idfFloor (bm25's k1 + 1), and any word in less than half of the
+// chunks weighs far more.
+func unclamp(rows []textRow, n int) []textRow {
+	if len(rows) == 0 || n == 0 || rows[0].s > 100*idfFloor*float64(n) {
+		return rows
+	}
+	for i := range rows {
+		rows[i].s /= idfFloor * float64(n)
+	}
+	return rows
 }
 
 // rankMatches ranks at most budget chunks that match the FTS5 expression

@@ -532,6 +532,29 @@ var fileContentTests = []test{
 			t.Errorf("SearchText of no files = %#v, want an empty list", none)
 		}
 	}},
+	{"SearchTextCommonWord", func(t *testing.T, s store.Store) {
+		// A word in most of the database's chunks still says which of them
+		// are about it most: such hits are ranked and scored, not scored 0.
+		ctx := t.Context()
+		u := createUser(t, s, "common@example.com")
+		f := readyFile(t, s, u.ID, "gdpr.txt", text(
+			"Personal data means any information relating to a person.",
+			"Data protection by design: personal data, data minimisation, data accuracy.",
+			"The controller keeps records of data processing.",
+			"Data subjects may ask for their data.",
+		)...)
+		hits, err := s.SearchText(ctx, file.Query{FileIDs: []string{f.ID}, Text: "data"})
+		must(t, err, "SearchText")
+		if len(hits) != 4 || hits[0].Chunk != 1 {
+			t.Fatalf("hits %q; want all 4 chunks, the one that says data most first", hitTexts(hits))
+		}
+		wantScores(t, "SearchText of a common word", hits)
+		for i, h := range hits {
+			if h.Score < 0.05 {
+				t.Errorf("hit %d (%q) scores %.4f; want a relevance that says it holds the word", i, h.Text, h.Score)
+			}
+		}
+	}},
 	{"SearchTextReferenceNumbers", func(t *testing.T, s store.Store) {
 		// Every engine cuts text at the marks between digits, as a query is
 		// cut: a regulation's number or an article's finds its passage
