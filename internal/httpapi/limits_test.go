@@ -419,3 +419,37 @@ func TestChatOneMessageAtATime(t *testing.T) {
 		t.Errorf("the conversation's messages %q, want %q", texts, want)
 	}
 }
+
+// A message refused because its conversation is still answering another one
+// spends nothing of the runs per minute: with two runs a minute, a run, three
+// refused messages and a second run all fit, and only the third run is over
+// the quota.
+func TestQuotaRunsPerMinuteSparesRefusedMessages(t *testing.T) {
+	b := setupLimits(t, quota.Limits{RunsPerMinute: 2}, 50)
+	first := b.chat(t, "ann", "wait", true)
+	wantOK(t, "the first run", first)
+	line, err := bufio.NewReader(first.resp.Body).ReadString('}')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	if _, data, ok := strings.Cut(line, "data: "); !ok || json.Unmarshal([]byte(data), &started) != nil || started.ConversationID == "" {
+		t.Fatalf("the stream's first event: %q", line)
+	}
+	next := func() answer {
+		body, _ := json.Marshal(map[string]string{"agent_id": "ann-agent", "text": "next", "conversation_id": started.ConversationID})
+		return b.send(t, "ann", "POST", "/api/chat", "application/json", bytes.NewReader(body), false)
+	}
+	for i := range 3 {
+		if a := next(); a.status != http.StatusConflict {
+			t.Fatalf("message %d while the run is going: %d %s, want 409", i+1, a.status, a.body)
+		}
+	}
+	b.release()
+	io.Copy(io.Discard, first.resp.Body) // the stream ends with the run
+	first.resp.Body.Close()
+	wantOK(t, "the second run", next())
+	want429(t, "the third run in a minute", b.chat(t, "ann", "hello", false), "quota_exceeded", "runs per minute (2)", "30")
+}

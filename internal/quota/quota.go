@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 )
@@ -103,39 +101,52 @@ func (s *Service) AllowKey(u *auth.User, key string) error {
 }
 
 // StartRun admits a run of u: within the runs per minute and the concurrent
-// runs. The release it returns must be called once the run has ended.
-func (s *Service) StartRun(_ context.Context, u *auth.User) (release func(), err error) {
+// runs. Exactly one of the two functions it returns is to be called, the
+// first time only: end once the run has ended, or refund when the run was
+// not started after all (its conversation was answering another message, the
+// store failed), which gives back its place and its token of the runs per
+// minute, so that a refused start spends nothing (docs/config.md "limits").
+// The token is taken here and given back on a refund, rather than taken once
+// the run is stored, so that runs admitted at once never go past the limit.
+func (s *Service) StartRun(_ context.Context, u *auth.User) (end, refund func(), err error) {
 	if s.exempt(u) {
-		return func() {}, nil
+		return func() {}, func() {}, nil
 	}
 	if n := s.limits.ConcurrentRuns; n > 0 {
 		s.mu.Lock()
 		if s.active[u.ID] >= n {
 			s.mu.Unlock()
 			// A run ends when it ends: a second is a fair time to look again.
-			return nil, fault.Limited(fault.QuotaExceeded, time.Second, "quota exceeded: concurrent runs (%d); wait for one of your runs to finish", n)
+			return nil, nil, fault.Limited(fault.QuotaExceeded, time.Second, "quota exceeded: concurrent runs (%d); wait for one of your runs to finish", n)
 		}
 		s.active[u.ID]++
 		s.mu.Unlock()
 	}
+	if wait := s.runs.take(u.ID, s.now()); wait > 0 {
+		s.leave(u.ID)
+		return nil, nil, fault.Limited(fault.QuotaExceeded, wait, "quota exceeded: runs per minute (%d); try again in %s", s.limits.RunsPerMinute, seconds(wait))
+	}
 	var once sync.Once
-	release = func() {
+	end = func() { once.Do(func() { s.leave(u.ID) }) }
+	refund = func() {
 		once.Do(func() {
-			if s.limits.ConcurrentRuns <= 0 {
-				return
-			}
-			s.mu.Lock()
-			if s.active[u.ID]--; s.active[u.ID] <= 0 {
-				delete(s.active, u.ID)
-			}
-			s.mu.Unlock()
+			s.runs.give(u.ID, s.now())
+			s.leave(u.ID)
 		})
 	}
-	if wait := s.runs.take(u.ID, s.now()); wait > 0 {
-		release()
-		return nil, fault.Limited(fault.QuotaExceeded, wait, "quota exceeded: runs per minute (%d); try again in %s", s.limits.RunsPerMinute, seconds(wait))
+	return end, refund, nil
+}
+
+// leave frees the place of one of the running runs of the user id.
+func (s *Service) leave(id string) {
+	if s.limits.ConcurrentRuns <= 0 {
+		return
 	}
-	return release, nil
+	s.mu.Lock()
+	if s.active[id]--; s.active[id] <= 0 {
+		delete(s.active, id)
+	}
+	s.mu.Unlock()
 }
 
 // Unlimited is the room left when a quota does not apply.
@@ -181,14 +192,20 @@ func mib(n int64) string {
 
 // buckets are token buckets by name, each refilled at perMinute and holding
 // burst tokens. Full buckets are dropped now and then, so that the map holds
-// only the names seen lately.
+// only the names seen lately: a name without a bucket has a full one.
 type buckets struct {
-	limit rate.Limit
-	burst int
+	perSecond float64
+	burst     float64
 
 	mu    sync.Mutex
-	by    map[string]*rate.Limiter
+	by    map[string]*bucket
 	calls int
+}
+
+// bucket is one name's tokens as they were at a time.
+type bucket struct {
+	tokens float64
+	at     time.Time
 }
 
 func newBuckets(perMinute, burst int) *buckets {
@@ -198,11 +215,20 @@ func newBuckets(perMinute, burst int) *buckets {
 	if burst <= 0 {
 		burst = perMinute
 	}
-	return &buckets{limit: rate.Limit(float64(perMinute) / 60), burst: burst, by: map[string]*rate.Limiter{}}
+	return &buckets{perSecond: float64(perMinute) / 60, burst: float64(burst), by: map[string]*bucket{}}
 }
 
 // sweepEvery is how many takes pass between two sweeps of full buckets.
 const sweepEvery = 4096
+
+// fill brings k's tokens to now, refilled up to the burst. A clock that went
+// back refills nothing.
+func (b *buckets) fill(k *bucket, now time.Time) {
+	if now.After(k.at) {
+		k.tokens = min(b.burst, k.tokens+now.Sub(k.at).Seconds()*b.perSecond)
+		k.at = now
+	}
+}
 
 // take takes a token from name's bucket at now; when there is none it takes
 // nothing and returns how long until there is one.
@@ -213,21 +239,35 @@ func (b *buckets) take(name string, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.calls++; b.calls%sweepEvery == 0 {
-		for k, l := range b.by {
-			if l.TokensAt(now) >= float64(b.burst) {
-				delete(b.by, k)
+		for n, k := range b.by {
+			if b.fill(k, now); k.tokens >= b.burst {
+				delete(b.by, n)
 			}
 		}
 	}
-	l, ok := b.by[name]
+	k, ok := b.by[name]
 	if !ok {
-		l = rate.NewLimiter(b.limit, b.burst)
-		b.by[name] = l
+		k = &bucket{tokens: b.burst, at: now}
+		b.by[name] = k
 	}
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d
+	b.fill(k, now)
+	if k.tokens < 1 {
+		return time.Duration((1 - k.tokens) / b.perSecond * float64(time.Second))
 	}
+	k.tokens--
 	return 0
+}
+
+// give puts back at now a token taken from name's bucket, up to the burst:
+// the bucket is then as if the token had never been taken.
+func (b *buckets) give(name string, now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if k, ok := b.by[name]; ok { // else swept, so full already
+		b.fill(k, now)
+		k.tokens = min(b.burst, k.tokens+1)
+	}
 }

@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,12 @@ func TestNilServiceLimitsNothing(t *testing.T) {
 	if err := s.AllowKey(u, "k"); err != nil {
 		t.Error(err)
 	}
-	release, err := s.StartRun(context.Background(), u)
+	end, refund, err := s.StartRun(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	end()
+	refund()
 	if room, err := s.FileRoom(context.Background(), u); err != nil || room != Unlimited {
 		t.Errorf("FileRoom = %d, %v; want Unlimited", room, err)
 	}
@@ -63,5 +65,68 @@ func TestRetryAfterIsTheWaitForAToken(t *testing.T) {
 	err := s.AllowKey(u, "k")
 	if !fault.Is(err, fault.RateLimited) || fault.RetryAfter(err) != 10*time.Second {
 		t.Errorf("second request: %v (retry after %s), want rate_limited after 10s", err, fault.RetryAfter(err))
+	}
+}
+
+// A run refunded because it was not started after all gives back both its
+// place among the concurrent runs and its token of the runs per minute, even
+// when time has passed since it was admitted; a run that ended keeps its
+// token spent, and a refund after the end changes nothing.
+func TestRefundedRunSpendsNothing(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Limits{RunsPerMinute: 1, ConcurrentRuns: 1}, nil, func() time.Time { return now })
+	u := &auth.User{ID: "user_1"}
+	ctx := context.Background()
+	_, refund, err := s.StartRun(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	refund()
+	refund() // once is enough
+	end, refund, err := s.StartRun(ctx, u)
+	if err != nil {
+		t.Fatalf("a run after a refund: %v, want it admitted", err)
+	}
+	end()
+	refund()
+	_, _, err = s.StartRun(ctx, u)
+	if !fault.Is(err, fault.QuotaExceeded) || fault.RetryAfter(err) != time.Minute {
+		t.Errorf("a run after one that ended: %v (retry after %s), want quota_exceeded after 1m", err, fault.RetryAfter(err))
+	}
+}
+
+// Of runs admitted at once no more than the runs per minute get in, and the
+// tokens the refused starts give back are there for the next ones.
+func TestRunsAdmittedAtOnceKeepTheLimit(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Limits{RunsPerMinute: 5}, nil, func() time.Time { return now })
+	u := &auth.User{ID: "user_1"}
+	admitAll := func() (refunds []func()) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, refund, err := s.StartRun(context.Background(), u); err == nil {
+					mu.Lock()
+					refunds = append(refunds, refund)
+					mu.Unlock()
+				} else if !fault.Is(err, fault.QuotaExceeded) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return refunds
+	}
+	refunds := admitAll()
+	if len(refunds) != 5 {
+		t.Fatalf("%d of 20 runs at once admitted, want 5", len(refunds))
+	}
+	for _, refund := range refunds[:3] {
+		refund()
+	}
+	if n := len(admitAll()); n != 3 {
+		t.Errorf("%d runs admitted after 3 refunds, want 3", n)
 	}
 }

@@ -87,8 +87,12 @@ type Service struct {
 	After []func(ctx context.Context, f *Finished)
 	// Admit, when set, is asked before a run starts, after its request is
 	// checked: the per-user quotas (docs/config.md "limits"). Its error
-	// refuses the run; the release it returns is called once the run has ended.
-	Admit func(ctx context.Context, u *auth.User) (release func(), err error)
+	// refuses the run. Of the two functions it returns, end is called once
+	// the run has ended, and refund instead when the run was not started
+	// after all (the store refused it: its conversation is answering
+	// another message, on this process or another), so that a refused
+	// message spends nothing of the quotas.
+	Admit func(ctx context.Context, u *auth.User) (end, refund func(), err error)
 
 	after   sync.WaitGroup
 	workers workers // the goroutines runs execute on
@@ -266,9 +270,9 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	release := func() {}
+	release, refund := func() {}, func() {}
 	if s.Admit != nil {
-		if release, err = s.Admit(ctx, u); err != nil {
+		if release, refund, err = s.Admit(ctx, u); err != nil {
 			return nil, err
 		}
 	}
@@ -276,7 +280,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	r := &Run{ID: ident.Ordered("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
 		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
 	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
-		release()
+		refund()
 		return nil, err
 	}
 	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[*sub]struct{}{}, done: make(chan struct{}), release: release}
