@@ -177,22 +177,56 @@ func TestAgentRoundTripsEveryField(t *testing.T) {
 }
 
 // An agent's file_search without files lists none as [], as OpenAI's API does,
-// not null.
+// not null, in every answer that holds the agent or its versions: POST, GET,
+// the list, PATCH (of another field, and of file_search to {} or a null
+// file_ids) and restore.
 func TestAgentFileSearchWithoutFiles(t *testing.T) {
 	b := setup(t)
-	var created map[string]any
-	body := `{"name":"No files","provider":"openai","model":"gpt-4o","tools":["file_search"],"tool_resources":{"file_search":{}}}`
-	if code := b.do(t, b.annKey, "POST", "/api/agents", body, &created); code != http.StatusCreated {
-		t.Fatalf("create: status %d: %v", code, created)
+	answers := map[string]any{}
+	call := func(name, method, path string, body any, want int) map[string]any {
+		t.Helper()
+		var got map[string]any
+		if code := b.do(t, b.annKey, method, path, body, &got); code != want {
+			t.Fatalf("%s: status %d, want %d: %v", name, code, want, got)
+		}
+		answers[name] = got
+		return got
 	}
-	var got map[string]any
-	if code := b.do(t, b.annKey, "GET", "/api/agents/"+created["id"].(string), nil, &got); code != http.StatusOK {
-		t.Fatalf("get: status %d", code)
-	}
+	created := call("POST", "POST", "/api/agents",
+		`{"name":"No files","provider":"openai","model":"gpt-4o","tools":["file_search"],"tool_resources":{"file_search":{}}}`, http.StatusCreated)
+	path := "/api/agents/" + created["id"].(string)
+	call("GET", "GET", path, nil, http.StatusOK)
+	call("PATCH of the name", "PATCH", path, `{"name":"Still no files"}`, http.StatusOK)
+	call("PATCH to file_search {}", "PATCH", path, `{"tool_resources":{"file_search":{}},"description":"v3"}`, http.StatusOK)
+	call("PATCH to null file_ids", "PATCH", path, `{"tool_resources":{"file_search":{"file_ids":null}},"description":"v4"}`, http.StatusOK)
+	call("restore", "POST", path+"/versions/1/restore", nil, http.StatusOK)
 	want := map[string]any{"file_search": map[string]any{"file_ids": []any{}}}
-	for name, a := range map[string]map[string]any{"POST": created, "GET": got} {
-		if diff := cmp.Diff(want, a["tool_resources"]); diff != "" {
+	for name, a := range answers {
+		if diff := cmp.Diff(want, a.(map[string]any)["tool_resources"]); diff != "" {
 			t.Errorf("%s answers tool_resources (-want +got):\n%s", name, diff)
+		}
+	}
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if code := b.do(t, b.annKey, "GET", "/api/agents", nil, &list); code != http.StatusOK || len(list.Data) != 1 {
+		t.Fatalf("list: status %d, %d agents, want 200 and 1", code, len(list.Data))
+	}
+	if diff := cmp.Diff(want, list.Data[0]["tool_resources"]); diff != "" {
+		t.Errorf("the list answers tool_resources (-want +got):\n%s", diff)
+	}
+	var versions struct {
+		Data []struct {
+			Version int            `json:"version"`
+			Spec    map[string]any `json:"spec"`
+		} `json:"data"`
+	}
+	if code := b.do(t, b.annKey, "GET", path+"/versions", nil, &versions); code != http.StatusOK || len(versions.Data) != 5 {
+		t.Fatalf("versions: status %d, %d versions, want 200 and 5", code, len(versions.Data))
+	}
+	for _, v := range versions.Data {
+		if diff := cmp.Diff(want, v.Spec["tool_resources"]); diff != "" {
+			t.Errorf("version %d has tool_resources (-want +got):\n%s", v.Version, diff)
 		}
 	}
 }
