@@ -104,10 +104,15 @@ type Part struct {
 	Image *llm.Image
 }
 
+// partSep joins the text parts of an answer into its text: a blank line, as
+// between the texts of agents (docs/api.md "POST /api/chat").
+const partSep = "\n\n"
+
 // Result is what the agents of a flow produced: the answer to keep.
 type Result struct {
-	// Text is every agent's text, in the order they finished, or with the
-	// primary agent's hide_sequential_outputs only the last one's.
+	// Text is the text parts of Parts joined with a blank line: every
+	// agent's text, in the order they finished, or with the primary agent's
+	// hide_sequential_outputs only the last one's.
 	Text string
 	// Parts are the agents' text (with hide_sequential_outputs only the last
 	// one's) and tool calls as they happened, agents in the order they
@@ -450,7 +455,7 @@ func handoffValue(args, promptKey string) string {
 // set in its Part when it ends (closeText), so that a long answer is not
 // copied again at every token.
 type said struct {
-	text      strings.Builder // all its text, as streamed
+	text      strings.Builder // its text parts joined with a blank line (docs/api.md "POST /api/chat")
 	parts     []Part
 	streaming bool // the last part is text still being streamed, from text[from:]
 	from      int
@@ -460,7 +465,15 @@ type said struct {
 func (s *said) add(id string, e turn.Event) {
 	switch e.Kind {
 	case turn.EventText:
+		if e.Text == "" {
+			return
+		}
 		if !s.streaming {
+			// Text after a tool call is another part: "Let me search." and
+			// "The answer is 5." are two paragraphs, not one sentence.
+			if s.text.Len() > 0 {
+				s.text.WriteString(partSep)
+			}
 			s.parts = append(s.parts, Part{Kind: PartText, AgentID: id})
 			s.streaming, s.from = true, s.text.Len()
 		}
@@ -563,5 +576,5 @@ func (f *flow) result(hide bool) *Result {
 		parts = append(parts, p)
 	}
 	parts = append(parts, f.images...)
-	return &Result{Text: strings.Join(all, "\n\n"), Parts: append(parts, f.handed...), Usage: f.usage}
+	return &Result{Text: strings.Join(all, partSep), Parts: append(parts, f.handed...), Usage: f.usage}
 }

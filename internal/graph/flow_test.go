@@ -359,11 +359,40 @@ func TestResultParts(t *testing.T) {
 	if diff := cmp.Diff(want, partsOf(res)); diff != "" {
 		t.Errorf("parts (-want +got):\n%s", diff)
 	}
-	if res.Text != "Let me look. a done\n\nb done" || res.Usage.TotalTokens != 7 {
+	if res.Text != "Let me look. \n\na done\n\nb done" || res.Usage.TotalTokens != 7 {
 		t.Errorf("answer %q, usage %+v", res.Text, res.Usage)
 	}
 	if tool := res.Parts[1].Tool; tool.Result != "no such tool" || !tool.IsError {
 		t.Errorf("the tool call's part holds %+v, want its result", tool)
+	}
+}
+
+// An answer's text is its text parts joined with a blank line: the text a
+// model wrote before a tool call and the text after it are two paragraphs,
+// as the texts of two agents are.
+func TestAnswerTextSeparatesItsParts(t *testing.T) {
+	tm := newTeam(t, "a", map[string]agent.Spec{"a": {AgentIDs: []string{"b"}}, "b": {}},
+		func(who string, req *llm.Request) llmtest.Turn {
+			switch {
+			case who == "b":
+				return llmtest.Turn{Text: []string{"Checked."}}
+			case len(req.Messages) == 2:
+				return llmtest.Turn{Text: []string{"Let me ", "search."}, ToolCalls: loopOnTool().ToolCalls}
+			case len(req.Messages) == 4:
+				return llmtest.Turn{ToolCalls: loopOnTool().ToolCalls} // a step with no text adds no part
+			}
+			return llmtest.Turn{Text: []string{"The answer ", "is 5."}}
+		})
+	res, err := tm.run(t, "What is 2+3?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a text Let me search.", "a tool_call nope", "a tool_call nope", "a text The answer is 5.", "b text Checked."}
+	if diff := cmp.Diff(want, partsOf(res)); diff != "" {
+		t.Errorf("parts (-want +got):\n%s", diff)
+	}
+	if want := "Let me search.\n\nThe answer is 5.\n\nChecked."; res.Text != want {
+		t.Errorf("answer %q, want %q", res.Text, want)
 	}
 }
 

@@ -192,24 +192,34 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 }
 
 // Streamed rebuilds from a run's events the text its agents streamed: a text
-// part for each stretch of one agent's message.delta events, and those texts
-// joined as a saved answer's are. It is the answer of a run whose process died
-// before saving one, so that what its user had read is kept.
+// part for each stretch of one agent's message.delta events that none of its
+// tool calls broke, and those texts joined as a saved answer's are (with a
+// blank line). It is the answer of a run whose process died before saving
+// one, so that what its user had read is kept.
 func Streamed(events []Event) (string, []Part) {
 	type stretch struct {
 		agent string
 		text  strings.Builder
+		ended bool // the agent called a tool after it
 	}
 	var all []*stretch
 	for _, e := range events {
-		if e.Type != EventMessageDelta {
+		switch e.Type {
+		case EventToolStarted:
+			var ts ToolStarted
+			if n := len(all); n > 0 && json.Unmarshal(e.Data, &ts) == nil && ts.AgentID == all[n-1].agent {
+				all[n-1].ended = true
+			}
+			continue
+		case EventMessageDelta:
+		default:
 			continue
 		}
 		var d MessageDelta
 		if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
 			continue
 		}
-		if n := len(all); n == 0 || all[n-1].agent != d.AgentID {
+		if n := len(all); n == 0 || all[n-1].agent != d.AgentID || all[n-1].ended {
 			all = append(all, &stretch{agent: d.AgentID})
 		}
 		all[len(all)-1].text.WriteString(d.Text)

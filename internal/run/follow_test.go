@@ -78,25 +78,31 @@ func TestFollowARunOfAnotherProcess(t *testing.T) {
 }
 
 // A dead run's answer is rebuilt from its events: one text part per stretch of
-// one agent's deltas, other events ignored, texts joined as a saved answer's.
+// one agent's deltas that none of its tool calls broke, other events ignored,
+// texts joined as a saved answer's.
 func TestStreamedRebuildsTheText(t *testing.T) {
 	ev := func(typ run.Kind, data string) run.Event { return run.Event{Type: typ, Data: []byte(data)} }
 	text, parts := run.Streamed([]run.Event{
 		ev(run.EventRunStarted, `{"run_id":"run_1"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"router","text":"Asking "}`),
 		ev(run.EventMessageDelta, `{"agent_id":"router","text":"the expert."}`),
-		ev(run.EventToolStarted, `{"id":"c1","name":"transfer","arguments":"{}"}`),
+		ev(run.EventToolStarted, `{"agent_id":"router","id":"c1","name":"transfer","arguments":"{}"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"expert","text":"It is \"42\"\n"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"expert","text":""}`),
 		ev(run.EventMessageDelta, `not json`),
+		ev(run.EventToolStarted, `{"agent_id":"other","id":"c2","name":"search","arguments":"{}"}`),
 		ev(run.EventMessageDelta, `{"agent_id":"expert","text":"— sure."}`),
+		ev(run.EventToolStarted, `{"agent_id":"expert","id":"c3","name":"search","arguments":"{}"}`),
+		ev(run.EventToolFinished, `{"agent_id":"expert","id":"c3","result":"42"}`),
+		ev(run.EventMessageDelta, `{"agent_id":"expert","text":"Checked."}`),
 	})
-	if want := "Asking the expert.\n\nIt is \"42\"\n— sure."; text != want {
+	if want := "Asking the expert.\n\nIt is \"42\"\n— sure.\n\nChecked."; text != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
 	want := []run.Part{
 		{Type: run.PartText, AgentID: "router", Text: "Asking the expert."},
 		{Type: run.PartText, AgentID: "expert", Text: "It is \"42\"\n— sure."},
+		{Type: run.PartText, AgentID: "expert", Text: "Checked."},
 	}
 	if len(parts) != len(want) {
 		t.Fatalf("parts %+v, want %+v", parts, want)

@@ -47,6 +47,11 @@ func Replay(m *Message) []llm.Message {
 			}
 			if turn == nil {
 				turn, who = &llm.Message{Role: llm.RoleAssistant}, p.AgentID
+			} else if turn.Content != "" {
+				// Two texts with no call between (an answer rebuilt from a
+				// dead run's events, Streamed): joined as the answer's
+				// text is, with a blank line.
+				turn.Content += "\n\n"
 			}
 			turn.Content += p.Text
 		case p.Type == PartToolCall && p.Tool != nil:

@@ -72,6 +72,16 @@ func TestTurnThreeReplaysToolHistory(t *testing.T) {
 		t.Fatalf("turn 3's messages (-want +got):\n%s", diff)
 	}
 
+	// The stored answer's text is its text parts with a blank line between:
+	// the text before the call and the text after it are two paragraphs.
+	th, err := b.svc.Conversation(context.Background(), b.user, d1.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := th.Messages[1].Text; got != "Let me add.\n\nThe sum is 5." {
+		t.Errorf("turn 1's answer %q, want its two texts as two paragraphs", got)
+	}
+
 	// The same request as each provider's client writes it.
 	for name, c := range map[string]struct {
 		client llm.Bodier
@@ -277,6 +287,15 @@ func TestReplay(t *testing.T) {
 				{Role: llm.RoleTool, ToolCallID: "c2", Content: "r2"},
 				{Role: llm.RoleAssistant, Content: "Done."},
 			},
+		},
+		{
+			name: "two texts of one agent with no call between",
+			m: run.Message{Role: run.RoleAssistant, Text: "Let me search.\n\nThe answer is 5.", Parts: []run.Part{
+				{Type: run.PartText, AgentID: "a", Text: "Let me search."},
+				{Type: run.PartText, AgentID: "a", Text: "The answer is 5."},
+				{Type: run.PartError, AgentID: "a", Text: "the process stopped"},
+			}},
+			want: []llm.Message{{Role: llm.RoleAssistant, Content: "Let me search.\n\nThe answer is 5."}},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
