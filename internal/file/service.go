@@ -231,12 +231,12 @@ func (s *Service) storeParts(ctx context.Context, id string, r io.Reader, limit 
 		n, err := io.ReadFull(lr, buf)
 		size += int64(n)
 		if size > limit {
-			return 0, nil, fault.New(fault.TooLarge, "the file is over the %s limit", formatSize(limit))
+			return 0, nil, TooLarge(limit)
 		}
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				return 0, nil, fault.New(fault.TooLarge, "the file is over the %s limit", formatSize(limit))
+				return 0, nil, TooLarge(limit)
 			}
 			return 0, nil, fault.Wrap(fault.Invalid, err, "reading the upload: %v", err)
 		}
@@ -264,6 +264,13 @@ func (s *Service) dropParts(ctx context.Context, id string) {
 }
 
 // formatSize writes a byte count as people read it, in MB when it is whole.
+// TooLarge is the refusal of a file over limit bytes, the upload cap: it
+// names the cap and the key that sets it (docs/config.md "fileConfig"), the
+// same for every way a file is refused for its size.
+func TooLarge(limit int64) error {
+	return fault.New(fault.TooLarge, "the file is over the %s limit (fileConfig.serverFileSizeLimit)", formatSize(limit))
+}
+
 func formatSize(n int64) string {
 	if n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MB", n>>20)

@@ -308,8 +308,8 @@ func TestUploadUnreadableType(t *testing.T) {
 func TestUploadTooLarge(t *testing.T) {
 	b := setup(t, file.Options{})
 	_, err := b.svc.Upload(t.Context(), b.owner, "big.txt", io.LimitReader(zeros{}, 3<<20+1), 3<<20)
-	if !fault.Is(err, fault.TooLarge) || !strings.Contains(err.Error(), "3 MB") {
-		t.Fatalf("Upload over the limit: %v, want fault.TooLarge naming 3 MB", err)
+	if !fault.Is(err, fault.TooLarge) || err.Error() != "the file is over the 3 MB limit (fileConfig.serverFileSizeLimit)" {
+		t.Fatalf("Upload over the limit: %v, want fault.TooLarge naming 3 MB and its key", err)
 	}
 	list, err := b.svc.List(t.Context(), b.owner)
 	if err != nil || len(list) != 0 {

@@ -27,10 +27,15 @@ func (s *Server) uploadLimit() int64 {
 // bodyLimit is the cap of a request's body: the upload route's is the file
 // cap and room for the multipart envelope, every other route's MaxBodyBytes.
 func (s *Server) bodyLimit(r *http.Request) int64 {
-	if r.Method == http.MethodPost && r.URL.Path == "/api/files" {
+	if isUpload(r) {
 		return s.uploadLimit() + uploadEnvelope
 	}
 	return s.opts.MaxBodyBytes
+}
+
+// isUpload reports whether r is a file upload (POST /api/files).
+func isUpload(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == "/api/files"
 }
 
 // files is the file service, or fault.Unavailable when Relay runs without one.
@@ -116,7 +121,7 @@ func (s *Server) uploadErr(err error) error {
 	)
 	switch {
 	case errors.As(err, &tooBig) || fault.Is(err, fault.TooLarge):
-		return fault.New(fault.TooLarge, "the file is over the %d MB limit (fileConfig.serverFileSizeLimit)", s.uploadLimit()>>20)
+		return file.TooLarge(s.uploadLimit())
 	case errors.As(err, &fe):
 		return err
 	}

@@ -215,15 +215,18 @@ func TestBadFiles(t *testing.T) {
 	}
 
 	// 60 MB against the default 50 MB cap: with a Content-Length it is
-	// refused before the body is read, without one while it streams.
-	for _, chunked := range []bool{false, true} {
+	// refused before the body is read, without one while it streams; 50 MB
+	// and a byte, with its Content-Length within the body's cap, once the
+	// file's bytes pass the cap. Every refusal names the cap and its key.
+	const tooLarge = "the file is over the 50 MB limit (fileConfig.serverFileSizeLimit)"
+	for _, tc := range []struct {
+		size    int
+		chunked bool
+	}{{60 << 20, false}, {60 << 20, true}, {50<<20 + 1, false}, {50<<20 + 1, true}} {
 		var e apiError
-		code := b.upload(t, b.annKey, "huge.txt", &sized{n: 60 << 20}, chunked, &e)
-		if code != http.StatusRequestEntityTooLarge || e.Error.Code != "too_large" {
-			t.Errorf("60 MB upload (chunked %v): status %d, error %+v; want 413 too_large", chunked, code, e.Error)
-		}
-		if chunked && !strings.Contains(e.Error.Message, "50 MB") {
-			t.Errorf("60 MB upload: message %q does not name the 50 MB limit", e.Error.Message)
+		code := b.upload(t, b.annKey, "huge.txt", &sized{n: tc.size}, tc.chunked, &e)
+		if code != http.StatusRequestEntityTooLarge || e.Error.Code != "too_large" || e.Error.Message != tooLarge {
+			t.Errorf("%d-byte upload (chunked %v): status %d, error %+v; want 413 too_large %q", tc.size, tc.chunked, code, e.Error, tooLarge)
 		}
 	}
 	// Bytes that contradict the declared type are refused with a reason.

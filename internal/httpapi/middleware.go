@@ -188,12 +188,17 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // capBodies limits every request body to its route's size (bodyLimit);
-// reading past it fails and decode answers 413.
+// reading past it fails and decode answers 413. An upload over it is refused
+// as every file over the cap is, naming the cap and its key.
 func (s *Server) capBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := s.bodyLimit(r)
 		if r.ContentLength > limit {
-			s.refuse(w, r, fault.New(fault.TooLarge, "request body is over the %d-byte limit", limit))
+			var err error = fault.New(fault.TooLarge, "request body is over the %d-byte limit", limit)
+			if isUpload(r) {
+				err = s.uploadErr(err)
+			}
+			s.refuse(w, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
