@@ -195,6 +195,8 @@ func TestBadFiles(t *testing.T) {
 		{"empty.txt", "", "empty.txt", file.Ready, "", "the file is empty"},
 		{"scan.pdf", string(extracttest.ImagePDF(3)), "scan.pdf", file.Ready, "", "no text"},
 		{"broken.docx", string(extracttest.CorruptDOCX()), "broken.docx", file.Failed, "zip", ""},
+		{"locked.pdf", string(extracttest.EncryptedPDF()), "locked.pdf", file.Failed,
+			"the PDF is encrypted (password-protected), which Relay cannot read: upload a copy without a password or encryption", ""},
 		{`../../etc/..\..\windows\notes.txt`, "harmless notes", "notes.txt", file.Ready, "", ""},
 		{`..\..\`, "a name of nothing but separators", "file", file.Ready, "", ""},
 	}

@@ -7,8 +7,10 @@ import (
 	"strconv"
 )
 
-// errEncrypted is what an encrypted PDF yields: Relay does not decrypt.
-var errEncrypted = errors.New("encrypted PDF: not supported")
+// errEncrypted is what an encrypted PDF yields: Relay does not decrypt. It
+// is what the file's owner reads (docs/api.md "Files"), so it says what to
+// do instead.
+var errEncrypted = errors.New("the PDF is encrypted (password-protected), which Relay cannot read: upload a copy without a password or encryption")
 
 // xrefEntry says where an object lives: at a byte offset in the file (inStm
 // false) or as the idx-th object of object stream stm.

@@ -287,7 +287,8 @@ func TestPDFErrors(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"encrypted", encrypted, "encrypted PDF: not supported"},
+		{"encrypted", encrypted, "the PDF is encrypted (password-protected), which Relay cannot read: upload a copy without a password or encryption"},
+		{"encrypted, as written", extracttest.EncryptedPDF(), "the PDF is encrypted (password-protected)"},
 		{"not a PDF", []byte("hello, I am text"), "corrupt PDF: not a PDF: the %PDF- header is missing"},
 		{"header only", []byte("%PDF-1.7\n"), "corrupt PDF: no objects found"},
 		{"truncated", good[:len(good)/3], "corrupt PDF"},

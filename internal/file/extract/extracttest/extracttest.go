@@ -1,8 +1,8 @@
 // Package extracttest writes real files for tests and benchmarks of text
 // extraction and ingestion: multi-page PDFs (with a cross-reference table, or
-// with object and cross-reference streams), PDFs of images only, DOCX files
-// with page breaks, a corrupt DOCX, and large PDFs. Everything it writes is
-// deterministic.
+// with object and cross-reference streams), PDFs of images only, encrypted
+// PDFs, DOCX files with page breaks, a corrupt DOCX, and large PDFs.
+// Everything it writes is deterministic.
 package extracttest
 
 import (
@@ -61,7 +61,10 @@ func (w *pdfWriter) stream(num int, dict string, data []byte) {
 
 // xrefTable writes a classic cross-reference table and trailer for objects
 // 0 to size-1.
-func (w *pdfWriter) xrefTable(size int) {
+func (w *pdfWriter) xrefTable(size int) { w.xrefTableWith(size, "") }
+
+// xrefTableWith is xrefTable with more entries in the trailer.
+func (w *pdfWriter) xrefTableWith(size int, trailer string) {
 	start := w.buf.Len()
 	fmt.Fprintf(&w.buf, "xref\n0 %d\n0000000000 65535 f \n", size)
 	for i := 1; i < size; i++ {
@@ -71,7 +74,7 @@ func (w *pdfWriter) xrefTable(size int) {
 			w.buf.WriteString("0000000000 65535 f \n")
 		}
 	}
-	fmt.Fprintf(&w.buf, "trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n", size, catalogObj, start)
+	fmt.Fprintf(&w.buf, "trailer\n<< /Size %d /Root %d 0 R%s >>\nstartxref\n%d\n%%%%EOF\n", size, catalogObj, trailer, start)
 }
 
 func deflate(data []byte) []byte {
@@ -190,6 +193,23 @@ func PDF(pages ...string) []byte {
 		w.stream(ContentObject(i+1), "/Filter /FlateDecode", deflate(pageContent(text)))
 	}
 	w.xrefTable(ContentObject(len(pages)) + 1)
+	return w.buf.Bytes()
+}
+
+// EncryptedPDF writes a one-page PDF as a password-protected one is made:
+// its trailer names an encryption dictionary of the standard security
+// handler (RC4, 128 bits) and the file's ID. Its content stream is left as it
+// is, not encrypted; a reader that refuses encrypted PDFs never reads it.
+func EncryptedPDF() []byte {
+	w := newPDFWriter("1.4")
+	w.object(catalogObj, catalogDic)
+	w.object(pagesObj, pagesDict(1))
+	w.object(fontObj, fontDict)
+	w.object(PageObject(1), pageDict(1))
+	w.stream(ContentObject(1), "/Filter /FlateDecode", deflate(pageContent("secret")))
+	encrypt := ContentObject(1) + 1
+	w.object(encrypt, "<< /Filter /Standard /V 2 /R 3 /Length 128 /P -3904 /O <"+strings.Repeat("5a", 32)+"> /U <"+strings.Repeat("a5", 32)+"> >>")
+	w.xrefTableWith(encrypt+1, fmt.Sprintf(" /Encrypt %d 0 R /ID [<%s> <%s>]", encrypt, strings.Repeat("01", 16), strings.Repeat("01", 16)))
 	return w.buf.Bytes()
 }
 
