@@ -277,11 +277,11 @@ func titleModel(cfg *config.Config) func(a *agent.Agent) (run.TitleModel, bool) 
 }
 
 // memoryAgent returns the memory agent of the config's memory.agent, or nil
-// when there is none or memory is disabled (docs/config.md).
+// when there is none, it is not enabled or memory is disabled (docs/config.md).
 func (a *App) memoryAgent(tools map[string]tool.Tool, mod run.Models) *run.MemoryAgent {
 	cfg := a.Config
 	c := cfg.Memory.Agent
-	if c == nil || cfg.Memory.Disabled {
+	if !cfg.Memory.RunsAgent() {
 		return nil
 	}
 	return &run.MemoryAgent{

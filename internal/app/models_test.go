@@ -139,3 +139,41 @@ endpoints:
 		t.Errorf("a key that is set: %v", err)
 	}
 }
+
+// The memory agent runs when memory.agent is set, and not when its enabled
+// is false or memory is disabled (docs/config.md "The memory agent").
+func TestMemoryAgentEnabled(t *testing.T) {
+	tests := []struct {
+		name, memory string
+		runs         bool
+	}{
+		{"set", "  agent:\n    provider: local\n    model: memory-model\n", true},
+		{"enabled", "  agent:\n    enabled: true\n    provider: local\n    model: memory-model\n", true},
+		{"not enabled", "  agent:\n    enabled: false\n    provider: local\n    model: memory-model\n", false},
+		{"memory disabled", "  disabled: true\n  agent:\n    provider: local\n    model: memory-model\n", false},
+		{"none", "  tokenLimit: 100\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfgPath := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+
+				"\nendpoints:\n  custom:\n    - name: local\n      baseURL: http://127.0.0.1:1/v1\nmemory:\n"+tt.memory)
+			cfg, err := config.Load(cfgPath, testEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Open(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			ma := a.memoryAgent(nil, nil)
+			if got := ma != nil; got != tt.runs {
+				t.Fatalf("memory agent built = %v, want %v", got, tt.runs)
+			}
+			if ma != nil && (ma.Provider != "local" || ma.Model != "memory-model" || ma.Window != config.DefaultMessageWindowSize) {
+				t.Errorf("memory agent = %+v", ma)
+			}
+		})
+	}
+}

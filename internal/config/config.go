@@ -885,10 +885,18 @@ type Memory struct {
 	// MessageWindowSize is how many of the conversation's latest messages the
 	// memory agent reads after each run.
 	MessageWindowSize int `yaml:"messageWindowSize"`
-	// Agent is the memory agent; nil means none runs.
+	// Agent is the memory agent; nil means none runs, and so does one whose
+	// Enabled is false. RunsAgent says whether it runs.
 	Agent *MemoryAgent `yaml:"agent"`
 
 	_ any `yaml:"charLimit" relay:"ignored"`
+}
+
+// RunsAgent reports whether the memory agent runs after each run: memory is
+// not disabled, memory.agent is set and its enabled is not false
+// (docs/config.md "The memory agent").
+func (m Memory) RunsAgent() bool {
+	return !m.Disabled && m.Agent != nil && (m.Agent.Enabled == nil || *m.Agent.Enabled)
 }
 
 // DefaultMessageWindowSize is memory.messageWindowSize when none is set, as in LibreChat.
@@ -898,6 +906,9 @@ const DefaultMessageWindowSize = 5
 // a stored agent (ID), whose provider, model, instructions and parameters it
 // takes, or a Provider and Model of its own.
 type MemoryAgent struct {
+	// Enabled false turns the memory agent off while keeping its settings, as
+	// in LibreChat; nil means on.
+	Enabled  *bool  `yaml:"enabled,omitempty"`
 	ID       string `yaml:"id"`
 	Provider string `yaml:"provider"`
 	Model    string `yaml:"model"`

@@ -381,7 +381,6 @@ func TestUnknownKeys(t *testing.T) {
 		}},
 		{"memory turned off as it cannot be", "memory:\n  enabled: false\n  agent:\n    enabled: false\n    id: a\n", []string{
 			`relay.yaml:2:3: unknown key "enabled" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent); memory is on unless memory.disabled is true`,
-			`relay.yaml:4:5: unknown key "enabled" in memory.agent (known: id, provider, model, instructions, model_parameters); memory is on unless memory.disabled is true, and the memory agent runs whenever memory.agent is set`,
 		}},
 		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
 			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
@@ -399,6 +398,47 @@ func TestUnknownKeys(t *testing.T) {
 				t.Errorf("Unknown (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// memory.agent.enabled: false turns the memory agent off, as in LibreChat;
+// the agent's other settings, and the other memory keys, stay as written.
+func TestMemoryAgentEnabled(t *testing.T) {
+	const agent = "endpoints:\n  custom:\n    - name: local\n      baseURL: http://localhost:11434/v1\nmemory:\n  tokenLimit: 300\n"
+	tests := []struct {
+		name, yaml string
+		runs       bool
+	}{
+		{"no agent", agent, false},
+		{"agent", agent + "  agent:\n    provider: local\n    model: m\n", true},
+		{"enabled: true", agent + "  agent:\n    enabled: true\n    provider: local\n    model: m\n", true},
+		{"enabled: false", agent + "  agent:\n    enabled: false\n    provider: local\n    model: m\n", false},
+		{"enabled: false with an id", agent + "  agent:\n    enabled: false\n    id: curator\n", false},
+		// An agent that is off is not checked: its provider may be gone.
+		{"enabled: false, provider gone", agent + "  agent:\n    enabled: false\n    provider: bedrock\n", false},
+		{"enabled, memory disabled", agent + "  disabled: true\n  agent:\n    enabled: true\n    provider: local\n    model: m\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadYAML(t, tt.yaml, nil)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(c.Unknown) != 0 {
+				t.Errorf("Unknown = %q, want none: enabled is a key of memory.agent", c.Unknown)
+			}
+			if got := c.Memory.RunsAgent(); got != tt.runs {
+				t.Errorf("RunsAgent() = %v, want %v", got, tt.runs)
+			}
+			if c.Memory.TokenLimit != 300 || c.Memory.MessageWindowSize != DefaultMessageWindowSize {
+				t.Errorf("memory = %+v; the other keys changed", c.Memory)
+			}
+		})
+	}
+	// A memory agent that runs is still checked.
+	_, err := loadYAML(t, agent+"  agent:\n    enabled: true\n    provider: bedrock\n    model: m\n", nil)
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `memory.agent.provider: unknown provider "bedrock"`) {
+		t.Errorf("problems = %q, want the enabled agent's provider refused", got)
 	}
 }
 

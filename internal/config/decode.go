@@ -188,8 +188,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, raw b
 // unknownHints say, for an unknown key that is written in the belief that it
 // does something, what does it instead.
 var unknownHints = map[string]string{
-	"memory.enabled":       "memory is on unless memory.disabled is true",
-	"memory.agent.enabled": "memory is on unless memory.disabled is true, and the memory agent runs whenever memory.agent is set",
+	"memory.enabled": "memory is on unless memory.disabled is true",
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, raw bool) {

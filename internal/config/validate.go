@@ -577,7 +577,9 @@ func (v *validator) memory() {
 	if m.MessageWindowSize < 1 {
 		v.add("memory.messageWindowSize", "must be at least 1 (the default is %d), got %d", DefaultMessageWindowSize, m.MessageWindowSize)
 	}
-	if m.Agent != nil {
+	// A memory agent that does not run is not checked: turning it off with
+	// enabled: false must not need its provider to stay configured.
+	if m.RunsAgent() {
 		v.memoryAgent(m.Agent)
 	}
 }
