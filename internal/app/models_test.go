@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/config"
 	"github.com/relay-ai/relay/internal/fault"
 )
@@ -175,5 +176,22 @@ func TestMemoryAgentEnabled(t *testing.T) {
 				t.Errorf("memory agent = %+v", ma)
 			}
 		})
+	}
+}
+
+// A titleEndpoint naming a LibreChat endpoint Relay does not have loads, and
+// titles are then asked of the agent's own provider (docs/config.md,
+// "Conversation titles").
+func TestTitleModelOfLibreChatEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, "endpoints:\n  all:\n    titleConvo: true\n    titleEndpoint: bedrock\n    titleModel: small\n"+
+		"  custom:\n    - name: local\n      baseURL: http://127.0.0.1:1/v1\n")
+	cfg, err := config.Load(cfgPath, testEnv(nil))
+	if err != nil {
+		t.Fatalf("Load: %v; want titleEndpoint: bedrock to load", err)
+	}
+	m, ok := titleModel(cfg)(&agent.Agent{Spec: agent.Spec{Provider: "local", Model: "big"}})
+	if !ok || m.Provider != "local" || m.Model != "small" {
+		t.Errorf("title model = %+v, %v; want small on the agent's provider local", m, ok)
 	}
 }

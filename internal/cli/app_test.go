@@ -516,3 +516,18 @@ func mustRead(t *testing.T, p string) string {
 
 // schemaURL returns a URL of a fresh schema in the test Postgres, dropped when t ends.
 func schemaURL(t *testing.T, base string) string { return pgtest.Schema(t, base, "app_test") }
+
+// A librechat.yaml whose titleEndpoint is an endpoint Relay does not have
+// (bedrock) passes `config check` with a warning at its position; --strict
+// refuses it, as it does any value Relay does not have.
+func TestConfigCheckTitleEndpointOfLibreChat(t *testing.T) {
+	cfgPath := writeConfig(t, t.TempDir(), "endpoints:\n  all:\n    titleConvo: true\n    titleEndpoint: bedrock\n")
+	code, _, stderr := runCLI(t, nil, "", "config", "check", "--config", cfgPath)
+	want := "warning: " + cfgPath + `:4:20: endpoints.all.titleEndpoint: "bedrock" is a LibreChat endpoint Relay does not have`
+	if code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("config check: exit %d, want 0 and %q:\n%s", code, want, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--strict", "--config", cfgPath); code != 1 || !strings.Contains(stderr, "titleEndpoint") {
+		t.Errorf("config check --strict: exit %d, want 1:\n%s", code, stderr)
+	}
+}

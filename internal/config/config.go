@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +65,8 @@ type Config struct {
 	// Unknown lists, in file order, the keys of the file that neither Relay nor
 	// its list of LibreChat keys knows, each as a warning with its position:
 	// `relay.yaml:3:3: unknown key "adress" in server (known: addr, ...)`,
-	// then the LibreChat values Relay does not have (a search provider).
+	// then the LibreChat values Relay does not have (a search provider, a
+	// titleEndpoint such as bedrock).
 	// Relay skips them, as LibreChat's schema strips them; Strict (`config
 	// check --strict`) refuses them.
 	Unknown []string `yaml:"-"`
@@ -312,12 +314,14 @@ const (
 	ProviderAzureOpenAI = "azureOpenAI"
 )
 
+// libreChatEndpoints are the endpoint names librechat.yaml gives a meaning
+// that are not providers of Relay's. A titleEndpoint naming one is a warning
+// (docs/config.md "Conversation titles").
+var libreChatEndpoints = []string{"agents", "assistants", "azureAssistants", "bedrock", "custom", "gptPlugins"}
+
 // reservedEndpoints are the names a custom endpoint may not take: the built-in
-// providers and the other endpoint names librechat.yaml gives a meaning.
-var reservedEndpoints = []string{
-	ProviderOpenAI, ProviderAnthropic, ProviderGoogle, ProviderAzureOpenAI,
-	"agents", "assistants", "azureAssistants", "bedrock", "custom", "gptPlugins",
-}
+// providers and libreChatEndpoints.
+var reservedEndpoints = append([]string{ProviderOpenAI, ProviderAnthropic, ProviderGoogle, ProviderAzureOpenAI}, libreChatEndpoints...)
 
 // Endpoints configures the model providers, as librechat.yaml's `endpoints` does.
 type Endpoints struct {
@@ -1041,12 +1045,19 @@ func Default() *Config {
 
 // Providers returns the provider names agents may use: the built-in ones, then
 // every custom endpoint in file order.
-func (c *Config) Providers() []string {
+func (c *Config) Providers() []string { return c.Endpoints.providers() }
+
+func (e *Endpoints) providers() []string {
 	ps := []string{ProviderOpenAI, ProviderAnthropic, ProviderGoogle, ProviderAzureOpenAI}
-	for _, e := range c.Endpoints.Custom {
-		ps = append(ps, e.Name)
+	for _, c := range e.Custom {
+		ps = append(ps, c.Name)
 	}
 	return ps
+}
+
+// isProvider reports whether name, without regard to case, is a provider.
+func (e *Endpoints) isProvider(name string) bool {
+	return slices.ContainsFunc(e.providers(), func(p string) bool { return strings.EqualFold(p, name) })
 }
 
 // Location returns the time zone of Server.Timezone, or the process's local
@@ -1150,7 +1161,8 @@ const CurrentModel = "current_model"
 
 // TitlesFor returns the title settings of an agent on provider: each key from
 // endpoints.all when set there, else from the provider's endpoint, else from
-// endpoints.agents.
+// endpoints.agents. A titleEndpoint that is not a provider (a LibreChat
+// endpoint Relay does not have, such as bedrock) counts as not set.
 func (e *Endpoints) TitlesFor(provider string) Titles {
 	var own Titles
 	switch {
@@ -1177,11 +1189,35 @@ func (e *Endpoints) TitlesFor(provider string) Titles {
 			t.TitleConvo = l.TitleConvo
 		}
 		t.TitleModel = cmp.Or(t.TitleModel, l.TitleModel)
-		t.TitleEndpoint = cmp.Or(t.TitleEndpoint, l.TitleEndpoint)
+		if t.TitleEndpoint == "" && e.isProvider(l.TitleEndpoint) {
+			t.TitleEndpoint = l.TitleEndpoint
+		}
 		t.TitlePrompt = cmp.Or(t.TitlePrompt, l.TitlePrompt)
 		t.TitlePromptTemplate = cmp.Or(t.TitlePromptTemplate, l.TitlePromptTemplate)
 	}
 	return t
+}
+
+// titleSetting is the title settings written at path.
+type titleSetting struct {
+	path string
+	Titles
+}
+
+// titleSettings lists every place title settings are written, with its path.
+func (e *Endpoints) titleSettings() []titleSetting {
+	ts := []titleSetting{
+		{"endpoints.all", e.All.Titles},
+		{"endpoints." + ProviderOpenAI, e.OpenAI.Titles},
+		{"endpoints." + ProviderAnthropic, e.Anthropic.Titles},
+		{"endpoints." + ProviderGoogle, e.Google.Titles},
+		{"endpoints." + ProviderAzureOpenAI, e.AzureOpenAI.Titles},
+		{"endpoints.agents", e.Agents.Titles},
+	}
+	for i, c := range e.Custom {
+		ts = append(ts, titleSetting{fmt.Sprintf("endpoints.custom[%d]", i), c.Titles})
+	}
+	return ts
 }
 
 // On reports whether model-made titles are turned on.

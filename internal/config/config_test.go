@@ -1244,9 +1244,51 @@ func TestTitles(t *testing.T) {
 		t.Errorf("Ignored (-want +got):\n%s", diff)
 	}
 
-	_, err := loadYAML(t, "endpoints:\n  all:\n    titleEndpoint: bedrock\n", nil)
-	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `endpoints.all.titleEndpoint: "bedrock" is not a provider`) {
+	_, err := loadYAML(t, "endpoints:\n  all:\n    titleEndpoint: opneAI\n", nil)
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], `endpoints.all.titleEndpoint: "opneAI" is not a provider`) {
 		t.Errorf("problems = %q; want titleEndpoint refused", got)
+	}
+}
+
+// A titleEndpoint naming a LibreChat endpoint Relay does not have (bedrock)
+// loads with a warning, as a LibreChat value Relay does not have does, and
+// counts as not set: titles fall back to the next layer's titleEndpoint, else
+// to the agent's provider.
+func TestTitleEndpointOfLibreChat(t *testing.T) {
+	c, err := loadYAML(t, `endpoints:
+  all:
+    titleConvo: true
+    titleEndpoint: bedrock
+  agents:
+    titleEndpoint: openAI
+  custom:
+    - name: ollama
+      baseURL: http://localhost:11434/v1
+      titleEndpoint: azureAssistants
+`, nil)
+	if err != nil {
+		t.Fatalf("Load: %v; want a LibreChat endpoint to be a warning", err)
+	}
+	want := []string{
+		`relay.yaml:4:20: endpoints.all.titleEndpoint: "bedrock" is a LibreChat endpoint Relay does not have; titles are made as if titleEndpoint were not set (known: openAI, anthropic, google, azureOpenAI, ollama)`,
+		`relay.yaml:10:22: endpoints.custom[0].titleEndpoint: "azureAssistants" is a LibreChat endpoint Relay does not have; titles are made as if titleEndpoint were not set (known: openAI, anthropic, google, azureOpenAI, ollama)`,
+	}
+	if diff := cmp.Diff(want, c.Unknown); diff != "" {
+		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	if err := c.Strict(); err == nil {
+		t.Error("Strict() = nil; want the LibreChat endpoints refused, as unknown values are")
+	}
+	for provider, want := range map[string]string{"ollama": "openAI", "anthropic": "openAI"} {
+		if got := c.Endpoints.TitlesFor(provider).TitleEndpoint; got != want {
+			t.Errorf("TitlesFor(%q).TitleEndpoint = %q, want %q (bedrock skipped)", provider, got, want)
+		}
+	}
+
+	// Without another layer, the default: the agent's provider ("").
+	c = mustLoadYAML(t, "endpoints:\n  all:\n    titleConvo: true\n    titleEndpoint: bedrock\n", nil)
+	if got := c.Endpoints.TitlesFor("openAI"); got.TitleEndpoint != "" || !got.On() {
+		t.Errorf("TitlesFor(openAI) = %+v, want titles on, with no titleEndpoint", got)
 	}
 }
 

@@ -144,6 +144,13 @@ func (c *Config) libreChatValues() []string {
 		out = append(out, fmt.Sprintf("%s: webSearch.searchProvider: %q is a LibreChat search provider Relay does not have; web_search answers that it is not available (known: %s)",
 			c.whereOf("webSearch.searchProvider"), p, strings.Join(searchProviders, ", ")))
 	}
+	for _, t := range c.Endpoints.titleSettings() {
+		if e := t.TitleEndpoint; e != "" && !c.Endpoints.isProvider(e) && isLibreChatEndpoint(e) {
+			at := t.path + ".titleEndpoint"
+			out = append(out, fmt.Sprintf("%s: %s: %q is a LibreChat endpoint Relay does not have; titles are made as if titleEndpoint were not set (known: %s)",
+				c.whereOf(at), at, e, strings.Join(c.Providers(), ", ")))
+		}
+	}
 	return out
 }
 

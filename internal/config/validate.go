@@ -302,14 +302,8 @@ func (v *validator) endpoints() {
 		}
 	}
 	v.azure()
-	v.titles("endpoints.all", e.All.Titles)
-	v.titles("endpoints."+ProviderOpenAI, e.OpenAI.Titles)
-	v.titles("endpoints."+ProviderAnthropic, e.Anthropic.Titles)
-	v.titles("endpoints."+ProviderGoogle, e.Google.Titles)
-	v.titles("endpoints."+ProviderAzureOpenAI, e.AzureOpenAI.Titles)
-	v.titles("endpoints.agents", e.Agents.Titles)
-	for i, ce := range e.Custom {
-		v.titles(fmt.Sprintf("endpoints.custom[%d]", i), ce.Titles)
+	for _, t := range e.titleSettings() {
+		v.titles(t.path, t.Titles)
 	}
 	a := e.Agents
 	if a.MaxParallelTools < 1 {
@@ -332,15 +326,19 @@ func (v *validator) endpoints() {
 	}
 }
 
-// titles checks the title settings at path: titleEndpoint names a provider.
+// titles checks the title settings at path: titleEndpoint names a provider,
+// or one of LibreChat's endpoints that Relay does not have, which loads with a
+// warning (libreChatValues) and counts as not set (Endpoints.TitlesFor).
 func (v *validator) titles(path string, t Titles) {
-	if t.TitleEndpoint == "" {
+	if t.TitleEndpoint == "" || v.c.Endpoints.isProvider(t.TitleEndpoint) || isLibreChatEndpoint(t.TitleEndpoint) {
 		return
 	}
-	ps := v.c.Providers()
-	if !slices.ContainsFunc(ps, func(p string) bool { return strings.EqualFold(p, t.TitleEndpoint) }) {
-		v.add(path+".titleEndpoint", "%q is not a provider (known: %s)", t.TitleEndpoint, strings.Join(ps, ", "))
-	}
+	v.add(path+".titleEndpoint", "%q is not a provider (known: %s)", t.TitleEndpoint, strings.Join(v.c.Providers(), ", "))
+}
+
+// isLibreChatEndpoint reports whether name is one of libreChatEndpoints.
+func isLibreChatEndpoint(name string) bool {
+	return slices.ContainsFunc(libreChatEndpoints, func(e string) bool { return strings.EqualFold(e, name) })
 }
 
 // azurePlaceholders are the references an Azure group's baseURL may hold that
