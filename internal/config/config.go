@@ -104,6 +104,11 @@ type Config struct {
 	_ any `yaml:"ci" relay:"ignored"`
 	_ any `yaml:"mcpSettings" relay:"ignored"`
 	_ any `yaml:"scheduledTasks" relay:"ignored"`
+	_ any `yaml:"langfuse" relay:"ignored"`
+	_ any `yaml:"filters" relay:"ignored"`
+	_ any `yaml:"messageFilter" relay:"ignored"`
+	_ any `yaml:"skillSync" relay:"ignored"`
+	_ any `yaml:"cloudfront" relay:"ignored"`
 }
 
 // Server is how Relay listens, logs and keeps its files.
@@ -417,6 +422,8 @@ type CustomEndpoint struct {
 	// endpoint's models: their context window (LibreChat's shape, where
 	// prompt and completion are prices).
 	TokenConfig map[string]TokenConfig `yaml:"tokenConfig,omitempty"`
+
+	_ any `yaml:"apiKeyPreview" relay:"ignored"`
 }
 
 // TokenConfig is one model's entry of a custom endpoint's tokenConfig.
@@ -427,6 +434,9 @@ type TokenConfig struct {
 	// accepts and does not use them.
 	Prompt     float64 `yaml:"prompt,omitempty"`
 	Completion float64 `yaml:"completion,omitempty"`
+
+	_ any `yaml:"cacheRead" relay:"ignored"`
+	_ any `yaml:"cacheWrite" relay:"ignored"`
 }
 
 // ContextWindow returns the context window the config gives a provider's
@@ -629,6 +639,17 @@ type AgentsEndpoint struct {
 	_ any `yaml:"titleMethod" relay:"ignored"`
 	_ any `yaml:"titleMessageRole" relay:"ignored"`
 	_ any `yaml:"titleTiming" relay:"ignored"`
+	_ any `yaml:"maxToolCallArgBytes" relay:"ignored"`
+	_ any `yaml:"maxToolCallArgBytesByTool" relay:"ignored"`
+	_ any `yaml:"maxDeltaEventsPerTurn" relay:"ignored"`
+	_ any `yaml:"maxSubagents" relay:"ignored"`
+	_ any `yaml:"statefulCodeSessions" relay:"ignored"`
+	_ any `yaml:"eventDriven" relay:"ignored"`
+	_ any `yaml:"backgroundTasks" relay:"ignored"`
+	_ any `yaml:"skills" relay:"ignored"`
+	_ any `yaml:"remoteApi" relay:"ignored"`
+	_ any `yaml:"toolApproval" relay:"ignored"`
+	_ any `yaml:"checkpointer" relay:"ignored"`
 }
 
 // The MCP transports.
@@ -851,6 +872,8 @@ type Summarization struct {
 	_ any `yaml:"reserveRatio" relay:"ignored"`
 	_ any `yaml:"trigger" relay:"ignored"`
 	_ any `yaml:"contextPruning" relay:"ignored"`
+	_ any `yaml:"updatePrompt" relay:"ignored"`
+	_ any `yaml:"retainRecent" relay:"ignored"`
 }
 
 // Scheduler bounds scheduled runs and sets how Relay processes sharing one
@@ -894,6 +917,7 @@ type Memory struct {
 	Agent *MemoryAgent `yaml:"agent"`
 
 	_ any `yaml:"charLimit" relay:"ignored"`
+	_ any `yaml:"maxInputTokens" relay:"ignored"`
 }
 
 // RunsAgent reports whether the memory agent runs after each run: memory is
@@ -978,6 +1002,13 @@ type WebSearch struct {
 	_ any `yaml:"scraperProvider" relay:"ignored"`
 	_ any `yaml:"rerankerType" relay:"ignored"`
 	_ any `yaml:"scraperTimeout" relay:"ignored"`
+	_ any `yaml:"keenableApiKey" relay:"ignored"`
+	_ any `yaml:"keenableApiUrl" relay:"ignored"`
+	_ any `yaml:"keenableSearchOptions" relay:"ignored"`
+	_ any `yaml:"keenableScraperOptions" relay:"ignored"`
+	_ any `yaml:"searxngSearchOptions" relay:"ignored"`
+	_ any `yaml:"tavilySearchOptions" relay:"ignored"`
+	_ any `yaml:"tavilyScraperOptions" relay:"ignored"`
 }
 
 // Default returns the configuration Relay runs with when no file and no

@@ -401,6 +401,60 @@ func TestUnknownKeys(t *testing.T) {
 	}
 }
 
+// LibreChat's keys for what Relay does not have (tracing to Langfuse, PII
+// filters, skills, CloudFront, tool approval, ...) are listed as ignored
+// LibreChat keys, not warned about as unknown keys (typos); what is below
+// them is not read.
+func TestLibreChatKeysIgnored(t *testing.T) {
+	c, err := loadYAML(t, `langfuse:
+  secretKey: ${LANGFUSE_SECRET_KEY}
+filters:
+  messages: {pii: {starterPatterns: [sk_prefix]}}
+messageFilter: {pii: {}}
+skillSync: {github: {enabled: true}}
+cloudfront: {domain: https://cdn.example.com}
+summarization:
+  updatePrompt: Update it.
+  retainRecent: {turns: 4}
+memory:
+  maxInputTokens: 8000
+endpoints:
+  agents:
+    toolApproval: {enabled: true}
+    maxSubagents: 3
+  custom:
+    - name: gw
+      baseURL: http://gw.example/v1
+      apiKeyPreview: sk-...
+      tokenConfig:
+        m: {context: 1000, cacheRead: 0.3}
+webSearch:
+  searxngSearchOptions: {engines: [wikipedia]}
+  keenableApiKey: k
+  adress: x
+`, map[string]string{"LANGFUSE_SECRET_KEY": "sk-lf-secret-0001"})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := []string{
+		"cloudfront", "endpoints.agents.maxSubagents", "endpoints.agents.toolApproval",
+		"endpoints.custom[0].apiKeyPreview", "endpoints.custom[0].tokenConfig.m.cacheRead",
+		"filters", "langfuse", "memory.maxInputTokens", "messageFilter", "skillSync",
+		"summarization.retainRecent", "summarization.updatePrompt",
+		"webSearch.keenableApiKey", "webSearch.searxngSearchOptions",
+	}
+	if diff := cmp.Diff(want, c.Ignored); diff != "" {
+		t.Errorf("Ignored (-want +got):\n%s", diff)
+	}
+	// A typo beside them is still an unknown key.
+	if len(c.Unknown) != 1 || !strings.Contains(c.Unknown[0], `unknown key "adress" in webSearch`) {
+		t.Errorf("Unknown = %q, want only the typo adress", c.Unknown)
+	}
+	if got := c.Endpoints.ContextWindow("gw", "m"); got != 1000 {
+		t.Errorf("tokenConfig.m.context = %d, want 1000 beside the ignored cacheRead", got)
+	}
+}
+
 // memory.agent.enabled: false turns the memory agent off, as in LibreChat;
 // the agent's other settings, and the other memory keys, stay as written.
 func TestMemoryAgentEnabled(t *testing.T) {

@@ -93,7 +93,8 @@ func TestLoadDotEnv(t *testing.T) {
 }
 
 // A librechat.yaml of a newer LibreChat loads: its unknown keys are warnings
-// with their position, and the keys Relay uses still take effect.
+// with their position, the LibreChat keys Relay does not use are listed as
+// ignored, and the keys Relay uses still take effect.
 func TestNewerLibreChatConfigLoads(t *testing.T) {
 	c, err := Load("testdata/newer/librechat.yaml", envOf(map[string]string{"GROQ_API_KEY": "gsk-1"}))
 	if err != nil {
@@ -106,16 +107,18 @@ func TestNewerLibreChatConfigLoads(t *testing.T) {
 	const f = "testdata/newer/librechat.yaml"
 	want := []string{
 		f + `:7:1: unknown key "permissions" at top level`,
-		f + `:10:1: unknown key "langfuse" at top level`,
-		f + `:12:1: unknown key "filters" at top level`,
 		f + `:15:3: unknown key "allowedAddresses" in endpoints`,
-		f + `:30:3: unknown key "maxInputTokens" in memory`,
 		f + `:35:5: unknown key "cwd" in mcpServers.files`,
 		f + `:39:5: unknown key "requestHeaders" in mcpServers.search`,
 		f + `:41:5: unknown key "proxy" in mcpServers.search`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"langfuse", "filters", "memory.maxInputTokens"} {
+		if !slices.Contains(c.Ignored, k) {
+			t.Errorf("Ignored = %v, want %s: a LibreChat key Relay does not use", c.Ignored, k)
+		}
 	}
 	if !c.Endpoints.Custom[0].Models.Fetch || slices.Contains(c.Ignored, "endpoints.custom[0].models.fetch") {
 		t.Errorf("models.fetch: %v, ignored %v; want it read", c.Endpoints.Custom[0].Models.Fetch, c.Ignored)
