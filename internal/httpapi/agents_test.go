@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/store/sqlite"
+	"github.com/relay-ai/relay/internal/telemetry"
+	"github.com/relay-ai/relay/internal/telemetry/telemetrytest"
 )
 
 // bundle is what a test gets from setup: a running API and keys for two users.
@@ -293,6 +296,70 @@ func TestClientGoneBeforeAuthenticated(t *testing.T) {
 	if strings.Contains(logged.String(), "level=ERROR") || !strings.Contains(logged.String(), "client went away") {
 		t.Errorf("log:\n%s", logged.String())
 	}
+}
+
+// A client that goes away while it sends its request's body is no server
+// error and no malformed request either: the request is recorded as 499 and
+// logged as the client having gone, not as a 400 or a 500. A body that is
+// merely malformed, from a client still there, stays a 400.
+func TestClientGoneWhileSendingBody(t *testing.T) {
+	b := setup(t)
+	var logged syncBuffer
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: telemetrytest.Env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(httpapi.New(httpapi.Options{Auth: b.auth, Agents: b.agents, Telemetry: tel,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	// A connection is closed once the server is done with its request.
+	closed := make(chan struct{}, 8)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	paths := []string{"/api/agents", "/v1/chat/completions", "/api/auth/login"}
+	for _, path := range paths {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Headers and the start of a 100-byte body, then the connection closes.
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\":", path, b.annKey)
+		c.Close()
+		<-closed
+	}
+	log := logged.String()
+	if strings.Contains(log, "level=ERROR") || strings.Count(log, "client went away") != len(paths) || strings.Contains(log, "status=400") {
+		t.Errorf("log, want each request logged as the client having gone:\n%s", log)
+	}
+	metrics := scrape(t, tel)
+	for _, path := range paths {
+		if want := fmt.Sprintf(`relay_http_requests_total{code="499",method="POST",route="%s"} 1`, path); !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%s", want, metrics)
+		}
+	}
+
+	// The same truncated body from a client that waits for its answer.
+	resp, err := http.Post(srv.URL+"/api/auth/login", "application/json", strings.NewReader(`{"email":`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed body: status %d, want 400", resp.StatusCode)
+	}
+}
+
+// scrape returns the metrics of tel in Prometheus's text format.
+func scrape(t *testing.T, tel *telemetry.Telemetry) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	tel.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
 }
 
 func TestAgentAuthentication(t *testing.T) {

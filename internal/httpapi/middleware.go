@@ -3,12 +3,16 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/relay-ai/relay/internal/auth"
@@ -189,7 +193,8 @@ func bearer(r *http.Request) (string, bool) {
 
 // capBodies limits every request body to its route's size (bodyLimit);
 // reading past it fails and decode answers 413. An upload over it is refused
-// as every file over the cap is, naming the cap and its key.
+// as every file over the cap is, naming the cap and its key. The body also
+// remembers whether reading it broke off (requestBody), for clientGone.
 func (s *Server) capBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := s.bodyLimit(r)
@@ -201,9 +206,36 @@ func (s *Server) capBodies(h http.Handler) http.Handler {
 			s.refuse(w, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		r.Body = &requestBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit)}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// requestBody is a request's body that remembers whether a read of it failed
+// for another reason than its end, its size cap or server.read_timeout: the
+// connection broke off, as when the client goes away while sending it. The
+// read error itself (an unexpected EOF, a reset connection) says nothing of
+// the cause, and is reported by the JSON and multipart readers as a malformed
+// body.
+type requestBody struct {
+	io.ReadCloser
+	broken atomic.Bool
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if _, tooBig := errors.AsType[*http.MaxBytesError](err); !tooBig {
+			b.broken.Store(true)
+		}
+	}
+	return n, err
+}
+
+// bodyBroken reports whether reading r's body broke off (requestBody).
+func bodyBroken(r *http.Request) bool {
+	b, ok := r.Body.(*requestBody)
+	return ok && b.broken.Load()
 }
 
 // statusWriter remembers the status code for the access log.

@@ -47,10 +47,13 @@ const statusClientGone = 499
 
 // clientGone answers a request that failed because its client went away (its
 // connection closed, ending the request's context) with statusClientGone, and
-// reports whether it did. Such a failure is no fault of the server's: it is
-// not logged as one, nor counted as a 500.
+// reports whether it did: the failure is the context's end, or a read of the
+// body that broke off when the connection closed (which the body's readers
+// would otherwise report as a malformed body, a 400). Such a failure is no
+// fault of the server's nor of the request's: it is not logged as one, nor
+// counted as a 500 or a 400 (docs/observability.md, "Labels").
 func (s *Server) clientGone(w http.ResponseWriter, r *http.Request, err error) bool {
-	if r.Context().Err() == nil || !errors.Is(err, context.Canceled) {
+	if r.Context().Err() == nil || !(errors.Is(err, context.Canceled) || bodyBroken(r)) {
 		return false
 	}
 	s.log.DebugContext(r.Context(), "client went away", slog.String("method", r.Method), slog.String("path", r.URL.Path))
