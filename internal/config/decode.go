@@ -179,10 +179,23 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, raw b
 		kp := joinPath(path, k.Value)
 		if f.ignored {
 			d.ignored = append(d.ignored, kp)
+			if why, ok := safeguards[kp]; ok {
+				d.unknown = append(d.unknown, fmt.Sprintf("%s: %s is not in effect: %s", d.pos(k), kp, why))
+			}
 			continue
 		}
 		d.decode(val, v.FieldByIndex(f.index), kp, raw || f.raw)
 	}
+}
+
+// safeguards are the LibreChat keys Relay ignores that an operator may count
+// on to protect data or to hold tool calls: each is warned about as well as
+// listed, so that `relay config check` says it is not in effect and --strict
+// refuses it (docs/config.md, "LibreChat keys Relay ignores").
+var safeguards = map[string]string{
+	"filters":                       "Relay does not filter personal data out of messages, files or tool calls",
+	"messageFilter":                 "Relay does not filter personal data out of messages, files or tool calls",
+	"endpoints.agents.toolApproval": "a tool call in Relay is never held for approval",
 }
 
 // unknownHints say, for an unknown key that is written in the belief that it

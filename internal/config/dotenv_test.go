@@ -102,11 +102,13 @@ func TestNewerLibreChatConfigLoads(t *testing.T) {
 	}
 	var got []string
 	for _, u := range c.Unknown {
-		got = append(got, u[:strings.Index(u, " (known:")])
+		w, _, _ := strings.Cut(u, " (known:")
+		got = append(got, w)
 	}
 	const f = "testdata/newer/librechat.yaml"
 	want := []string{
 		f + `:7:1: unknown key "permissions" at top level`,
+		f + `:12:1: filters is not in effect: Relay does not filter personal data out of messages, files or tool calls`,
 		f + `:15:3: unknown key "allowedAddresses" in endpoints`,
 		f + `:35:5: unknown key "cwd" in mcpServers.files`,
 		f + `:39:5: unknown key "requestHeaders" in mcpServers.search`,
