@@ -228,16 +228,21 @@ func (s *Service) storeParts(ctx context.Context, id string, r io.Reader, limit 
 	)
 	lr := io.LimitReader(r, limit+1)
 	for seq := 0; ; seq++ {
-		n, err := io.ReadFull(lr, buf)
+		n, err := fill(lr, buf)
 		size += int64(n)
 		if size > limit {
 			return 0, nil, TooLarge(limit)
 		}
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return 0, nil, TooLarge(limit)
-			}
+		var tooBig *http.MaxBytesError
+		switch {
+		case err == nil, errors.Is(err, io.EOF):
+		case errors.As(err, &tooBig):
+			return 0, nil, TooLarge(limit)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			// A form without its closing boundary, a body shorter than its
+			// Content-Length: what came is not the whole file.
+			return 0, nil, fault.Wrap(fault.Invalid, err, "the upload ended before the end of the file: send it again")
+		default:
 			return 0, nil, fault.Wrap(fault.Invalid, err, "reading the upload: %v", err)
 		}
 		if n > 0 {
@@ -252,6 +257,21 @@ func (s *Service) storeParts(ctx context.Context, id string, r io.Reader, limit 
 			return size, head, nil
 		}
 	}
+}
+
+// fill reads r into buf until buf is full or r ends, and returns r's error
+// as it is: io.EOF at a clean end. (io.ReadFull would turn a short last
+// read into io.ErrUnexpectedEOF, which is also what a body cut short says.)
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // dropParts removes what a failed upload stored, even when ctx has ended.

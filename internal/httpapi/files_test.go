@@ -273,6 +273,52 @@ func TestBadFiles(t *testing.T) {
 	}
 }
 
+// TestTruncatedUploadIsRefused: an upload whose body ends before the end of
+// its multipart form (no closing boundary: the client stopped sending, and the
+// body it declared ended there) is refused, never stored as if it were whole.
+func TestTruncatedUploadIsRefused(t *testing.T) {
+	b := setupFiles(t)
+	for _, chunked := range []bool{false, true} {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		w, err := mw.CreateFormFile("file", "notes.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(strings.Repeat("the first half of the notes. ", 100)))
+		// No mw.Close: the form never ends.
+		req, err := http.NewRequest("POST", b.srv.URL+"/api/files", io.MultiReader(&body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !chunked {
+			req.ContentLength = int64(body.Len())
+		}
+		req.Header.Set("Authorization", "Bearer "+b.annKey)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e apiError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(e.Error.Message, "ended before") {
+			t.Errorf("a form without its end (chunked %v): status %d, error %+v; want 400 saying the upload ended early", chunked, resp.StatusCode, e.Error)
+		}
+	}
+	var list struct {
+		Data []file.File `json:"data"`
+	}
+	b.do(t, b.annKey, "GET", "/api/files", nil, &list)
+	if len(list.Data) != 0 {
+		t.Errorf("ann has %+v; want no file from a cut-off upload", list.Data)
+	}
+	if n := fileParts(t, b.dbPath); n != 0 {
+		t.Errorf("a cut-off upload left %d parts of contents", n)
+	}
+}
+
 func TestFilesOwnership(t *testing.T) {
 	b := setupFiles(t)
 	var f file.File
