@@ -261,11 +261,11 @@ mcpServers:
 	}
 }
 
-// TestMCPOAuthRefusedTokenIsRenewed: an access token the server stops
-// accepting before its expiry is renewed with the refresh token, and the call
-// answers as if nothing happened; once the refresh token is revoked too, the
-// call says to connect again.
-func TestMCPOAuthRefusedTokenIsRenewed(t *testing.T) {
+// connectedToTickets starts an OAuth MCP server, "tickets", and a Relay on
+// SQLite with it, and connects ann's account there; it returns the server,
+// Relay, ann's API key and the key of the tool that says whose token it got.
+func connectedToTickets(t *testing.T) (*mcptest.OAuthServer, *server, string, string) {
+	t.Helper()
 	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
@@ -286,6 +286,30 @@ mcpServers:
 	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
 		t.Fatalf("after connecting: %+v", res)
 	}
+	return as, s, ann, subject
+}
+
+// ticketsConnected reports whether the account of key's user at "tickets"
+// shows as connected.
+func ticketsConnected(t *testing.T, s *server, key string) bool {
+	t.Helper()
+	var st struct {
+		OAuth struct {
+			Connected bool `json:"connected"`
+		} `json:"oauth"`
+	}
+	if code := s.call(t, key, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 {
+		t.Fatalf("GET /api/mcp/servers/tickets/account: %d", code)
+	}
+	return st.OAuth.Connected
+}
+
+// TestMCPOAuthRefusedTokenIsRenewed: an access token the server stops
+// accepting before its expiry is renewed with the refresh token, and the call
+// answers as if nothing happened; once the refresh token is revoked too, the
+// call says to connect again.
+func TestMCPOAuthRefusedTokenIsRenewed(t *testing.T) {
+	as, s, ann, subject := connectedToTickets(t)
 
 	as.EndAccess("ann")
 	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
@@ -302,13 +326,8 @@ mcpServers:
 	if res := callTool(t, s, ann, subject); !res.IsError || !strings.Contains(res.Text, "connect your account") {
 		t.Errorf("after revocation: %+v; want the connect-your-account result", res)
 	}
-	var st struct {
-		OAuth struct {
-			Connected bool `json:"connected"`
-		} `json:"oauth"`
-	}
-	if code := s.call(t, ann, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 || st.OAuth.Connected {
-		t.Errorf("ann's account after revocation: %d %+v; want not connected", code, st)
+	if ticketsConnected(t, s, ann) {
+		t.Error("ann's account after revocation shows connected")
 	}
 }
 
@@ -316,38 +335,14 @@ mcpServers:
 // granted has them connect again, and that authorization asks for the scopes
 // granted before and those the server asked for, so that it ends the refusal.
 func TestMCPOAuthStepUp(t *testing.T) {
-	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  public_url: http://relay.example
-  data_dir: %s
-secrets:
-  key: %q
-mcpServers:
-  tickets:
-    type: streamable-http
-    url: %s
-    requiresOAuth: true
-`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
-	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
-	ann := newUserKey(t, s, "ann@example.com")
-	subject := mcp.Key("subject", "tickets")
-	connectAccount(t, as, s, s, ann, "ann")
-	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
-		t.Fatalf("after connecting: %+v", res)
-	}
+	as, s, ann, subject := connectedToTickets(t)
 
 	as.RequireScope("tickets:write")
 	if res := callTool(t, s, ann, subject); !res.IsError || !strings.Contains(res.Text, "needs more permissions than you granted") {
 		t.Fatalf("after the server came to need more scope: %+v; want to be told to connect again", res)
 	}
-	var st struct {
-		OAuth struct {
-			Connected bool `json:"connected"`
-		} `json:"oauth"`
-	}
-	if code := s.call(t, ann, "GET", "/api/mcp/servers/tickets/account", "", &st); code != 200 || st.OAuth.Connected {
-		t.Errorf("ann's account while more scope is wanted: %d %+v; want not connected", code, st)
+	if ticketsConnected(t, s, ann) {
+		t.Error("ann's account shows connected while more scope is wanted")
 	}
 	var started struct {
 		AuthURL string `json:"auth_url"`

@@ -369,21 +369,24 @@ func TestRateLimitPerAddress(t *testing.T) {
 	wantOK(t, "half a second later", get("192.0.2.1:4000", "ann", "/api/me"))
 }
 
-// A conversation answers one message at a time: a message sent to it while
-// its run is going is a 409 naming the run, nothing of it is saved, and once
-// the run has answered the next message continues from that answer.
-func TestChatOneMessageAtATime(t *testing.T) {
-	b := setupLimits(t, quota.Limits{}, 50)
+// startedRun is what a chat's stream says first: its run and conversation.
+type startedRun struct {
+	RunID          string `json:"run_id"`
+	ConversationID string `json:"conversation_id"`
+}
+
+// answering sends ann's message "wait", which the model holds until
+// b.release, reads its stream's first event, and returns the stream, that
+// event and a func that sends ann's message "next" to the same conversation.
+func (b *limitsBundle) answering(t *testing.T, what string) (answer, startedRun, func() answer) {
+	t.Helper()
 	first := b.chat(t, "ann", "wait", true)
-	wantOK(t, "the first message", first)
+	wantOK(t, what, first)
 	line, err := bufio.NewReader(first.resp.Body).ReadString('}')
 	if err != nil {
 		t.Fatal(err)
 	}
-	var started struct {
-		RunID          string `json:"run_id"`
-		ConversationID string `json:"conversation_id"`
-	}
+	var started startedRun
 	if _, data, ok := strings.Cut(line, "data: "); !ok || json.Unmarshal([]byte(data), &started) != nil || started.ConversationID == "" {
 		t.Fatalf("the stream's first event: %q", line)
 	}
@@ -391,6 +394,15 @@ func TestChatOneMessageAtATime(t *testing.T) {
 		body, _ := json.Marshal(map[string]string{"agent_id": "ann-agent", "text": "next", "conversation_id": started.ConversationID})
 		return b.send(t, "ann", "POST", "/api/chat", "application/json", bytes.NewReader(body), false)
 	}
+	return first, started, next
+}
+
+// A conversation answers one message at a time: a message sent to it while
+// its run is going is a 409 naming the run, nothing of it is saved, and once
+// the run has answered the next message continues from that answer.
+func TestChatOneMessageAtATime(t *testing.T) {
+	b := setupLimits(t, quota.Limits{}, 50)
+	first, started, next := b.answering(t, "the first message")
 	a := next()
 	var e limitErr
 	if err := json.Unmarshal([]byte(a.body), &e); a.status != http.StatusConflict || err != nil || e.Error.Code != "conflict" ||
@@ -426,22 +438,7 @@ func TestChatOneMessageAtATime(t *testing.T) {
 // the quota.
 func TestQuotaRunsPerMinuteSparesRefusedMessages(t *testing.T) {
 	b := setupLimits(t, quota.Limits{RunsPerMinute: 2}, 50)
-	first := b.chat(t, "ann", "wait", true)
-	wantOK(t, "the first run", first)
-	line, err := bufio.NewReader(first.resp.Body).ReadString('}')
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started struct {
-		ConversationID string `json:"conversation_id"`
-	}
-	if _, data, ok := strings.Cut(line, "data: "); !ok || json.Unmarshal([]byte(data), &started) != nil || started.ConversationID == "" {
-		t.Fatalf("the stream's first event: %q", line)
-	}
-	next := func() answer {
-		body, _ := json.Marshal(map[string]string{"agent_id": "ann-agent", "text": "next", "conversation_id": started.ConversationID})
-		return b.send(t, "ann", "POST", "/api/chat", "application/json", bytes.NewReader(body), false)
-	}
+	first, _, next := b.answering(t, "the first run")
 	for i := range 3 {
 		if a := next(); a.status != http.StatusConflict {
 			t.Fatalf("message %d while the run is going: %d %s, want 409", i+1, a.status, a.body)

@@ -155,13 +155,26 @@ func (db *DB) ClaimGrant(ctx context.Context, userID, server string, version int
 // RefreshGrant replaces the grant at g.Version, while owner holds its claim,
 // with g: its version moves on (written back to g) and the claim is dropped.
 func (db *DB) RefreshGrant(ctx context.Context, g *vault.StoredGrant, owner string) (bool, error) {
+	return db.replaceGrant(ctx, g, ` AND claim_owner = ?`, owner)
+}
+
+// ReplaceGrant replaces the grant at g.Version with g: its version moves on
+// (written back to g) and any claim is dropped.
+func (db *DB) ReplaceGrant(ctx context.Context, g *vault.StoredGrant) (bool, error) {
+	return db.replaceGrant(ctx, g, "")
+}
+
+// replaceGrant replaces the grant at g.Version, when the condition also
+// holds (an SQL fragment and its arguments), with g, as RefreshGrant and
+// ReplaceGrant say.
+func (db *DB) replaceGrant(ctx context.Context, g *vault.StoredGrant, cond string, condArgs ...any) (bool, error) {
 	updated, issued := db.stamp(g.UpdatedAt), db.stamp(g.Issued)
+	args := append([]any{g.Sealed, db.optTime(g.Expiry), db.timeArg(issued), db.timeArg(updated), g.UserID, g.Server, g.Version}, condArgs...)
 	res, err := db.exec(ctx, db.write, `UPDATE oauth_grants SET sealed = ?, expiry = ?, issued = ?, version = version + 1,
 			claim_owner = NULL, claim_until = NULL, updated_at = ?
-		WHERE user_id = ? AND server = ? AND version = ? AND claim_owner = ?`,
-		g.Sealed, db.optTime(g.Expiry), db.timeArg(issued), db.timeArg(updated), g.UserID, g.Server, g.Version, owner)
+		WHERE user_id = ? AND server = ? AND version = ?`+cond, args...)
 	if err != nil {
-		return false, fmt.Errorf("storing the refreshed grant of %s: %w", g.Server, err)
+		return false, fmt.Errorf("storing the grant of %s: %w", g.Server, err)
 	}
 	ok, err := affected(res)
 	if ok {
@@ -197,28 +210,6 @@ func (db *DB) DeleteGrantAt(ctx context.Context, userID, server string, version 
 		return false, fmt.Errorf("deleting the grant of %s: %w", server, err)
 	}
 	return affected(res)
-}
-
-// ReplaceGrant replaces the grant at g.Version with g: its version moves on
-// (written back to g) and any claim is dropped.
-func (db *DB) ReplaceGrant(ctx context.Context, g *vault.StoredGrant) (bool, error) {
-	updated, issued := db.stamp(g.UpdatedAt), db.stamp(g.Issued)
-	res, err := db.exec(ctx, db.write, `UPDATE oauth_grants SET sealed = ?, expiry = ?, issued = ?, version = version + 1,
-			claim_owner = NULL, claim_until = NULL, updated_at = ?
-		WHERE user_id = ? AND server = ? AND version = ?`,
-		g.Sealed, db.optTime(g.Expiry), db.timeArg(issued), db.timeArg(updated), g.UserID, g.Server, g.Version)
-	if err != nil {
-		return false, fmt.Errorf("replacing the grant of %s: %w", g.Server, err)
-	}
-	ok, err := affected(res)
-	if ok {
-		g.Version++
-		g.UpdatedAt, g.Issued, g.ClaimOwner, g.ClaimUntil = updated, issued, "", time.Time{}
-		if !g.Expiry.IsZero() {
-			g.Expiry = utc(g.Expiry)
-		}
-	}
-	return ok, err
 }
 
 // DeleteUserGrants deletes every grant of a user and returns them.
