@@ -97,7 +97,7 @@ type Status struct {
 // List reports, for every server that needs something of each user, what
 // userID has given it, in config order.
 func (s *Service) List(ctx context.Context, userID string) ([]Status, error) {
-	var out []Status
+	out := []Status{}
 	for _, cfg := range s.MCP.Servers() {
 		if cfg.OAuth == nil && len(cfg.UserVars) == 0 {
 			continue

@@ -52,7 +52,7 @@ func mcpAuthCommand() *command {
 			"running `relay serve` on the same database finishes. The link works once, for 10 minutes.\n" +
 			"With --revoke, the user's authorization is forgotten and revoked instead.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "the user (`id` or email) whose account is connected")
+			user := fs.String("user", "", "the user (`id or email`) whose account is connected")
 			revoke := fs.Bool("revoke", false, "forget and revoke the user's authorization instead")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
@@ -96,7 +96,7 @@ func mcpVarsCommand() *command {
 			"(values are never shown). With --set-stdin, each line of standard input is NAME=VALUE\n" +
 			"(an empty VALUE removes the value); values are stored encrypted. --clear removes all.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "the user (`id` or email)")
+			user := fs.String("user", "", "the user (`id or email`)")
 			setStdin := fs.Bool("set-stdin", false, "read NAME=VALUE lines from standard input and set them")
 			clear := fs.Bool("clear", false, "remove all of the user's values for the server")
 			return func(ctx context.Context, e *env, args []string) error {

@@ -289,6 +289,18 @@ mcpServers:
 	return as, s, ann, subject
 }
 
+// TestMCPAccountsNoneIsAnEmptyList: a server whose MCP servers need nothing
+// of users answers the list of accounts as an empty list, not null.
+func TestMCPAccountsNoneIsAnEmptyList(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf("server:\n  data_dir: %s\nsecrets:\n  key: %q\n", filepath.Join(dir, "data"), secret.GenerateKey()))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	var raw json.RawMessage
+	if code := s.call(t, testKey, "GET", "/api/mcp/accounts", "", &raw); code != 200 || string(raw) != `{"data":[]}` {
+		t.Errorf("GET /api/mcp/accounts: %d %s; want 200 {\"data\":[]}", code, raw)
+	}
+}
+
 // ticketsConnected reports whether the account of key's user at "tickets"
 // shows as connected.
 func ticketsConnected(t *testing.T, s *server, key string) bool {

@@ -134,8 +134,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Stderr)
 	e := &env{IO: io}
-	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
-	fs.StringVar(&e.envFile, "env-file", "", "read variables from this `file`, in LibreChat's .env format, in place of the .env beside the config; the real environment wins over it")
+	e.flags(fs)
 	run := c.setup(fs)
 	fs.Usage = func() {} // errors are reported below
 	positional, err := parseInterleaved(fs, rest)
@@ -235,7 +234,13 @@ func printHelp(w io.Writer, cmds []*command) {
 	for _, c := range sorted {
 		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nEvery command takes --config FILE. Run 'relay <command> --help' for its flags.")
+	fmt.Fprintln(w, "\nEvery command takes --config FILE and --env-file FILE. Run 'relay <command> --help' for its flags.")
+}
+
+// flags adds the flags every command takes to fs, read into e.
+func (e *env) flags(fs *flag.FlagSet) {
+	fs.StringVar(&e.configPath, "config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
+	fs.StringVar(&e.envFile, "env-file", "", "read variables from this `file`, in LibreChat's .env format, in place of the .env beside the config; the real environment wins over it")
 }
 
 func printCommandHelp(w io.Writer, c *command) {
@@ -244,12 +249,16 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\n%s\n", c.detail)
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.String("config", "", "config `file` (default: $RELAY_CONFIG, else $CONFIG_PATH, else ./relay.yaml or ./librechat.yaml if present, else built-in defaults)")
+	(&env{}).flags(fs)
 	c.setup(fs)
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n        %s", f.Name, typ, usage)
+		dashes := "--"
+		if len(f.Name) == 1 {
+			dashes = "-" // -o, as written
+		}
+		fmt.Fprintf(w, "  %s%s %s\n        %s", dashes, f.Name, typ, usage)
 		if f.DefValue != "" && f.DefValue != "false" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}

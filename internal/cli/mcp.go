@@ -56,7 +56,7 @@ func mcpListCommand() *command {
 	return &command{
 		name:    "mcp list",
 		summary: "connect to the config's MCP servers and show their state",
-		detail: "app.App-scoped servers are connected and asked for their tools, in parallel, each\n" +
+		detail: "App-scoped servers are connected and asked for their tools, in parallel, each\n" +
 			"bounded by its initTimeout and timeout; user-scoped ones show as disconnected (they\n" +
 			"connect per user). Exits 1 when any server is in the error state.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -109,7 +109,7 @@ func mcpToolsCommand() *command {
 		args:    "[SERVER]",
 		summary: "list MCP tools by the keys the model sees, with their descriptions",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := fs.String("user", "", "the user (`id` or email) whose tools to list: needed for user-scoped servers")
+			user := fs.String("user", "", "the user (`id or email`) whose tools to list: needed for user-scoped servers")
 			asJSON := fs.Bool("json", false, "print JSON (with input schemas) instead of text")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
@@ -166,7 +166,7 @@ func mcpCallCommand() *command {
 			"error text the model would get when the call fails or the tool reports an error.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			argsJSON := fs.String("args", "{}", "the tool's arguments as a JSON `object`")
-			user := fs.String("user", "", "the user (`id` or email) to call as: needed for user-scoped servers")
+			user := fs.String("user", "", "the user (`id or email`) to call as: needed for user-scoped servers")
 			family := fs.String("format", "text", "how to render the result: text, openai or anthropic (the provider `family`)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
