@@ -166,6 +166,14 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		hide = a.HideSequentialOutputs
 	}
 	var finished *run.RunFinished
+	// The saved answer's text is its text parts joined with a blank line
+	// (docs/api.md "POST /api/chat"): the stream sends the same blank line
+	// where a new part begins (after a tool call, or another agent's text),
+	// so that its pieces put together are the answer's text.
+	var (
+		wrote, broke bool
+		lastAgent    string
+	)
 	follow := s.opts.Runs.FollowBursts(r.Context(), u, runID, 0)
 	if !out.stream {
 		follow = s.opts.Runs.FollowEnd(r.Context(), u, runID) // the saved answer has it all
@@ -188,9 +196,18 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 			}
 			switch p := p.(type) {
 			case run.MessageDelta:
-				if !hide { // name says which agent wrote the text (several may in one run)
-					err = send(chunkData(id, created, out.model, map[string]any{"content": p.Text, "name": p.AgentID}, nil, nil))
+				if hide || p.Text == "" {
+					break
 				}
+				text := p.Text
+				if wrote && (broke || p.AgentID != lastAgent) {
+					text = "\n\n" + text
+				}
+				wrote, broke, lastAgent = true, false, p.AgentID
+				// name says which agent wrote the text (several may in one run)
+				err = send(chunkData(id, created, out.model, map[string]any{"content": text, "name": p.AgentID}, nil, nil))
+			case run.ToolStarted:
+				broke = broke || p.AgentID == lastAgent
 			case run.MessageImage:
 				err = send(chunkData(id, created, out.model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
 			case run.RunFinished:

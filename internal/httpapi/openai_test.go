@@ -106,6 +106,54 @@ func TestV1HiddenOutputsStreamTheSavedAnswer(t *testing.T) {
 	}
 }
 
+// A streamed /v1 answer put together is the answer's text: where a new text
+// part begins (after the agent's tool call, or another agent's text) it sends
+// the blank line that joins the parts of the saved answer.
+func TestV1StreamedTextIsTheAnswersText(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{
+		"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeDirect}}},
+		"b": {},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		if who == "b" {
+			return llmtest.Turn{Text: []string{"B ", "says so."}}
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
+			return llmtest.Turn{Text: []string{"Checked."}}
+		}
+		return llmtest.Turn{Text: []string{"Let me ", "check."}, ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "nothing_here", Arguments: "{}"}}}}
+	})
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"go"}]}`)
+	var full struct {
+		Choices []struct{ Message struct{ Content string } } `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(out), &full); err != nil || code != 200 || len(full.Choices) != 1 {
+		t.Fatalf("answer: %d %s", code, out)
+	}
+	if want := "Let me check.\n\nChecked.\n\nB says so."; full.Choices[0].Message.Content != want {
+		t.Fatalf("answer %q, want %q", full.Choices[0].Message.Content, want)
+	}
+	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","stream":true,"messages":[{"role":"user","content":"go"}]}`)
+	var streamed strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %s: %v", d, err)
+		}
+		if len(c.Choices) > 0 {
+			streamed.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if code != 200 || streamed.String() != full.Choices[0].Message.Content {
+		t.Errorf("streamed %q (%d); want the answer's %q", streamed.String(), code, full.Choices[0].Message.Content)
+	}
+}
+
 // A last user message with only an image is refused for what it lacks, and
 // the last message not being the user's for that.
 func TestV1LastMessageErrors(t *testing.T) {
