@@ -229,11 +229,17 @@ func fileSearchPassages(result string, sources []tool.Source) []string {
 }
 
 // multiTurn rebuilds the conversation from the last request the run sent (it
-// holds every earlier message, tool calls and results included) and the answer.
+// holds every earlier message, tool calls and results included) and what the
+// model answered it: the answer's parts after its last tool call Relay ran
+// (the text, and the calls of the client's functions that ended the run).
 func (s *Exporter) multiTurn(ctx context.Context, r *run.Run) (any, error) {
-	_, a, err := s.answer(ctx, r)
-	if err != nil {
-		return nil, err
+	last := ragasMessage{Type: "ai"}
+	if r.ResponseMessageID != "" {
+		a, err := s.Store.GetMessage(ctx, r.ResponseMessageID)
+		if err != nil {
+			return nil, err
+		}
+		last = lastTurn(a)
 	}
 	reqs, err := s.Store.ListModelRequests(ctx, r.ID)
 	if err != nil {
@@ -246,8 +252,36 @@ func (s *Exporter) multiTurn(ctx context.Context, r *run.Run) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the last model request: %w", err)
 	}
-	msgs = append(msgs, ragasMessage{Type: "ai", Content: a})
+	msgs = append(msgs, last)
 	return multiTurn{UserInput: msgs}, nil
+}
+
+// lastTurn is the ai message of an answer's last model turn: its parts after
+// the last tool call Relay ran, their texts joined as the answer's are and
+// stripped of citation markers, with the client's function calls. An answer
+// saved without parts is its text.
+func lastTurn(a *run.Message) ragasMessage {
+	if len(a.Parts) == 0 {
+		return ragasMessage{Type: "ai", Content: StripCitations(a.Text)}
+	}
+	from := 0
+	for i, p := range a.Parts {
+		if p.Type == run.PartToolCall {
+			from = i + 1
+		}
+	}
+	m := ragasMessage{Type: "ai"}
+	var texts []string
+	for _, p := range a.Parts[from:] {
+		switch {
+		case p.Type == run.PartText && p.Text != "":
+			texts = append(texts, p.Text)
+		case p.Type == run.PartClientCall && p.Tool != nil:
+			m.ToolCalls = append(m.ToolCalls, ragasToolCall{Name: p.Tool.Name, Args: ToolArgs(json.RawMessage(p.Tool.Arguments))})
+		}
+	}
+	m.Content = StripCitations(strings.Join(texts, "\n\n"))
+	return m
 }
 
 // requestMessages reads the conversation of a model request in the wire format

@@ -296,6 +296,55 @@ func TestRagasExport(t *testing.T) {
 	}
 }
 
+// TestRagasMultiTurnLastMessage: a multi-turn sample ends with what the model
+// answered the run's last request, not the whole answer again: the text
+// after the last tool call Relay ran, and the client's function calls that
+// ended the run.
+func TestRagasMultiTurnLastMessage(t *testing.T) {
+	weather := llm.ToolCall{ID: "call_w", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}}
+	b := setup(t, llmtest.New(
+		llmtest.Turn{Text: []string{"Let me compute."}, ToolCalls: []llm.ToolCall{sumCall()}},
+		llmtest.Turn{Text: []string{"It is 5."}},
+		llmtest.Turn{Text: []string{"Checking the weather."}, ToolCalls: []llm.ToolCall{weather}},
+	))
+	ctx := context.Background()
+	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
+	b.chat(t, run.ChatRequest{AgentID: "calc", Text: "Weather in Paris?", Client: &run.Client{Tools: []llm.FunctionTool{{
+		Type: "function", Function: llm.Function{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object"}`)}}}}})
+	var buf bytes.Buffer
+	if n, err := (&ragas.Exporter{Store: b.svc.Store}).Export(ctx, &buf, ragas.Options{MultiTurn: true}); err != nil || n != 2 {
+		t.Fatalf("export: %d samples, %v", n, err)
+	}
+	type message struct {
+		Type      string `json:"type"`
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			Name string          `json:"name"`
+			Args json.RawMessage `json:"args"`
+		} `json:"tool_calls"`
+	}
+	var samples [][]message
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var row struct {
+			UserInput []message `json:"user_input"`
+		}
+		if err := json.Unmarshal(line, &row); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, row.UserInput)
+	}
+	sum := samples[0]
+	if len(sum) != 4 || sum[1].Content != "Let me compute." || len(sum[1].ToolCalls) != 1 || sum[2].Type != "tool" ||
+		sum[3].Type != "ai" || sum[3].Content != "It is 5." || len(sum[3].ToolCalls) != 0 {
+		t.Errorf("the tool run's sample %+v; want human, ai with its call, tool, then ai \"It is 5.\" only", sum)
+	}
+	w := samples[1]
+	if last := w[len(w)-1]; last.Type != "ai" || last.Content != "Checking the weather." || len(last.ToolCalls) != 1 ||
+		last.ToolCalls[0].Name != "get_weather" || string(last.ToolCalls[0].Args) != `{"city":"Paris"}` {
+		t.Errorf("the client call's sample ends %+v; want the ai message with its get_weather call", last)
+	}
+}
+
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // A time zone that does not exist is refused before anything is stored,
