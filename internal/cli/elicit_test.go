@@ -156,6 +156,46 @@ func TestElicitationOverHTTP(t *testing.T) {
 	}
 }
 
+// TestElicitationAnsweredFromTheCommandLine: `relay runs answer` answers the
+// question a run's stream shows, as its user; the server gets the answer and
+// the run goes on. A second answer is refused.
+func TestElicitationAnsweredFromTheCommandLine(t *testing.T) {
+	everything := mcptest.Peer(t, "PEER_EVERYTHING")
+	mock := llmtest.StartAimock(t, elicitFixtures)
+	dir := t.TempDir()
+	cfg := elicitConfig(t, dir, mock, everything, 300000)
+	vars := map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey}
+	s := startServer(t, cfg, vars)
+
+	var runID, eid string
+	fin := chatStream(t, s.base, testKey, `{"agent_id":"signup","text":"Please sign me up."}`, func(e streamEvent) {
+		var d struct {
+			RunID string `json:"run_id"`
+			ID    string `json:"id"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		switch e.Type {
+		case "run.started":
+			runID = d.RunID
+		case "elicitation.requested":
+			eid = d.ID
+			code, out, errOut := runCLI(t, vars, "", "runs", "answer", runID, eid, "--content", `{"name":"Ann Smith","check":true,"email":"ann@example.com"}`, "--config", cfg)
+			if code != 0 {
+				t.Errorf("relay runs answer: exit %d\n%s%s", code, out, errOut)
+			}
+			if code, _, errOut := runCLI(t, vars, "", "runs", "answer", runID, eid, "--action", "decline", "--config", cfg); code == 0 || errOut == "" {
+				t.Errorf("a second answer: exit %d, stderr %q; want it refused", code, errOut)
+			}
+		}
+	})
+	if eid == "" || !strings.Contains(string(fin.Data), `"succeeded"`) {
+		t.Fatalf("elicitation %q, run.finished %s", eid, fin.Data)
+	}
+	if j := journal(t, mock); !strings.Contains(j, "Ann Smith") {
+		t.Errorf("the model never read the answer:\n%.3000s", j)
+	}
+}
+
 // TestElicitationTimeout: a question nobody answers within the server's
 // elicitationTimeout is declined, and the run says so.
 func TestElicitationTimeout(t *testing.T) {
