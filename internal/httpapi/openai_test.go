@@ -58,6 +58,29 @@ func (tm *team) send(t *testing.T, method, path string, body io.Reader) (int, ht
 	return resp.StatusCode, resp.Header, string(raw)
 }
 
+// streamedContent puts together the content of a streamed completion's
+// chunks.
+func streamedContent(t *testing.T, out string) string {
+	t.Helper()
+	var streamed strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %s: %v", d, err)
+		}
+		if len(c.Choices) > 0 {
+			streamed.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	return streamed.String()
+}
+
 // With hide_sequential_outputs and a last group of agents running side by
 // side, a streamed /v1 answer is the same text as the answer without
 // streaming: the saved one.
@@ -82,27 +105,12 @@ func TestV1HiddenOutputsStreamTheSavedAnswer(t *testing.T) {
 		t.Fatalf("answer: %d %s", code, out)
 	}
 	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","stream":true,"messages":[{"role":"user","content":"go"}]}`)
-	var streamed strings.Builder
-	for _, line := range strings.Split(out, "\n") {
-		d, ok := strings.CutPrefix(line, "data: ")
-		if !ok || d == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(d), &c); err != nil {
-			t.Fatalf("chunk %s: %v", d, err)
-		}
-		if len(c.Choices) > 0 {
-			streamed.WriteString(c.Choices[0].Delta.Content)
-		}
+	streamed := streamedContent(t, out)
+	if code != 200 || streamed != full.Choices[0].Message.Content {
+		t.Errorf("streamed %q (%d); want the answer's %q", streamed, code, full.Choices[0].Message.Content)
 	}
-	if code != 200 || streamed.String() != full.Choices[0].Message.Content {
-		t.Errorf("streamed %q (%d); want the answer's %q", streamed.String(), code, full.Choices[0].Message.Content)
-	}
-	if strings.Contains(streamed.String(), "draft") {
-		t.Errorf("the hidden agent's text was streamed: %q", streamed.String())
+	if strings.Contains(streamed, "draft") {
+		t.Errorf("the hidden agent's text was streamed: %q", streamed)
 	}
 }
 
@@ -133,24 +141,9 @@ func TestV1StreamedTextIsTheAnswersText(t *testing.T) {
 		t.Fatalf("answer %q, want %q", full.Choices[0].Message.Content, want)
 	}
 	code, out = tm.post(t, "/v1/chat/completions", `{"model":"a","stream":true,"messages":[{"role":"user","content":"go"}]}`)
-	var streamed strings.Builder
-	for _, line := range strings.Split(out, "\n") {
-		d, ok := strings.CutPrefix(line, "data: ")
-		if !ok || d == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct{ Delta struct{ Content string } } `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(d), &c); err != nil {
-			t.Fatalf("chunk %s: %v", d, err)
-		}
-		if len(c.Choices) > 0 {
-			streamed.WriteString(c.Choices[0].Delta.Content)
-		}
-	}
-	if code != 200 || streamed.String() != full.Choices[0].Message.Content {
-		t.Errorf("streamed %q (%d); want the answer's %q", streamed.String(), code, full.Choices[0].Message.Content)
+	streamed := streamedContent(t, out)
+	if code != 200 || streamed != full.Choices[0].Message.Content {
+		t.Errorf("streamed %q (%d); want the answer's %q", streamed, code, full.Choices[0].Message.Content)
 	}
 }
 
