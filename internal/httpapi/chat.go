@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -231,7 +232,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) exportRagas(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	q := r.URL.Query()
-	opts := ragas.Options{AgentID: q.Get("agent"), MultiTurn: q.Get("multi_turn") == "true", Retrieval: s.opts.Retrieval}
+	opts := ragas.Options{AgentID: q.Get("agent"), Retrieval: s.opts.Retrieval}
+	switch v := q.Get("multi_turn"); v {
+	case "", "false":
+	case "true":
+		opts.MultiTurn = true
+	default: // never read as false
+		s.writeError(w, r, &fault.Error{Kind: fault.Invalid, Message: "invalid export", Fields: []fault.FieldError{{
+			Field: "multi_turn", Message: fmt.Sprintf("must be true or false, not %q", v)}}})
+		return
+	}
 	def := u.ID
 	if u.IsAdmin() {
 		def = ""

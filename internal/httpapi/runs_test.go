@@ -219,4 +219,14 @@ func TestRagasSelection(t *testing.T) {
 	if code, body := w.do(t, "ann", "GET", "/api/export/ragas?run_id="+a+"&agent=helper", nil, nil); code != 400 || !strings.Contains(body, `"agent"`) {
 		t.Errorf("run_id with agent: %d %s", code, body)
 	}
+	// multi_turn is true or false; anything else is refused, never read as
+	// false.
+	if code, body := w.do(t, "ann", "GET", "/api/export/ragas?multi_turn=true&run_id="+a, nil, nil); code != 200 || !strings.Contains(body, `"user_input":[`) {
+		t.Errorf("multi_turn=true: %d %s; want a multi-turn sample", code, body)
+	}
+	for _, v := range []string{"1", "yes"} {
+		if code, body := w.do(t, "ann", "GET", "/api/export/ragas?multi_turn="+v, nil, nil); code != 400 || !strings.Contains(body, `"multi_turn"`) {
+			t.Errorf("multi_turn=%s: %d %s; want 400 naming multi_turn", v, code, body)
+		}
+	}
 }
