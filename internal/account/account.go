@@ -255,7 +255,7 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 	}
 	resolved := cfg.ResolveVars(u, nil, s.Getenv)
 	req := mcp.BeginRequest{ServerURL: resolved.URL, OAuth: cfg.OAuth, RedirectURI: s.RedirectURI(cfg)}
-	if prev, err := s.grant(ctx, u.ID, server); err == nil {
+	if _, prev, err := s.grant(ctx, u.ID, server); err == nil {
 		// The registration is kept, and with it the scopes granted before.
 		// So is the challenge of a server that asked for more scope.
 		c := prev.Client
@@ -315,16 +315,17 @@ func (s *Service) putGrant(ctx context.Context, userID, server string, g *mcp.Gr
 	return s.Vault.PutGrant(ctx, vault.Grant{UserID: userID, Server: server, Data: data, Expiry: g.Expiry, Issued: s.now()})
 }
 
-func (s *Service) grant(ctx context.Context, userID, server string) (*mcp.Grant, error) {
+// grant is userID's grant of server as stored (its version too), and opened.
+func (s *Service) grant(ctx context.Context, userID, server string) (vault.Grant, *mcp.Grant, error) {
 	g, err := s.Vault.Grant(ctx, userID, server)
 	if err != nil {
-		return nil, err
+		return g, nil, err
 	}
 	var mg mcp.Grant
 	if err := json.Unmarshal(g.Data, &mg); err != nil {
-		return nil, fmt.Errorf("reading the authorization for %q: %w", server, err)
+		return g, nil, fmt.Errorf("reading the authorization for %q: %w", server, err)
 	}
-	return &mg, nil
+	return g, &mg, nil
 }
 
 // Disconnect forgets userID's authorization at a server and revokes it there
@@ -333,7 +334,7 @@ func (s *Service) Disconnect(ctx context.Context, userID, server string) error {
 	if _, err := s.server(server); err != nil {
 		return err
 	}
-	g, err := s.grant(ctx, userID, server)
+	_, g, err := s.grant(ctx, userID, server)
 	if fault.KindOf(err) == fault.NotFound {
 		return nil
 	}
@@ -455,7 +456,7 @@ func (b *bearer) refresh(ctx context.Context, data []byte) ([]byte, time.Time, e
 // since token was sent (renewed, authorized again) is left as it is: the
 // request is sent again with it, or the next one is.
 func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Response, resent bool) error {
-	g, mg, err := b.current(ctx)
+	g, mg, err := b.s.grant(ctx, b.userID, b.server)
 	switch {
 	case fault.KindOf(err) == fault.NotFound:
 		return b.needs("you have not connected your account yet")
@@ -472,28 +473,12 @@ func (b *bearer) Unauthorized(ctx context.Context, token string, resp *http.Resp
 		}
 		return b.needs(needsScope)
 	case !resent && mg.RefreshToken != "":
-		if err := b.renew(ctx, token); err != nil {
-			return err
-		}
-		return nil
+		return b.renew(ctx, token)
 	}
 	if _, err := b.s.Vault.DeleteGrantAt(ctx, b.userID, b.server, g.Version); err != nil {
 		return err
 	}
 	return b.needs("the server no longer accepts your authorization (it may have been revoked): connect again")
-}
-
-// current is the user's grant as stored, and opened.
-func (b *bearer) current(ctx context.Context) (vault.Grant, *mcp.Grant, error) {
-	g, err := b.s.Vault.Grant(ctx, b.userID, b.server)
-	if err != nil {
-		return g, nil, err
-	}
-	var mg mcp.Grant
-	if err := json.Unmarshal(g.Data, &mg); err != nil {
-		return g, nil, fmt.Errorf("reading the authorization for %q: %w", b.server, err)
-	}
-	return g, &mg, nil
 }
 
 // stepUp keeps the user's grant g (mg opened) without its tokens and with

@@ -283,7 +283,6 @@ func (s *Service) dropParts(ctx context.Context, id string) {
 	}
 }
 
-// formatSize writes a byte count as people read it, in MB when it is whole.
 // TooLarge is the refusal of a file over limit bytes, the upload cap: it
 // names the cap and the key that sets it (docs/config.md "fileConfig"), the
 // same for every way a file is refused for its size.
@@ -291,6 +290,7 @@ func TooLarge(limit int64) error {
 	return fault.New(fault.TooLarge, "the file is over the %s limit (fileConfig.serverFileSizeLimit)", formatSize(limit))
 }
 
+// formatSize writes a byte count as people read it, in MB when it is whole.
 func formatSize(n int64) string {
 	if n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MB", n>>20)

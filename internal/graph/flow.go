@@ -104,9 +104,9 @@ type Part struct {
 	Image *llm.Image
 }
 
-// partSep joins the text parts of an answer into its text: a blank line, as
+// PartSep joins the text parts of an answer into its text: a blank line, as
 // between the texts of agents (docs/api.md "POST /api/chat").
-const partSep = "\n\n"
+const PartSep = "\n\n"
 
 // Result is what the agents of a flow produced: the answer to keep.
 type Result struct {
@@ -472,7 +472,7 @@ func (s *said) add(id string, e turn.Event) {
 			// Text after a tool call is another part: "Let me search." and
 			// "The answer is 5." are two paragraphs, not one sentence.
 			if s.text.Len() > 0 {
-				s.text.WriteString(partSep)
+				s.text.WriteString(PartSep)
 			}
 			s.parts = append(s.parts, Part{Kind: PartText, AgentID: id})
 			s.streaming, s.from = true, s.text.Len()
@@ -576,5 +576,5 @@ func (f *flow) result(hide bool) *Result {
 		parts = append(parts, p)
 	}
 	parts = append(parts, f.images...)
-	return &Result{Text: strings.Join(all, partSep), Parts: append(parts, f.handed...), Usage: f.usage}
+	return &Result{Text: strings.Join(all, PartSep), Parts: append(parts, f.handed...), Usage: f.usage}
 }

@@ -170,10 +170,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 	// (docs/api.md "POST /api/chat"): the stream sends the same blank line
 	// where a new part begins (after a tool call, or another agent's text),
 	// so that its pieces put together are the answer's text.
-	var (
-		wrote, broke bool
-		lastAgent    string
-	)
+	var breaks run.PartBreaks
 	follow := s.opts.Runs.FollowBursts(r.Context(), u, runID, 0)
 	if !out.stream {
 		follow = s.opts.Runs.FollowEnd(r.Context(), u, runID) // the saved answer has it all
@@ -200,14 +197,13 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 					break
 				}
 				text := p.Text
-				if wrote && (broke || p.AgentID != lastAgent) {
-					text = "\n\n" + text
+				if breaks.Text(p.AgentID) {
+					text = run.PartSep + text
 				}
-				wrote, broke, lastAgent = true, false, p.AgentID
 				// name says which agent wrote the text (several may in one run)
 				err = send(chunkData(id, created, out.model, map[string]any{"content": text, "name": p.AgentID}, nil, nil))
 			case run.ToolStarted:
-				broke = broke || p.AgentID == lastAgent
+				breaks.ToolStarted(p.AgentID)
 			case run.MessageImage:
 				err = send(chunkData(id, created, out.model, map[string]any{"images": []any{imageURL(p.MIMEType, p.Data)}, "name": p.AgentID}, nil, nil))
 			case run.RunFinished:

@@ -64,20 +64,33 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !t.server.forServer(r.URL) {
 		return t.base.RoundTrip(r)
 	}
-	resp, tok, err := t.send(r)
-	if err != nil || !challenged(resp) {
-		return resp, err
-	}
-	keepChallenge(resp)
-	if t.auth == nil {
-		if resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("MCP server %q answered 401 Unauthorized: %w", t.name, ErrOAuthNotConfigured)
+	req := r
+	for resent := false; ; resent = true {
+		resp, tok, err := t.send(req)
+		if err != nil || !challenged(resp) {
+			return resp, err
 		}
-		return resp, nil
+		keepChallenge(resp)
+		if t.auth == nil {
+			if resp.StatusCode == http.StatusUnauthorized {
+				return nil, fmt.Errorf("MCP server %q answered 401 Unauthorized: %w", t.name, ErrOAuthNotConfigured)
+			}
+			return resp, nil
+		}
+		if err := t.auth.Unauthorized(r.Context(), tok, resp, resent); err != nil {
+			return nil, err
+		}
+		if resent {
+			return resp, nil // never a third time
+		}
+		if req, err = t.again(r); err != nil {
+			return nil, err
+		}
 	}
-	if err := t.auth.Unauthorized(r.Context(), tok, resp, false); err != nil {
-		return nil, err
-	}
+}
+
+// again is r to send once more, with its body read anew.
+func (t *authTransport) again(r *http.Request) (*http.Request, error) {
 	again := r.Clone(r.Context())
 	if r.Body != nil && r.Body != http.NoBody {
 		if r.GetBody == nil {
@@ -89,14 +102,7 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		again.Body = b
 	}
-	if resp, tok, err = t.send(again); err != nil || !challenged(resp) {
-		return resp, err
-	}
-	keepChallenge(resp)
-	if err := t.auth.Unauthorized(r.Context(), tok, resp, true); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return again, nil
 }
 
 // keepChallenge reads what resp, a challenge, has to say (up to

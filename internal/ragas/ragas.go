@@ -280,7 +280,7 @@ func lastTurn(a *run.Message) ragasMessage {
 			m.ToolCalls = append(m.ToolCalls, ragasToolCall{Name: p.Tool.Name, Args: ToolArgs(json.RawMessage(p.Tool.Arguments))})
 		}
 	}
-	m.Content = StripCitations(strings.Join(texts, "\n\n"))
+	m.Content = StripCitations(strings.Join(texts, run.PartSep))
 	return m
 }
 

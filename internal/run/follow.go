@@ -193,36 +193,35 @@ func (s *Service) follow(ctx context.Context, runID string, after int64) (<-chan
 
 // Streamed rebuilds from a run's events the text its agents streamed: a text
 // part for each stretch of one agent's message.delta events that none of its
-// tool calls broke, and those texts joined as a saved answer's are (with a
-// blank line). It is the answer of a run whose process died before saving
-// one, so that what its user had read is kept.
+// tool calls broke (PartBreaks), and those texts joined as a saved answer's
+// are (with a blank line). It is the answer of a run whose process died
+// before saving one, so that what its user had read is kept.
 func Streamed(events []Event) (string, []Part) {
 	type stretch struct {
 		agent string
 		text  strings.Builder
-		ended bool // the agent called a tool after it
 	}
-	var all []*stretch
+	var (
+		all    []*stretch
+		breaks PartBreaks
+	)
 	for _, e := range events {
 		switch e.Type {
 		case EventToolStarted:
 			var ts ToolStarted
-			if n := len(all); n > 0 && json.Unmarshal(e.Data, &ts) == nil && ts.AgentID == all[n-1].agent {
-				all[n-1].ended = true
+			if json.Unmarshal(e.Data, &ts) == nil {
+				breaks.ToolStarted(ts.AgentID)
 			}
-			continue
 		case EventMessageDelta:
-		default:
-			continue
+			var d MessageDelta
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
+				continue
+			}
+			if breaks.Text(d.AgentID) || len(all) == 0 {
+				all = append(all, &stretch{agent: d.AgentID})
+			}
+			all[len(all)-1].text.WriteString(d.Text)
 		}
-		var d MessageDelta
-		if err := json.Unmarshal(e.Data, &d); err != nil || d.Text == "" {
-			continue
-		}
-		if n := len(all); n == 0 || all[n-1].agent != d.AgentID || all[n-1].ended {
-			all = append(all, &stretch{agent: d.AgentID})
-		}
-		all[len(all)-1].text.WriteString(d.Text)
 	}
 	var (
 		texts []string
@@ -232,5 +231,24 @@ func Streamed(events []Event) (string, []Part) {
 		texts = append(texts, s.text.String())
 		parts = append(parts, Part{Type: PartText, AgentID: s.agent, Text: s.text.String()})
 	}
-	return strings.Join(texts, "\n\n"), parts
+	return strings.Join(texts, PartSep), parts
 }
+
+// PartBreaks tells, along a run's events, where a new text part of its
+// answer begins, as the flow cuts them: at an agent's text after a tool call
+// of its own, or after another agent's text. The zero value is ready.
+type PartBreaks struct {
+	wrote, broke bool
+	agent        string
+}
+
+// Text notes text of agent, not empty, and reports whether it begins a new
+// part after an earlier one (which PartSep joins to it).
+func (b *PartBreaks) Text(agent string) bool {
+	starts := b.wrote && (b.broke || agent != b.agent)
+	b.wrote, b.broke, b.agent = true, false, agent
+	return starts
+}
+
+// ToolStarted notes a tool call of agent.
+func (b *PartBreaks) ToolStarted(agent string) { b.broke = b.broke || agent == b.agent }

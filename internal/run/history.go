@@ -51,7 +51,7 @@ func Replay(m *Message) []llm.Message {
 				// Two texts with no call between (an answer rebuilt from a
 				// dead run's events, Streamed): joined as the answer's
 				// text is, with a blank line.
-				turn.Content += "\n\n"
+				turn.Content += PartSep
 			}
 			turn.Content += p.Text
 		case p.Type == PartToolCall && p.Tool != nil:

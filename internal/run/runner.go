@@ -154,6 +154,11 @@ func (rn *runner) Event(id string, e turn.Event) {
 	}
 }
 
+// PartSep joins the text parts of an answer into its text, as the flow joins
+// them (graph.PartSep): wherever an answer's text is put together again, it
+// is with this.
+const PartSep = graph.PartSep
+
 // answerParts turns the parts of a flow's answer into a message's parts.
 func answerParts(parts []graph.Part) []Part {
 	out := make([]Part, 0, len(parts))

@@ -71,11 +71,13 @@ func (e fts5Text) rankIn(ctx context.Context, sc textScope, match []string, and 
 		op = "AND"
 	}
 	expr := "text : (" + ftsTerms(match, op) + ")"
-	toks := make([]string, len(sc.ids))
-	for i, id := range sc.ids {
-		toks[i] = fileToken(id)
+	scoped := func() string { // expr within the scope's files
+		toks := make([]string, len(sc.ids))
+		for i, id := range sc.ids {
+			toks[i] = fileToken(id)
+		}
+		return "(" + expr + ") AND file : (" + ftsTerms(toks, "OR") + ")"
 	}
-	scoped := "(" + expr + ") AND file : (" + ftsTerms(toks, "OR") + ")"
 	// A small scope joins the query with its files' tokens, so that FTS5 ranks
 	// their chunks only; a large one is cheaper to rank whole, dropping other
 	// files' chunks afterwards, with more rows asked for. But the matches a
@@ -83,7 +85,7 @@ func (e fts5Text) rankIn(ctx context.Context, sc textScope, match []string, and 
 	// files' matches (another user's large file, stored first) used the
 	// budget up before enough of the scope's, it is ranked again, scoped.
 	if sc.share() < 0.34 {
-		return e.rankMatches(ctx, scoped, budget, k)
+		return e.rankMatches(ctx, scoped(), budget, k)
 	}
 	rows, err := e.rankMatches(ctx, expr, budget, int(float64(k)/sc.share()))
 	if err != nil || sc.chunks >= sc.total {
@@ -98,7 +100,7 @@ func (e fts5Text) rankIn(ctx context.Context, sc textScope, match []string, and 
 	if in >= k {
 		return rows, nil
 	}
-	return e.rankMatches(ctx, scoped, budget, k)
+	return e.rankMatches(ctx, scoped(), budget, k)
 }
 
 // idfFloor is the weight FTS5's bm25 gives a word in half or more of all

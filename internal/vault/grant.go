@@ -84,16 +84,26 @@ func (v *Vault) PutGrant(ctx context.Context, g Grant) error {
 	if g.UserID == "" || g.Server == "" {
 		return fault.New(fault.Invalid, "a grant needs a user and a server")
 	}
+	s, err := v.stored(g)
+	if err != nil {
+		return err
+	}
+	return v.Store.PutGrant(ctx, s)
+}
+
+// stored is g sealed as the store keeps it, written now; Issued zero means
+// now.
+func (v *Vault) stored(g Grant) (*StoredGrant, error) {
 	now := v.now()
 	if g.Issued.IsZero() {
 		g.Issued = now
 	}
 	sealed, err := v.sealGrant(g)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return v.Store.PutGrant(ctx, &StoredGrant{UserID: g.UserID, Server: g.Server, Sealed: sealed,
-		Expiry: g.Expiry, Issued: g.Issued, UpdatedAt: now})
+	return &StoredGrant{UserID: g.UserID, Server: g.Server, Sealed: sealed, Expiry: g.Expiry, Issued: g.Issued,
+		Version: g.Version, UpdatedAt: now}, nil
 }
 
 // Grant returns a user's grant of a server as stored, expired or not;
@@ -136,16 +146,11 @@ func (v *Vault) ReplaceGrant(ctx context.Context, g Grant) (bool, error) {
 	if err := v.ready(); err != nil {
 		return false, err
 	}
-	now := v.now()
-	if g.Issued.IsZero() {
-		g.Issued = now
-	}
-	sealed, err := v.sealGrant(g)
+	s, err := v.stored(g)
 	if err != nil {
 		return false, err
 	}
-	return v.Store.ReplaceGrant(ctx, &StoredGrant{UserID: g.UserID, Server: g.Server, Sealed: sealed,
-		Expiry: g.Expiry, Issued: g.Issued, Version: g.Version, UpdatedAt: now})
+	return v.Store.ReplaceGrant(ctx, s)
 }
 
 // DeleteUserGrants deletes every grant of a user (signing out everywhere)
