@@ -262,7 +262,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "param": nil, "code": "run_failed"}})
 		return
 	}
-	reason := llm.FinishStop
+	reason := finishReason(finished.FinishReason)
 	calls := clientCalls(answer)
 	if len(calls) > 0 {
 		reason = llm.FinishToolCalls
@@ -286,7 +286,10 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		_ = send([]byte("data: [DONE]\n\n"))
 		return
 	}
-	msg := map[string]any{"role": "assistant", "content": answer.Text, "name": author(answer)}
+	msg := map[string]any{"role": "assistant", "content": answer.Text}
+	if name := author(answer); name != "" { // no text, no writer to name
+		msg["name"] = name
+	}
 	if len(calls) > 0 {
 		msg["tool_calls"] = calls
 		if answer.Text == "" {
@@ -340,6 +343,18 @@ func author(m *run.Message) string {
 		}
 	}
 	return ""
+}
+
+// finishReason is the finish_reason of a run's answer without client calls,
+// from why its last model answer ended: "length" when the model's token limit
+// cut it, "content_filter" when the provider filtered the rest, else "stop"
+// (a run that ran its tools and answered stopped, whatever its steps said).
+func finishReason(last string) string {
+	switch last {
+	case llm.FinishLength, llm.FinishFiltered:
+		return last
+	}
+	return llm.FinishStop
 }
 
 // chunkData is one chat.completion.chunk as an SSE data line.

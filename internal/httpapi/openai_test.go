@@ -147,6 +147,53 @@ func TestV1StreamedTextIsTheAnswersText(t *testing.T) {
 	}
 }
 
+// An answer the model's token limit cut ends with finish_reason "length",
+// streamed or not, as OpenAI's does; one whose last step stopped, "stop".
+func TestV1FinishReasonLength(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}, "b": {}}, func(who string, _ *llm.Request) llmtest.Turn {
+		if who == "b" {
+			return llmtest.Turn{Text: []string{"Whole."}}
+		}
+		return llmtest.Turn{Text: []string{"Cut ", "off"}, FinishReason: llm.FinishLength}
+	})
+	for _, c := range []struct{ model, want string }{{"a", "length"}, {"b", "stop"}} {
+		code, out := tm.post(t, "/v1/chat/completions", `{"model":"`+c.model+`","messages":[{"role":"user","content":"go"}]}`)
+		var full struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(out), &full); err != nil || code != 200 || len(full.Choices) != 1 {
+			t.Fatalf("answer: %d %s", code, out)
+		}
+		if got := full.Choices[0].FinishReason; got != c.want {
+			t.Errorf("%s: finish_reason %q, want %q", c.model, got, c.want)
+		}
+		code, out = tm.post(t, "/v1/chat/completions", `{"model":"`+c.model+`","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"go"}]}`)
+		var reasons []string
+		for _, line := range strings.Split(out, "\n") {
+			d, ok := strings.CutPrefix(line, "data: ")
+			if !ok || d == "[DONE]" {
+				continue
+			}
+			var ch struct {
+				Choices []struct {
+					FinishReason *string `json:"finish_reason"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(d), &ch); err != nil {
+				t.Fatalf("chunk %s: %v", d, err)
+			}
+			if len(ch.Choices) > 0 && ch.Choices[0].FinishReason != nil {
+				reasons = append(reasons, *ch.Choices[0].FinishReason)
+			}
+		}
+		if code != 200 || len(reasons) != 1 || reasons[0] != c.want {
+			t.Errorf("%s streamed: finish reasons %q (%d), want one %q", c.model, reasons, code, c.want)
+		}
+	}
+}
+
 // A last user message with only an image is refused for what it lacks, and
 // the last message not being the user's for that.
 func TestV1LastMessageErrors(t *testing.T) {
@@ -222,6 +269,9 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 	c := res.Choices[0]
 	if c.FinishReason != "tool_calls" || c.Message.Content != nil || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].ID != "call_w" || c.Message.ToolCalls[0].Type != "function" || c.Message.ToolCalls[0].Function.Arguments != `{"city":"Paris"}` {
 		t.Errorf("answer %s", out)
+	}
+	if strings.Contains(out, `"name":""`) { // no text: no agent wrote it
+		t.Errorf("the answer names no one: %s", out)
 	}
 	if len(got) != 1 || strings.Join(got[0].tools, ",") != "get_weather" || got[0].function != "get_weather" ||
 		got[0].params["temperature"] != 0.1 || got[0].params["max_tokens"] != 50 || got[0].params["max_completion_tokens"] != nil {

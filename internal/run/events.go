@@ -133,6 +133,10 @@ type RunFinished struct {
 	Message *Message  `json:"message"`
 	Status  Status    `json:"status"`
 	Usage   llm.Usage `json:"usage"`
+	// FinishReason is why the run's last model answer ended, as the
+	// provider said it (llm.Turn.FinishReason: stop, length, tool_calls,
+	// content_filter); absent when no model answered.
+	FinishReason string `json:"finish_reason,omitempty"`
 }
 
 func (RunStarted) kind() Kind           { return EventRunStarted }

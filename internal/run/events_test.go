@@ -13,8 +13,8 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 )
 
-// eventSamples has one payload of every kind (two of run.finished: with an
-// answer and without), named as its golden file in testdata/events. The
+// eventSamples has one payload of every kind (three of run.finished: with an
+// answer, with an answer the model's token limit cut, and without), named as its golden file in testdata/events. The
 // golden files were first written by the encoder events had before they had
 // types (maps, encoded with encoding/json), so that matching them shows that
 // what is stored and streamed is byte for byte what it was.
@@ -36,6 +36,7 @@ func eventSamples() map[string]run.Payload {
 		"elicitation.answered": run.ElicitationSettled{ID: "eli_1", Action: "decline", Reason: "timeout"},
 		"error":                run.RunError{AgentID: "support", Message: "the process running it stopped"},
 		"run.finished":         run.RunFinished{Status: run.StatusSucceeded, Usage: u, Message: answer},
+		"run.finished.length":  run.RunFinished{Status: run.StatusSucceeded, Usage: u, Message: answer, FinishReason: llm.FinishLength},
 		"run.finished.failed":  run.RunFinished{Status: run.StatusFailed, Error: "the process running it stopped", Usage: u},
 	}
 }

@@ -37,6 +37,7 @@ type runner struct {
 	mu       sync.Mutex
 	searched map[string][]file.Hit // RAG retrievals of this run, by query
 	requests []ModelRequest
+	finish   string // why the last model answer of the run ended (turn.Outcome.Finish)
 }
 
 var _ graph.Runner = (*runner)(nil)
@@ -126,6 +127,9 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 func (rn *runner) record(id string, out *turn.Outcome) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
+	if out.Finish != "" {
+		rn.finish = out.Finish
+	}
 	for _, rq := range out.Requests {
 		done := rq.DoneAt
 		rn.requests = append(rn.requests, ModelRequest{RunID: rn.r.ID, Seq: len(rn.requests) + 1, AgentID: id, Body: json.RawMessage(rq.Body),

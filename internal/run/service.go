@@ -374,7 +374,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	// context: the model requests, the answer, the run and the last events, in
 	// one transaction with whatever else of the run is waiting to be stored.
 	rn.mu.Lock()
-	requests := rn.requests
+	requests, finish := rn.requests, rn.finish
 	rn.mu.Unlock()
 	r.Usage = res.Usage
 	answer.Text, answer.Parts = res.Text, answerParts(res.Parts)
@@ -401,7 +401,7 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	if r.Status == StatusFailed {
 		end.events = append(end.events, lr.next(RunError{Message: r.Error, AgentID: failedAgent(err, a.ID)}))
 	}
-	end.events = append(end.events, lr.next(RunFinished{Status: r.Status, Error: r.Error, Usage: r.Usage, Message: answer}))
+	end.events = append(end.events, lr.next(RunFinished{Status: r.Status, Error: r.Error, Usage: r.Usage, Message: answer, FinishReason: finish}))
 	lr.mu.Unlock()
 	// The work that follows is counted before anyone can see the run end
 	// (its run.finished event, its subscriptions, Wait), so that a Settle

@@ -123,6 +123,9 @@ type Outcome struct {
 	Requests []Request
 	Usage    llm.Usage
 	Steps    int
+	// Finish is why the model's last answer ended (llm.Turn.FinishReason:
+	// stop, length, tool_calls, …); empty when no answer came.
+	Finish string
 	// StoppedBy is the tool call that ended the turn through Stop, if any.
 	StoppedBy *llm.ToolCall
 	// Handed are the calls of the last step that Options.Client claimed:
@@ -196,6 +199,7 @@ func Run(ctx context.Context, req *llm.Request, o Options) (*Outcome, error) {
 		if answer != nil {
 			out.Requests = append(out.Requests, Request{Body: answer.Sent, SentAt: sent.UTC(), DoneAt: time.Now().UTC(), Usage: answer.Usage})
 			out.Usage = out.Usage.Add(answer.Usage)
+			out.Finish = answer.FinishReason
 			if answer.Usage != (llm.Usage{}) {
 				emit(Event{Kind: EventUsage, Usage: answer.Usage})
 			}
