@@ -15,7 +15,9 @@ import (
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/run/runtest"
+	"github.com/relay-ai/relay/internal/token"
 )
 
 // team is the API over a runtest.Team and a key of its user.
@@ -26,7 +28,12 @@ type team struct {
 
 func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) *team {
 	t.Helper()
-	tm := runtest.NewTeam(t, specs, answer)
+	return teamOf(t, runtest.NewTeam(t, specs, answer))
+}
+
+// teamOf is newTeam over tm.
+func teamOf(t *testing.T, tm *runtest.Team) *team {
+	t.Helper()
 	_, key, err := tm.Auth.CreateKey(context.Background(), tm.User.ID, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +197,26 @@ func TestV1FinishReasonLength(t *testing.T) {
 		}
 		if code != 200 || len(reasons) != 1 || reasons[0] != c.want {
 			t.Errorf("%s streamed: finish reasons %q (%d), want one %q", c.model, reasons, code, c.want)
+		}
+	}
+}
+
+// The reply's maximum a client sends (max_tokens, max_completion_tokens)
+// sizes the context window's budget in place of the agent's: a long question
+// fits beside a short reply, and a reply that leaves no room is refused as
+// OpenAI refuses it.
+func TestV1MaxTokensSizesTheWindow(t *testing.T) {
+	rt := runtest.NewTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	rt.Runs.Prep.Window = &run.Window{Counters: token.NewCounters(0)} // model "m": 18,000 tokens, 4,096 kept for the reply
+	tm := teamOf(t, rt)
+	long := strings.Repeat("ask ", 12500) // about 15,000 tokens
+	for _, c := range []struct {
+		params string
+		code   int
+	}{{``, 400}, {`"max_tokens":10,`, 200}, {`"max_completion_tokens":10,`, 200}, {`"max_tokens":20000,`, 400}} {
+		code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+c.params+`"messages":[{"role":"user","content":"`+long+`"}]}`)
+		if code != c.code || (code == 400 && !strings.Contains(out, `"code":"context_length_exceeded"`)) {
+			t.Errorf("%s: %d %.300s, want %d", c.params, code, out, c.code)
 		}
 	}
 }

@@ -38,6 +38,11 @@ type Message struct {
 	// it back unchanged (Anthropic's signed thinking blocks). Only the client
 	// that wrote it reads it; the OpenAI shape has no place for it.
 	Thinking json.RawMessage `json:"-"`
+	// Question marks the message a run answers, the user's as the run began:
+	// the context window keeps it and all that follows, whatever user
+	// messages the agents' flow adds after it (a handoff's note, an edge's
+	// prompt; docs/config.md "Context window"). Never sent.
+	Question bool `json:"-"`
 }
 
 // The types of a content [Part].

@@ -69,24 +69,30 @@ func (c *Client) apply(req *llm.Request) {
 		req.ToolChoice = c.ToolChoice
 	}
 	req.ToolFunction = c.ToolFunction
-	if len(c.Params) == 0 {
-		return
+	req.Params = c.over(req.Params)
+}
+
+// over returns params with the client's parameters in their place, under any
+// of their names (paramAliases); params itself is not changed. c may be nil.
+func (c *Client) over(params map[string]any) map[string]any {
+	if c == nil || len(c.Params) == 0 {
+		return params
 	}
-	params := maps.Clone(req.Params)
-	if params == nil {
-		params = map[string]any{}
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]any{}
 	}
 	for k, v := range c.Params {
 		for _, names := range paramAliases {
 			if slices.Contains(names, k) {
 				for _, n := range names {
-					delete(params, n)
+					delete(out, n)
 				}
 			}
 		}
-		params[k] = v
+		out[k] = v
 	}
-	req.Params = params
+	return out
 }
 
 // checkClient refuses, before anything is stored, what a client asks for

@@ -66,7 +66,7 @@ func TestTurnThreeReplaysToolHistory(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{sumCallOf("call_4", 8, 2)}},
 		{Role: llm.RoleTool, ToolCallID: "call_4", Content: "The sum of 8 and 2 is 10."},
 		{Role: llm.RoleAssistant, Content: "4+4 is 8, 1+1 is 2, and 8+2 is 10."},
-		{Role: llm.RoleUser, Content: "Thanks!"},
+		{Role: llm.RoleUser, Content: "Thanks!", Question: true}, // the one the run answers
 	}
 	if diff := cmp.Diff(want, turn3.Messages, cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("turn 3's messages (-want +got):\n%s", diff)

@@ -240,7 +240,7 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 		if u != nil {
 			uid = u.ID
 		}
-		out.Fitter = p.Window.Fitter(uid, a)
+		out.Fitter = p.Window.Fitter(uid, a, req.Client)
 		if err := out.Fitter.Fit(ctx, out.Request); err != nil {
 			return nil, err
 		}

@@ -60,7 +60,9 @@ func (rn *runner) flow(ctx context.Context, primary *agent.Agent, history []llm.
 		rn.log.Warn("agent graph", slog.String("warning", w))
 		rn.s.emit(rn.lr, Warning{Message: w})
 	}
-	in := graph.Input{History: history, Messages: append(slices.Clone(history), userMessage(rn.req.Text, imageParts(rn.req.Images))),
+	question := userMessage(rn.req.Text, imageParts(rn.req.Images))
+	question.Question = true
+	in := graph.Input{History: history, Messages: append(slices.Clone(history), question),
 		DefaultSteps: rn.s.DefaultSteps, StepLimit: rn.s.StepLimit}
 	if rn.req.Client.continues() { // the model answers the client's tool results
 		in.Messages = slices.Clone(history)

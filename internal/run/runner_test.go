@@ -21,6 +21,7 @@ import (
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/run/runtest"
+	"github.com/relay-ai/relay/internal/token"
 )
 
 // team is a run service whose agents are the given specs (instructions "I am <id>."),
@@ -88,6 +89,51 @@ func TestHandoff(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"1 router", "2 specialist"}, requests); diff != "" {
 		t.Errorf("stored model requests (-want +got):\n%s", diff)
+	}
+}
+
+// An agent handed a conversation too long for its context window keeps the
+// question the run answers: older turns are dropped (and summarised), not the
+// user's question before the handoff's note (docs/config.md "Context window").
+func TestHandoffTargetKeepsTheQuestion(t *testing.T) {
+	b, model := team(t, map[string]agent.Spec{
+		"desk": {Edges: []agent.Edge{{From: agent.One("desk"), To: agent.One("expert"), EdgeType: agent.EdgeHandoff}}},
+		// Room for its system message, the question, the desk's call and the
+		// note, not for the earlier turn as well.
+		"expert": {ModelParameters: map[string]any{"maxContextTokens": 260}},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		if who == "desk" && strings.HasPrefix(lastUser(req), "Q2") {
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_expert", Arguments: `{}`}}}}
+		}
+		return llmtest.Turn{Text: []string{"Answered."}}
+	})
+	// The summary's room is kept free while turns are dropped: not at the
+	// cost of the question.
+	b.svc.Prep.Window = &run.Window{Counters: token.NewCounters(0), SummaryTokens: 200,
+		Summarize: func(context.Context, string, *agent.Agent, []llm.Message) (string, error) {
+			return "Q1 was asked.", nil
+		}}
+	d1 := b.chat(t, run.ChatRequest{AgentID: "desk", Text: "Q1 " + strings.Repeat("earlier ", 120)})
+	q2 := "Q2 " + strings.Repeat("question ", 120)
+	d2 := b.chat(t, run.ChatRequest{AgentID: "desk", Text: q2, ConversationID: d1.ConversationID})
+	if d2.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d2.Run)
+	}
+	reqs := requestsOf(model, "expert")
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests of the expert", len(reqs))
+	}
+	var users []string
+	for _, m := range reqs[0].Messages {
+		if m.Role == llm.RoleUser {
+			users = append(users, m.Content[:min(len(m.Content), 12)])
+		}
+	}
+	if diff := cmp.Diff([]string{"Q2 question ", "The agent \"d"}, users); diff != "" {
+		t.Errorf("the expert's user messages (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(reqs[0].Messages[0].Content, "Q1 was asked.") {
+		t.Errorf("the expert's system message has no summary of the dropped turn: %q", reqs[0].Messages[0].Content)
 	}
 }
 

@@ -135,7 +135,7 @@ func TestRunCallsToolAndSavesEverything(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Type: "function", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":2,"b":3}`}}}},
 		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "The sum of 2 and 3 is 5."},
 		{Role: llm.RoleAssistant, Content: "The sum is 5."},
-		{Role: llm.RoleUser, Content: "Sure?"},
+		{Role: llm.RoleUser, Content: "Sure?", Question: true},
 	}
 	if d2.Status != run.StatusSucceeded {
 		t.Fatalf("follow-up run %+v", d2.Run)

@@ -86,16 +86,17 @@ func Summarizer(models Models, sm Summary) func(ctx context.Context, userID stri
 }
 
 // Fitter returns the fitter of a's requests for user userID: its budget
-// resolved from its model parameters, the config and the table of known
-// models.
-func (w *Window) Fitter(userID string, a *agent.Agent) *window.Fitter {
+// resolved from its model parameters (with the client's in their place: the
+// reply's maximum an OpenAI-compatible request sets), the config and the
+// table of known models. client may be nil.
+func (w *Window) Fitter(userID string, a *agent.Agent, client *Client) *window.Fitter {
 	configured := 0
 	if w.ContextWindow != nil {
 		configured = w.ContextWindow(a.Provider, a.Model)
 	}
 	o := window.Options{
 		Counter:            w.Counters.For(a.Model),
-		Budget:             window.Resolve(a.ModelParameters, a.Model, configured),
+		Budget:             window.Resolve(client.over(a.ModelParameters), a.Model, configured),
 		MaxToolResultChars: w.MaxToolResultChars,
 	}
 	if w.Summarize != nil {

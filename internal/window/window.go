@@ -105,8 +105,9 @@ const ErrorPrefix = "context window:"
 // the budget, the oldest turn of the conversation is dropped: a turn is a user
 // message and every message up to the next one, so an assistant message that
 // calls tools goes with the tool messages that answer it. The system message
-// (the first, when it is one) and the newest turn — from the last user message
-// to the end, which in a run holds what the agent's loop added — always stay;
+// (the first, when it is one) and the newest turn — from the question the run
+// answers, or the last user message, to the end, which in a run holds what
+// the agents before this one and its own loop added — always stay;
 // a tool message whose call is gone, or a call whose results are, is dropped
 // too. When the newest turn alone does not fit, Fit returns a fault.Invalid
 // error and leaves req as it was: nothing is to be sent.
@@ -125,7 +126,7 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	c := f.opts.Counter
 	budget := f.opts.Budget.Tokens
 	if budget <= 0 {
-		return fault.New(fault.Invalid, ErrorPrefix+" the reply's maximum of %d tokens (model_parameters max_tokens) leaves no room in the %d-token context window of model %q", f.opts.Budget.Reply, f.opts.Budget.Context, req.Model)
+		return fault.New(fault.Invalid, ErrorPrefix+" the reply's maximum of %d tokens (max_tokens) leaves no room in the %d-token context window of model %q", f.opts.Budget.Reply, f.opts.Budget.Context, req.Model)
 	}
 	msgs := req.Messages
 	if limit := f.opts.MaxToolResultChars; limit > 0 {
@@ -151,16 +152,7 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
 		sys = 1
 	}
-	newest := len(msgs)
-	for i := len(msgs) - 1; i >= sys; i-- {
-		if msgs[i].Role == llm.RoleUser {
-			newest = i
-			break
-		}
-	}
-	if newest == len(msgs) { // no user message: nothing is a turn to drop
-		newest = sys
-	}
+	newest := newestTurn(msgs, sys)
 	// Drop whole turns, oldest first, until the rest fits.
 	keep := make([]bool, len(msgs))
 	for i := range keep {
@@ -210,9 +202,19 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 				m.Content += "\n\n" + SummaryHeader + "\n" + text
 				need -= f.counts[0]
 			}
-			need += c.Message(&m)
+			added := c.Message(&m)
+			need += added
 			summary, summarized = &m, len(dropped)
 			dropUntil(budget)
+			if need > budget { // no turn left to drop for it: the request goes without it
+				need -= added
+				if sys == 1 {
+					need += f.counts[0]
+					added -= f.counts[0]
+				}
+				summary, summarized = nil, 0
+				f.report.SummaryError = fmt.Sprintf("the summary (%d tokens) does not fit beside the newest turn", added)
+			}
 		}
 	}
 	if need > budget {
@@ -242,6 +244,27 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	f.report.DroppedMessages += dropped
 	f.report.DroppedTurns += turns
 	return nil
+}
+
+// newestTurn is where the newest turn of msgs begins, the system message
+// (msgs[:sys]) aside: at the question the run answers (llm.Message.Question),
+// so that the user messages an agents' flow adds after it (a handoff's note)
+// do not leave it to be dropped; else at the last user message; else, with no
+// user message, at sys: nothing is a turn to drop.
+func newestTurn(msgs []llm.Message, sys int) int {
+	last := -1
+	for i := len(msgs) - 1; i >= sys; i-- {
+		if msgs[i].Question {
+			return i
+		}
+		if last < 0 && msgs[i].Role == llm.RoleUser {
+			last = i
+		}
+	}
+	if last < 0 {
+		return sys
+	}
+	return last
 }
 
 // orphans marks, among msgs[sys:newest] still kept, the tool messages whose

@@ -202,6 +202,38 @@ func TestFitLoopSteps(t *testing.T) {
 	}
 }
 
+// The question a run answers stays with all that follows it, though the
+// flow added a user message after it (a handoff's note to the agent it hands
+// over to): the agent answering must see what it is asked. Older turns go.
+func TestFitKeepsTheQuestion(t *testing.T) {
+	c := counters.For("gpt-4o")
+	msgs := convo(6, 30)
+	question := llm.Message{Role: llm.RoleUser, Content: "the question: " + words("ask", 120), Question: true}
+	msgs = append(msgs, question,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "h1", Type: "function", Function: llm.FunctionCall{Name: "lc_transfer_to_b", Arguments: "{}"}}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "h1", Content: "Transferred to b."},
+		llm.Message{Role: llm.RoleUser, Content: "The agent \"a\" handed this conversation over to you. Continue it from here."})
+	budget := c.Messages(msgs[len(msgs)-4:]) + c.Messages(msgs[:1]) + 50
+	req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: budget, Source: window.SourceAgent}, MaxToolResultChars: -1})
+	if err := f.Fit(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(msgs[len(msgs)-4:], req.Messages[1:]); diff != "" {
+		t.Errorf("kept after the system message (-want +got):\n%s", diff)
+	}
+	if r := f.Report(); r.DroppedTurns != 6 {
+		t.Errorf("dropped %d turns, want the 6 before the question", r.DroppedTurns)
+	}
+
+	// Too little room for the question and what follows: nothing is sent.
+	req = &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+	f = window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: budget - 100, Source: window.SourceAgent}, MaxToolResultChars: -1})
+	if err := f.Fit(context.Background(), req); !fault.Is(err, fault.Invalid) {
+		t.Errorf("Fit without room for the question: %v, want fault.Invalid", err)
+	}
+}
+
 // A tool result whose call is in a dropped turn goes with it even when the
 // conversation is not shaped in turns (a client's history).
 func TestFitOrphans(t *testing.T) {
@@ -394,6 +426,27 @@ func moreSteps(t *testing.T, f *window.Fitter, req *llm.Request, n int) {
 		if err := f.Fit(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A summary that does not fit beside the newest turn, with no turn left to
+// drop for it, is left out: the request that fits without it is sent.
+func TestFitSummaryWithoutRoom(t *testing.T) {
+	c := counters.For("gpt-4o")
+	msgs := convo(2, 20)
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: "the question: " + words("ask", 150), Question: true})
+	newest := c.Messages([]llm.Message{msgs[0], msgs[len(msgs)-1]})
+	req := &llm.Request{Model: "gpt-4o", Messages: slices.Clone(msgs)}
+	f := window.New(window.Options{Counter: c, Budget: window.Budget{Tokens: newest + 10, Source: window.SourceAgent}, MaxToolResultChars: -1,
+		SummaryTokens: 5, Summarize: func(context.Context, []llm.Message) (string, error) { return words("summary", 40), nil }})
+	if err := f.Fit(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]llm.Message{msgs[0], msgs[len(msgs)-1]}, req.Messages); diff != "" {
+		t.Errorf("sent (-want +got):\n%s", diff)
+	}
+	if r := f.Report(); r.SummarizedMessages != 0 || !strings.Contains(r.SummaryError, "does not fit") {
+		t.Errorf("report %+v, want no summary and why", r)
 	}
 }
 
