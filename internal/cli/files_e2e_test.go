@@ -189,14 +189,31 @@ agents:
 	}
 
 	// The attached DOCX answers the second, from its page 2.
-	_, tc, _ = ask("How often are the diesel generators tested?", docxID)
+	_, tc, msg = ask("How often are the diesel generators tested?", docxID)
 	first, _, _ = strings.Cut(tc.Result, "\n---\n")
 	if !strings.HasPrefix(first, "File: operations.docx\nPage: 2\n") || !strings.Contains(strings.Join(strings.Fields(first), " "), "Emergency diesel generators are tested monthly under full load.") {
 		t.Errorf("file_search's best passage:\n%s", first)
 	}
 
+	// The preview of the next message of that conversation (the API's and
+	// relay prompt's) sees the file attached earlier on it, as a run would.
+	conv, _ := msg["conversation_id"].(string)
+	var preview struct {
+		Messages []struct{ Role, Content string }
+	}
+	previewBody, _ := json.Marshal(map[string]any{"text": "And the fire doors?", "conversation_id": conv})
+	code = s.call(t, testKey, "POST", "/api/agents/plain/prompt", string(previewBody), &preview)
+	if code != 200 || len(preview.Messages) == 0 ||
+		!strings.Contains(preview.Messages[0].Content, "<filename>operations.docx</filename>") {
+		t.Errorf("the preview of the conversation's next message: %d, system message without the attached file: %+v", code, preview.Messages)
+	}
+	code, out, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "plain", "--conversation", conv, "--message", "And the fire doors?")
+	if code != 0 || !strings.Contains(out, `<filename>operations.docx</filename>`) {
+		t.Errorf("relay prompt --conversation: exit %d, the system message lacks the attached file:\n%.600s\n%s", code, out, stderr)
+	}
+
 	// relay prompt --file: the RAG block of docs/prompt.md "RAG context block" with the retrieved chunk.
-	code, out, stderr := runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "plain", "--file", docxID, "--message", "How often are the diesel generators tested?")
+	code, out, stderr = runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "plain", "--file", docxID, "--message", "How often are the diesel generators tested?")
 	if code != 0 {
 		t.Fatalf("relay prompt: exit %d\n%s", code, stderr)
 	}

@@ -80,6 +80,7 @@ func promptCommand() *command {
 				if *parent != "" && *conversation == "" {
 					return usageErr("--parent needs --conversation")
 				}
+				var earlier []string // the ids of the files on the conversation's branch
 				if *conversation != "" {
 					if *user == "" { // act as the conversation's owner
 						c, err := a.Store.GetConversation(ctx, *conversation)
@@ -94,7 +95,7 @@ func promptCommand() *command {
 							return err
 						}
 					}
-					history, err := a.Conversations().History(ctx, caller, *conversation, *parent)
+					history, branchFiles, err := a.Conversations().History(ctx, caller, *conversation, *parent)
 					if fault.Is(err, fault.NotFound) {
 						fmt.Fprintf(e.Stderr, "relay prompt: %s\n", describe(err))
 						return exitCode(2)
@@ -103,6 +104,7 @@ func promptCommand() *command {
 						return err
 					}
 					req.History = history
+					earlier = branchFiles
 				}
 				if len(files) > 0 {
 					fs, err := p.Prep.AttachedFiles(ctx, caller, files)
@@ -114,6 +116,10 @@ func promptCommand() *command {
 						return err
 					}
 					req.Attached = append(req.Attached, fs...)
+				}
+				// The files of the conversation's branch first, as a run continuing it sees them.
+				if req.Attached, err = p.Prep.Attached(ctx, earlier, req.Attached); err != nil {
+					return err
 				}
 				out, err := p.Prep.Prepare(ctx, caller, req)
 				if fault.Is(err, fault.NotFound) {

@@ -68,7 +68,10 @@ func (s *Server) previewPrompt(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fault.New(fault.Unavailable, "conversations are not available"))
 			return
 		}
-		history, err := s.opts.Runs.History(r.Context(), u, req.ConversationID, req.ParentMessageID)
+		history, files, err := s.opts.Runs.History(r.Context(), u, req.ConversationID, req.ParentMessageID)
+		if err == nil { // the files of the branch, as a run continuing it sees them
+			rr.Attached, err = s.opts.Prompt.Attached(r.Context(), files, rr.Attached)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -26,21 +26,22 @@ func (s *Service) attach(ctx context.Context, u *auth.User, ids []string) ([]pro
 	return s.Prep.AttachedFiles(ctx, u, ids)
 }
 
-// attachedBefore returns the files attached to the conversation: those of the
-// messages on the branch (checked when they were attached; deleted ones are
-// left out), then the ones added now.
-func (s *Service) attachedBefore(ctx context.Context, earlier []string, added []prompt.File) ([]prompt.File, error) {
+// Attached returns the files attached to a conversation as a message sees
+// them: those of the messages on its branch before it (earlier, their ids:
+// checked when they were attached; deleted ones are left out), then the ones
+// the message adds.
+func (p *Preparer) Attached(ctx context.Context, earlier []string, added []prompt.File) ([]prompt.File, error) {
 	earlier = compactIDs(earlier)
 	var out []prompt.File
-	if len(earlier) > 0 && s.Prep.Files != nil {
-		fs, err := s.Prep.Files(ctx, earlier)
+	if len(earlier) > 0 && p.Files != nil {
+		fs, err := p.Files(ctx, earlier)
 		if err != nil {
 			return nil, err
 		}
 		out = fs
 	}
 	for _, f := range added {
-		if !slices.ContainsFunc(out, func(g prompt.File) bool { return g.ID == f.ID }) {
+		if f.ID == "" || !slices.ContainsFunc(out, func(g prompt.File) bool { return g.ID == f.ID }) { // a file named only is no upload to find twice
 			out = append(out, f)
 		}
 	}

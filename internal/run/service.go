@@ -266,7 +266,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		userMsg.Parts = append(userMsg.Parts, Part{Type: PartFile, FileID: f.ID, Text: f.Filename})
 	}
 	userMsg.Parts = append(userMsg.Parts, imageParts(req.Images)...)
-	attached, err := s.attachedBefore(ctx, earlier, added)
+	attached, err := s.Prep.Attached(ctx, earlier, added)
 	if err != nil {
 		return nil, err
 	}

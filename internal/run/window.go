@@ -110,10 +110,11 @@ func (w *Window) Fitter(userID string, a *agent.Agent, client *Client) *window.F
 
 // History returns the messages of one of u's conversations on the branch that
 // ends at parentID, or at its latest message when parentID is empty (the
-// conversation's history as a run continuing it would load it), for a
-// preview of the next message.
-func (s *Service) History(ctx context.Context, u *auth.User, conversationID, parentID string) ([]llm.Message, error) {
+// conversation's history as a run continuing it would load it), and the ids
+// of the files attached on that branch (for Preparer.Attached), for a preview
+// of the next message.
+func (s *Service) History(ctx context.Context, u *auth.User, conversationID, parentID string) ([]llm.Message, []string, error) {
 	a := &agent.Agent{}
-	_, _, history, _, err := s.conversation(ctx, u, a, &ChatRequest{ConversationID: conversationID, ParentMessageID: parentID}, time.Now().UTC())
-	return history, err
+	_, _, history, files, err := s.conversation(ctx, u, a, &ChatRequest{ConversationID: conversationID, ParentMessageID: parentID}, time.Now().UTC())
+	return history, files, err
 }
