@@ -18,10 +18,12 @@ import (
 	"github.com/relay-ai/relay/internal/window"
 )
 
-// messageContent reads a message's content: a string, or an array of parts
-// whose text parts are joined and whose image_url parts, as data: URLs, are
-// the message's images. Parts of any other type are refused.
-func messageContent(raw json.RawMessage) (string, []run.Image, error) {
+// messageContent reads the content of a message, at field (messages[i].content):
+// a string, or an array of parts whose text parts are joined and whose
+// image_url parts, as data: URLs, are the message's images. Parts of any
+// other type are refused, and so is an image Relay would refuse, naming its
+// part (field[j]).
+func messageContent(field string, raw json.RawMessage) (string, []run.Image, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return "", nil, nil // an assistant message with tool_calls may have none
 	}
@@ -38,11 +40,11 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", nil, errors.New("must be a string or an array of parts")
+		return "", nil, invalidField(field, "must be a string or an array of parts")
 	}
 	var b strings.Builder
 	var images []run.Image
-	for _, p := range parts {
+	for j, p := range parts {
 		switch p.Type {
 		case "text":
 			b.WriteString(p.Text)
@@ -50,19 +52,29 @@ func messageContent(raw json.RawMessage) (string, []run.Image, error) {
 			b.WriteString(p.Refusal)
 		case "image_url":
 			if p.ImageURL == nil {
-				return "", nil, errors.New("an image_url part needs image_url.url")
+				return "", nil, invalidField(field, "an image_url part needs image_url.url")
 			}
 			rest, ok := strings.CutPrefix(p.ImageURL.URL, "data:")
 			mime, data, isBase64 := strings.Cut(rest, ";base64,")
 			if !ok || !isBase64 {
-				return "", nil, errors.New("image_url.url must be a data: URL (data:image/png;base64,…); Relay does not fetch images")
+				return "", nil, invalidField(field, "image_url.url must be a data: URL (data:image/png;base64,…); Relay does not fetch images")
 			}
-			images = append(images, run.Image{MIMEType: mime, Data: data})
+			img := run.Image{MIMEType: mime, Data: data}
+			// Checked here, not only by the run, so that the error names the
+			// part the client sent rather than Relay's own images[k] fields.
+			if fs := img.Check(); len(fs) > 0 {
+				what := "data"
+				if fs[0].Field == "mime_type" {
+					what = fmt.Sprintf("media type %q", mime)
+				}
+				return "", nil, invalidField(fmt.Sprintf("%s[%d]", field, j), "image_url.url: %s: %s", what, fs[0].Message)
+			}
+			images = append(images, img)
 		case "":
-			return "", nil, errors.New("a part needs its type (text, image_url or refusal)")
+			return "", nil, invalidField(field, "a part needs its type (text, image_url or refusal)")
 		default:
 			// Audio, files and the rest would reach the agent as nothing.
-			return "", nil, fmt.Errorf("parts of type %q are not supported: Relay reads text, image_url and refusal parts", p.Type)
+			return "", nil, invalidField(field, "parts of type %q are not supported: Relay reads text, image_url and refusal parts", p.Type)
 		}
 	}
 	return b.String(), images, nil
@@ -84,6 +96,13 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	u := userFrom(r.Context())
 	rn, err := s.opts.Runs.Start(r.Context(), u, chat)
+	if fault.Is(err, fault.NotFound) {
+		// The agent is what is missing, unless it is there (something the
+		// run needs is not): only the agent's 404 is OpenAI's unknown model.
+		if _, aerr := s.opts.Agents.Cached().Get(r.Context(), u, req.Model); fault.Is(aerr, fault.NotFound) {
+			err = unknownModel(err)
+		}
+	}
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
@@ -379,6 +398,23 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// openAIFault is an error that OpenAI answers with a param and code of its
+// own, which /v1 gives in place of Relay's field and kind.
+type openAIFault struct {
+	err         error
+	param, code string
+}
+
+func (e *openAIFault) Error() string { return e.err.Error() }
+func (e *openAIFault) Unwrap() error { return e.err }
+
+// unknownModel is err, an agent's 404, as OpenAI answers a model that does
+// not exist: param "model", code "model_not_found" (docs/api.md
+// "OpenAI-compatible").
+func unknownModel(err error) error {
+	return &openAIFault{err: err, param: "model", code: "model_not_found"}
+}
+
 // writeOpenAIError answers in the error shape OpenAI clients understand.
 func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err error) {
 	if s.clientGone(w, r, err) {
@@ -403,11 +439,15 @@ func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err er
 		typ = "rate_limit_error" // OpenAI's type for a 429
 	}
 	var param any // OpenAI's param: the field at fault, or null
+	code := string(kind)
 	if fe, ok := errors.AsType[*fault.Error](err); ok && kind != fault.Internal && len(fe.Fields) > 0 {
 		param = fe.Fields[0].Field
 	}
+	if of, ok := errors.AsType[*openAIFault](err); ok && kind != fault.Internal {
+		param, code = of.param, of.code
+	}
 	setRetryAfter(w, err)
-	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": string(kind)}})
+	writeJSON(w, status(kind), map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": param, "code": code}})
 }
 
 // model answers GET /v1/models/{id}: an agent the key may use, or a 404.
@@ -415,7 +455,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	a, err := s.opts.Agents.Get(r.Context(), userFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		if fault.Is(err, fault.NotFound) || fault.Is(err, fault.Forbidden) {
-			err = fault.New(fault.NotFound, "the model %q does not exist or you do not have access to it", r.PathValue("id"))
+			err = unknownModel(fault.New(fault.NotFound, "the model %q does not exist or you do not have access to it", r.PathValue("id")))
 		}
 		s.writeOpenAIError(w, r, err)
 		return

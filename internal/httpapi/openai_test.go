@@ -7,14 +7,21 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/anthropic"
+	"github.com/relay-ai/relay/internal/llm/google"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/llm/openai"
+	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/run/runtest"
 	"github.com/relay-ai/relay/internal/token"
@@ -28,11 +35,11 @@ type team struct {
 
 func newTeam(t *testing.T, specs map[string]agent.Spec, answer func(who string, req *llm.Request) llmtest.Turn) *team {
 	t.Helper()
-	return teamOf(t, runtest.NewTeam(t, specs, answer))
+	return serveTeam(t, runtest.NewTeam(t, specs, answer))
 }
 
-// teamOf is newTeam over tm.
-func teamOf(t *testing.T, tm *runtest.Team) *team {
+// serveTeam is the API over tm, which a test may have changed first.
+func serveTeam(t *testing.T, tm *runtest.Team) *team {
 	t.Helper()
 	_, key, err := tm.Auth.CreateKey(context.Background(), tm.User.ID, "test")
 	if err != nil {
@@ -208,7 +215,7 @@ func TestV1FinishReasonLength(t *testing.T) {
 func TestV1MaxTokensSizesTheWindow(t *testing.T) {
 	rt := runtest.NewTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
 	rt.Runs.Prep.Window = &run.Window{Counters: token.NewCounters(0)} // model "m": 18,000 tokens, 4,096 kept for the reply
-	tm := teamOf(t, rt)
+	tm := serveTeam(t, rt)
 	long := strings.Repeat("ask ", 12500) // about 15,000 tokens
 	for _, c := range []struct {
 		params string
@@ -441,5 +448,143 @@ func TestV1AbortedRun(t *testing.T) {
 	code, header, body := tm.send(t, "GET", "/v1/chat/completions/"+id, nil)
 	if code != http.StatusConflict || header.Get("X-Should-Retry") != "false" || !strings.Contains(body, `"code":"run_cancelled"`) {
 		t.Errorf("the aborted completion read again: %d %s", code, body)
+	}
+}
+
+// checkedModel is a Team's model that checks what it is sent as another
+// provider's client does (llm.ParamChecker).
+type checkedModel struct {
+	llm.Model
+	llm.ParamChecker
+}
+
+// A client function's strict reaches the model as the client gave it (true,
+// false; absent or null stays absent) and is written into the function of an
+// OpenAI-compatible body. A provider with no strict mode (Anthropic, Google)
+// refuses strict true with a 400 naming it, and takes false, which asks for
+// nothing.
+func TestV1ClientToolStrict(t *testing.T) {
+	var seen []llm.FunctionTool
+	record := func(_ string, req *llm.Request) llmtest.Turn {
+		seen = req.Tools
+		return llmtest.Turn{Text: []string{"ok"}}
+	}
+	tools := `"tools":[{"type":"function","function":{"name":"on","strict":true}},{"type":"function","function":{"name":"off","strict":false}},
+		{"type":"function","function":{"name":"unset"}},{"type":"function","function":{"name":"null","strict":null}}]`
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, record)
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"hi"}],`+tools+`}`)
+	if code != 200 {
+		t.Fatalf("answer: %d %s", code, out)
+	}
+	strict := map[string]string{}
+	for _, tl := range seen {
+		strict[tl.Function.Name] = "absent"
+		if s := tl.Function.Strict; s != nil {
+			strict[tl.Function.Name] = strconv.FormatBool(*s)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"on": "true", "off": "false", "unset": "absent", "null": "absent"}, strict); diff != "" {
+		t.Errorf("the functions' strict as the model got them (-want +got):\n%s", diff)
+	}
+	body, err := openai.New(openai.Options{}).Body(&llm.Request{Model: "m", Tools: seen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name":"on","description":"","parameters":{"type":"object","properties":{}},"strict":true}`,
+		`"name":"off","description":"","parameters":{"type":"object","properties":{}},"strict":false}`,
+		`"name":"unset","description":"","parameters":{"type":"object","properties":{}}}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the OpenAI body lacks %s: %s", want, body)
+		}
+	}
+
+	for name, checker := range map[string]llm.ParamChecker{"anthropic": anthropic.New(anthropic.Options{}), "google": google.New(google.Options{})} {
+		rt := runtest.NewTeam(t, map[string]agent.Spec{"a": {}}, record)
+		rt.Runs.Models = func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+			return checkedModel{rt.Model, checker}, mcp.FamilyOpenAI, nil
+		}
+		tm := serveTeam(t, rt)
+		code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"hi"}],
+			"tools":[{"type":"function","function":{"name":"off","strict":false}},{"type":"function","function":{"name":"on","strict":true}}]}`)
+		if code != 400 || !strings.Contains(out, `"param":"tools[1].function.strict"`) || !strings.Contains(out, `"type":"invalid_request_error"`) {
+			t.Errorf("%s, strict true: %d %s; want a 400 naming tools[1].function.strict", name, code, out)
+		}
+		if code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":[{"role":"user","content":"hi"}],
+			"tools":[{"type":"function","function":{"name":"off","strict":false}}]}`); code != 200 {
+			t.Errorf("%s, strict false: %d %s", name, code, out)
+		}
+	}
+}
+
+// A tool_choice that forces a call ("required", a named function) without
+// tools (absent, null or []) is a 400 naming tool_choice, as OpenAI answers
+// it; "none" and "auto" ask nothing of the client's functions and pass.
+func TestV1ToolChoiceNeedsTools(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	for _, tools := range []string{``, `"tools":null,`, `"tools":[],`} {
+		for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_weather"}}`} {
+			body := `{"model":"a",` + tools + `"tool_choice":` + choice + `,"messages":[{"role":"user","content":"hi"}]}`
+			code, out := tm.post(t, "/v1/chat/completions", body)
+			var res struct {
+				Error struct{ Type, Param string }
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || code != 400 || res.Error.Type != "invalid_request_error" || res.Error.Param != "tool_choice" {
+				t.Errorf("%s: %d %s; want a 400 naming tool_choice", body, code, out)
+			}
+		}
+	}
+	for _, choice := range []string{`"none"`, `"auto"`} {
+		if code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","tool_choice":`+choice+`,"messages":[{"role":"user","content":"hi"}]}`); code != 200 {
+			t.Errorf("tool_choice %s without tools: %d %s", choice, code, out)
+		}
+	}
+	named := `{"model":"a","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}},"messages":[{"role":"user","content":"hi"}]}`
+	if code, out := tm.post(t, "/v1/chat/completions", named); code != 400 || !strings.Contains(out, `"param":"tool_choice.function.name"`) {
+		t.Errorf("a named function not among the tools: %d %s", code, out)
+	}
+}
+
+// An unknown model is OpenAI's model_not_found, naming model, on
+// /v1/chat/completions and /v1/models/{id} alike, with Relay's message.
+func TestV1UnknownModel(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	type openAIError struct {
+		Error struct {
+			Message, Type string
+			Param, Code   *string
+		}
+	}
+	for _, c := range []struct{ method, path, body, message string }{
+		{"POST", "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, `agent "nope" not found`},
+		{"GET", "/v1/models/nope", "", `the model "nope" does not exist or you do not have access to it`},
+	} {
+		code, _, out := tm.send(t, c.method, c.path, strings.NewReader(c.body))
+		var e openAIError
+		if err := json.Unmarshal([]byte(out), &e); err != nil || code != 404 || e.Error.Type != "not_found_error" || e.Error.Message != c.message ||
+			e.Error.Param == nil || *e.Error.Param != "model" || e.Error.Code == nil || *e.Error.Code != "model_not_found" {
+			t.Errorf("%s %s: %d %s; want 404 model_not_found naming model, %q", c.method, c.path, code, out, c.message)
+		}
+	}
+}
+
+// An image Relay cannot take is refused naming the part of the message that
+// holds it (messages[i].content[j]), in param and message, never Relay's own
+// images[k] fields; in an earlier user message too.
+func TestV1ImageErrorsNameThePart(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	text := `{"type":"text","text":"look"}`
+	image := func(url string) string { return `{"type":"image_url","image_url":{"url":"` + url + `"}}` }
+	good := image("data:image/png;base64,iVBORw0KGgo=")
+	for _, c := range []struct{ name, messages, param, says string }{
+		{"a media type other than an image's", `[{"role":"user","content":[` + text + `,` + image("data:text/plain;base64,aGVsbG8=") + `]}]`, "messages[0].content[1]", `media type \"text/plain\"`},
+		{"data that is not base64", `[{"role":"user","content":[` + text + `,` + image("data:image/png;base64,not base64!") + `]}]`, "messages[0].content[1]", "base64"},
+		{"the second image of two", `[{"role":"user","content":[` + good + `,` + text + `,` + image("data:image/bmp;base64,Qk0=") + `]}]`, "messages[0].content[2]", "image/png"},
+		{"an earlier user message's", `[{"role":"user","content":[` + text + `,` + image("data:image/png;base64,%%%") + `]},{"role":"assistant","content":"a cat"},{"role":"user","content":"and?"}]`, "messages[0].content[1]", "base64"},
+	} {
+		code, out := tm.post(t, "/v1/chat/completions", `{"model":"a","messages":`+c.messages+`}`)
+		if code != 400 || !strings.Contains(out, `"param":"`+c.param+`"`) || !strings.Contains(out, `"message":"invalid request: `+c.param+`: image_url.url: `) ||
+			!strings.Contains(out, c.says) || strings.Contains(out, "images[") {
+			t.Errorf("%s: %d %s; want a 400 naming %s", c.name, code, out, c.param)
+		}
 	}
 }

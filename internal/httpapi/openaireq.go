@@ -166,6 +166,7 @@ func (req *completionRequest) readTools(tools, choice json.RawMessage) error {
 				Name        string          `json:"name"`
 				Description string          `json:"description"`
 				Parameters  json.RawMessage `json:"parameters"`
+				Strict      *bool           `json:"strict"` // null is as absent
 			} `json:"function"`
 		}
 		if err := json.Unmarshal(tools, &list); err != nil {
@@ -188,16 +189,24 @@ func (req *completionRequest) readTools(tools, choice json.RawMessage) error {
 			if len(params) == 0 || string(params) == "null" {
 				params = nil
 			}
-			req.Client.Tools = append(req.Client.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: t.Function.Name, Description: t.Function.Description, Parameters: params}})
+			req.Client.Tools = append(req.Client.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: t.Function.Name, Description: t.Function.Description, Parameters: params, Strict: t.Function.Strict}})
 		}
 	}
 	if len(choice) == 0 || string(bytes.TrimSpace(choice)) == "null" {
 		return nil
 	}
+	// A choice that forces a call needs functions to call: OpenAI refuses it
+	// without tools, and Relay would otherwise force the agent's own tools.
+	const noTools = "only allowed with tools: a choice that forces a call needs the request's functions"
 	var s string
 	if json.Unmarshal(choice, &s) == nil {
 		switch s {
-		case "none", "auto", "required":
+		case "required":
+			if len(req.Client.Tools) == 0 {
+				return invalidField("tool_choice", "%q is %s", s, noTools)
+			}
+			fallthrough
+		case "none", "auto":
 			req.Client.ToolChoice = s
 			return nil
 		}
@@ -211,6 +220,9 @@ func (req *completionRequest) readTools(tools, choice json.RawMessage) error {
 	}
 	if err := json.Unmarshal(choice, &named); err != nil || named.Type != "function" {
 		return invalidField("tool_choice", `must be "none", "auto", "required" or {"type":"function","function":{"name":…}}`)
+	}
+	if len(req.Client.Tools) == 0 {
+		return invalidField("tool_choice", "a named function is %s", noTools)
 	}
 	if !req.hasTool(named.Function.Name) {
 		return invalidField("tool_choice.function.name", "%q is not one of the request's tools", named.Function.Name)
@@ -339,9 +351,9 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 	calls := map[string]bool{} // the ids of the assistant's tool calls so far
 	var history []llm.Message
 	for i, m := range req.Messages {
-		t, imgs, err := messageContent(m.Content)
+		t, imgs, err := messageContent(fmt.Sprintf("messages[%d].content", i), m.Content)
 		if err != nil {
-			return out, invalidField(fmt.Sprintf("messages[%d].content", i), "%v", err)
+			return out, err
 		}
 		switch m.Role {
 		case "user":

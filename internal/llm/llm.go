@@ -31,13 +31,18 @@ type Bodier interface {
 	Body(req *Request) ([]byte, error)
 }
 
-// ParamChecker is a Model that says whether a model parameter reaches its
-// provider, so that a parameter a client asks for (/v1, docs/api.md) is
-// refused when it would be dropped. A Model that is not one sends them all.
+// ParamChecker is a Model that says whether a model parameter, or a
+// function's strict flag, reaches its provider, so that what a client asks
+// for (/v1, docs/api.md) is refused when it would be dropped. A Model that is
+// not one sends them all.
 type ParamChecker interface {
 	// CheckParam returns nil when the parameter name, set to value, is sent,
 	// else why it is not.
 	CheckParam(name string, value any) error
+	// CheckStrict returns nil when a function's strict flag set to strict is
+	// sent, or asks for nothing the provider does not do anyway, else why
+	// it is not.
+	CheckStrict(strict bool) error
 }
 
 // Lister is a Model whose endpoint can list the models it serves.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Role is the role of a chat message.
@@ -91,6 +92,10 @@ type Function struct {
 	Description string `json:"description"`
 	// Parameters is the JSON Schema of the arguments, as it is sent.
 	Parameters json.RawMessage `json:"parameters"`
+	// Strict is OpenAI's strict mode for the function, as a client of
+	// /v1 gave it (docs/api.md "OpenAI-compatible"); nil, as for the
+	// agent's own tools, writes no strict at all.
+	Strict *bool `json:"strict,omitempty"`
 }
 
 // ToolChoiceAuto lets the model decide whether to call a tool.
@@ -298,6 +303,10 @@ func (t *FunctionTool) appendJSON(dst []byte) []byte {
 		dst = append(dst, p...)
 	} else {
 		dst = append(dst, EmptyObjectSchema...)
+	}
+	if t.Function.Strict != nil {
+		dst = append(dst, `,"strict":`...)
+		dst = strconv.AppendBool(dst, *t.Function.Strict)
 	}
 	return append(dst, "}}"...)
 }

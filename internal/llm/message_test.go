@@ -75,3 +75,28 @@ func TestRequestWithParts(t *testing.T) {
 		t.Errorf("body (-want +got):\n%s", diff)
 	}
 }
+
+// A function's strict is written after its parameters when it is set, true
+// or false, and not at all when it is not (the agent's own tools).
+func TestFunctionToolStrict(t *testing.T) {
+	yes, no := true, false
+	for _, tt := range []struct {
+		name   string
+		strict *bool
+		want   string
+	}{
+		{"unset", nil, `{"type":"function","function":{"name":"f","description":"","parameters":{"type":"object","properties":{}}}}`},
+		{"true", &yes, `{"type":"function","function":{"name":"f","description":"","parameters":{"type":"object","properties":{}},"strict":true}}`},
+		{"false", &no, `{"type":"function","function":{"name":"f","description":"","parameters":{"type":"object","properties":{}},"strict":false}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := llm.FunctionTool{Function: llm.Function{Name: "f", Strict: tt.strict}}.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("tool (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -96,23 +96,35 @@ func (c *Client) over(params map[string]any) map[string]any {
 }
 
 // checkClient refuses, before anything is stored, what a client asks for
-// that the run cannot do: a model parameter the agent's provider does not
-// take (llm.ParamChecker), and a function named like one of the agent's
-// tools, which the model could not tell apart.
+// that the run cannot do: a model parameter or a function's strict flag the
+// agent's provider does not take (llm.ParamChecker), and a function named
+// like one of the agent's tools, which the model could not tell apart.
 func (s *Service) checkClient(ctx context.Context, u *auth.User, a *agent.Agent, c *Client) error {
 	if c == nil {
 		return nil
 	}
-	if len(c.Params) > 0 {
+	strict := slices.ContainsFunc(c.Tools, func(t llm.FunctionTool) bool { return t.Function.Strict != nil })
+	if len(c.Params) > 0 || strict {
 		m, _, err := s.Models(ctx, u.ID, a.Provider, a.Model)
 		if err != nil {
 			return err
 		}
 		if pc, ok := m.(llm.ParamChecker); ok {
+			refused := func(field, what string, err error) error {
+				return &fault.Error{Kind: fault.Invalid, Message: fmt.Sprintf("agent %q's provider %q cannot take %s", a.ID, a.Provider, what),
+					Fields: []fault.FieldError{{Field: field, Message: err.Error()}}}
+			}
 			for _, k := range slices.Sorted(maps.Keys(c.Params)) {
 				if err := pc.CheckParam(k, c.Params[k]); err != nil {
-					return &fault.Error{Kind: fault.Invalid, Message: fmt.Sprintf("agent %q's provider %q cannot take %s", a.ID, a.Provider, k),
-						Fields: []fault.FieldError{{Field: k, Message: err.Error()}}}
+					return refused(k, k, err)
+				}
+			}
+			for i, t := range c.Tools {
+				if t.Function.Strict == nil {
+					continue
+				}
+				if err := pc.CheckStrict(*t.Function.Strict); err != nil {
+					return refused(fmt.Sprintf("tools[%d].function.strict", i), "strict", err)
 				}
 			}
 		}

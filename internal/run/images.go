@@ -24,16 +24,29 @@ var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 func checkImages(images []Image) error {
 	var fs fault.Fields
 	for i, img := range images {
-		if !slices.Contains(imageTypes, img.MIMEType) {
-			fs.Add(fmt.Sprintf("images[%d].mime_type", i), "must be one of image/png, image/jpeg, image/gif, image/webp")
-		}
-		if img.Data == "" {
-			fs.Add(fmt.Sprintf("images[%d].data", i), "required")
-		} else if _, err := base64.StdEncoding.DecodeString(img.Data); err != nil {
-			fs.Add(fmt.Sprintf("images[%d].data", i), "must be base64 (standard encoding)")
+		for _, f := range img.Check() {
+			fs = append(fs, fault.FieldError{Field: fmt.Sprintf("images[%d].%s", i, f.Field), Message: f.Message})
 		}
 	}
 	return fs.Err("invalid chat request")
+}
+
+// Check says what is wrong with the image, by field (mime_type, data): a
+// type other than those every provider accepts, or data that is not base64.
+// None is nothing wrong. A chat request's images are checked so by Start; a
+// caller that reads them from another shape checks them first to name its
+// own fields.
+func (img Image) Check() []fault.FieldError {
+	var fs []fault.FieldError
+	if !slices.Contains(imageTypes, img.MIMEType) {
+		fs = append(fs, fault.FieldError{Field: "mime_type", Message: "must be one of image/png, image/jpeg, image/gif, image/webp"})
+	}
+	if img.Data == "" {
+		fs = append(fs, fault.FieldError{Field: "data", Message: "required"})
+	} else if _, err := base64.StdEncoding.DecodeString(img.Data); err != nil {
+		fs = append(fs, fault.FieldError{Field: "data", Message: "must be base64 (standard encoding)"})
+	}
+	return fs
 }
 
 // imageParts are the stored parts of a user message's images.

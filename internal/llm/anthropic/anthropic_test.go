@@ -503,8 +503,9 @@ func TestBaseURL(t *testing.T) {
 }
 
 // A forced function is Anthropic's {"type":"tool","name":…}; seed and
-// response_format are refused by CheckParam, since the body has no place for
-// them, and the parameters it maps pass unless the endpoint drops them.
+// response_format are refused by CheckParam, and a function's strict true by
+// CheckStrict, since the body has no place for them; the parameters it maps
+// pass unless the endpoint drops them.
 func TestClientChoices(t *testing.T) {
 	c := New(Options{APIKey: testKey, DropParams: []string{"top_k"}})
 	req := conversation()
@@ -523,5 +524,8 @@ func TestClientChoices(t *testing.T) {
 	}
 	if c.CheckParam("response_format", map[string]any{"type": "json_object"}) == nil || c.CheckParam("response_format", map[string]any{"type": "text"}) != nil {
 		t.Errorf("response_format: json_object must be refused, text accepted")
+	}
+	if c.CheckStrict(true) == nil || c.CheckStrict(false) != nil {
+		t.Errorf("strict: true must be refused, false accepted")
 	}
 }

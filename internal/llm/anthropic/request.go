@@ -172,6 +172,17 @@ func (c *Client) CheckParam(name string, value any) error {
 	return nil
 }
 
+// CheckStrict says whether a function's strict flag reaches Anthropic
+// (llm.ParamChecker): Relay writes Anthropic's tools without one, so strict
+// true is refused and false, which asks for nothing, passes.
+func (c *Client) CheckStrict(strict bool) error {
+	if strict {
+		//lint:ignore ST1005 the message starts with a name, which keeps its capital.
+		return errors.New("Relay does not send strict to Anthropic")
+	}
+	return nil
+}
+
 // choice maps OpenAI's tool_choice onto Anthropic's tool_choice type.
 func choice(openai string) string {
 	switch openai {

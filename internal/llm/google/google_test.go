@@ -573,7 +573,8 @@ func TestURL(t *testing.T) {
 }
 
 // CheckParam takes what generationConfig maps (seed and response_format
-// included) and refuses what the endpoint drops or Relay does not send.
+// included) and refuses what the endpoint drops or Relay does not send;
+// CheckStrict refuses a function's strict true, which Gemini has no place for.
 func TestCheckParam(t *testing.T) {
 	c := New(Options{DropParams: []string{"topP"}})
 	for name, want := range map[string]bool{"temperature": true, "max_tokens": true, "stop": true, "seed": true, "frequency_penalty": false} {
@@ -590,5 +591,8 @@ func TestCheckParam(t *testing.T) {
 	schema := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w", "schema": map[string]any{"type": "object"}}}
 	if err := c.CheckParam("response_format", schema); err != nil {
 		t.Errorf("json_schema: %v", err)
+	}
+	if c.CheckStrict(true) == nil || c.CheckStrict(false) != nil {
+		t.Errorf("strict: true must be refused, false accepted")
 	}
 }

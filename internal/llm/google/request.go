@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -258,6 +259,17 @@ func (c *Client) CheckParam(name string, value any) error {
 	if name == "response_format" {
 		_, _, err := responseFormat(value)
 		return err
+	}
+	return nil
+}
+
+// CheckStrict says whether a function's strict flag reaches Gemini
+// (llm.ParamChecker): a function declaration has no strict mode, so strict
+// true is refused and false, which asks for nothing, passes.
+func (c *Client) CheckStrict(strict bool) error {
+	if strict {
+		//lint:ignore ST1005 the message starts with a name, which keeps its capital.
+		return errors.New("Relay does not send strict to Google: Gemini's function declarations have no strict mode")
 	}
 	return nil
 }

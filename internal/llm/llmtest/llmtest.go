@@ -206,7 +206,12 @@ func CloneRequest(r *llm.Request) *llm.Request {
 	}
 	c.Tools = slices.Clone(r.Tools)
 	for i := range c.Tools {
-		c.Tools[i].Function.Parameters = slices.Clone(c.Tools[i].Function.Parameters)
+		f := &c.Tools[i].Function
+		f.Parameters = slices.Clone(f.Parameters)
+		if f.Strict != nil {
+			strict := *f.Strict
+			f.Strict = &strict
+		}
 	}
 	if r.Params != nil {
 		c.Params = cloneValue(r.Params).(map[string]any)

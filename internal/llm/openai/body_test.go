@@ -117,7 +117,8 @@ func TestBackoff(t *testing.T) {
 }
 
 // A forced function is OpenAI's own tool_choice object; a /v1 client's
-// parameters are sent as they are, unless the endpoint drops them.
+// parameters are sent as they are, unless the endpoint drops them, and its
+// functions' strict always.
 func TestClientChoices(t *testing.T) {
 	c := New(Options{DropParams: []string{"seed"}})
 	req := &llm.Request{Model: "gpt-4o", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
@@ -135,5 +136,8 @@ func TestClientChoices(t *testing.T) {
 	}
 	if strings.Contains(string(body), `"seed"`) || c.CheckParam("seed", 7) == nil || c.CheckParam("response_format", nil) != nil {
 		t.Errorf("a dropped parameter must be refused by CheckParam, others accepted")
+	}
+	if c.CheckStrict(true) != nil || c.CheckStrict(false) != nil {
+		t.Errorf("a function's strict is sent as it is: CheckStrict must accept it")
 	}
 }
