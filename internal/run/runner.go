@@ -85,6 +85,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 	if id != t.Graph.Primary {
 		client = nil
 	}
+	ctx = context.WithValue(ctx, requestsKey{}, rn) // a summary's request is the run's too
 	prep, err := s.Prep.Prepare(ctx, rn.u, Request{AgentID: id, Agent: a, Timezone: rn.req.Timezone, History: t.Messages, Now: rn.req.Now,
 		Attached: rn.attached, Search: rn.search, Graph: t.Graph, Query: query, Client: client})
 	if err != nil {
@@ -122,6 +123,27 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 	out, err := turn.Run(ctx, prep.Request, o)
 	rn.record(id, out)
 	return out, err
+}
+
+// requestsKey carries, in the context of an agent's turn, the runner whose
+// run records the model requests made for the agent beside its turn's own
+// (noteRequest).
+type requestsKey struct{}
+
+// noteRequest records in the run of ctx's runner, if there is one, a model
+// request made for the agent id beside its turn's own, for purpose (a summary:
+// Summarizer), sent at sent and answered (or failed) at done; t is what the
+// model client returned, nil or without a body when nothing was sent.
+func noteRequest(ctx context.Context, id, purpose string, t *llm.Turn, sent, done time.Time) {
+	rn, _ := ctx.Value(requestsKey{}).(*runner)
+	if rn == nil || t == nil || len(t.Sent) == 0 {
+		return
+	}
+	done = done.UTC()
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.requests = append(rn.requests, ModelRequest{RunID: rn.r.ID, Seq: len(rn.requests) + 1, AgentID: id, Body: json.RawMessage(t.Sent),
+		SentAt: sent.UTC(), FinishedAt: &done, Usage: t.Usage, Purpose: purpose})
 }
 
 // record keeps the model requests of an agent's turn, numbered in the order

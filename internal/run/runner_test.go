@@ -137,6 +137,42 @@ func TestHandoffTargetKeepsTheQuestion(t *testing.T) {
 	}
 }
 
+// A summary of the turns dropped to fit is a model request of the run: its
+// trace lists it, for the agent whose turns it summarised, before the
+// agent's own request.
+func TestSummaryRequestInTheTrace(t *testing.T) {
+	b, _ := team(t, map[string]agent.Spec{"solo": {ModelParameters: map[string]any{"maxContextTokens": 220}}},
+		func(who string, req *llm.Request) llmtest.Turn {
+			if who == "" { // the summariser's system message is its own
+				return llmtest.Turn{Text: []string{"Q1 was asked."}, Usage: llm.Usage{PromptTokens: 9, CompletionTokens: 4, TotalTokens: 13}}
+			}
+			return llmtest.Turn{Text: []string{"Answered."}}
+		})
+	b.svc.Prep.Window = &run.Window{Counters: token.NewCounters(0), SummaryTokens: 30,
+		Summarize: run.Summarizer(b.svc.Models, run.Summary{MaxTokens: 30})}
+	d1 := b.chat(t, run.ChatRequest{AgentID: "solo", Text: "Q1 " + strings.Repeat("earlier ", 100)})
+	d2 := b.chat(t, run.ChatRequest{AgentID: "solo", Text: "Q2 " + strings.Repeat("now ", 100), ConversationID: d1.ConversationID})
+	if d2.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d2.Run)
+	}
+	var got []string
+	for _, r := range d2.Requests {
+		got = append(got, fmt.Sprintf("%d %s %q %d", r.Seq, r.AgentID, r.Purpose, r.Usage.TotalTokens))
+	}
+	if diff := cmp.Diff([]string{`1 solo "summary" 13`, `2 solo "" 0`}, got); diff != "" {
+		t.Fatalf("the run's model requests (-want +got):\n%s", diff)
+	}
+	if body := string(d2.Requests[0].Body); !strings.Contains(body, "Summarise them for the assistant") || !strings.Contains(body, "Human: Q1 earlier") {
+		t.Errorf("the summary request's body: %s", body)
+	}
+	if body := string(d2.Requests[1].Body); !strings.Contains(body, "Q1 was asked.") || strings.Contains(body, "Q1 earlier") {
+		t.Errorf("the agent's request: %s", body)
+	}
+	if len(d1.Requests) != 1 || d1.Requests[0].Purpose != "" {
+		t.Errorf("the first run's requests: %+v", d1.Requests)
+	}
+}
+
 // A run that fails at its step limit saves what its agents said until then.
 func TestHandoffCycleEndsAtTheStepLimit(t *testing.T) {
 	b, _ := team(t, map[string]agent.Spec{

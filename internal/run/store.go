@@ -114,7 +114,14 @@ type ModelRequest struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// Usage is the tokens of this model turn, as the provider reported them.
 	Usage llm.Usage `json:"usage"`
+	// Purpose is what the request was for: empty for a turn of the agent,
+	// PurposeSummary for the summary of the turns its request dropped to fit
+	// the context window (docs/config.md "summarization").
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// PurposeSummary is the Purpose of a summary request.
+const PurposeSummary = "summary"
 
 // ToolCall is one tool call made during a run, with its result.
 type ToolCall struct {

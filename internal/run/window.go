@@ -77,7 +77,9 @@ func Summarizer(models Models, sm Summary) func(ctx context.Context, userID stri
 		}}
 		ctx, cancel := context.WithTimeout(ctx, cmp.Or(sm.Timeout, time.Minute))
 		defer cancel()
+		sent := time.Now()
 		turn, err := m.Stream(ctx, req, func(llm.Event) {})
+		noteRequest(ctx, a.ID, PurposeSummary, turn, sent, time.Now()) // in the run's trace
 		if err != nil {
 			return "", fmt.Errorf("summary model %s/%s: %w", provider, model, err)
 		}

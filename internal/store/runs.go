@@ -734,9 +734,9 @@ func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelReques
 	}
 	sent, finished := db.stamp(r.SentAt), storedPtr(r.FinishedAt)
 	_, err := db.exec(ctx, q,
-		`INSERT INTO model_requests (`+modelRequestColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		`INSERT INTO model_requests (`+modelRequestColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.RunID, r.Seq, r.AgentID, string(r.Body), db.timeArg(sent), db.nullTimeArg(finished),
-		r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens)
+		r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens, r.Purpose)
 	switch {
 	case err == nil:
 	case db.d.IsUniqueViolation(err):
@@ -750,7 +750,7 @@ func (db *DB) addModelRequest(ctx context.Context, q querier, r *run.ModelReques
 	return nil
 }
 
-const modelRequestColumns = `run_id, seq, agent_id, body, sent_at, finished_at, prompt_tokens, completion_tokens, total_tokens`
+const modelRequestColumns = `run_id, seq, agent_id, body, sent_at, finished_at, prompt_tokens, completion_tokens, total_tokens, purpose`
 
 // ListModelRequests returns a run's model requests in Seq order, bodies byte for
 // byte as sent; none for an unknown run.
@@ -768,7 +768,7 @@ func (db *DB) ListModelRequests(ctx context.Context, runID string) ([]run.ModelR
 			body []byte
 		)
 		if err := rows.Scan(&r.RunID, &r.Seq, &r.AgentID, &body, timeDest{&r.SentAt}, nullTimeDest{&r.FinishedAt},
-			&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens); err != nil {
+			&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &r.Purpose); err != nil {
 			return nil, fmt.Errorf("listing model requests of run %q: %w", runID, err)
 		}
 		r.Body = json.RawMessage(body)

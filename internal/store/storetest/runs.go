@@ -871,7 +871,7 @@ var runTests = []test{
 		}
 		done := at(8)
 		r := &run.ModelRequest{RunID: c.run.ID, Seq: 1, AgentID: "agent_writer", Body: json.RawMessage(exactBody), SentAt: at(7),
-			FinishedAt: &done, Usage: llm.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}}
+			FinishedAt: &done, Usage: llm.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}, Purpose: run.PurposeSummary}
 		nonZeroFields(t, "the model request", *r)
 		must(t, s.AddModelRequest(ctx, r), "AddModelRequest")
 		if r.SentAt != stored(at(7)) || *r.FinishedAt != stored(at(8)) {
@@ -889,7 +889,7 @@ var runTests = []test{
 		}
 		// A request stored without FinishedAt (as by an older Relay) reads back without one.
 		must(t, s.AddModelRequest(ctx, &run.ModelRequest{RunID: c.run.ID, Seq: 2, AgentID: "a", Body: json.RawMessage(`{}`)}), "AddModelRequest")
-		if got := listModelRequests(t, s, c.run.ID); len(got) != 2 || got[1].FinishedAt != nil || got[1].Usage != (llm.Usage{}) {
+		if got := listModelRequests(t, s, c.run.ID); len(got) != 2 || got[1].FinishedAt != nil || got[1].Usage != (llm.Usage{}) || got[1].Purpose != "" {
 			t.Errorf("a request without FinishedAt: %+v", got)
 		}
 	}},
