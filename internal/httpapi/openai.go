@@ -163,19 +163,20 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 	id, created := out.id, out.created
 	// send writes one piece of a streamed answer; a request without stream
 	// sends nothing until the end.
-	var st *sseStream
+	var st *lazyStream
 	send := func(b []byte) error {
 		if st == nil {
 			return nil
 		}
 		return st.write(b)
 	}
+	// streamed reports whether the answer is a stream that has begun: an
+	// error is then its last data line; else the error is answered whole,
+	// with its status, as without streaming.
+	streamed := func() bool { return st != nil && !st.whole() }
 	if out.stream {
-		st = startSSE(w)
+		st = beginLazily(w, chunkData(id, created, out.model, map[string]any{"role": "assistant", "content": ""}, nil, nil))
 		defer st.close()
-		if err := send(chunkData(id, created, out.model, map[string]any{"role": "assistant", "content": ""}, nil, nil)); err != nil {
-			return
-		}
 	}
 	// With hide_sequential_outputs only the final agent's text is the answer, so
 	// a stream sends no text until the run ends, then the saved answer's text:
@@ -250,7 +251,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 		// Aborted (POST /api/runs/{id}/abort): what was written of the answer
 		// is stored, but is no answer to pass for a finished one.
 		e := map[string]any{"message": "the run was " + cmp.Or(finished.Error, "cancelled"), "type": "relay_run_cancelled", "param": nil, "code": "run_cancelled"}
-		if out.stream {
+		if streamed() {
 			_ = send(dataLine(map[string]any{"error": e}))
 			return
 		}
@@ -263,14 +264,14 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u *auth.User,
 			// Nothing reached the model: the conversation is too long for it,
 			// which OpenAI answers as a bad request.
 			e := map[string]any{"message": finished.Error, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
-			if out.stream {
+			if streamed() {
 				_ = send(dataLine(map[string]any{"error": e}))
 				return
 			}
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": e})
 			return
 		}
-		if out.stream {
+		if streamed() {
 			_ = send(dataLine(map[string]any{"error": map[string]any{"message": finished.Error, "type": "relay_run_failed", "param": nil, "code": "run_failed"}}))
 			return
 		}

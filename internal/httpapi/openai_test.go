@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,11 +221,59 @@ func TestV1MaxTokensSizesTheWindow(t *testing.T) {
 	for _, c := range []struct {
 		params string
 		code   int
-	}{{``, 400}, {`"max_tokens":10,`, 200}, {`"max_completion_tokens":10,`, 200}, {`"max_tokens":20000,`, 400}} {
+	}{{``, 400}, {`"max_tokens":10,`, 200}, {`"max_completion_tokens":10,`, 200}, {`"max_tokens":20000,`, 400}, {`"stream":true,`, 400}} {
 		code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+c.params+`"messages":[{"role":"user","content":"`+long+`"}]}`)
 		if code != c.code || (code == 400 && !strings.Contains(out, `"code":"context_length_exceeded"`)) {
 			t.Errorf("%s: %d %.300s, want %d", c.params, code, out, c.code)
 		}
+	}
+}
+
+// A streamed answer that fails before anything of it was streamed is
+// answered as without streaming, with its status; one whose model takes long
+// to begin has its stream begin meanwhile, and one that fails midway ends
+// its stream with the error.
+func TestV1StreamBeginsLazily(t *testing.T) {
+	release := make(chan struct{})
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(_ string, req *llm.Request) llmtest.Turn {
+		switch text := req.Messages[len(req.Messages)-1].Content; text {
+		case "fail":
+			return llmtest.Turn{Err: errors.New("the provider broke")}
+		case "fail midway":
+			return llmtest.Turn{Text: []string{"Partly "}, Err: errors.New("the provider broke")}
+		case "slow":
+			<-release
+		}
+		return llmtest.Turn{Text: []string{"Done."}}
+	})
+	stream := func(text string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", tm.srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"a","stream":true,"messages":[{"role":"user","content":"`+text+`"}]}`))
+		req.Header.Set("Authorization", "Bearer "+tm.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := stream("fail")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 502 || resp.Header.Get("X-Should-Retry") != "false" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(string(body), `"code":"run_failed"`) {
+		t.Errorf("a stream that failed at once: %d %s %s", resp.StatusCode, resp.Header, body)
+	}
+	resp = stream("fail midway")
+	body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"content":"Partly "`) || !strings.Contains(string(body), `"code":"run_failed"`) {
+		t.Errorf("a stream that failed midway: %d %s", resp.StatusCode, body)
+	}
+	// The headers and the role's chunk come while the model has not begun.
+	resp = stream("slow")
+	first, err := bufio.NewReader(resp.Body).ReadString('\n')
+	close(release)
+	if resp.StatusCode != 200 || err != nil || !strings.Contains(first, `"role":"assistant"`) {
+		t.Errorf("a slow model's stream: %d, first line %q (%v)", resp.StatusCode, first, err)
 	}
 }
 

@@ -123,3 +123,91 @@ func (st *sseStream) close() error {
 	st.flushLocked()
 	return st.err
 }
+
+// streamGrace is how long a streamed chat completion may wait for its first
+// chunk before its stream begins anyway (lazyStream).
+const streamGrace = time.Second
+
+// lazyStream is the event stream of a streamed chat completion, begun by its
+// first chunk or once streamGrace has passed, whichever comes first, with
+// first (the chunk naming the assistant's role). Until then an answer that
+// fails (the conversation too long for the model's window, …) is answered
+// whole, with its status, as without streaming: whole claims the response
+// for it.
+type lazyStream struct {
+	w     http.ResponseWriter
+	first []byte
+	timer *time.Timer
+
+	mu      sync.Mutex
+	decided bool       // the answer is the stream (st) or a whole response
+	st      *sseStream // nil until the stream begins
+}
+
+// beginLazily returns the lazy stream of w; the caller must call close
+// before it returns.
+func beginLazily(w http.ResponseWriter, first []byte) *lazyStream {
+	l := &lazyStream{w: w, first: first}
+	l.timer = time.AfterFunc(streamGrace, func() { _ = l.begin() })
+	return l
+}
+
+// begin begins the stream unless the response is decided, and returns it:
+// nil when the response was claimed whole.
+func (l *lazyStream) begin() *sseStream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.decided {
+		l.decided = true
+		l.st = startSSE(l.w)
+		if l.st.write(l.first) == nil {
+			_ = l.st.flush()
+		}
+	}
+	return l.st
+}
+
+// write writes b to the stream, beginning it.
+func (l *lazyStream) write(b []byte) error {
+	st := l.begin()
+	if st == nil {
+		return nil
+	}
+	return st.write(b)
+}
+
+// flush sends what was written, if the stream has begun.
+func (l *lazyStream) flush() error {
+	l.mu.Lock()
+	st := l.st
+	l.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	return st.flush()
+}
+
+// whole claims the response, for an answer written whole; false when the
+// stream has begun.
+func (l *lazyStream) whole() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.decided {
+		return l.st == nil
+	}
+	l.decided = true
+	return true
+}
+
+// close stops the grace timer (the stream will not begin after it) and closes
+// the stream if it began.
+func (l *lazyStream) close() {
+	l.timer.Stop()
+	l.mu.Lock()
+	l.decided = true
+	st := l.st
+	l.mu.Unlock()
+	if st != nil {
+		_ = st.close()
+	}
+}
