@@ -277,6 +277,24 @@ func TestV1StreamBeginsLazily(t *testing.T) {
 	}
 }
 
+// What Relay cannot honour is refused, naming the field, unless it asks for
+// nothing: null, or OpenAI's default, which clients send unasked.
+func TestV1UnsupportedFieldsAskingNothing(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+msgs+`,"frequency_penalty":0,"presence_penalty":0.0,"logprobs":false,"top_logprobs":null,"logit_bias":{},"modalities":["text"],"service_tier":"auto"}`)
+	if code != 200 {
+		t.Errorf("defaults: %d %s", code, out)
+	}
+	for _, field := range []string{`"frequency_penalty":0.5`, `"presence_penalty":-1`, `"logprobs":true`, `"top_logprobs":2`, `"logit_bias":{"50256":-100}`, `"modalities":["text","audio"]`, `"service_tier":"flex"`} {
+		name := strings.Trim(strings.SplitN(field, ":", 2)[0], `"`)
+		code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+msgs+`,`+field+`}`)
+		if code != 400 || !strings.Contains(out, `"param":"`+name+`"`) {
+			t.Errorf("%s: %d %s, want a 400 naming %s", field, code, out, name)
+		}
+	}
+}
+
 // A last user message with only an image is refused for what it lacks, and
 // the last message not being the user's for that.
 func TestV1LastMessageErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,6 +58,29 @@ var (
 	unsupportedFields = []string{"frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs", "modalities", "audio",
 		"prediction", "reasoning_effort", "service_tier", "web_search_options", "functions", "function_call", "verbosity", "prompt_cache_key", "safety_identifier"}
 )
+
+// noOpValues are, for unsupported fields, the values that ask for nothing
+// (OpenAI's defaults), which clients send unasked: accepted like null.
+var noOpValues = map[string][]string{
+	"frequency_penalty": {"0"}, "presence_penalty": {"0"}, "logprobs": {"false"}, "top_logprobs": {"0"},
+	"logit_bias": {"{}"}, "modalities": {`["text"]`}, "service_tier": {`"auto"`},
+}
+
+// asksNothing reports whether raw, the value of the unsupported field k, is
+// one that asks for nothing (noOpValues).
+func asksNothing(k string, raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	for _, s := range noOpValues[k] {
+		var w any
+		if json.Unmarshal([]byte(s), &w) == nil && reflect.DeepEqual(v, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // functionName is what OpenAI allows as a function's name.
 var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -123,7 +147,7 @@ func readCompletion(r *http.Request) (*completionRequest, error) {
 			}
 		case slices.Contains(ignoredFields, k):
 		case slices.Contains(unsupportedFields, k):
-			if !isNull(raw) {
+			if !isNull(raw) && !asksNothing(k, raw) {
 				return nil, invalidField(k, "not supported by Relay")
 			}
 		default:
