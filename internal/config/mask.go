@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // masked replaces a secret in WriteMasked's output.
@@ -20,8 +22,6 @@ var (
 	secretEnv    = regexp.MustCompile(`(?i)key|token|secret|pass|credential`)
 	placeholder  = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\{[A-Za-z_][A-Za-z0-9_]*\}\}`)
 	authScheme   = regexp.MustCompile(`(?i)^(bearer|basic|token|bot|apikey)$`)
-	secretFlag   = regexp.MustCompile(`(?i)^-{1,2}[a-z0-9_-]*(key|token|secret|pass|credential)[a-z0-9_-]*$`)
-	secretAssign = regexp.MustCompile(`(?i)^(-{0,2}[a-z0-9_.-]*(key|token|secret|pass|credential)[a-z0-9_.-]*=)(.+)$`)
 )
 
 // WriteMasked writes the effective configuration (defaults, file and
@@ -158,18 +158,16 @@ func maskMap(m map[string]string, secret *regexp.Regexp) map[string]string {
 	return out
 }
 
-// maskArgs masks the values of secret-looking command-line options:
-// `--api-key VALUE`, `--token=VALUE` and `API_KEY=VALUE`.
+// maskArgs masks the values of secret-looking command-line options
+// (redact.ArgSecret): `--api-key VALUE`, `--token=VALUE` and `API_KEY=VALUE`.
 func maskArgs(args []string) []string {
 	if args == nil {
 		return nil
 	}
 	out := slices.Clone(args)
-	for i, a := range out {
-		if m := secretAssign.FindStringSubmatch(a); m != nil {
-			out[i] = m[1] + maskValue(m[3])
-		} else if secretFlag.MatchString(a) && i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
-			out[i+1] = maskValue(out[i+1])
+	for i := range args {
+		if prefix, v, ok := redact.ArgSecret(args, i); ok {
+			out[i] = prefix + maskValue(v)
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"strings"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // UserProvided is LibreChat's apiKey marker for a key each user enters: a
@@ -98,15 +100,8 @@ func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 		for _, v := range s.Headers {
 			add(v)
 		}
-		masked := maskArgs(s.Args)
-		for i, a := range s.Args {
-			if masked[i] != a {
-				if m := secretAssign.FindStringSubmatch(a); m != nil {
-					add(m[3])
-				} else {
-					add(a)
-				}
-			}
+		for _, v := range redact.ArgSecrets(s.Args) {
+			add(v)
 		}
 		addURL(s.URL)
 	}

@@ -126,25 +126,28 @@ func TestStdioStderrLeavesNothingBehind(t *testing.T) {
 }
 
 // A stdio server that dies at start is told with how it ended and what it
-// last wrote to stderr, masked; one that says nothing, with its status alone.
+// last wrote to stderr, masked (its environment's values and its arguments'
+// secret options); one that says nothing, with its status alone.
 func TestStdioServerDyingAtStart(t *testing.T) {
-	const secret = "tok-9fQ2xLm7Vb"
+	const secret, argSecret = "tok-9fQ2xLm7Vb", "key-Hq81zPw3Rd"
 	for _, tc := range []struct{ script, want string }{
 		{`echo 'starting'; echo "fatal: bad credentials for $TOKEN" >&2; echo '' >&2; exit 3`,
 			`exited with status 3; its last words on stderr: fatal: bad credentials for [redacted]`},
 		{`exit 7`, `(the server exited with status 7)`},
+		// A usage message echoing the server's arguments, secret options among them.
+		{`echo "usage: server $*" >&2; exit 2`, `its last words on stderr: usage: server --api-key [redacted] --token=[redacted]`},
 	} {
 		s := server("crashy", mcp.TransportStdio, "")
-		s.Command, s.Args = "sh", []string{"-c", tc.script}
+		s.Command, s.Args = "sh", []string{"-c", tc.script, "x", "--api-key", argSecret, "--token=" + argSecret}
 		s.Env = map[string]string{"TOKEN": secret}
 		var logs logBuffer
 		_, err := mcp.Connect(t.Context(), s, mcp.ConnectOptions{Logger: debugLogger(&logs)})
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), argSecret) {
 			t.Errorf("%s: %v; want it to say %q, without the secret", tc.script, err, tc.want)
 		}
 		// The debug log of its stderr masks it too: a user's own key, in a
 		// user-scoped server's environment, is known to no log handler.
-		if strings.Contains(logs.String(), secret) {
+		if strings.Contains(logs.String(), secret) || strings.Contains(logs.String(), argSecret) {
 			t.Errorf("%s: the debug log holds the secret:\n%s", tc.script, logs.String())
 		}
 	}

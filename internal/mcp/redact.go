@@ -35,6 +35,7 @@ func newRedactor(cfg ServerConfig, substituted []string) *redactor {
 		}
 	}
 	secrets.Add(substituted...)
+	secrets.Add(redact.ArgSecrets(cfg.Args)...) // a stdio server's usage message may echo them
 	for _, v := range cfg.Headers {
 		secrets.Add(v)
 	}
