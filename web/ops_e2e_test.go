@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -530,6 +531,72 @@ endpoints:
 	waitJSWithin(t, ctx, "the run succeeds on the page", `!!document.querySelector('h1 + [data-status=succeeded], .title [data-status=succeeded]')`, 60*time.Second)
 	waitText(t, ctx, "[data-testid=run-answer]", "naming the cause and the measures taken.")
 	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Operators report every incident")
+}
+
+// TestRunTraceShowsTheSummaryRequest: a run whose conversation no longer fits
+// its agent's context window shows, in its trace, the request that
+// summarised the dropped turns apart from the agent's own turn.
+func TestRunTraceShowsTheSummaryRequest(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, `{"fixtures":[
+ {"match":{"userMessage":"Human: First question"},"response":{"content":"The user asked a first question."}},
+ {"match":{"userMessage":"First question"},"response":{"content":"First answer."}},
+ {"match":{"userMessage":"Second question"},"response":{"content":"Second answer."}}]}`)
+	r := startRelay(t, fmt.Sprintf(`server:
+  data_dir: %%DATA%%
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+summarization:
+  enabled: true
+  maxSummaryTokens: 40
+`, mock), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	ann := r.addUser(t, "ann@example.com", "Ann", "ann's long password", "user")
+	key := r.keyFor(t, ann)
+	var ag struct{ ID string }
+	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Brief", "provider": "mock", "model": "m",
+		"model_parameters": map[string]any{"maxContextTokens": 260}}, &ag); code != http.StatusCreated {
+		t.Fatalf("creating the agent: %d", code)
+	}
+	chat := func(text, conv string) (runID, convID string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"agent_id": ag.ID, "text": text, "conversation_id": conv})
+		req, _ := http.NewRequest("POST", r.Base+"/api/chat", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(out), `"status":"succeeded"`) {
+			t.Fatalf("%s: %d %s", text, resp.StatusCode, out)
+		}
+		m := regexp.MustCompile(`"conversation_id":"([^"]+)"`).FindStringSubmatch(string(out))
+		if m == nil {
+			t.Fatalf("no conversation in %s", out)
+		}
+		return resp.Header.Get("Relay-Run-Id"), m[1]
+	}
+	_, conv := chat("First question "+strings.Repeat("about the rules ", 40), "")
+	second, _ := chat("Second question "+strings.Repeat("about the rules ", 20), conv)
+
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
+	run(t, ctx, "opening the second run's trace",
+		chromedp.Navigate(r.Base+"/runs/"+second),
+		chromedp.WaitVisible(`[data-testid=step][data-kind=model]`, chromedp.ByQuery),
+	)
+	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Summary of earlier turns")
+	waitText(t, ctx, "[data-testid=step][data-kind=model]", "Model turn 1")
+	var steps []string
+	run(t, ctx, "reading the steps", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=step][data-kind=model] .what')].map(e => e.textContent.trim())`, &steps))
+	if len(steps) != 2 {
+		t.Errorf("model steps %q, want the summary and the agent's one turn", steps)
+	}
 }
 
 // TestAdminSeesMCPServersAndReconnects: the MCP servers page lists the

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,10 @@ type Service struct {
 	// another message, on this process or another), so that a refused
 	// message spends nothing of the quotas.
 	Admit func(ctx context.Context, u *auth.User) (end, refund func(), err error)
+	// AbortEvery is how often, while this process runs runs, it looks for
+	// aborts of them asked in other processes (RequestAbort); 0 means every
+	// second.
+	AbortEvery time.Duration
 
 	after   sync.WaitGroup
 	workers workers // the goroutines runs execute on
@@ -108,6 +113,9 @@ type Service struct {
 	// conversation from answering another message (StartRun). The next
 	// message to the conversation stores it first.
 	unstored map[string]*Run
+	// watching says a goroutine looks for aborts asked elsewhere
+	// (watchAborts); it runs while runs are live.
+	watching bool
 }
 
 // writer returns the Service's writer, made on first use.
@@ -291,6 +299,10 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		s.live = map[string]*liveRun{}
 	}
 	s.live[r.ID] = lr
+	if !s.watching {
+		s.watching = true
+		go s.watchAborts()
+	}
 	s.mu.Unlock()
 	fin := &Finished{User: u, Agent: a, Run: r, Conversation: conv, NewConversation: isNew, Question: userMsg, Request: req}
 	s.workers.Go(func() { s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin) })
@@ -684,7 +696,20 @@ func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, 
 		if r, err = s.Store.GetRun(ctx, runID); err != nil || finished(r.Status) {
 			return r, err
 		}
-		return nil, fault.New(fault.Conflict, "run %q is running in another Relay process", runID)
+		// Another process runs it: it is asked to, and this waits for the
+		// end it stores.
+		if err := s.Store.RequestAbort(ctx, runID); err != nil {
+			if r, gerr := s.Store.GetRun(ctx, runID); gerr == nil && finished(r.Status) {
+				return r, nil // it ended meanwhile
+			}
+			return nil, err
+		}
+		for _, err := range s.FollowEnd(ctx, u, runID) {
+			if err != nil {
+				return nil, err
+			}
+		}
+		return s.Store.GetRun(ctx, runID)
 	}
 	lr.cancel(ErrAborted)
 	select {
@@ -693,6 +718,38 @@ func (s *Service) Abort(ctx context.Context, u *auth.User, runID string) (*Run, 
 		return nil, ctx.Err()
 	}
 	return s.Store.GetRun(ctx, runID)
+}
+
+// watchAborts aborts, while this process runs runs, those another process
+// was asked to abort (Abort, Store.RequestAbort), looking every AbortEvery.
+func (s *Service) watchAborts() {
+	every := cmp.Or(s.AbortEvery, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for range t.C {
+		s.mu.Lock()
+		if len(s.live) == 0 {
+			s.watching = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), every+5*time.Second)
+		ids, err := s.Store.AbortRequests(ctx)
+		cancel()
+		if err != nil {
+			s.Log.Warn("looking for runs to abort", slog.Any("err", err))
+			continue
+		}
+		for _, id := range ids {
+			s.mu.Lock()
+			lr := s.live[id]
+			s.mu.Unlock()
+			if lr != nil {
+				lr.cancel(ErrAborted)
+			}
+		}
+	}
 }
 
 // Detail is a run with what it sent and did: what a trace of it shows.

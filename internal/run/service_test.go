@@ -24,7 +24,9 @@ import (
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/ragas"
+	"github.com/relay-ai/relay/internal/poll"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
 	"github.com/relay-ai/relay/internal/tool/builtin"
@@ -360,5 +362,45 @@ func TestUnknownTimezoneRefusedUpFront(t *testing.T) {
 	}
 	if d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "And here?", Timezone: "Europe/Amsterdam"}); d.Status != run.StatusSucceeded {
 		t.Errorf("a known time zone: %+v", d.Run)
+	}
+}
+
+// A run that another Relay process runs is aborted from this one: that
+// process is asked through the store, stops it, stores its end, and Abort
+// returns once it has (docs/api.md "Runs and conversations").
+func TestAbortFromAnotherProcess(t *testing.T) {
+	model := llmtest.New(llmtest.Turn{Text: slices.Repeat([]string{"word "}, 400), Delay: 20 * time.Millisecond})
+	a := setup(t, model)
+	db := a.svc.Store.(*store.DB)
+	a.svc.Store, a.svc.AbortEvery = db.OnNode("node_a"), 20*time.Millisecond
+	// Another process: its own live runs, on node_b.
+	b := run.Service{Store: db.OnNode("node_b"), MCP: a.svc.MCP, Log: a.svc.Log, Prep: a.svc.Prep, Models: a.svc.Models}
+	ctx := context.Background()
+	r, err := a.svc.Start(ctx, a.user, run.ChatRequest{AgentID: "calc", Text: "Talk for long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Streaming in A (its first words stored) when B asks.
+	poll.Until(t, 10*time.Second, "the run streaming", func() bool {
+		evs, _ := db.ListEvents(ctx, r.ID, 0)
+		return len(evs) > 2
+	})
+	ended, err := b.Abort(ctx, a.user, r.ID)
+	if err != nil {
+		t.Fatalf("Abort from another process: %v", err)
+	}
+	if ended.Status != run.StatusCancelled || ended.Error != run.ErrAborted.Error() {
+		t.Errorf("the run after Abort: %s %q; want cancelled by the user", ended.Status, ended.Error)
+	}
+	d, err := a.svc.Get(ctx, a.user, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := d.Events[len(d.Events)-1]; last.Type != run.EventRunFinished {
+		t.Errorf("the run's last event is %s, want run.finished", last.Type)
+	}
+	// An ended run is aborted again without a word.
+	if again, err := b.Abort(ctx, a.user, r.ID); err != nil || again.Status != run.StatusCancelled {
+		t.Errorf("Abort of the ended run: %+v, %v", again, err)
 	}
 }

@@ -227,6 +227,12 @@ type Store interface {
 	// RunPage lists one page of the runs q selects, newest first (by
 	// creation, then id); a bad cursor is fault.Invalid.
 	RunPage(ctx context.Context, q RunQuery) (*RunPage, error)
+	// RequestAbort asks the process running a run to abort it; a run that
+	// has ended, or that no node's process runs, is fault.Conflict.
+	RequestAbort(ctx context.Context, runID string) error
+	// AbortRequests returns the runs of this process's node still going
+	// whose abort another process asked for.
+	AbortRequests(ctx context.Context) ([]string, error)
 	// FailStaleRuns marks runs still queued or running that started before
 	// cutoff as failed with reason, and returns how many it marked.
 	FailStaleRuns(ctx context.Context, cutoff time.Time, reason string) (int, error)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
 )
 
@@ -181,3 +182,56 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 
 // errReaped ends a ReapNode transaction that found nothing to reap.
 var errReaped = errors.New("node reaped already or alive")
+
+// RequestAbort asks the process running a run to abort it (AbortRequests):
+// the run is marked while it is still queued or running in a node's process.
+// A missing run is fault.NotFound; one that has ended already, or that a
+// process without a node runs (a command line's), is fault.Conflict.
+func (db *DB) RequestAbort(ctx context.Context, runID string) error {
+	res, err := db.exec(ctx, db.write,
+		`UPDATE runs SET abort_requested_at = ? WHERE id = ? AND status IN ('queued', 'running') AND node_id IS NOT NULL`,
+		db.timeArg(db.clock()), runID)
+	if err != nil {
+		return fmt.Errorf("asking to abort run %q: %w", runID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("asking to abort run %q: %w", runID, err)
+	} else if ok {
+		return nil
+	}
+	r, err := db.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if r.Status == run.StatusQueued || r.Status == run.StatusRunning {
+		return fault.New(fault.Conflict, "run %q is running in a command-line Relay process; stop it there", runID)
+	}
+	return fault.New(fault.Conflict, "run %q has ended", runID)
+}
+
+// AbortRequests returns the runs of this DB's node (OnNode) still queued or
+// running that another process asked to abort (RequestAbort); none without a
+// node.
+func (db *DB) AbortRequests(ctx context.Context) ([]string, error) {
+	if db.node == "" {
+		return nil, nil
+	}
+	rows, err := db.query(ctx, db.read,
+		`SELECT id FROM runs WHERE node_id = ? AND status IN ('queued', 'running') AND abort_requested_at IS NOT NULL`, db.node)
+	if err != nil {
+		return nil, fmt.Errorf("listing the runs to abort: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("listing the runs to abort: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the runs to abort: %w", err)
+	}
+	return ids, nil
+}

@@ -97,6 +97,37 @@ var nodeTests = []test{
 		_, err = s.(*store.DB).RunNode(t.Context(), "run_missing")
 		wantKind(t, err, fault.NotFound, "RunNode of a missing run")
 	}},
+	{"AbortRequestsReachTheRunsNode", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		a, b := onNode(t, s, "node_a").(*store.DB), onNode(t, s, "node_b").(*store.DB)
+		c := newChat(t, a, "abort@example.com")
+		for _, db := range []*store.DB{a, b} {
+			ids, err := db.AbortRequests(ctx)
+			if err != nil || len(ids) != 0 {
+				t.Errorf("AbortRequests before any: %v, %v", ids, err)
+			}
+		}
+		must(t, b.RequestAbort(ctx, c.run.ID), "RequestAbort from another node")
+		if ids, err := a.AbortRequests(ctx); err != nil || len(ids) != 1 || ids[0] != c.run.ID {
+			t.Errorf("AbortRequests of the run's node: %v, %v; want %s", ids, err, c.run.ID)
+		}
+		if ids, err := b.AbortRequests(ctx); err != nil || len(ids) != 0 {
+			t.Errorf("AbortRequests of another node: %v, %v; want none", ids, err)
+		}
+		if ids, err := s.(*store.DB).AbortRequests(ctx); err != nil || len(ids) != 0 {
+			t.Errorf("AbortRequests without a node: %v, %v; want none", ids, err)
+		}
+		// Once it has ended, it is no longer asked, nor can be.
+		finishRun(t, s, c.run.ID)
+		if ids, err := a.AbortRequests(ctx); err != nil || len(ids) != 0 {
+			t.Errorf("AbortRequests after the run ended: %v, %v", ids, err)
+		}
+		wantKind(t, b.RequestAbort(ctx, c.run.ID), fault.Conflict, "RequestAbort of an ended run")
+		wantKind(t, b.RequestAbort(ctx, "run_missing"), fault.NotFound, "RequestAbort of a missing run")
+		// A run of a process without a node (a command line's) cannot be asked.
+		plain := newChat(t, s, "plain-abort@example.com")
+		wantKind(t, a.RequestAbort(ctx, plain.run.ID), fault.Conflict, "RequestAbort of a command line's run")
+	}},
 	{"ReapFailsOnlyTheDeadNodesUnfinishedWork", func(t *testing.T, s store.Store) {
 		dead, alive := registerNode(t, s, newNode(1)), registerNode(t, s, newNode(1))
 		u := createUser(t, s, "reap@example.com")

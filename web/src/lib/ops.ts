@@ -99,6 +99,8 @@ export interface ModelRequest {
   /** when the answer ended or failed (absent from runs stored by an older Relay) */
   finished_at?: string;
   usage?: Usage;
+  /** 'summary' on the request that summarised turns the agent's request dropped to fit its context window */
+  purpose?: 'summary';
 }
 
 export interface ToolCallRecord {

@@ -26,6 +26,8 @@ export interface ModelStep {
   request?: ModelRequest;
   usage?: Usage;
   text: string;
+  /** a summary of turns dropped to fit the context window, not a turn of the agent */
+  summary?: boolean;
 }
 
 export interface ToolStep {
@@ -220,6 +222,11 @@ export function buildTimeline(d: RunDetail, now = Date.now()): Timeline {
   // The model part of each turn, and the request bodies in order per agent.
   const byAgent = new Map<string, ModelRequest[]>();
   for (const r of [...(d.requests ?? [])].sort((a, b) => a.seq - b.seq)) {
+    if (r.purpose === 'summary') {
+      // Made while the agent's request was built: no event tells of it.
+      order.push({ ...bare(r.agent_id, 0, r, runStart), key: `summary-${r.seq}`, summary: true });
+      continue;
+    }
     if (!byAgent.has(r.agent_id)) byAgent.set(r.agent_id, []);
     byAgent.get(r.agent_id)!.push(r);
   }
