@@ -561,6 +561,8 @@ func TestChatBranchesStopAndErrors(t *testing.T) {
 		t.Errorf("the stopped answer is complete:\n%s", s)
 	}
 	waitText(t, ctx, `[data-testid=message][data-role=assistant]`, "You stopped this answer.")
+	// A screen reader hears that it was stopped, not that it is complete.
+	waitText(t, ctx, `p.sr-only[role=status]`, "You stopped the answer.")
 
 	// A provider's failure is said on the answer.
 	sendChat(t, ctx, "fail please")
@@ -571,6 +573,7 @@ func TestChatBranchesStopAndErrors(t *testing.T) {
 		})()`, nil, chromedp.WithPollingTimeout(60*time.Second)))
 	waitText(t, ctx, `[data-testid=answer-error]`, "Writer could not answer.")
 	waitText(t, ctx, `[data-testid=answer-error]`, "the model is overloaded")
+	waitText(t, ctx, `p.sr-only[role=status]`, "Writer could not answer.")
 
 	// Rename the chat in the list, then delete it.
 	conv := `[data-testid=conversation]`

@@ -619,6 +619,37 @@ export function saveActive(runs: ActiveRun[]) {
   }
 }
 
+// A message typed and not sent yet, per conversation ('' is a new chat), kept
+// in sessionStorage so that it is still there after going to another page
+// and coming back, or a reload.
+const DRAFT_KEY = 'relay.chat.draft.';
+
+/** The draft of a conversation ('' for a new chat), or ''. */
+export function loadDraft(conversation: string): string {
+  try {
+    return sessionStorage.getItem(DRAFT_KEY + conversation) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** Keeps the draft of a conversation; an empty one is forgotten. */
+export function saveDraft(conversation: string, text: string) {
+  try {
+    if (text.trim()) sessionStorage.setItem(DRAFT_KEY + conversation, text);
+    else sessionStorage.removeItem(DRAFT_KEY + conversation);
+  } catch {
+    // storage full or blocked: the draft lasts as long as the page
+  }
+}
+
+/** Moves the draft of a new chat to the conversation it became. */
+export function moveDraft(from: string, to: string) {
+  const text = loadDraft(from);
+  saveDraft(from, '');
+  if (text) saveDraft(to, text);
+}
+
 // ---- Errors in plain words -----------------------------------------------
 
 /** Says why a run or a request failed in words a person understands. */

@@ -2,7 +2,7 @@
 // anything active (event handlers, scripts, javascript: and data: links)
 // before the HTML reaches the page. Relay's Content-Security-Policy forbids
 // inline scripts as a second line of defence.
-import { Marked } from 'marked';
+import { Marked, Renderer } from 'marked';
 import DOMPurify from 'dompurify';
 import hljs from 'highlight.js/lib/core';
 import bash from 'highlight.js/lib/languages/bash';
@@ -44,6 +44,11 @@ const md = new Marked({
         : escapeHTML(text);
       const label = language ? `<span class="code-lang">${escapeHTML(language)}</span>` : '';
       return `<pre class="code">${label}<code class="hljs">${body}</code></pre>`;
+    },
+    // A table wider than the answer scrolls sideways in a box of its own
+    // (app.css .table-scroll) rather than breaking its words.
+    table(token) {
+      return `<div class="table-scroll">${Renderer.prototype.table.call(this, token)}</div>`;
     },
   },
 });

@@ -332,7 +332,42 @@ export function describeCron(expr?: string): string | null {
 
 let zones: string[] | null = null;
 
-/** The IANA time zones this browser knows, with UTC. */
+// The current IANA names of zones that browsers list under an older name
+// (Chromium lists Asia/Calcutta, not Asia/Kolkata). Relay's server, Go's time
+// package, knows both.
+const renamedZones = [
+  'Africa/Asmara',
+  'America/Argentina/Buenos_Aires',
+  'America/Argentina/Catamarca',
+  'America/Argentina/Cordoba',
+  'America/Argentina/Jujuy',
+  'America/Argentina/Mendoza',
+  'America/Atikokan',
+  'America/Indiana/Indianapolis',
+  'America/Kentucky/Louisville',
+  'America/Nuuk',
+  'Asia/Ho_Chi_Minh',
+  'Asia/Kathmandu',
+  'Asia/Kolkata',
+  'Asia/Yangon',
+  'Atlantic/Faroe',
+  'Europe/Kyiv',
+  'Pacific/Chuuk',
+  'Pacific/Kanton',
+  'Pacific/Pohnpei',
+];
+
+/** Whether this browser can show times in the zone. */
+function browserKnows(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The IANA time zones this browser knows, with UTC and the current names of renamed zones. */
 export function timeZones(): string[] {
   if (zones) return zones;
   let list: string[] = [];
@@ -341,9 +376,25 @@ export function timeZones(): string[] {
   } catch {
     list = [];
   }
-  if (!list.includes('UTC')) list = ['UTC', ...list];
-  zones = list;
+  const all = new Set(list);
+  for (const z of renamedZones) if (browserKnows(z)) all.add(z);
+  all.delete('UTC');
+  zones = ['UTC', ...[...all].sort()];
   return zones;
+}
+
+// The shape of an IANA zone name (Europe/Amsterdam, America/Argentina/Cordoba,
+// Etc/GMT+5, UTC): what the browser also takes, an offset such as +05:00 or a
+// name in other letter case, the server does not.
+const ZONE_NAME = /^[A-Z][A-Za-z0-9_+-]*(?:\/[A-Z][A-Za-z0-9_+-]*)*$/;
+
+/**
+ * Whether zone is a time zone a schedule can have: one of timeZones(), or any
+ * other IANA name the browser knows (an alias it does not list).
+ */
+export function isTimeZone(zone: string): boolean {
+  if (timeZones().includes(zone)) return true;
+  return ZONE_NAME.test(zone) && browserKnows(zone);
 }
 
 function zoneOffsetMs(utcMs: number, timeZone: string): number {

@@ -1,0 +1,257 @@
+package web_test
+
+// Browser tests of what a person sees at a phone's width and of what the
+// chat keeps while they go elsewhere (docs/ui.md "Chat", "Schedules"): pages
+// that fit the screen, the menu drawer as a modal, drafts kept per
+// conversation, and time zones by their current names.
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+)
+
+// fitsSideways is true when nothing in the page reaches past the screen's
+// right edge or has been scrolled sideways to show something that does.
+const fitsSideways = `document.documentElement.scrollWidth <= innerWidth && scrollX === 0 &&
+	[...document.querySelectorAll('*')].every(e => e.scrollLeft === 0 || getComputedStyle(e).overflowX === 'auto' || getComputedStyle(e).overflowX === 'scroll')`
+
+// TestPhonePagesFitTheScreen: at 390×844, with an agent whose name is long,
+// the chat page is the screen's height, its message box's placeholder is one
+// line, opening the agent picker moves nothing sideways, a wide markdown
+// table scrolls inside its answer with its words whole, the run's trace fits
+// the screen, and the menu drawer is a modal that Escape closes.
+func TestPhonePagesFitTheScreen(t *testing.T) {
+	browser := newBrowser(t)
+	table := "| Characteristically | Notwithstanding | Incomprehensibilities | Counterrevolutionaries |\n" +
+		"|---|---|---|---|\n| one | two | three | four |"
+	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
+ {"match":{"userMessage":"a table please"},"response":{"content":%q}}]}`, table))
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	const long = "Math helper with a rather long descriptive name"
+	createAgent(t, r, adminKey, map[string]any{"name": long, "instructions": "Answer."})
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
+	openChat(t, ctx, r.Base)
+	pickAgent(t, ctx, long)
+	run(t, ctx, "settling", settle())
+	if !isTrue(t, ctx, `document.documentElement.scrollHeight <= innerHeight`) {
+		var h []int
+		run(t, ctx, "measuring", chromedp.Evaluate(`[document.documentElement.scrollHeight, innerHeight]`, &h))
+		t.Errorf("the chat page is %d px high in a %d px screen", h[0], h[1])
+	}
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector('#composer-text').getBoundingClientRect(); return b.bottom <= innerHeight; })()`) {
+		t.Errorf("the message box is below the screen")
+	}
+	if !isTrue(t, ctx, `(() => { const ta = document.querySelector('#composer-text'); return ta.placeholder.includes('long descriptive name') && ta.scrollHeight <= ta.clientHeight + 1; })()`) {
+		t.Errorf("the message box's placeholder does not fit on one line")
+	}
+
+	run(t, ctx, "opening the agent picker",
+		chromedp.Click(`[data-testid=agent-picker]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#agent-list [role=option]`, chromedp.ByQuery),
+		settle(),
+	)
+	if !isTrue(t, ctx, fitsSideways) {
+		t.Errorf("opening the agent picker moved the page sideways")
+	}
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector('#agent-list').getBoundingClientRect(); return b.left >= 0 && b.right <= innerWidth; })()`) {
+		t.Errorf("the list of agents reaches past the screen")
+	}
+	run(t, ctx, "closing the agent picker", chromedp.KeyEvent(kb.Escape), chromedp.WaitNotPresent(`#agent-list`, chromedp.ByQuery))
+
+	sendChat(t, ctx, "a table please")
+	waitAnswered(t, ctx, "Counterrevolutionaries")
+	run(t, ctx, "settling", settle())
+	if !isTrue(t, ctx, `!!document.querySelector('[data-testid=message][data-role=assistant] .table-scroll > table')`) {
+		t.Errorf("the answer's table is not in a box that scrolls")
+	} else if !isTrue(t, ctx, `(() => { const s = document.querySelector('.table-scroll'); return s.scrollWidth > s.clientWidth && getComputedStyle(s).overflowX === 'auto'; })()`) {
+		t.Errorf("the table wider than the answer does not scroll sideways")
+	}
+	var broken []string
+	run(t, ctx, "reading the table's headers", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=message][data-role=assistant] th')]
+		.filter(th => th.getClientRects().length && (() => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length > 1; })())
+		.map(th => th.innerText)`, &broken))
+	if len(broken) > 0 {
+		t.Errorf("table headers broken across lines: %q", broken)
+	}
+	if !isTrue(t, ctx, fitsSideways) {
+		t.Errorf("the chat with a wide table scrolls sideways")
+	}
+
+	// The run of that answer, at the phone's width.
+	var runs struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	if code := r.call(t, ann.key, "GET", "/api/runs", nil, &runs); code != http.StatusOK || len(runs.Data) == 0 {
+		t.Fatalf("listing the runs: HTTP %d, %d runs", code, len(runs.Data))
+	}
+	run(t, ctx, "opening the run's trace",
+		chromedp.Navigate(r.Base+"/runs/"+runs.Data[0].ID),
+		chromedp.WaitVisible(`[data-testid=step]`, chromedp.ByQuery),
+		settle(),
+	)
+	if !isTrue(t, ctx, fitsSideways) {
+		var w []int
+		run(t, ctx, "measuring", chromedp.Evaluate(`[document.documentElement.scrollWidth, innerWidth]`, &w))
+		t.Errorf("the run's trace is %d px wide in a %d px screen", w[0], w[1])
+	}
+
+	// The menu drawer: focus goes in, Tab stays in, Escape closes it and
+	// gives focus back to the Menu button, which it does not hide.
+	run(t, ctx, "opening the menu",
+		chromedp.Click(`button.menu`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#nav a[href="/files"]`, chromedp.ByQuery),
+		settle(),
+	)
+	if !isTrue(t, ctx, `document.querySelector('#nav').contains(document.activeElement)`) {
+		t.Errorf("focus is not in the open menu")
+	}
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector('button.menu').getBoundingClientRect(); const e = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); return !!e && !!e.closest('#nav button') && /close/i.test(e.closest('button').getAttribute('aria-label') || ''); })()`) {
+		t.Errorf("the open menu covers the Menu button with no way to close it there")
+	}
+	for i := 0; i < 15; i++ {
+		run(t, ctx, "pressing Tab", chromedp.KeyEvent(kb.Tab))
+		if !isTrue(t, ctx, `document.querySelector('#nav').contains(document.activeElement)`) {
+			t.Errorf("Tab %d left the open menu for %s", i+1, "the page")
+			break
+		}
+	}
+	run(t, ctx, "pressing Escape", chromedp.KeyEvent(kb.Escape), settle())
+	if !isTrue(t, ctx, `!document.querySelector('.shell').classList.contains('nav-open') && document.querySelector('button.menu').getAttribute('aria-expanded') === 'false'`) {
+		t.Errorf("Escape did not close the menu")
+	}
+	if !isTrue(t, ctx, `document.activeElement === document.querySelector('button.menu')`) {
+		t.Errorf("after Escape focus is not on the Menu button")
+	}
+	if !isTrue(t, ctx, `getComputedStyle(document.querySelector('#nav')).visibility === 'hidden'`) {
+		t.Errorf("the closed menu's links can still be reached with Tab")
+	}
+}
+
+// TestChatKeepsDraftPerConversation: what is typed and not sent is still in
+// the message box after going to another page and back, each conversation
+// keeps its own, and sending it clears it.
+func TestChatKeepsDraftPerConversation(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, `{"fixtures":[
+ {"match":{"userMessage":"first question"},"response":{"content":"Answer one."}}]}`)
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	box := func() string {
+		var v string
+		run(t, ctx, "reading the message box", chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery), chromedp.Value(`#composer-text`, &v, chromedp.ByQuery))
+		return v
+	}
+	away := func() {
+		run(t, ctx, "going to Files and back to the chat",
+			chromedp.Click(`#nav a[href="/files"]`, chromedp.ByQuery),
+			chromedp.WaitNotPresent(`#composer-text`, chromedp.ByQuery),
+			chromedp.Evaluate(`history.back()`, nil),
+			chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery),
+		)
+	}
+
+	openChat(t, ctx, r.Base)
+	pickAgent(t, ctx, "Writer")
+	sendChat(t, ctx, "first question")
+	waitAnswered(t, ctx, "Answer one.")
+	var conv string
+	run(t, ctx, "reading the address", chromedp.Location(&conv))
+	if v := box(); v != "" {
+		t.Errorf("after sending, the message box holds %q", v)
+	}
+
+	run(t, ctx, "typing a draft", chromedp.SendKeys(`#composer-text`, "half a thought", chromedp.ByQuery))
+	away()
+	if v := box(); v != "half a thought" {
+		t.Errorf("back in the chat, the message box holds %q, want the draft", v)
+	}
+
+	// A new chat has a draft of its own.
+	run(t, ctx, "starting a new chat", chromedp.Click(`[data-testid=new-chat]`, chromedp.ByQuery), chromedp.WaitVisible(`[data-testid=chat-empty]`, chromedp.ByQuery))
+	if v := box(); v != "" {
+		t.Errorf("a new chat's message box holds %q", v)
+	}
+	run(t, ctx, "typing in the new chat", chromedp.SendKeys(`#composer-text`, "another idea", chromedp.ByQuery))
+	run(t, ctx, "going back to the first chat",
+		chromedp.Click(`[data-testid=conversation] a`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[data-testid=message][data-role=assistant]`, chromedp.ByQuery),
+	)
+	if v := box(); v != "half a thought" {
+		t.Errorf("back in the first chat, the message box holds %q, want its draft", v)
+	}
+	run(t, ctx, "reloading", chromedp.Reload(), chromedp.WaitVisible(`[data-testid=message][data-role=assistant]`, chromedp.ByQuery))
+	if v := box(); v != "half a thought" {
+		t.Errorf("after a reload, the message box holds %q, want the draft", v)
+	}
+	run(t, ctx, "sending the draft", chromedp.Focus(`#composer-text`, chromedp.ByQuery), pressEnter())
+	waitText(t, ctx, `[data-testid=message][data-role=user]`, "half a thought")
+	away()
+	if v := box(); v != "" {
+		t.Errorf("after sending the draft and coming back, the message box holds %q", v)
+	}
+	if !strings.Contains(conv, "/c/") {
+		t.Errorf("the first chat's address is %s", conv)
+	}
+}
+
+// TestScheduleTakesCurrentZoneNames: the schedule form takes the current
+// IANA names of renamed zones (Asia/Kolkata, not only Asia/Calcutta), which
+// browsers may not list, and refuses a name that is none.
+func TestScheduleTakesCurrentZoneNames(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, `{"fixtures":[]}`)
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+	createAgent(t, r, ann.key, map[string]any{"name": "Briefer", "instructions": "Brief."})
+
+	run(t, ctx, "opening the new schedule form",
+		chromedp.Navigate(r.Base+"/schedules"),
+		chromedp.WaitVisible(byText("button", "New schedule"), chromedp.BySearch),
+		chromedp.Click(byText("button", "New schedule"), chromedp.BySearch),
+		chromedp.WaitVisible(`dialog form input[name=name]`, chromedp.ByQuery),
+		chromedp.SendKeys(`dialog form input[name=name]`, "Morning", chromedp.ByQuery),
+		chromedp.SendKeys(`dialog form textarea[name=prompt]`, "Brief me.", chromedp.ByQuery),
+		fillField(`dialog form input[name=cron]`, "0 7 * * 1-5"),
+	)
+	tz := `dialog form input[name=timezone]`
+	for _, z := range []string{"Asia/Kolkata", "Europe/Kyiv", "Asia/Ho_Chi_Minh", "Asia/Kathmandu", "Asia/Yangon", "America/Nuuk", "Asia/Calcutta"} {
+		run(t, ctx, "choosing "+z, fillField(tz, z))
+		if !isTrue(t, ctx, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid') === 'false'`, tz)) {
+			t.Errorf("the form refuses the time zone %s", z)
+		}
+	}
+	for _, z := range []string{"Mars/Olympus_Mons", "+05:00", "asia/kolkata"} {
+		run(t, ctx, "choosing "+z, fillField(tz, z))
+		if !isTrue(t, ctx, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid') === 'true'`, tz)) {
+			t.Errorf("the form takes %q as a time zone", z)
+		}
+	}
+	run(t, ctx, "choosing Asia/Kolkata", fillField(tz, "Asia/Kolkata"))
+	waitJS(t, ctx, "the next runs shown", `!!document.querySelector('[data-testid=fire-preview] li')`)
+	run(t, ctx, "creating the schedule",
+		chromedp.Click(byText("button", "Create schedule"), chromedp.BySearch),
+		chromedp.WaitVisible(`[data-testid=next-run] time`, chromedp.ByQuery),
+	)
+	var list struct {
+		Data []struct{ Timezone string } `json:"data"`
+	}
+	if code := r.call(t, ann.key, "GET", "/api/schedules", nil, &list); code != http.StatusOK || len(list.Data) != 1 || list.Data[0].Timezone != "Asia/Kolkata" {
+		t.Errorf("schedules after creating one in Asia/Kolkata: HTTP %d %+v", code, list.Data)
+	}
+}
