@@ -557,7 +557,7 @@ summarization:
 	key := r.keyFor(t, ann)
 	var ag struct{ ID string }
 	if code := r.call(t, key, "POST", "/api/agents", map[string]any{"name": "Brief", "provider": "mock", "model": "m",
-		"model_parameters": map[string]any{"maxContextTokens": 260}}, &ag); code != http.StatusCreated {
+		"model_parameters": map[string]any{"maxContextTokens": 400}}, &ag); code != http.StatusCreated {
 		t.Fatalf("creating the agent: %d", code)
 	}
 	chat := func(text, conv string) (runID, convID string) {
@@ -581,8 +581,8 @@ summarization:
 		}
 		return resp.Header.Get("Relay-Run-Id"), m[1]
 	}
-	_, conv := chat("First question "+strings.Repeat("about the rules ", 40), "")
-	second, _ := chat("Second question "+strings.Repeat("about the rules ", 20), conv)
+	_, conv := chat("First question "+strings.Repeat("about the rules ", 80), "")
+	second, _ := chat("Second question "+strings.Repeat("about the rules ", 40), conv)
 
 	ctx := newPerson(t, browser)
 	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
