@@ -507,6 +507,20 @@ func TestHelp(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil, "", "frobnicate"); code != 2 || !strings.Contains(stderr, "unknown command") {
 		t.Errorf("unknown command: %d %q", code, stderr)
 	}
+	// A group of commands lists its own; a flag a command does not have is
+	// named with the command.
+	if code, _, stderr := runCLI(t, nil, "", "agents"); code != 2 || !strings.Contains(stderr, "relay agents: say which: agents list, agents show") {
+		t.Errorf("relay agents: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "", "agents", "list", "--bogus"); code != 2 || !strings.HasPrefix(stderr, "relay agents list: flag provided but not defined: -bogus\n") {
+		t.Errorf("relay agents list --bogus: %d %q", code, stderr)
+	}
+	// An empty list in JSON is [], not null.
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+"\n")
+	if code, out, stderr := runCLI(t, nil, "", "agents", "list", "--json", "--config", cfg); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("relay agents list --json with no agent: %d %q %s", code, out, stderr)
+	}
 }
 
 func mustRead(t *testing.T, p string) string {

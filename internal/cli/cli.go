@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -97,6 +98,22 @@ func (e errUsage) Error() string { return e.msg }
 func usageErr(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
 
 // Main runs the relay command line and returns the process exit code.
+// quiet takes what the flag package would print: Main reports its errors
+// itself, naming the command.
+var quiet = io.Discard
+
+// subcommands are the commands of the group name ("agents": "agents list",
+// …), in the order relay help lists them.
+func subcommands(cmds []*command, name string) []string {
+	var out []string
+	for _, c := range cmds {
+		if strings.HasPrefix(c.name, name+" ") {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 func Main(ctx context.Context, args []string, io IO) int {
 	if io.Getenv == nil {
 		io.Getenv = os.LookupEnv
@@ -128,11 +145,15 @@ func Main(ctx context.Context, args []string, io IO) int {
 			fmt.Fprintf(io.Stderr, "relay: the command comes first, its flags after it (relay <command> [flags]), not %q; run 'relay help' for the list\n", args[0])
 			return 2
 		}
+		if group := subcommands(cmds, args[0]); len(group) > 0 {
+			fmt.Fprintf(io.Stderr, "relay %s: say which: %s; run 'relay help %s' for one\n", args[0], strings.Join(group, ", "), group[0])
+			return 2
+		}
 		fmt.Fprintf(io.Stderr, "relay: unknown command %q; run 'relay help' for the list\n", strings.Join(args, " "))
 		return 2
 	}
 	fs := flag.NewFlagSet("relay "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Stderr)
+	fs.SetOutput(quiet)
 	e := &env{IO: io}
 	e.flags(fs)
 	run := c.setup(fs)
@@ -143,7 +164,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 			printCommandHelp(io.Stdout, c)
 			return 0
 		}
-		fmt.Fprintf(io.Stderr, "run 'relay %s --help' for usage\n", c.name)
+		fmt.Fprintf(io.Stderr, "relay %s: %v\nrun 'relay %s --help' for usage\n", c.name, err, c.name)
 		return 2
 	}
 	err = run(ctx, e, positional)
@@ -296,7 +317,12 @@ func commands() []*command {
 	}, append(append(append(append(schedulesCommands(), filesCommands()...), conversationsCommands()...), secretsCommands()...), endpointsCommands()...)...)
 }
 
+// printJSON prints v as indented JSON; a list with nothing in it is [],
+// never null.
 func printJSON(w io.Writer, v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		v = []any{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
