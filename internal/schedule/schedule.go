@@ -8,6 +8,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -92,10 +93,14 @@ type Store interface {
 	// ClaimFiring inserts f, unique on (ScheduleID, FireAt), and in the same
 	// transaction moves the schedule's NextRunAt from f.FireAt to next (nil
 	// disables a one-off schedule). It reports false, without error, when
-	// another process claimed that firing first.
+	// another process claimed that firing first. A queued or running f while
+	// another firing of the schedule is queued or running is refused, changing
+	// nothing, with a fault.Conflict holding a *RunningError.
 	ClaimFiring(ctx context.Context, f *Firing, next *time.Time) (bool, error)
 	// CreateFiring inserts a firing that moves no schedule (run now); a taken
-	// (ScheduleID, FireAt) is fault.Conflict.
+	// (ScheduleID, FireAt) is fault.Conflict, and so is a queued or running f
+	// while another firing of the schedule is queued or running, then holding
+	// a *RunningError.
 	CreateFiring(ctx context.Context, f *Firing) error
 	UpdateFiring(ctx context.Context, f *Firing) error
 	GetFiring(ctx context.Context, id string) (*Firing, error)
@@ -106,4 +111,18 @@ type Store interface {
 	// FailStaleFirings marks firings queued or running that a process claimed
 	// but did not finish before cutoff as failed, and returns how many.
 	FailStaleFirings(ctx context.Context, cutoff time.Time, reason string) (int, error)
+}
+
+// RunningError is the store refusing to queue a firing while another firing of
+// its schedule is queued or running: a schedule runs one firing at a time
+// (docs/agents.md "Schedules"), whichever process queues it and whether it was
+// due or run by hand. The store decides this in the transaction that inserts
+// the firing, so that of firings queued at once only one gets in.
+type RunningError struct {
+	// Firing is the schedule's firing that is queued or running.
+	Firing *Firing
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("schedule %q is running already (firing %s)", e.Firing.ScheduleID, e.Firing.ID)
 }

@@ -557,7 +557,9 @@ func (s *Service) Firings(ctx context.Context, u *auth.User, id string, limit in
 }
 
 // RunNow fires a schedule of u's at once, in the background, and returns
-// the new firing as it was queued.
+// the new firing as it was queued. While another firing of the schedule is
+// queued or running, due or run by hand, on any process, it is refused with
+// fault.Conflict: the store queues one firing of a schedule at a time.
 func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing, error) {
 	s.init()
 	sc, err := s.Get(ctx, u, id)
@@ -565,18 +567,15 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 		return nil, err
 	}
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
-	running, err := s.Store.RunningFiring(ctx, sc.ID)
-	if err == nil && running != nil && s.Live != nil && s.Live.Suspect(ctx, running.ClaimedBy) {
+	err = s.Store.CreateFiring(ctx, f)
+	if running := (*RunningError)(nil); errors.As(err, &running) && s.Live != nil && s.Live.Suspect(ctx, running.Firing.ClaimedBy) {
+		// The process holding the running firing missed its heartbeats: if
+		// it is dead, its firing fails and this one is queued after all.
 		if _, err = s.Live.Reap(ctx); err == nil {
-			running, err = s.Store.RunningFiring(ctx, sc.ID)
+			err = s.Store.CreateFiring(ctx, f)
 		}
 	}
 	if err != nil {
-		return nil, err
-	} else if running != nil {
-		return nil, fault.New(fault.Conflict, "schedule %q is running already (firing %s)", sc.ID, running.ID)
-	}
-	if err := s.Store.CreateFiring(ctx, f); err != nil {
 		return nil, err
 	}
 	// The caller gets the firing as queued: execute changes its own while
@@ -736,6 +735,12 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.ID+") was still running"
 	}
 	ok, err := s.Store.ClaimFiring(ctx, f, next)
+	if running := (*RunningError)(nil); errors.As(err, &running) {
+		// A firing was queued since RunningFiring looked (run by hand, on
+		// any process): this one is skipped, as above.
+		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.Firing.ID+") was still running"
+		ok, err = s.Store.ClaimFiring(ctx, f, next)
+	}
 	if err != nil {
 		log.Error("claiming a firing", slog.Any("err", err))
 		return lost

@@ -464,3 +464,77 @@ func TestMissedByTheGraceExactly(t *testing.T) {
 		t.Errorf("firings %q, want %q", got, want)
 	}
 }
+
+// lookMisses is a store whose look for a schedule's running firing comes too
+// early to see one: that of a process which looked just before another
+// queued a firing.
+type lookMisses struct{ Store }
+
+func (lookMisses) RunningFiring(context.Context, string) (*Firing, error) { return nil, nil }
+
+// Of many "run now" asked at once on two processes, one firing runs and the
+// others are refused as running already. A firing due while it runs is
+// recorded as skipped, even by a process that looked before it was queued.
+func TestRunNowOnceAtATime(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	release := make(chan struct{})
+	done := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(done)
+	slow := llmtest.Func(func(*llm.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"Done."}} })
+	f.runs.Models = func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+		return slow, mcp.FamilyOpenAI, nil
+	}
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  = make([]error, 12)
+	)
+	for i := range errs {
+		s := []*Service{f.a, f.b}[i%2]
+		wg.Go(func() {
+			<-start
+			_, errs[i] = s.RunNow(ctx, f.user, sc.ID)
+		})
+	}
+	close(start)
+	wg.Wait()
+	ran := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ran++
+		case !fault.Is(err, fault.Conflict) || !strings.Contains(err.Error(), "is running already"):
+			t.Errorf("RunNow: %v, want a conflict: running already", err)
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("%d of %d RunNow at once were queued, want 1", ran, len(errs))
+	}
+
+	f.clock.Set(time.Date(2026, 5, 1, 7, 0, 5, 0, time.UTC))
+	f.b.Store = lookMisses{f.b.Store}
+	if err := f.b.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	fs := f.waitFinished(t, sc.ID, 2)
+	due, byHand := fs[0], fs[1]
+	if due.Status != FiringSkipped || !strings.Contains(due.Error, "the previous firing ("+byHand.ID+") was still running") {
+		t.Errorf("the firing due while one ran by hand: %+v", due)
+	}
+	if byHand.Status != FiringSucceeded || !byHand.FireAt.Equal(time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("the firing run by hand: %+v", byHand)
+	}
+	got, err := f.a.Get(ctx, f.user, sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 5, 2, 7, 0, 0, 0, time.UTC); !got.NextRunAt.Equal(want) {
+		t.Errorf("next run %v, want %v", got.NextRunAt, want)
+	}
+}

@@ -294,6 +294,10 @@ var errClaimed = errors.New("firing claimed already")
 // SQLite write transactions run one at a time. A missing schedule is
 // fault.NotFound. The schedule's UpdatedAt, which tells when it was last edited,
 // does not change.
+//
+// A queued or running f while another firing of the schedule is queued or
+// running (one run by hand since the caller looked) is refused, as CreateFiring
+// refuses it, and nothing changes: the caller may claim it again as skipped.
 func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Time) (bool, error) {
 	status, err := newFiring(f)
 	if err != nil {
@@ -337,6 +341,9 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 			taken = true
 			return nil
 		}
+		if err := db.refuseRunning(ctx, tx, f.ScheduleID, status); err != nil {
+			return err
+		}
 		err = db.insertFiring(ctx, tx, f, status, fireAt, started, finished)
 		if fault.Is(err, fault.Conflict) {
 			return errClaimed
@@ -357,17 +364,58 @@ func (db *DB) ClaimFiring(ctx context.Context, f *schedule.Firing, next *time.Ti
 // hand. A zero FireAt is the current time and an empty status queued; the stored
 // times and status are written back to f. A taken (ScheduleID, FireAt) or id is
 // fault.Conflict; a missing schedule fault.NotFound.
+//
+// A queued or running f while another firing of the schedule is queued or
+// running is fault.Conflict holding a *schedule.RunningError that names it. The
+// look and the insert are one transaction holding the schedule's row, which
+// ClaimFiring takes too: of any number of firings queued at once, on any
+// process, by hand or due, exactly one gets in. The schedule_firings_running
+// index (migration 0021) holds the rule for every other write as well.
 func (db *DB) CreateFiring(ctx context.Context, f *schedule.Firing) error {
 	status, err := newFiring(f)
 	if err != nil {
 		return err
 	}
 	fireAt, started, finished := db.stamp(f.FireAt), storedPtr(f.StartedAt), storedPtr(f.FinishedAt)
-	if err := db.insertFiring(ctx, db.write, f, status, fireAt, started, finished); err != nil {
+	err = db.inTx(ctx, "CreateFiring", func(tx *sql.Tx) error {
+		// Writing the row changes nothing but takes its lock (SQLite's write
+		// transactions exclude each other already), which Postgres' other
+		// claims and firings of the schedule then wait for.
+		res, err := db.exec(ctx, tx, `UPDATE schedules SET next_run_at = next_run_at WHERE id = ?`, f.ScheduleID)
+		if err != nil {
+			return fmt.Errorf("storing firing %q of schedule %q: %w", f.ID, f.ScheduleID, err)
+		}
+		if ok, err := affected(res); err != nil {
+			return fmt.Errorf("storing firing %q of schedule %q: %w", f.ID, f.ScheduleID, err)
+		} else if !ok {
+			return fault.New(fault.NotFound, "schedule of firing %q: schedule %q not found", f.ID, f.ScheduleID)
+		}
+		if err := db.refuseRunning(ctx, tx, f.ScheduleID, status); err != nil {
+			return err
+		}
+		return db.insertFiring(ctx, tx, f, status, fireAt, started, finished)
+	})
+	if err != nil {
 		return err
 	}
 	f.FireAt, f.Status, f.StartedAt, f.FinishedAt = fireAt, status, started, finished
 	return nil
+}
+
+// refuseRunning refuses to queue a firing of the schedule with the given
+// status while another one is queued or running, with fault.Conflict holding a
+// *schedule.RunningError. The caller's transaction q holds the schedule's row,
+// so that no other firing can be queued between the look and its insert.
+func (db *DB) refuseRunning(ctx context.Context, q querier, scheduleID string, status schedule.FiringStatus) error {
+	if status != schedule.FiringQueued && status != schedule.FiringRunning {
+		return nil
+	}
+	running, err := db.runningFiring(ctx, q, scheduleID)
+	if err != nil || running == nil {
+		return err
+	}
+	return fault.Wrap(fault.Conflict, &schedule.RunningError{Firing: running},
+		"schedule %q is running already (firing %s)", scheduleID, running.ID)
 }
 
 // UpdateFiring stores f's status, error, run, conversation, StartedAt and
@@ -383,7 +431,13 @@ func (db *DB) UpdateFiring(ctx context.Context, f *schedule.Firing) error {
 			finished_at = ? WHERE id = ?`,
 		string(f.Status), f.Error, nullString(f.RunID), nullString(f.ConversationID), f.Prompt,
 		db.nullTimeArg(started), db.nullTimeArg(finished), f.ID)
-	if err != nil {
+	switch {
+	case err != nil && db.d.IsUniqueViolation(err):
+		// Only schedule_firings_running can be broken here: the firing was
+		// failed meanwhile (its process taken for dead) and another queued.
+		return fault.Wrap(fault.Conflict, err, "firing %q: another firing of schedule %q is queued or running",
+			f.ID, f.ScheduleID)
+	case err != nil:
 		return fmt.Errorf("updating firing %q: %w", f.ID, err)
 	}
 	if ok, err := affected(res); err != nil {
@@ -438,10 +492,14 @@ func (db *DB) ListFirings(ctx context.Context, scheduleID string, limit int) ([]
 	return out, nil
 }
 
-// RunningFiring returns the schedule's firing that is queued or running (the
-// latest, should there be several), or nil, without error, when there is none.
+// RunningFiring returns the schedule's firing that is queued or running (there
+// is at most one: migration 0021), or nil, without error, when there is none.
 func (db *DB) RunningFiring(ctx context.Context, scheduleID string) (*schedule.Firing, error) {
-	f, err := scanFiring(db.queryRow(ctx, db.read,
+	return db.runningFiring(ctx, db.read, scheduleID)
+}
+
+func (db *DB) runningFiring(ctx context.Context, q querier, scheduleID string) (*schedule.Firing, error) {
+	f, err := scanFiring(db.queryRow(ctx, q,
 		`SELECT `+firingColumns+` FROM schedule_firings WHERE schedule_id = ? AND status IN (?, ?)
 		 ORDER BY fire_at DESC, id DESC LIMIT 1`,
 		scheduleID, string(schedule.FiringQueued), string(schedule.FiringRunning)))

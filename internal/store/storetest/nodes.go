@@ -149,15 +149,15 @@ var nodeTests = []test{
 		must(t, s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{delta(1, "Half "), delta(2, "an ")}}), "WriteBatch")
 		must(t, s.AppendEvents(t.Context(), []run.Event{delta(3, "answer")}), "AppendEvents")
 
-		sc := createSchedule(t, s, newSchedule(u.ID, 1))
-		fire := func(by string, minute int, status schedule.FiringStatus) *schedule.Firing {
+		sc, aliveSc := createSchedule(t, s, newSchedule(u.ID, 1)), createSchedule(t, s, newSchedule(u.ID, 1))
+		fire := func(sc *schedule.Schedule, by string, minute int, status schedule.FiringStatus) *schedule.Firing {
 			f := newFiring(sc.ID, at(minute))
 			f.ClaimedBy, f.Status = by, status
 			must(t, s.CreateFiring(t.Context(), f), "CreateFiring")
 			return f
 		}
-		deadFiring, deadDone := fire(dead.ID, 20, schedule.FiringRunning), fire(dead.ID, 21, schedule.FiringSkipped)
-		aliveFiring := fire(alive.ID, 22, schedule.FiringRunning)
+		deadFiring, deadDone := fire(sc, dead.ID, 20, schedule.FiringRunning), fire(sc, dead.ID, 21, schedule.FiringSkipped)
+		aliveFiring := fire(aliveSc, alive.ID, 22, schedule.FiringRunning) // one schedule runs one firing at a time
 
 		// Each node is ingesting a file.
 		claim := func(st store.Store, name string) *file.Claim {
@@ -236,8 +236,11 @@ var nodeTests = []test{
 		if got := getFiring(t, s, aliveFiring.ID); got.Status != schedule.FiringRunning {
 			t.Errorf("the live node's firing became %s", got.Status)
 		}
-		if f, err := s.RunningFiring(t.Context(), sc.ID); err != nil || f == nil || f.ID != aliveFiring.ID {
-			t.Errorf("RunningFiring = %v, %v; want only the live node's", f, err)
+		if f, err := s.RunningFiring(t.Context(), sc.ID); err != nil || f != nil {
+			t.Errorf("RunningFiring of the dead node's schedule = %v, %v; want none", f, err)
+		}
+		if f, err := s.RunningFiring(t.Context(), aliveSc.ID); err != nil || f == nil || f.ID != aliveFiring.ID {
+			t.Errorf("RunningFiring of the live node's schedule = %v, %v; want its firing", f, err)
 		}
 		_, err := s.GetNode(t.Context(), dead.ID)
 		wantKind(t, err, fault.NotFound, "GetNode of a reaped node")

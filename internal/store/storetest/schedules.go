@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -637,7 +638,7 @@ var scheduleTests = []test{
 			minute int
 		}{{"fire_mid", 20}, {"fire_old", 10}, {"fire_new", 30}} {
 			f := newFiring(sc.ID, at(x.minute))
-			f.ID = x.id
+			f.ID, f.Status = x.id, schedule.FiringSucceeded // one at a time is queued or running
 			must(t, s.CreateFiring(t.Context(), f), "CreateFiring")
 		}
 		must(t, s.CreateFiring(t.Context(), newFiring(other.ID, at(25))), "CreateFiring")
@@ -700,8 +701,9 @@ var scheduleTests = []test{
 	{"FailStale", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "stale@example.com")
-		sc := createSchedule(t, s, newSchedule(u.ID, 0))
 		mk := func(status schedule.FiringStatus, fire int, started, finished *int) *schedule.Firing {
+			// A schedule each: one at a time is queued or running.
+			sc := createSchedule(t, s, newSchedule(u.ID, 0))
 			f := newFiring(sc.ID, at(fire))
 			f.Status = status
 			if started != nil {
@@ -756,6 +758,72 @@ var scheduleTests = []test{
 		if n != 0 {
 			t.Errorf("FailStaleFirings again marked %d firings, want 0", n)
 		}
+	}},
+	{"OneRunningFiring", func(t *testing.T, s store.Store) {
+		// A schedule runs one firing at a time, run by hand or due: while one
+		// is queued or running, neither CreateFiring nor ClaimFiring queues
+		// another, and the refusal names it.
+		ctx := t.Context()
+		u := createUser(t, s, "one@example.com")
+		sc := createSchedule(t, s, newSchedule(u.ID, 0))
+		byHand := newFiring(sc.ID, at(1))
+		must(t, s.CreateFiring(ctx, byHand), "CreateFiring")
+		wantRunning := func(err error, doing string) {
+			t.Helper()
+			wantKind(t, err, fault.Conflict, doing)
+			var running *schedule.RunningError
+			if !errors.As(err, &running) || running.Firing.ID != byHand.ID {
+				t.Errorf("%s: error %v names no running firing %s", doing, err, byHand.ID)
+			}
+		}
+		wantRunning(s.CreateFiring(ctx, newFiring(sc.ID, at(2))), "CreateFiring while one is queued")
+		next := at(30)
+		due := newFiring(sc.ID, *sc.NextRunAt)
+		ok, err := s.ClaimFiring(ctx, due, &next)
+		wantRunning(err, "ClaimFiring while one is queued")
+		if ok {
+			t.Errorf("ClaimFiring while one is queued reported true")
+		}
+		if d := cmp.Diff(sc, getSchedule(t, s, sc.ID)); d != "" {
+			t.Errorf("a refused claim moved the schedule (-want +got):\n%s", d)
+		}
+		byHand.Status, byHand.StartedAt = schedule.FiringRunning, ptr(at(2))
+		must(t, s.UpdateFiring(ctx, byHand), "UpdateFiring to running")
+		wantRunning(s.CreateFiring(ctx, newFiring(sc.ID, at(3))), "CreateFiring while one is running")
+
+		// A firing that does not run is stored all the same: the due one,
+		// claimed again as skipped, moves the schedule on.
+		due.Status, due.Error = schedule.FiringSkipped, "the previous firing was still running"
+		if !claim(t, s, due, &next) {
+			t.Errorf("ClaimFiring of the due firing as skipped = false, want true")
+		}
+		if got := getSchedule(t, s, sc.ID); got.NextRunAt == nil || !got.NextRunAt.Equal(stored(next)) {
+			t.Errorf("NextRunAt after the skipped claim = %v, want %v", got.NextRunAt, stored(next))
+		}
+		done := newFiring(sc.ID, at(4))
+		done.Status = schedule.FiringFailed
+		must(t, s.CreateFiring(ctx, done), "CreateFiring of a finished firing")
+
+		// Once it finished, the next is queued; the first can no longer be
+		// made running again beside it.
+		byHand.Status, byHand.FinishedAt = schedule.FiringSucceeded, ptr(at(5))
+		must(t, s.UpdateFiring(ctx, byHand), "UpdateFiring to succeeded")
+		again := newFiring(sc.ID, at(6))
+		must(t, s.CreateFiring(ctx, again), "CreateFiring after the running one finished")
+		byHand.Status = schedule.FiringRunning
+		wantKind(t, s.UpdateFiring(ctx, byHand), fault.Conflict, "UpdateFiring back to running beside another")
+		if f, err := s.RunningFiring(ctx, sc.ID); err != nil || f == nil || f.ID != again.ID {
+			t.Errorf("RunningFiring = %v, %v; want %s", f, err, again.ID)
+		}
+		// Another schedule's firings are its own.
+		other := createSchedule(t, s, newSchedule(u.ID, 0))
+		must(t, s.CreateFiring(ctx, newFiring(other.ID, at(7))), "CreateFiring of another schedule")
+		wantKind(t, s.CreateFiring(ctx, newFiring("sched_missing", at(8))), fault.NotFound, "CreateFiring of a missing schedule")
+	}},
+	{"RunNowConcurrent", func(t *testing.T, s store.Store) {
+		u := createUser(t, s, "runnow@example.com")
+		sc := createSchedule(t, s, newSchedule(u.ID, 0))
+		RunNowRace(t, []store.Store{s}, sc.ID, 8)
 	}},
 }
 
@@ -837,8 +905,87 @@ func ClaimRace(t *testing.T, stores []store.Store, scheduleID string, claimers, 
 		if len(fs) != 1 || fs[0].ID != firing[winner].ID || !fs[0].FireAt.Equal(fireAt) {
 			t.Errorf("round %d: latest firing %v, want the winner's %s at %v", round, firingIDs(fs), firing[winner].ID, fireAt)
 		}
+		// The winner's run ends before the next firing, as a schedule runs
+		// one firing at a time.
+		firing[winner].Status, firing[winner].FinishedAt = schedule.FiringSucceeded, &next
+		must(t, s.UpdateFiring(ctx, firing[winner]), "UpdateFiring")
 	}
 	if fs := listFirings(t, s, scheduleID, store.MaxListLimit); len(fs) != rounds {
 		t.Errorf("%d firings stored after %d rounds, want one per round", len(fs), rounds)
+	}
+}
+
+// RunNowRace checks that a schedule runs one firing at a time, however many
+// are asked for at once. The stores must share one database, as separate Relay
+// processes would; the schedule with that id must be enabled and due (a
+// NextRunAt) and have no firing queued or running. From each store, runners
+// goroutines queue a firing run by hand (CreateFiring) and as many claim the
+// due one (ClaimFiring), all at once: exactly one firing must be queued, and
+// every other refused with fault.Conflict naming it, or have lost the claim.
+func RunNowRace(t *testing.T, stores []store.Store, scheduleID string, runners int) {
+	t.Helper()
+	ctx := t.Context()
+	sc := getSchedule(t, stores[0], scheduleID)
+	if !sc.Enabled || sc.NextRunAt == nil {
+		t.Fatalf("schedule %s is not due to fire: %+v", scheduleID, sc)
+	}
+	next := sc.NextRunAt.Add(time.Minute)
+	var (
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+		n      = len(stores) * runners * 2
+		queued = make([]bool, n)
+		errs   = make([]error, n)
+		firing = make([]*schedule.Firing, n)
+	)
+	for i := range n {
+		st, byHand := stores[i/(2*runners)], i%2 == 0
+		firing[i] = newFiring(scheduleID, time.Date(2025, 3, 4, 6, 0, 0, i*1000, time.UTC))
+		if !byHand {
+			firing[i].FireAt = *sc.NextRunAt
+		}
+		firing[i].ClaimedBy = fmt.Sprintf("store %d, %s %d", i/(2*runners), map[bool]string{true: "run now", false: "claim"}[byHand], i)
+		wg.Go(func() {
+			<-start
+			if byHand {
+				errs[i] = st.CreateFiring(ctx, firing[i])
+				queued[i] = errs[i] == nil
+			} else {
+				queued[i], errs[i] = st.ClaimFiring(ctx, firing[i], &next)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i := range n {
+		if queued[i] {
+			if winner >= 0 {
+				t.Errorf("both %s and %s were queued", firing[winner].ClaimedBy, firing[i].ClaimedBy)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no firing was queued: %v", errs)
+	}
+	for i, err := range errs {
+		var running *schedule.RunningError
+		switch {
+		case err == nil:
+		case !fault.Is(err, fault.Conflict) || !errors.As(err, &running):
+			t.Errorf("%s: %v, want a conflict naming the running firing", firing[i].ClaimedBy, err)
+		case running.Firing.ID != firing[winner].ID:
+			t.Errorf("%s: refused for firing %s, want %s", firing[i].ClaimedBy, running.Firing.ID, firing[winner].ID)
+		}
+	}
+	var unfinished []string
+	for _, f := range listFirings(t, stores[0], scheduleID, store.MaxListLimit) {
+		if f.Status == schedule.FiringQueued || f.Status == schedule.FiringRunning {
+			unfinished = append(unfinished, f.ID)
+		}
+	}
+	if d := cmp.Diff([]string{firing[winner].ID}, unfinished); d != "" {
+		t.Errorf("firings queued or running (-want +got):\n%s", d)
 	}
 }
