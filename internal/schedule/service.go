@@ -163,8 +163,11 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// apply writes in onto sc and validates the result, computing NextRunAt.
+// apply writes in onto sc and validates the result, computing NextRunAt
+// when the timing (type, cron, run_at, time zone) or enabled changed; an edit
+// of anything else leaves NextRunAt as it is.
 func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Input) error {
+	was := *sc
 	set := func(dst *string, v *string) {
 		if v != nil {
 			*dst = strings.TrimSpace(*v)
@@ -262,11 +265,17 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 			}
 		}
 	}
+	// An edit that leaves when the schedule fires as it was leaves its next
+	// firing where it is: one due already and waiting (for a process that
+	// missed heartbeats to be found alive or dead, docs/api.md "Schedules")
+	// still runs, or is recorded as skipped, rather than being passed over.
+	keepNext := sc.Type == was.Type && sc.Cron == was.Cron && sc.Timezone == was.Timezone &&
+		sameTime(sc.RunAt, was.RunAt) && sc.Enabled == was.Enabled && (sc.NextRunAt != nil || !sc.Enabled)
 	now := s.Now().UTC()
 	var next *time.Time
 	switch sc.Type {
 	case Recurring:
-		if c := s.checkCron(&fs, sc.Cron, loc, now); c != nil {
+		if c := s.checkCron(&fs, sc.Cron, loc, now); c != nil && !keepNext {
 			// Never at or before the last firing: on a clock a little behind
 			// that of the process which claimed it, now can be.
 			after := now
@@ -283,6 +292,8 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 			if in.badRunAt == "" {
 				fs.Add("run_at", "required for a one-off schedule (RFC 3339)")
 			}
+		case keepNext:
+			// Due and waiting, or still to come: its time is no new one.
 		case sc.RunAt.After(now):
 			t := *sc.RunAt
 			next = &t
@@ -303,11 +314,22 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	if err := fs.Err("invalid schedule"); err != nil {
 		return err
 	}
+	if keepNext {
+		return nil
+	}
 	sc.NextRunAt = nil
 	if sc.Enabled {
 		sc.NextRunAt = next
 	}
 	return nil
+}
+
+// sameTime reports whether a and b are both nil or the same instant.
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
 }
 
 // loadZone loads an IANA time zone. Go's "Local", the zone of the machine

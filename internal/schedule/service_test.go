@@ -538,3 +538,84 @@ func TestRunNowOnceAtATime(t *testing.T) {
 		t.Errorf("next run %v, want %v", got.NextRunAt, want)
 	}
 }
+
+// An edit that leaves the timing as it was leaves the next firing where it is:
+// a firing due and not yet claimed (its process stalled) still runs after a
+// rename, a form sending every field unchanged included. An edit of the timing
+// computes the next firing anew, from now.
+func TestEditKeepsTheDueFiring(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Date(2026, 5, 1, 7, 0, 0, 0, time.UTC)
+	f.clock.Set(due.Add(5 * time.Second))
+	yes := true
+	for name, in := range map[string]Input{
+		"a new name":            {Name: str("x")},
+		"every field unchanged": {Name: str("x"), Cron: str("0 7 * * *"), Timezone: str("UTC"), Enabled: &yes},
+		"a new prompt":          {Prompt: str("Go on")},
+	} {
+		got, err := f.b.Update(ctx, f.user, sc.ID, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.NextRunAt == nil || !got.NextRunAt.Equal(due) {
+			t.Errorf("%s: next run %v, want %v still", name, got.NextRunAt, due)
+		}
+	}
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.waitFinished(t, sc.ID, 1)
+	if fs[0].Status != FiringSucceeded || !fs[0].FireAt.Equal(due) {
+		t.Errorf("the firing due at the edit: %+v", fs[0])
+	}
+
+	f.clock.Set(time.Date(2026, 5, 2, 7, 0, 5, 0, time.UTC)) // the next one due, not yet claimed
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want time.Time
+	}{
+		{"a new time zone", Input{Timezone: str("Europe/Amsterdam")}, time.Date(2026, 5, 3, 5, 0, 0, 0, time.UTC)},
+		{"a new cron", Input{Cron: str("30 8 * * *")}, time.Date(2026, 5, 3, 6, 30, 0, 0, time.UTC)}, // 08:30 in Amsterdam, passed today
+		{"paused", Input{Enabled: new(bool)}, time.Time{}},
+		{"resumed", Input{Enabled: &yes}, time.Date(2026, 5, 3, 6, 30, 0, 0, time.UTC)},
+	} {
+		got, err := f.b.Update(ctx, f.user, sc.ID, tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if (got.NextRunAt == nil) != tc.want.IsZero() || (got.NextRunAt != nil && !got.NextRunAt.Equal(tc.want)) {
+			t.Errorf("%s: next run %v, want %v", tc.name, got.NextRunAt, tc.want)
+		}
+	}
+}
+
+// A one-off schedule due and not yet claimed may be renamed, and still fires.
+func TestEditKeepsTheDueOneOff(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	at := time.Date(2026, 5, 1, 7, 0, 0, 0, time.UTC)
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Once"), Prompt: str("Go"), RunAt: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(at.Add(5 * time.Second))
+	got, err := f.b.Update(ctx, f.user, sc.ID, Input{Name: str("x"), RunAt: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NextRunAt == nil || !got.NextRunAt.Equal(at) || !got.Enabled {
+		t.Errorf("after the rename: next run %v, enabled %v; want %v, true", got.NextRunAt, got.Enabled, at)
+	}
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if fs := f.waitFinished(t, sc.ID, 1); fs[0].Status != FiringSucceeded || !fs[0].FireAt.Equal(at) {
+		t.Errorf("the one-off firing: %+v", fs[0])
+	}
+}
