@@ -171,6 +171,9 @@ type App struct {
 
 	// keys hold those values for the provider clients.
 	keys keyStore
+	// users are the users whose details endpoint headers name, as the
+	// provider clients look them up.
+	users *headerUsers
 	// tokens counts the tokens of every request, with one cache of message
 	// counts for the process.
 	tokens *token.Counters
@@ -197,6 +200,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Files:  fileService(cfg, st, log),
 		tokens: token.NewCounters(0),
 		tel:    opts.Telemetry,
+		users:  newHeaderUsers(st.GetUser),
 	}
 	if db, ok := st.(*store.DB); ok {
 		db.Instrument(a.tel) // a span per write, the pools' statistics

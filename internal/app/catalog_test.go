@@ -54,7 +54,7 @@ func TestFetchedModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	f := newFetchingCatalog(cfg, models(cfg, nil, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	f := newFetchingCatalog(cfg, models(cfg, nil, nil, slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	f.now = func() time.Time { return now }
 	modelsOf := func(name string) []string {
 		t.Helper()

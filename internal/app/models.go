@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/relay-ai/relay/internal/llm/anthropic"
 	"github.com/relay-ai/relay/internal/llm/google"
 	"github.com/relay-ai/relay/internal/llm/openai"
+	"github.com/relay-ai/relay/internal/llm/provider"
+	"github.com/relay-ai/relay/internal/llm/sse"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/telemetry"
@@ -36,11 +39,36 @@ import (
 // provides"): each user gets a client of their own, kept while their values
 // are unchanged (see userClients). A user's base URL is reached through the
 // outbound guard, as other addresses users choose are.
-func models(cfg *config.Config, keys keyStore, log *slog.Logger) run.Models {
+//
+// An endpoint whose headers hold {{LIBRECHAT_USER_*}} placeholders gets a
+// client per user too, with the user's details (looked up through users)
+// filled in and masked in its errors and logs (docs/config.md, "Headers that
+// name the user"). Other endpoints are as cheap as without: one map lookup
+// says which endpoints name the user.
+func models(cfg *config.Config, keys keyStore, users *headerUsers, log *slog.Logger) run.Models {
 	var mu sync.Mutex
 	clients := map[string]llm.Model{}
 	own := newUserClients(maxUserClients)
 	guarded := userHTTPClient(outboundGuard(cfg))
+	// The headers of the providers (lower case) whose headers name the
+	// user; Azure groups are asked each time, their options being made
+	// each time anyway. Clients that fill the user in share one HTTP client.
+	naming := map[string]map[string]string{}
+	for name, h := range map[string]map[string]string{config.ProviderOpenAI: cfg.Endpoints.OpenAI.Headers,
+		config.ProviderAnthropic: cfg.Endpoints.Anthropic.Headers, config.ProviderGoogle: cfg.Endpoints.Google.Headers} {
+		if namesUser(h) {
+			naming[strings.ToLower(name)] = h
+		}
+	}
+	for _, c := range cfg.Endpoints.Custom {
+		if namesUser(c.Headers) {
+			naming[strings.ToLower(c.Name)] = c.Headers
+		}
+	}
+	var namingHTTP *http.Client
+	if len(naming) > 0 || slices.ContainsFunc(cfg.Endpoints.AzureOpenAI.Groups, func(g config.AzureGroup) bool { return namesUser(g.AdditionalHeaders) }) {
+		namingHTTP = sse.NewHTTPClient(provider.DefaultConnectTimeout)
+	}
 	key := func(configured, envVar string) string {
 		if configured != "" && !strings.HasPrefix(configured, "${") && configured != userProvided {
 			return configured
@@ -84,9 +112,22 @@ func models(cfg *config.Config, keys keyStore, log *slog.Logger) run.Models {
 			opts.Logger, opts.HTTPClient = log, httpc
 			azure, cacheKey = &opts, p+"\x00"+key
 		}
+		// The user, when the endpoint's headers name them.
+		template := naming[p]
+		if azure != nil && namesUser(azure.Headers) {
+			template = azure.Headers
+		}
+		var who *mcp.User
+		if template != nil {
+			var err error
+			if who, err = users.user(ctx, userID); err != nil {
+				return nil, "", err
+			}
+		}
+		perUser := vals != nil || template != nil
 		var print string
-		if vals != nil {
-			print = fingerprint(vals)
+		if perUser {
+			print = fingerprint(vals) + userFingerprint(who)
 			if m, ok := own.get(userID+"\x00"+cacheKey, print); ok {
 				return m, fam, nil
 			}
@@ -97,17 +138,33 @@ func models(cfg *config.Config, keys keyStore, log *slog.Logger) run.Models {
 				return m, fam, nil
 			}
 		}
+		// hdr gives an endpoint's headers as this client sends them, clog is
+		// its logger.
+		hdr, clog := func(h map[string]string) map[string]string { return h }, log
+		var filled []string
+		if template != nil {
+			var headers map[string]string
+			headers, filled = userHeaders(template, who)
+			hdr = func(map[string]string) map[string]string { return headers }
+			clog = maskedLog(log, filled)
+			if httpc == nil {
+				httpc = namingHTTP
+			}
+			if azure != nil {
+				azure.Headers, azure.Logger, azure.HTTPClient = headers, clog, httpc
+			}
+		}
 		var m llm.Model
 		switch p {
 		case "openai":
 			ep := cfg.Endpoints.OpenAI
-			m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "OPENAI_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
+			m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "OPENAI_API_KEY"), Headers: hdr(ep.Headers), AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: clog})
 		case "anthropic":
 			ep := cfg.Endpoints.Anthropic
-			m = anthropic.New(anthropic.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "ANTHROPIC_API_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
+			m = anthropic.New(anthropic.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "ANTHROPIC_API_KEY"), Headers: hdr(ep.Headers), AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: clog})
 		case "google":
 			ep := cfg.Endpoints.Google
-			m = google.New(google.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "GOOGLE_KEY"), Headers: ep.Headers, AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: log})
+			m = google.New(google.Options{BaseURL: mine(config.FieldBaseURL, ep.BaseURL), APIKey: key(mine(config.FieldAPIKey, ep.APIKey), "GOOGLE_KEY"), Headers: hdr(ep.Headers), AddParams: ep.AddParams, DropParams: ep.DropParams, HTTPClient: httpc, Logger: clog})
 		case strings.ToLower(config.ProviderAzureOpenAI):
 			m = openai.New(*azure)
 		default:
@@ -119,14 +176,15 @@ func models(cfg *config.Config, keys keyStore, log *slog.Logger) run.Models {
 					if err := customKeyUsable(c.Name, c.APIKey, c.BaseURL); err != nil {
 						return nil, "", err
 					}
-					m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, c.BaseURL), APIKey: mine(config.FieldAPIKey, c.APIKey), Headers: c.Headers, AddParams: c.AddParams, DropParams: c.DropParams, HTTPClient: httpc, Logger: log})
+					m = openai.New(openai.Options{BaseURL: mine(config.FieldBaseURL, c.BaseURL), APIKey: mine(config.FieldAPIKey, c.APIKey), Headers: hdr(c.Headers), AddParams: c.AddParams, DropParams: c.DropParams, HTTPClient: httpc, Logger: clog})
 				}
 			}
 		}
 		if m == nil {
 			return nil, "", fault.New(fault.Invalid, "provider %q is not configured (endpoints: openAI, anthropic, google, or a custom name)", provider)
 		}
-		if vals != nil {
+		if perUser {
+			m = maskedModel(m, filled)
 			own.put(userID+"\x00"+cacheKey, print, m)
 		} else {
 			clients[cacheKey] = m
@@ -216,7 +274,7 @@ func azureOptions(cfg *config.Config, model string, vals map[string]string) (ope
 // runService builds the service that runs agents with the MCP manager m.
 func (a *App) runService(m *mcp.Manager) (*run.Service, error) {
 	cfg := a.Config
-	mods := instrumented(models(cfg, a.keys, a.Log), a.tel)
+	mods := instrumented(models(cfg, a.keys, a.users, a.Log), a.tel)
 	prep, err := a.preparer(m, mods)
 	if err != nil {
 		return nil, err

@@ -77,7 +77,7 @@ func TestAzureClientPerDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := models(cfg, nil, slog.New(slog.DiscardHandler))
+	ms := models(cfg, nil, nil, slog.New(slog.DiscardHandler))
 	client := func(provider, model string) any {
 		t.Helper()
 		m, _, err := ms(context.Background(), "u1", provider, model)
@@ -107,7 +107,7 @@ func TestAzureClientPerDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms = models(cfg, nil, slog.New(slog.DiscardHandler))
+	ms = models(cfg, nil, nil, slog.New(slog.DiscardHandler))
 	if _, _, err := ms(context.Background(), "u1", "azureOpenAI", "o1"); err == nil || !strings.Contains(err.Error(), `azureOpenAI group "west": apiKey uses ${AZURE_WEST_KEY}, which is not set`) {
 		t.Errorf("unset key: %v", err)
 	}
@@ -129,7 +129,7 @@ endpoints:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := models(cfg, nil, slog.New(slog.DiscardHandler))
+	ms := models(cfg, nil, nil, slog.New(slog.DiscardHandler))
 	if _, _, err := ms(context.Background(), "u1", "unset", "m"); !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), `apiKey uses ${NOT_SET_KEY}, which is not set`) {
 		t.Errorf("unset variable: %v", err)
 	}

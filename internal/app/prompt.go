@@ -58,7 +58,7 @@ type Preview struct {
 // carry each user's variables and authorization.
 func (a *App) Preview() (*Preview, error) {
 	m, _ := a.MCP()
-	mods := models(a.Config, a.keys, a.Log)
+	mods := models(a.Config, a.keys, a.users, a.Log)
 	p, err := a.preparer(m, nil)
 	if err != nil {
 		m.Close()

@@ -256,7 +256,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Version:      version(),
 		// Listing models is no model request: the clients undecorated.
-		Catalog:     newFetchingCatalog(cfg, models(cfg, a.keys, log), log).Catalog,
+		Catalog:     newFetchingCatalog(cfg, models(cfg, a.keys, a.users, log), log).Catalog,
 		CORSOrigins: cfg.Server.CORSOrigins,
 		Quota:       quotas,
 		UI:          web.Dist(),

@@ -12,8 +12,8 @@ import (
 // do: providers without a key, user_provided keys (each user must set
 // theirs), {{…}} user variables in
 // MCP URLs and headers, and config agents naming unknown tools; none stops
-// them, and what Relay fills ({{LIBRECHAT_USER_…}}, a key from the
-// environment) is not warned about.
+// them, and what Relay fills ({{LIBRECHAT_USER_…}} in MCP servers and in
+// endpoint headers, a key from the environment) is not warned about.
 func TestConfigWarnings(t *testing.T) {
 	cfg := writeConfig(t, t.TempDir(), `server:
   log_level: warn
@@ -30,6 +30,8 @@ endpoints:
     - name: keyed
       apiKey: sk-x
       baseURL: https://llm.example.com/v1
+      headers:
+        X-User-Email: "{{LIBRECHAT_USER_EMAIL}}"
 mcpServers:
   docs:
     url: https://mcp.example.com/{{LIBRECHAT_USER_ID}}/mcp

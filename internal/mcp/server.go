@@ -180,6 +180,20 @@ func userPlaceholders(s string, fields []placeholder, used *[]string, esc func(v
 	}
 }
 
+// HeaderValue returns v, a header value of a model endpoint's config, with
+// the {{LIBRECHAT_USER_*}} placeholders filled with u's values as in an MCP
+// server's headers (control characters removed, see docs/mcp.md), and the
+// values it inserted, as the user's and as inserted, for errors and logs to
+// mask. A nil u fills each with "": a request for no user sends no
+// placeholder as written (docs/config.md, "Headers that name the user").
+func HeaderValue(v string, u *User) (string, []string) {
+	if u == nil {
+		u = &User{}
+	}
+	var used []string
+	return userPlaceholders(v, userFields(u, nil), &used, headerSafe), used
+}
+
 // verbatim inserts a value as it is (stdio args and env: no shell reads them).
 func verbatim(v, _ string) string { return v }
 
