@@ -17,13 +17,13 @@ import (
 
 // Warnings lists what in a valid config will not work as its author may
 // expect (docs/config.md, "Warnings"): a provider with no API key (requests go
-// without authentication), an apiKey or baseURL that says user_provided (each
-// user must set theirs before the endpoint works for them), {{…}} user
-// variables in MCP URLs and headers (per-user values Relay cannot fill yet),
-// and config
-// agents naming tools that no built-in or configured MCP server provides.
-// `relay config check` prints them and `relay serve` logs them; none stops
-// either.
+// without authentication), an endpoint's apiKey or baseURL using a ${VAR}
+// that is not set (its runs fail, or go without authentication), an apiKey or
+// baseURL that says user_provided (each user must set theirs before the
+// endpoint works for them), {{…}} user variables in MCP URLs and headers
+// (per-user values Relay cannot fill yet), and config agents naming tools
+// that no built-in or configured MCP server provides. `relay config check`
+// prints them and `relay serve` logs them; none stops either.
 func Warnings(cfg *config.Config) []string {
 	var out []string
 	used := map[string]bool{} // providers the config's agents use, lower case
@@ -41,7 +41,10 @@ func Warnings(cfg *config.Config) []string {
 	for _, b := range builtins {
 		at := "endpoints." + b.name
 		envKey, _ := cfg.Getenv(b.env)
-		switch {
+		switch ref := envRef.FindString(b.ep.APIKey); {
+		case ref != "" && envKey == "":
+			// The key is then taken from b.env, which is not set either.
+			out = append(out, fmt.Sprintf("%s: apiKey uses %s, which is not set, and %s is not set either: requests go without authentication", at, ref, b.env))
 		case b.ep.APIKey == userProvided && envKey != "":
 			out = append(out, fmt.Sprintf("%s: apiKey is user_provided: each user's own key is sent, never %s", at, b.env))
 		case b.ep.APIKey == "" && envKey == "" && (b.ep.BaseURL != "" || used[strings.ToLower(b.name)]):
@@ -53,6 +56,12 @@ func Warnings(cfg *config.Config) []string {
 		if c.APIKey == "" {
 			out = append(out, fmt.Sprintf("%s: no apiKey: requests go without authentication (fine for a local server such as Ollama)", at))
 		}
+		out = append(out, unsetVariables(at, field{"apiKey", c.APIKey}, field{"baseURL", c.BaseURL})...)
+	}
+	for i, g := range cfg.Endpoints.AzureOpenAI.Groups {
+		at := fmt.Sprintf("endpoints.azureOpenAI.groups[%d] (%s)", i, g.Group)
+		base := strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)
+		out = append(out, unsetVariables(at, field{"apiKey", g.APIKey}, field{"instanceName", g.InstanceName}, field{"baseURL", base})...)
 	}
 	for _, ue := range cfg.Endpoints.UserProvided() {
 		out = append(out, fmt.Sprintf("endpoint %s: %s user_provided: each user sets their own (the Connections page, or relay endpoints key %s) before its agents work for them",
@@ -85,6 +94,19 @@ func Warnings(cfg *config.Config) []string {
 				continue
 			}
 			out = append(out, fmt.Sprintf("agents %q: unknown tool %q (built-in tools: %s; MCP tools are <tool>__mcp__<server>)", a.ID, t, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+		}
+	}
+	return out
+}
+
+// unsetVariables warns of each field still holding a ${VAR} reference
+// because VAR is not set: the endpoint refuses every run until it is
+// (unsetVariable, which the provider clients apply, says the same).
+func unsetVariables(at string, fields ...field) []string {
+	var out []string
+	for _, f := range fields {
+		if ref := envRef.FindString(f.value); ref != "" {
+			out = append(out, fmt.Sprintf("%s: %s uses %s, which is not set in Relay's environment: every run of its agents fails until it is", at, f.key, ref))
 		}
 	}
 	return out

@@ -9,7 +9,8 @@ import (
 )
 
 // relay config check and relay serve warn about what a valid config cannot
-// do: providers without a key, user_provided keys (each user must set
+// do: providers without a key, keys naming a variable that is not set,
+// user_provided keys (each user must set
 // theirs), {{…}} user variables in
 // MCP URLs and headers, and config agents naming unknown tools; none stops
 // them, and what Relay fills ({{LIBRECHAT_USER_…}} in MCP servers and in
@@ -32,6 +33,9 @@ endpoints:
       baseURL: https://llm.example.com/v1
       headers:
         X-User-Email: "{{LIBRECHAT_USER_EMAIL}}"
+    - name: groq
+      apiKey: ${GROQ_KEY_NOT_SET}
+      baseURL: https://api.groq.com/openai/v1
 mcpServers:
   docs:
     url: https://mcp.example.com/{{LIBRECHAT_USER_ID}}/mcp
@@ -50,6 +54,7 @@ agents:
 		`endpoint anthropic: apiKey user_provided: each user sets their own (the Connections page, or relay endpoints key anthropic) before its agents work for them`,
 		`endpoints.custom[0] (local): no apiKey: requests go without authentication`,
 		`endpoint shared: apiKey user_provided: each user sets their own`,
+		`endpoints.custom[3] (groq): apiKey uses ${GROQ_KEY_NOT_SET}, which is not set in Relay's environment: every run of its agents fails until it is`,
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,
