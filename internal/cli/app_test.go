@@ -377,6 +377,17 @@ func TestServeBadStarts(t *testing.T) {
 	}
 }
 
+// A relay.yaml that is a directory is named, with the reason.
+func TestConfigCheckDirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("relay.yaml", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, nil, "", "config", "check"); code == 0 || !strings.Contains(stderr, "relay config check: reading config file relay.yaml: is a directory") {
+		t.Errorf("config check with relay.yaml a directory: %d\n%s", code, stderr)
+	}
+}
+
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, "server:\n  data_dir: "+filepath.Join(dir, "data")+"\nendpoints:\n  custom:\n    - name: ollama\n      baseURL: http://127.0.0.1:11434/v1\n      apiKey: sk-verysecretvalue\n")
@@ -451,7 +462,9 @@ func TestCLI(t *testing.T) {
 	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--env-file", envFile); code != 0 || !strings.Contains(stderr, "config OK: "+cfgPath) {
 		t.Errorf("config check --env-file: %d\n%s", code, stderr)
 	}
-	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--env-file", envFile+".missing"); code == 0 || !strings.Contains(stderr, "--env-file") {
+	// A file that cannot be read is named, with the reason.
+	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--env-file", envFile+".missing"); code == 0 ||
+		!strings.Contains(stderr, "reading the --env-file "+envFile+".missing: no such file or directory") {
 		t.Errorf("config check with a missing --env-file: %d\n%s", code, stderr)
 	}
 

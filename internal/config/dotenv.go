@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/relay-ai/relay/internal/fault"
 )
 
 // DotEnvFile is the file of variables read beside the config file, as
@@ -72,7 +70,7 @@ func readDotEnv(dir string) (path string, vars map[string]string, err error) {
 		return "", nil, nil
 	}
 	if err != nil {
-		return "", nil, fault.Wrap(fault.Invalid, err, "reading %s", path)
+		return "", nil, unreadable(err, "reading %s", path)
 	}
 	return path, parseDotEnv(string(data)), nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/fault"
 )
 
 func TestParseDotEnv(t *testing.T) {
@@ -160,7 +163,38 @@ func TestLoadWithEnvFile(t *testing.T) {
 	if e := c.Endpoints.Custom[0]; e.BaseURL != "http://from-env-file" || e.APIKey != "real-key" {
 		t.Errorf("baseURL %q apiKey %q; want the env file's URL (not the .env beside the config) and the real environment's key", e.BaseURL, e.APIKey)
 	}
-	if _, err := LoadWithEnvFile(cfgPath, filepath.Join(dir, "missing.env"), envOf(nil)); err == nil || !strings.Contains(err.Error(), "--env-file") {
+	missing := filepath.Join(dir, "missing.env")
+	if _, err := LoadWithEnvFile(cfgPath, missing, envOf(nil)); err == nil || err.Error() != "reading the --env-file "+missing+": no such file or directory" {
 		t.Errorf("a missing --env-file: %v", err)
+	}
+}
+
+// A file that cannot be read is named with the reason, in the error's
+// message, which is all the command line prints of it.
+func TestUnreadableFiles(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir(DefaultFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load("", envOf(nil))
+	var fe *fault.Error
+	if !errors.As(err, &fe) || fe.Kind != fault.Invalid || fe.Message != "reading config file relay.yaml: is a directory" {
+		t.Errorf("relay.yaml a directory: %#v", err)
+	}
+
+	cfgDir := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(filepath.Join(cfgDir, DotEnvFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(cfgDir, "relay.yaml")
+	if err := os.WriteFile(cfgPath, []byte("server:\n  addr: :8080\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(cfgPath, envOf(nil)); !errors.As(err, &fe) || fe.Message != "reading "+filepath.Join(cfgDir, DotEnvFile)+": is a directory" {
+		t.Errorf(".env a directory: %v", err)
+	}
+	if _, err := LoadWithEnvFile(cfgPath, cfgDir, envOf(nil)); !errors.As(err, &fe) || fe.Message != "reading the --env-file "+cfgDir+": is a directory" {
+		t.Errorf("--env-file a directory: %v", err)
 	}
 }

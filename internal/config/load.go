@@ -79,7 +79,7 @@ func LoadWithEnvFile(path, envFile string, getenv func(string) (string, bool)) (
 	if envFile != "" {
 		data, err := os.ReadFile(envFile)
 		if err != nil {
-			return nil, fault.Wrap(fault.Invalid, err, "reading the --env-file")
+			return nil, unreadable(err, "reading the --env-file %s", envFile)
 		}
 		dotEnv, vars = envFile, parseDotEnv(string(data))
 		getenv = withDotEnv(getenv, vars)
@@ -101,7 +101,7 @@ func LoadWithEnvFile(path, envFile string, getenv func(string) (string, bool)) (
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fault.Wrap(fault.Invalid, err, "reading config")
+			return nil, unreadable(err, "reading config file %s", file)
 		}
 		doc, err := oneDocument(file, data)
 		if err != nil {
@@ -191,7 +191,7 @@ func find(path string, getenv func(string) (string, bool)) (file, from string, e
 		case err == nil:
 			return f, "working directory", nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return "", "", fault.Wrap(fault.Invalid, err, "config file %s", f)
+			return "", "", unreadable(err, "config file %s", f)
 		}
 	}
 	return "", "", nil
@@ -203,12 +203,25 @@ func mustExist(path, from string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fault.New(fault.Invalid, "config file %s (from %s) does not exist", path, from)
 		}
-		return fault.Wrap(fault.Invalid, err, "config file %s (from %s)", path, from)
+		return unreadable(err, "config file %s (from %s)", path, from)
 	}
 	if fi.IsDir() {
 		return fault.New(fault.Invalid, "config file %s (from %s) is a directory", path, from)
 	}
 	return nil
+}
+
+// unreadable is the error of a file that could not be read or looked at:
+// what was being done, naming the file, then the reason the system gives
+// ("no such file or directory", "is a directory", "permission denied"),
+// without the path again. The message is all that `relay` prints of a
+// fault.Invalid error (see describe in internal/cli), so it says both.
+func unreadable(err error, format string, args ...any) error {
+	why := err.Error()
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		why = pe.Err.Error()
+	}
+	return fault.New(fault.Invalid, "%s: %s", fmt.Sprintf(format, args...), why)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
