@@ -59,6 +59,7 @@ func (a *App) Runner(ctx context.Context) (*Runner, error) {
 	if db, ok := a.Store.(*store.DB); ok {
 		runs.Store = db.OnNode(live.ID())
 	}
+	live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { _ = live.Run(lctx); close(done) }()

@@ -218,6 +218,9 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		runs.Store = db.OnNode(live.ID())
 		ingest = a.Files.Using(db.OnNode(live.ID()))
 	}
+	// Taken for dead by another process (this one stalled), it gives up its
+	// runs, which that process failed, before it registers again.
+	live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
 	if _, err := live.Reap(ctx); err != nil {
 		log.Warn("failing the work of stopped processes", slog.Any("err", err))
 	}

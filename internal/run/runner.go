@@ -172,7 +172,7 @@ func (rn *runner) Event(id string, e turn.Event) {
 	case turn.EventToolFinished:
 		s.emit(lr, ToolFinished{AgentID: id, ID: e.Tool.ID, Result: e.Tool.Result, IsError: e.Tool.IsError, DurationMS: e.Tool.Duration.Milliseconds()})
 		// Stored with the run's next batch of events (writer).
-		s.writer().toolCall(&ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
+		s.writer().toolCall(lr, &ToolCall{RunID: r.ID, AgentID: id, ToolRecord: *e.Tool, CreatedAt: time.Now().UTC()})
 	case turn.EventUsage:
 		s.emit(lr, TurnUsage{AgentID: id, Usage: e.Usage})
 	case turn.EventRetry:

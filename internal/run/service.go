@@ -98,8 +98,18 @@ type Service struct {
 	// aborts of them asked in other processes (RequestAbort); 0 means every
 	// second.
 	AbortEvery time.Duration
+	// TakenForDead, when set, is called when the store refuses a write of
+	// this process because its node was reaped: another process took it for
+	// dead and failed its runs. The runs of that write are given up at once;
+	// TakenForDead is to have the process give up the others (Abandon) and
+	// register again (schedule.Liveness.Lost). It must not block.
+	TakenForDead func()
 
-	after   sync.WaitGroup
+	after sync.WaitGroup
+	// fence is held (shared) while a run's start or a batch of records is
+	// stored, and by Abandon alone while it gives up the runs, so that
+	// nothing that began before Abandon is stored after it.
+	fence   sync.RWMutex
 	workers workers // the goroutines runs execute on
 	mu      sync.Mutex
 	live    map[string]*liveRun
@@ -139,10 +149,13 @@ type liveRun struct {
 	pending []Event // emitted, not yet known to be stored; oldest first
 	queued  bool    // the writer knows that pending has events
 	ended   bool    // every event is stored and the subscriptions are closed
-	stored  int64   // the seq of the last event the writer took out of pending
-	cancel  context.CancelCauseFunc
-	done    chan struct{}
-	release func() // Service.Admit's, or nothing
+	// abandoned says the run was given up: nothing more of it is stored
+	// (Service.Abandon).
+	abandoned bool
+	stored    int64 // the seq of the last event the writer took out of pending
+	cancel    context.CancelCauseFunc
+	done      chan struct{}
+	release   func() // Service.Admit's, or nothing
 }
 
 // unsubscribe returns the function that ends sb's subscription (once); the
@@ -287,8 +300,15 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 	// The run is stored as running from the start: it starts at once.
 	r := &Run{ID: ident.Ordered("run_"), UserID: u.ID, AgentID: a.ID, ConversationID: conv.ID, UserMessageID: userMsg.ID,
 		Status: StatusRunning, CreatedAt: now, StartedAt: &now}
+	// Until the run is live, a process found taken for dead waits to give it
+	// up with the others (Abandon).
+	s.fence.RLock()
 	if err := s.Store.StartRun(ctx, &RunStart{Conversation: conv, NewConversation: isNew, Message: userMsg, Run: r}); err != nil {
+		s.fence.RUnlock()
 		refund()
+		if errors.Is(err, ErrTakenForDead) {
+			s.takenForDead()
+		}
 		return nil, err
 	}
 	lr := &liveRun{id: r.ID, userID: u.ID, pending: make([]Event, 0, 16), subs: map[*sub]struct{}{}, done: make(chan struct{}), release: release}
@@ -304,6 +324,7 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 		go s.watchAborts()
 	}
 	s.mu.Unlock()
+	s.fence.RUnlock()
 	fin := &Finished{User: u, Agent: a, Run: r, Conversation: conv, NewConversation: isNew, Question: userMsg, Request: req}
 	s.workers.Go(func() { s.execute(rctx, u, a, r, userMsg, history, attached, req, lr, fin) })
 	return r, nil
@@ -423,18 +444,29 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 	// run.finished may start its next run at once.
 	lr.release()
 	s.writer().finish(end)
-	fin.Answer = answer
-	for _, fn := range s.After {
-		go func() {
-			defer s.after.Done()
-			fn(context.WithoutCancel(ctx), fin)
-		}()
+	abandoned := lr.isAbandoned()
+	if abandoned {
+		// Another process failed the run: nothing of this end was stored,
+		// and nothing follows it.
+		s.after.Add(-len(s.After))
+	} else {
+		fin.Answer = answer
+		for _, fn := range s.After {
+			go func() {
+				defer s.after.Done()
+				fn(context.WithoutCancel(ctx), fin)
+			}()
+		}
 	}
 	lr.end()
 	s.mu.Lock()
 	delete(s.live, r.ID)
 	s.mu.Unlock()
 	close(lr.done)
+	if abandoned {
+		log.Warn("run given up: this process was taken for dead, and another one failed the run")
+		return
+	}
 	log.Info("run finished", slog.String("status", string(r.Status)), slog.Int("model_requests", len(requests)))
 }
 

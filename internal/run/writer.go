@@ -46,11 +46,11 @@ type writer struct {
 	s *Service
 
 	mu      sync.Mutex
-	running bool        // a goroutine runs loop
-	writing bool        // write is under way, in that goroutine or in a caller of finish
-	runs    []*liveRun  // runs with events in pending, each once (liveRun.queued)
-	tools   []*ToolCall // tool calls not yet stored
-	ends    []*ending   // runs that ended, waiting for their last batch
+	running bool         // a goroutine runs loop
+	writing bool         // write is under way, in that goroutine or in a caller of finish
+	runs    []*liveRun   // runs with events in pending, each once (liveRun.queued)
+	tools   []queuedTool // tool calls not yet stored
+	ends    []*ending    // runs that ended, waiting for their last batch
 	kick    chan struct{}
 
 	// How long, how often and how many times records are tried again
@@ -64,6 +64,12 @@ type writer struct {
 	events       []Event   // the last batch's events, emptied: room for the next
 	tries        int       // the writes that failed since then
 	backoff      bool      // the last write kept records to retry: wait before the next
+}
+
+// queuedTool is a tool call waiting to be stored, with its run.
+type queuedTool struct {
+	lr *liveRun
+	c  *ToolCall
 }
 
 // ending is what a run stores when it ends: its model requests, its answer,
@@ -89,10 +95,10 @@ func (w *writer) queue(lr *liveRun) {
 	w.mu.Unlock()
 }
 
-// toolCall queues a tool call to be stored with the next batch.
-func (w *writer) toolCall(c *ToolCall) {
+// toolCall queues a tool call of lr to be stored with the next batch.
+func (w *writer) toolCall(lr *liveRun, c *ToolCall) {
 	w.mu.Lock()
-	w.tools = append(w.tools, c)
+	w.tools = append(w.tools, queuedTool{lr, c})
 	w.startLocked()
 	w.mu.Unlock()
 }
@@ -215,8 +221,10 @@ func reuse(evs []Event) []Event {
 
 // write stores everything waiting in one batch, then takes the stored events
 // out of their runs' pending lists and hands the ended runs' last events to
-// their subscribers.
+// their subscribers. What is of runs given up (Service.Abandon) is dropped.
 func (w *writer) write() {
+	w.s.fence.RLock()
+	defer w.s.fence.RUnlock()
 	w.mu.Lock()
 	runs, tools, ends := w.runs, w.tools, w.ends
 	w.runs, w.tools, w.ends = nil, nil, nil
@@ -232,14 +240,32 @@ func (w *writer) write() {
 	// appended after them, and only the writer takes stored ones out.
 	taken := make([][]Event, len(runs))
 	n := 0
-	for i, lr := range runs {
+	going := runs[:0]
+	for _, lr := range runs {
 		lr.mu.Lock()
 		lr.queued = false // events emitted from now on queue the run again
+		if lr.abandoned {
+			clear(lr.pending)
+			lr.pending = lr.pending[:0]
+			lr.mu.Unlock()
+			continue
+		}
+		i := len(going)
+		going = append(going, lr)
 		counts[i] = len(lr.pending)
 		taken[i] = lr.pending[:counts[i]:counts[i]]
 		lr.mu.Unlock()
 		n += counts[i]
 	}
+	runs, counts, taken = going, counts[:len(going)], taken[:len(going)]
+	tools = slices.DeleteFunc(tools, func(t queuedTool) bool { return t.lr.isAbandoned() })
+	ends = slices.DeleteFunc(ends, func(e *ending) bool {
+		if e.lr.isAbandoned() {
+			close(e.stored) // nothing of it is stored
+			return true
+		}
+		return false
+	})
 	for _, e := range ends {
 		n += len(e.events)
 	}
@@ -248,7 +274,12 @@ func (w *writer) write() {
 	for _, evs := range taken {
 		b.Events = append(b.Events, evs...)
 	}
-	b.ToolCalls = tools
+	if len(tools) > 0 {
+		b.ToolCalls = make([]*ToolCall, len(tools))
+		for i, t := range tools {
+			b.ToolCalls[i] = t.c
+		}
+	}
 	for _, e := range ends {
 		for i := range e.requests {
 			b.Requests = append(b.Requests, &e.requests[i])
@@ -264,6 +295,13 @@ func (w *writer) write() {
 	w.s.Log.Debug("stored run records", slog.Int("runs", len(runs)), slog.Int("events", len(b.Events)),
 		slog.Int("ended", len(ends)), slog.Duration("took", time.Since(began)))
 	var again kept
+	if errors.Is(err, ErrTakenForDead) {
+		// Another process took this one for dead and failed its runs: none of
+		// the batch is stored, ever, and the other runs are given up too.
+		w.s.Log.Warn("the database refuses run records: this process was taken for dead by another, which failed its runs")
+		w.abandon(runs, tools, ends)
+		err = nil
+	}
 	if err != nil {
 		// Something in the batch is refused (a run deleted meanwhile, the
 		// database unreachable, …): store each run's part on its own, so that
@@ -286,6 +324,10 @@ func (w *writer) write() {
 
 	for i, lr := range runs {
 		lr.mu.Lock()
+		if lr.abandoned { // given up meanwhile: its pending events are dropped
+			lr.mu.Unlock()
+			continue
+		}
 		if again.runs[i] { // kept, with what came since, for the next try
 			if !lr.queued {
 				lr.queued = true
@@ -313,6 +355,11 @@ func (w *writer) write() {
 			continue // its run waits in finish until it is stored
 		}
 		e.lr.mu.Lock()
+		if e.lr.abandoned {
+			e.lr.mu.Unlock()
+			close(e.stored)
+			continue
+		}
 		for _, ev := range e.events {
 			e.lr.stored = ev.Seq
 			e.lr.deliver(ev)
@@ -322,11 +369,27 @@ func (w *writer) write() {
 	}
 }
 
+// abandon gives up the runs of records that the store refused because this
+// process was taken for dead, and tells the Service so that it gives up the
+// others.
+func (w *writer) abandon(runs []*liveRun, tools []queuedTool, ends []*ending) {
+	for _, lr := range runs {
+		lr.abandon()
+	}
+	for _, t := range tools {
+		t.lr.abandon()
+	}
+	for _, e := range ends {
+		e.lr.abandon()
+	}
+	w.s.takenForDead()
+}
+
 // kept is what writeEach could not store yet and will try again: the runs
 // (by their index in the batch) whose events, the tool calls and the endings.
 type kept struct {
 	runs  map[int]bool
-	tools []*ToolCall
+	tools []queuedTool
 	ends  []*ending
 }
 
@@ -344,27 +407,33 @@ func (w *writer) retry(err error) bool {
 // transaction of its own (so that a part is stored whole or not at all, and
 // can be tried again), and returns the parts kept to be tried again; what is
 // refused for good is logged and given up.
-func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, tools []*ToolCall, ends []*ending) kept {
+func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, tools []queuedTool, ends []*ending) kept {
 	k := kept{runs: map[int]bool{}}
 	for i, lr := range runs {
 		lr.mu.Lock()
 		events := append([]Event(nil), lr.pending[:counts[i]]...)
 		lr.mu.Unlock()
 		if err := w.s.Store.WriteBatch(ctx, &Batch{Events: events}); err != nil {
-			if w.retry(err) {
+			switch {
+			case errors.Is(err, ErrTakenForDead):
+				w.abandon([]*liveRun{lr}, nil, nil)
+			case w.retry(err):
 				k.runs[i] = true
-				continue
+			default:
+				w.s.Log.Error("saving run events", slog.String("run_id", lr.id), slog.Any("err", err))
 			}
-			w.s.Log.Error("saving run events", slog.String("run_id", lr.id), slog.Any("err", err))
 		}
 	}
-	for _, c := range tools {
-		if err := w.s.Store.WriteBatch(ctx, &Batch{ToolCalls: []*ToolCall{c}}); err != nil {
-			if w.retry(err) {
-				k.tools = append(k.tools, c)
-				continue
+	for _, t := range tools {
+		if err := w.s.Store.WriteBatch(ctx, &Batch{ToolCalls: []*ToolCall{t.c}}); err != nil {
+			switch {
+			case errors.Is(err, ErrTakenForDead):
+				w.abandon(nil, []queuedTool{t}, nil)
+			case w.retry(err):
+				k.tools = append(k.tools, t)
+			default:
+				w.s.Log.Error("saving a tool call", slog.String("run_id", t.c.RunID), slog.Any("err", err))
 			}
-			w.s.Log.Error("saving a tool call", slog.String("run_id", c.RunID), slog.Any("err", err))
 		}
 	}
 	for _, e := range ends {
@@ -378,6 +447,16 @@ func (w *writer) writeEach(ctx context.Context, runs []*liveRun, counts []int, t
 		}
 		if w.retry(err) {
 			k.ends = append(k.ends, e)
+			continue
+		}
+		if errors.Is(err, ErrTakenForDead) {
+			w.abandon(nil, nil, []*ending{e})
+			continue
+		}
+		if errors.Is(err, ErrEnded) {
+			// Another process ended the run (failed it, its process taken
+			// for dead): storing this end piecemeal would undo that.
+			w.s.Log.Warn("the end of a run not stored: the run has ended already", slog.String("run_id", e.run.ID), slog.Any("err", err))
 			continue
 		}
 		// Refused for good: store what can be, each on its own.

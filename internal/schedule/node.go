@@ -82,9 +82,16 @@ type Liveness struct {
 	// operating system). A node of this host whose process is gone is reaped
 	// without waiting for DeadAfter.
 	Alive func(pid int) bool
+	// Abandon, when set, gives up the work this process has in progress
+	// when it learns that it was taken for dead, since the process that
+	// took it for dead failed that work already (run.Service.Abandon): it
+	// returns how many runs it gave up, once nothing of them can be stored
+	// any more. Only then does the node register again.
+	Abandon func() int
 
 	once sync.Once
-	self Node // ID, Host and PID, fixed once set
+	self Node          // ID, Host and PID, fixed once set
+	lost chan struct{} // Lost's: look at the node now
 }
 
 func (l *Liveness) init() {
@@ -111,6 +118,7 @@ func (l *Liveness) init() {
 			l.PID = os.Getpid()
 		}
 		l.self = Node{ID: ident.New("node_"), Host: l.Host, PID: l.PID}
+		l.lost = make(chan struct{}, 1)
 	})
 }
 
@@ -135,8 +143,11 @@ func (l *Liveness) Register(ctx context.Context) error {
 // Run heartbeats every Interval until ctx is done, and then removes the node,
 // failing the runs and firings it still had: nothing is left running when the
 // process stops. Should the node have been taken for dead meanwhile (the
-// process stalled past DeadAfter), it registers again; the work it had was
-// failed and stays so.
+// process stalled past DeadAfter), the work it had was failed by the process
+// that took it for dead and stays so: Run gives it up (Abandon), then
+// registers the node again, under the same id, for the work to come. Until
+// then the store refuses the runs' writes and starts of a node that is gone
+// (docs/architecture.md, "liveness").
 func (l *Liveness) Run(ctx context.Context) error {
 	l.init()
 	t := time.NewTicker(l.Interval)
@@ -147,19 +158,41 @@ func (l *Liveness) Run(ctx context.Context) error {
 			l.stop(context.WithoutCancel(ctx))
 			return nil
 		case <-t.C:
+		case <-l.lost:
 		}
 		err := l.Store.HeartbeatNode(ctx, l.self.ID, l.Now().UTC())
 		switch {
 		case err == nil:
 		case fault.Is(err, fault.NotFound):
-			l.Log.Warn("this process was taken for dead by another one (it missed its heartbeats); registering again",
-				slog.String("node_id", l.self.ID))
-			if err := l.Register(ctx); err != nil && ctx.Err() == nil {
-				l.Log.Error("registering again", slog.Any("err", err))
-			}
+			l.rejoin(ctx)
 		case ctx.Err() == nil:
 			l.Log.Warn("heartbeat", slog.Any("err", err))
 		}
+	}
+}
+
+// Lost tells Run that a write of this process found its node gone (taken for
+// dead): Run looks at the node at once rather than at its next heartbeat, to
+// give up the work and register again. It does not wait.
+func (l *Liveness) Lost() {
+	l.init()
+	select {
+	case l.lost <- struct{}{}:
+	default:
+	}
+}
+
+// rejoin gives up the work of this process, which was taken for dead, and
+// registers its node again.
+func (l *Liveness) rejoin(ctx context.Context) {
+	runs := 0
+	if l.Abandon != nil {
+		runs = l.Abandon()
+	}
+	l.Log.Warn("this process was taken for dead by another one (it missed its heartbeats): its runs were failed and are given up; registering again",
+		slog.String("node_id", l.self.ID), slog.Int("runs", runs))
+	if err := l.Register(ctx); err != nil && ctx.Err() == nil {
+		l.Log.Error("registering again", slog.Any("err", err))
 	}
 }
 

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,27 @@ type cluster struct {
 	liveA, liveB *Liveness
 	a, b         *Service
 	runsA, runsB *run.Service
+	// release lets a's model answer; logA is what a's scheduler logs.
+	release func()
+	logA    *logBuffer
+}
+
+// logBuffer is a log that a test reads while it is written.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func setupCluster(t *testing.T, start time.Time) *cluster {
@@ -41,7 +63,8 @@ func setupCluster(t *testing.T, start time.Time) *cluster {
 	fast := llmtest.Func(func(*llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"done"}} })
 	m := mcp.NewManager(nil, mcp.Options{})
 	c := &clock{now: start}
-	cl := &cluster{st: st, user: u, clock: c}
+	cl := &cluster{st: st, user: u, clock: c, logA: &logBuffer{}}
+	cl.release = func() { once.Do(func() { close(release) }) }
 	// Both processes run on this host, as pids 101 and 102, both alive.
 	alive := func(pid int) bool { return pid == 101 || pid == 102 }
 	mk := func(model *llmtest.Model, pid int) (*Liveness, *run.Service, *Service) {
@@ -50,6 +73,7 @@ func setupCluster(t *testing.T, start time.Time) *cluster {
 			Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 				return model, mcp.FamilyOpenAI, nil
 			}, Log: discardLog()}
+		live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
 		s := &Service{Store: st, Agents: agents, Users: st, Runner: runs, Now: c.Now, Log: discardLog(), Live: live}
 		if err := live.Register(ctx); err != nil {
 			t.Fatal(err)
@@ -58,8 +82,9 @@ func setupCluster(t *testing.T, start time.Time) *cluster {
 	}
 	cl.liveA, cl.runsA, cl.a = mk(slow, 101)
 	cl.liveB, cl.runsB, cl.b = mk(fast, 102)
+	cl.a.Log = slog.New(slog.NewTextHandler(cl.logA, nil))
 	t.Cleanup(func() {
-		once.Do(func() { close(release) })
+		cl.release()
 		m.Close()
 	})
 	return cl
@@ -295,5 +320,130 @@ func TestHeartbeatsAndStop(t *testing.T) {
 	}
 	if got, _ := c.st.GetRun(bg, first.RunID); got.Status != run.StatusFailed || !strings.Contains(got.Error, "test") {
 		t.Errorf("the run failed while a was taken for dead: %s %q", got.Status, got.Error)
+	}
+}
+
+// A process taken for dead while it stalled (stopped past dead_after) gives up
+// its work when it resumes, whether a write of its run or its heartbeat tells
+// it so: the run and the firing that another process failed stay failed, with
+// one run.finished and one answer, and nothing of what the run did after the
+// reap is stored. It then registers again and runs new work.
+func TestTakenForDeadGivesItsWorkUp(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		heartbeat bool // the heartbeat finds it out before the run writes again
+	}{{"found by a write", false}, {"found by the heartbeat", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+			_, first := c.startOnA(t)
+			// a stalls at 10:01 in its run's model call; at 10:01:21 b takes it
+			// for dead and fails its run and firing.
+			c.clock.Set(time.Date(2026, 5, 1, 10, 1, 21, 0, time.UTC))
+			if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+				t.Fatalf("reap = %+v, %v; want a's run and firing", r, err)
+			}
+			failed, err := c.st.GetRun(ctx, first.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			c.liveA.Interval = 5 * time.Millisecond
+			lctx, stop := context.WithCancel(ctx)
+			lived := make(chan error, 1)
+			startLive := func() { go func() { lived <- c.liveA.Run(lctx) }() }
+			registered := func() {
+				t.Helper()
+				poll.Until(t, 5*time.Second, "a registered again", func() bool {
+					_, err := c.st.GetNode(ctx, c.liveA.ID())
+					return err == nil
+				})
+			}
+			if tc.heartbeat {
+				startLive()
+				registered()
+			}
+			// a resumes: its model answers, and its run goes on to its end.
+			c.release()
+			if err := c.runsA.Wait(ctx, first.RunID); err != nil {
+				t.Fatal(err)
+			}
+			// a's scheduler is done with the firing once it has tried to save
+			// its outcome: refused, as logged, or saved over b's.
+			poll.Until(t, 5*time.Second, "a's scheduler done with the firing", func() bool {
+				f, err := c.st.GetFiring(ctx, first.ID)
+				return err == nil && (f.Status != FiringFailed || f.Error != ReasonDead) ||
+					strings.Contains(c.logA.String(), "the firing's outcome not saved")
+			})
+
+			got, err := c.st.GetRun(ctx, first.RunID)
+			if err != nil || got.Status != run.StatusFailed || got.Error != ReasonDead ||
+				got.ResponseMessageID != failed.ResponseMessageID || !got.FinishedAt.Equal(*failed.FinishedAt) {
+				t.Errorf("a's run after a resumed: %+v, %v; want it as b failed it: %+v", got, err, failed)
+			}
+			evs, err := c.st.ListEvents(ctx, first.RunID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finishes := 0
+			var stored []string
+			for _, e := range evs {
+				stored = append(stored, fmt.Sprintf("%d %s", e.Seq, e.Type))
+				if e.Type == run.EventRunFinished {
+					finishes++
+				}
+			}
+			for i, e := range evs {
+				if e.Seq != int64(i+1) {
+					t.Errorf("a's run's events are not numbered 1, 2, …: %s", strings.Join(stored, ", "))
+					break
+				}
+			}
+			if finishes != 1 || evs[len(evs)-1].Type != run.EventRunFinished {
+				t.Errorf("a's run has %d run.finished events, last %q; want one, last", finishes, evs[len(evs)-1].Type)
+			}
+			msgs, err := c.st.ListMessages(ctx, got.ConversationID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers := 0
+			for _, m := range msgs {
+				if m.ParentID == got.UserMessageID {
+					answers++
+				}
+			}
+			if answers != 1 {
+				t.Errorf("the run's message has %d answers, want 1", answers)
+			}
+			if rqs, err := c.st.ListModelRequests(ctx, first.RunID); err != nil || len(rqs) != 0 {
+				t.Errorf("model requests stored after the reap: %d, %v", len(rqs), err)
+			}
+			if f, err := c.st.GetFiring(ctx, first.ID); err != nil || f.Status != FiringFailed || f.Error != ReasonDead {
+				t.Errorf("a's firing: %+v, %v; want failed with %q", f, err, ReasonDead)
+			}
+
+			// Registered again, a runs new work as before.
+			if !tc.heartbeat {
+				startLive()
+				registered()
+			}
+			r, err := c.runsA.Start(ctx, c.user, run.ChatRequest{AgentID: "digest", Text: "Again"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.runsA.Wait(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.st.GetRun(ctx, r.ID); err != nil || got.Status != run.StatusSucceeded {
+				t.Errorf("a run started after a registered again: %+v, %v; want succeeded", got, err)
+			}
+			stop()
+			if err := <-lived; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

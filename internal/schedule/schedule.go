@@ -103,6 +103,11 @@ type Store interface {
 	// a *RunningError.
 	CreateFiring(ctx context.Context, f *Firing) error
 	UpdateFiring(ctx context.Context, f *Firing) error
+	// AdvanceFiring is UpdateFiring for a firing still queued or running:
+	// one that has ended already keeps its end (it was failed for its process
+	// taken for dead), and that is fault.Conflict. The scheduler stores the
+	// progress of its firings with it.
+	AdvanceFiring(ctx context.Context, f *Firing) error
 	GetFiring(ctx context.Context, id string) (*Firing, error)
 	// ListFirings lists a schedule's firings, newest first, at most limit.
 	ListFirings(ctx context.Context, scheduleID string, limit int) ([]*Firing, error)

@@ -805,13 +805,20 @@ func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.D
 }
 
 // execute runs a claimed firing through the chat path and records the
-// outcome; the start of a scheduled firing's run is reported to Lag.
+// outcome; the start of a scheduled firing's run is reported to Lag. A firing
+// that has ended meanwhile (failed by another process, which took this one
+// for dead) keeps that end: its progress is not stored (AdvanceFiring), and
+// its run, if one started, is stopped.
 func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, scheduled bool) {
 	log := s.Log.With(slog.String("schedule_id", sc.ID), slog.String("firing_id", f.ID))
 	finish := func(status FiringStatus, msg string) {
 		t := s.Now().UTC()
 		f.Status, f.Error, f.FinishedAt = status, msg, &t
-		if err := s.Store.UpdateFiring(context.WithoutCancel(ctx), f); err != nil {
+		switch err := s.Store.AdvanceFiring(context.WithoutCancel(ctx), f); {
+		case fault.Is(err, fault.Conflict):
+			log.Warn("the firing's outcome not saved: it was failed already, this process taken for dead", slog.Any("err", err))
+			return
+		case err != nil:
 			log.Error("saving the firing", slog.Any("err", err))
 		}
 		s.notify(ctx, sc, f, log)
@@ -840,7 +847,14 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, schedule
 		s.Lag(started.Sub(f.FireAt))
 	}
 	f.RunID, f.ConversationID, f.Status, f.StartedAt = r.ID, r.ConversationID, FiringRunning, &started
-	if err := s.Store.UpdateFiring(ctx, f); err != nil {
+	switch err := s.Store.AdvanceFiring(ctx, f); {
+	case fault.Is(err, fault.Conflict):
+		// Failed while this process was taken for dead: the firing is over,
+		// and so is its run.
+		log.Warn("the firing was failed already, this process taken for dead; its run is stopped", slog.String("run_id", r.ID))
+		_, _ = s.Runner.Abort(context.WithoutCancel(ctx), u, r.ID)
+		return
+	case err != nil:
 		log.Error("saving the firing", slog.Any("err", err))
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.Opts.RunTimeout)

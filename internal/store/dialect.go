@@ -58,6 +58,11 @@ type Dialect struct {
 	// that setups with different tokens at once make one admin. Engines whose
 	// write transactions are already serialized leave it empty.
 	SetupLock string
+	// KeyShare, when set, ends a SELECT of rows that the transaction then
+	// holds against deletion until it ends (Postgres' FOR KEY SHARE), as a
+	// write of a process holds its node's row (DB.checkNode). Engines whose
+	// write transactions are already serialized leave it empty.
+	KeyShare string
 	// VectorScore is the expression of the cosine similarity of the stored
 	// vector c.embedding and the one ? it holds (float32 little-endian), or ""
 	// when the engine cannot compute it and Relay scores the vectors itself.

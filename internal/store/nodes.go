@@ -35,6 +35,27 @@ func (db *DB) RunNode(ctx context.Context, runID string) (string, error) {
 	return node, nil
 }
 
+// checkNode refuses, in tx, a write of a process that another one took for
+// dead (its node reaped: its runs failed already) with run.ErrTakenForDead,
+// so that nothing of those runs is stored after their failed end. The node's
+// row is held until tx ends (Dialect.KeyShare): a reap under way is waited
+// for, and one that comes later waits for tx, whose writes it then sees. A
+// DB that names no node (OnNode) has nothing to check.
+func (db *DB) checkNode(ctx context.Context, tx *sql.Tx) error {
+	if db.node == "" {
+		return nil
+	}
+	var one int
+	err := db.queryRow(ctx, tx, `SELECT 1 FROM nodes WHERE id = ?`+db.d.KeyShare, db.node).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fault.Wrap(fault.Unavailable, run.ErrTakenForDead, "node %q was reaped", db.node)
+	case err != nil:
+		return fmt.Errorf("checking node %q: %w", db.node, err)
+	}
+	return nil
+}
+
 const nodeColumns = `id, host, pid, started_at, heartbeat_at`
 
 func scanNode(r rowScanner) (*schedule.Node, error) {

@@ -129,6 +129,41 @@ func (db *DB) updateRun(ctx context.Context, q querier, r *run.Run) error {
 	return nil
 }
 
+// endRun stores r's end, as updateRun does, on a run still queued or
+// running: a run that ended already keeps its end (it was failed for a
+// process taken for dead, which went on and ended it again), and that is
+// fault.Conflict.
+func (db *DB) endRun(ctx context.Context, q querier, r *run.Run) error {
+	if err := checkStatus(r.ID, r.Status); err != nil {
+		return err
+	}
+	started, finished := storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
+	res, err := db.exec(ctx, q,
+		`UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ? AND status IN (?, ?)`,
+		string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
+		nullString(r.ResponseMessageID), db.nullTimeArg(started), db.nullTimeArg(finished), r.ID,
+		string(run.StatusQueued), string(run.StatusRunning))
+	if err != nil {
+		return fmt.Errorf("ending run %q: %w", r.ID, err)
+	}
+	if ok, err := affected(res); err != nil {
+		return fmt.Errorf("ending run %q: %w", r.ID, err)
+	} else if !ok {
+		var status string
+		err := db.queryRow(ctx, q, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&status)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fault.New(fault.NotFound, "run %q not found", r.ID)
+		case err != nil:
+			return fmt.Errorf("ending run %q: %w", r.ID, err)
+		}
+		return fault.Wrap(fault.Conflict, run.ErrEnded, "run %q is %s already", r.ID, status)
+	}
+	r.StartedAt, r.FinishedAt = started, finished
+	return nil
+}
+
 // GetRun returns the run with that id.
 func (db *DB) GetRun(ctx context.Context, id string) (*run.Run, error) {
 	r, err := scanRun(db.queryRow(ctx, db.read, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
@@ -336,6 +371,9 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 		return fault.New(fault.Invalid, "starting a run needs its conversation, message and run")
 	}
 	return db.inTx(ctx, "StartRun", func(tx *sql.Tx) error {
+		if err := db.checkNode(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		if s.NewConversation {
 			err = db.createConversation(ctx, tx, s.Conversation)
@@ -383,12 +421,18 @@ func (db *DB) goingRun(ctx context.Context, q querier, convID string) (string, e
 // each as AppendEvents, AddToolCall, AddModelRequest, AddMessage and UpdateRun
 // would, with their faults and the stored times written back. The events are
 // kept a row per run (appendEventBatches): their Seqs must be new for their
-// runs, which is checked within the batch only.
+// runs, which is checked within the batch only. A run update is a run's end:
+// it changes only a run still queued or running, and one that has ended
+// already (failed for a process taken for dead) is fault.Conflict. A DB on a
+// node (OnNode) that was reaped stores nothing: run.ErrTakenForDead.
 func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 	if err := checkEvents(b.Events); err != nil {
 		return err
 	}
 	return db.inTx(ctx, "WriteBatch", func(tx *sql.Tx) error {
+		if err := db.checkNode(ctx, tx); err != nil {
+			return err
+		}
 		if err := db.appendEventBatches(ctx, tx, b.Events); err != nil {
 			return err
 		}
@@ -408,7 +452,7 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 			}
 		}
 		for _, r := range b.Runs {
-			if err := db.updateRun(ctx, tx, r); err != nil {
+			if err := db.endRun(ctx, tx, r); err != nil {
 				return err
 			}
 		}

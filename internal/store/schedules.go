@@ -422,15 +422,30 @@ func (db *DB) refuseRunning(ctx context.Context, q querier, scheduleID string, s
 // FinishedAt, and writes the times back in stored form. Its schedule, FireAt,
 // prompt and ClaimedBy never change.
 func (db *DB) UpdateFiring(ctx context.Context, f *schedule.Firing) error {
+	return db.updateFiring(ctx, f, false)
+}
+
+// AdvanceFiring is UpdateFiring on a firing still queued or running; one
+// that has ended already is left as it is, and that is fault.Conflict.
+func (db *DB) AdvanceFiring(ctx context.Context, f *schedule.Firing) error {
+	return db.updateFiring(ctx, f, true)
+}
+
+// updateFiring stores f, with going only while it is queued or running.
+func (db *DB) updateFiring(ctx context.Context, f *schedule.Firing, going bool) error {
 	if err := checkFiringStatus(f.ID, f.Status); err != nil {
 		return err
 	}
 	started, finished := storedPtr(f.StartedAt), storedPtr(f.FinishedAt)
-	res, err := db.exec(ctx, db.write,
-		`UPDATE schedule_firings SET status = ?, error = ?, run_id = ?, conversation_id = ?, prompt = ?, started_at = ?,
-			finished_at = ? WHERE id = ?`,
-		string(f.Status), f.Error, nullString(f.RunID), nullString(f.ConversationID), f.Prompt,
-		db.nullTimeArg(started), db.nullTimeArg(finished), f.ID)
+	q := `UPDATE schedule_firings SET status = ?, error = ?, run_id = ?, conversation_id = ?, prompt = ?, started_at = ?,
+			finished_at = ? WHERE id = ?`
+	args := []any{string(f.Status), f.Error, nullString(f.RunID), nullString(f.ConversationID), f.Prompt,
+		db.nullTimeArg(started), db.nullTimeArg(finished), f.ID}
+	if going {
+		q += ` AND status IN (?, ?)`
+		args = append(args, string(schedule.FiringQueued), string(schedule.FiringRunning))
+	}
+	res, err := db.exec(ctx, db.write, q, args...)
 	switch {
 	case err != nil && db.d.IsUniqueViolation(err):
 		// Only schedule_firings_running can be broken here: the firing was
@@ -443,7 +458,14 @@ func (db *DB) UpdateFiring(ctx context.Context, f *schedule.Firing) error {
 	if ok, err := affected(res); err != nil {
 		return fmt.Errorf("updating firing %q: %w", f.ID, err)
 	} else if !ok {
-		return fault.New(fault.NotFound, "firing %q not found", f.ID)
+		if !going {
+			return fault.New(fault.NotFound, "firing %q not found", f.ID)
+		}
+		got, err := db.GetFiring(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		return fault.New(fault.Conflict, "firing %q is %s already", f.ID, got.Status)
 	}
 	f.StartedAt, f.FinishedAt = started, finished
 	return nil

@@ -231,6 +231,9 @@ func dialect() store.Dialect {
 		LockMigrations: lockMigrations,
 		SyncLock:       fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
 		SetupLock:      fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, setupLockKey),
+		// A key-share lock does not wait for heartbeats (they change no key),
+		// only for the reap that deletes the node.
+		KeyShare: ` FOR KEY SHARE`,
 		// No VectorScore: vectors are scored in Go (see docs/config.md, rag).
 		FullText: store.TSVector,
 		// The planner's count, kept by ANALYZE and VACUUM; Postgres ids are not dense.

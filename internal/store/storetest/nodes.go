@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -45,6 +46,52 @@ func reap(t *testing.T, s store.Store, id string, seen time.Time) (schedule.Reap
 }
 
 var nodeTests = []test{
+	{"ReapedNodeStoresNothingOfItsRuns", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		n := registerNode(t, s, newNode(1))
+		onN := onNode(t, s, n.ID)
+		c := newChat(t, onN, "reaped@example.com")
+		must(t, onN.WriteBatch(ctx, &run.Batch{Events: []run.Event{event(c.run.ID, 1, `{}`)}}), "WriteBatch of a live node")
+		if _, ok := reap(t, s, n.ID, at(1)); !ok {
+			t.Fatal("ReapNode did not reap")
+		}
+		failed := getRun(t, s, c.run.ID)
+		evs := listEvents(t, s, c.run.ID, 0)
+
+		// What the process goes on with once it resumes is refused, whole.
+		answer := newMessage(c.conv.ID, c.msg.ID, run.RoleAssistant, "Late", 9)
+		answer.RunID = c.run.ID
+		end := *c.run
+		done := at(9)
+		end.Status, end.FinishedAt, end.ResponseMessageID = run.StatusSucceeded, &done, answer.ID
+		err := onN.WriteBatch(ctx, &run.Batch{Events: []run.Event{event(c.run.ID, 2, `{}`), event(c.run.ID, 3, `{}`)},
+			ToolCalls: []*run.ToolCall{toolCall(c.run.ID, "call_1", 4)}, Messages: []*run.Message{answer}, Runs: []*run.Run{&end}})
+		if !errors.Is(err, run.ErrTakenForDead) {
+			t.Errorf("WriteBatch of a reaped node = %v; want run.ErrTakenForDead", err)
+		}
+		start := &run.RunStart{Conversation: c.conv, Message: newMessage(c.conv.ID, c.msg.ID, run.RoleUser, "More", 10),
+			Run: newRun(c.user.ID, c.conv.ID, "", 10)}
+		start.Run.UserMessageID = start.Message.ID
+		if err := onN.StartRun(ctx, start); !errors.Is(err, run.ErrTakenForDead) {
+			t.Errorf("StartRun of a reaped node = %v; want run.ErrTakenForDead", err)
+		}
+		if d := cmp.Diff(failed, getRun(t, s, c.run.ID)); d != "" {
+			t.Errorf("the failed run after refused writes (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(evs, listEvents(t, s, c.run.ID, 0)); d != "" {
+			t.Errorf("the failed run's events after refused writes (-want +got):\n%s", d)
+		}
+		if got := listToolCalls(t, s, c.run.ID); len(got) != 0 {
+			t.Errorf("tool calls stored after the reap: %+v", got)
+		}
+		if _, err := s.GetRun(ctx, start.Run.ID); !fault.Is(err, fault.NotFound) {
+			t.Errorf("a run started after the reap: %v; want none", err)
+		}
+
+		// Registered again, the node stores its new work.
+		registerNode(t, s, &schedule.Node{ID: n.ID, Host: n.Host, PID: n.PID})
+		must(t, onN.StartRun(ctx, start), "StartRun after registering again")
+	}},
 	{"RegisterGetList", func(t *testing.T, s store.Store) {
 		a := registerNode(t, s, newNode(1))
 		b := registerNode(t, s, &schedule.Node{ID: newID("node_"), Host: "host-b", PID: 1})

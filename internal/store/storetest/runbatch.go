@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -266,6 +267,27 @@ var runBatchTests = []test{
 		must(t, s.DeleteConversation(t.Context(), a.conv.ID), "DeleteConversation")
 		if got := listEvents(t, s, id, 0); len(got) != 0 {
 			t.Errorf("after DeleteConversation: %v", seqs(got))
+		}
+	}},
+	{"WriteBatchEndsARunOnce", func(t *testing.T, s store.Store) {
+		a := newChat(t, s, "once@example.com")
+		failed := getRun(t, s, a.run.ID)
+		done := at(8)
+		failed.Status, failed.Error, failed.FinishedAt = run.StatusFailed, "the process running it stopped", &done
+		must(t, s.UpdateRun(t.Context(), failed), "UpdateRun to failed")
+		end := *failed
+		later := at(9)
+		end.Status, end.Error, end.FinishedAt = run.StatusSucceeded, "", &later
+		err := s.WriteBatch(t.Context(), &run.Batch{Events: []run.Event{event(a.run.ID, 1, "")}, Runs: []*run.Run{&end}})
+		wantKind(t, err, fault.Conflict, "WriteBatch ending a run that has ended")
+		if !errors.Is(err, run.ErrEnded) {
+			t.Errorf("WriteBatch ending a run that has ended = %v; want run.ErrEnded", err)
+		}
+		if d := cmp.Diff(failed, getRun(t, s, a.run.ID)); d != "" {
+			t.Errorf("the run after a refused end (-want +got):\n%s", d)
+		}
+		if got := listEvents(t, s, a.run.ID, 0); len(got) != 0 {
+			t.Errorf("events stored with a refused end: %v", seqs(got))
 		}
 	}},
 	{"WriteBatchAllOrNothing", func(t *testing.T, s store.Store) {

@@ -629,6 +629,28 @@ var scheduleTests = []test{
 			t.Errorf("GetFiring returned %+v with its error", got)
 		}
 	}},
+	{"AdvanceFiring", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		u := createUser(t, s, "advance@example.com")
+		sc := createSchedule(t, s, newSchedule(u.ID, 0))
+		f := newFiring(sc.ID, at(10))
+		must(t, s.CreateFiring(ctx, f), "CreateFiring")
+		f.Status, f.RunID, f.StartedAt = schedule.FiringRunning, "run_x", ptr(at(11))
+		must(t, s.AdvanceFiring(ctx, f), "AdvanceFiring to running")
+		failed := *f
+		failed.Status, failed.Error, failed.FinishedAt = schedule.FiringFailed, schedule.ReasonDead, ptr(at(12))
+		must(t, s.AdvanceFiring(ctx, &failed), "AdvanceFiring to failed")
+		// An ended firing keeps its end.
+		late := *f
+		late.Status, late.FinishedAt = schedule.FiringSucceeded, ptr(at(13))
+		wantKind(t, s.AdvanceFiring(ctx, &late), fault.Conflict, "AdvanceFiring of an ended firing")
+		if got := getFiring(t, s, f.ID); got.Status != schedule.FiringFailed || got.Error != schedule.ReasonDead || !got.FinishedAt.Equal(stored(at(12))) {
+			t.Errorf("the failed firing after a refused end: %+v", got)
+		}
+		missing := newFiring(sc.ID, at(1))
+		missing.Status = schedule.FiringRunning
+		wantKind(t, s.AdvanceFiring(ctx, missing), fault.NotFound, "AdvanceFiring of a missing firing")
+	}},
 	{"ListFirings", func(t *testing.T, s store.Store) {
 		u := createUser(t, s, "list@example.com")
 		sc := createSchedule(t, s, newSchedule(u.ID, 0))
