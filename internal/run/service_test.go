@@ -23,9 +23,10 @@ import (
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
-	"github.com/relay-ai/relay/internal/ragas"
 	"github.com/relay-ai/relay/internal/poll"
+	"github.com/relay-ai/relay/internal/ragas"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/schedule"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/tool"
@@ -372,6 +373,11 @@ func TestAbortFromAnotherProcess(t *testing.T) {
 	model := llmtest.New(llmtest.Turn{Text: slices.Repeat([]string{"word "}, 400), Delay: 20 * time.Millisecond})
 	a := setup(t, model)
 	db := a.svc.Store.(*store.DB)
+	for _, node := range []string{"node_a", "node_b"} { // two live processes
+		if err := db.RegisterNode(context.Background(), &schedule.Node{ID: node, Host: "host", PID: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a.svc.Store, a.svc.AbortEvery = db.OnNode("node_a"), 20*time.Millisecond
 	// Another process: its own live runs, on node_b.
 	b := run.Service{Store: db.OnNode("node_b"), MCP: a.svc.MCP, Log: a.svc.Log, Prep: a.svc.Prep, Models: a.svc.Models}
