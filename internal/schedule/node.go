@@ -223,11 +223,23 @@ func (l *Liveness) Dead(n *Node, now time.Time) bool {
 	if now.Sub(n.HeartbeatAt) > l.DeadAfter {
 		return true
 	}
+	if n.Host != l.self.Host {
+		return false
+	}
 	// A restarted process often gets its predecessor's pid (pid 1 in a
-	// container): a node of this host with this pid that is not this process's
-	// is gone.
-	return n.Host == l.self.Host && (n.PID == l.self.PID || !l.Alive(n.PID))
+	// container): a node of this host with this pid that is not this
+	// process's, and that registered before this process began, is gone. One
+	// registered since is another server of this very process (as tests run
+	// them), alive.
+	if n.PID == l.self.PID {
+		return n.StartedAt.Before(processStart)
+	}
+	return !l.Alive(n.PID)
 }
+
+// processStart is when this process began, near enough: before any node it
+// registers.
+var processStart = time.Now()
 
 // Suspect reports whether the node with that id has missed heartbeats (two
 // intervals) and may be dead: a firing it holds is worth waiting for before

@@ -268,6 +268,13 @@ func TestRestartOnSameHostReapsAtOnce(t *testing.T) {
 	if !fresh.Dead(&same, c.clock.Now()) {
 		t.Error("a node with this process's pid that is not this process's is alive")
 	}
+	// One that registered since this process began is another server of
+	// this very process (as tests run two): alive.
+	since := same
+	since.StartedAt = time.Now()
+	if fresh.Dead(&since, c.clock.Now()) {
+		t.Error("a node this process registered for another of its servers is dead")
+	}
 	kill := func(pid int) bool { return pid != 101 }
 	restarted := &Liveness{Store: c.st, Now: c.clock.Now, Host: "host-a", PID: 105, Alive: kill}
 	if r, err := restarted.Reap(ctx); err != nil || r.Runs != 1 {
