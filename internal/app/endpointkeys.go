@@ -109,12 +109,13 @@ func userValues(ctx context.Context, keys keyStore, userID, endpoint string, fie
 	return vals, nil
 }
 
-// fingerprint identifies a user's values without holding them: a client
-// built from other values is never taken for theirs.
-func fingerprint(vals map[string]string) string {
+// fingerprint identifies the values a user's client is built from (their
+// own endpoint values, their details in its headers) without holding them: a
+// client built from other values is never taken for theirs.
+func fingerprint(values ...string) string {
 	h := sha256.New()
-	for _, f := range []string{config.FieldAPIKey, config.FieldBaseURL} {
-		fmt.Fprintf(h, "%s=%d:%s;", f, len(vals[f]), vals[f])
+	for _, v := range values {
+		fmt.Fprintf(h, "%d:%s;", len(v), v)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

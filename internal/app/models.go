@@ -127,7 +127,11 @@ func models(cfg *config.Config, keys keyStore, users *headerUsers, log *slog.Log
 		perUser := vals != nil || template != nil
 		var print string
 		if perUser {
-			print = fingerprint(vals) + userFingerprint(who)
+			built := []string{vals[config.FieldAPIKey], vals[config.FieldBaseURL]}
+			if who != nil {
+				built = append(built, who.ID, who.Email, who.Name, who.Username)
+			}
+			print = fingerprint(built...)
 			if m, ok := own.get(userID+"\x00"+cacheKey, print); ok {
 				return m, fam, nil
 			}

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,18 +87,6 @@ func (h *headerUsers) user(ctx context.Context, id string) (*mcp.User, error) {
 	u := run.MCPUser(au)
 	h.cache.Put(id, u, gen, h.now())
 	return u, nil
-}
-
-// userFingerprint identifies the details of u the headers may hold, as
-// fingerprint does a user's own values.
-func userFingerprint(u *mcp.User) string {
-	h := sha256.New()
-	if u != nil {
-		for _, v := range []string{u.ID, u.Email, u.Name, u.Username} {
-			fmt.Fprintf(h, "%d:%s;", len(v), v)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // maskedLog returns log with the values filled into a client's headers
