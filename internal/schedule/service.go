@@ -739,6 +739,9 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		}
 	}
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: fireAt, Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
+	behind := func(running *Firing) { // skipped: the previous firing still runs
+		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.ID+") was still running"
+	}
 	switch running, err := s.Store.RunningFiring(ctx, sc.ID); {
 	case err != nil:
 		log.Error("checking the running firing", slog.Any("err", err))
@@ -754,13 +757,13 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		// heartbeats again, this one is skipped.
 		return waited
 	case running != nil:
-		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.ID+") was still running"
+		behind(running)
 	}
 	ok, err := s.Store.ClaimFiring(ctx, f, next)
 	if running := (*RunningError)(nil); errors.As(err, &running) {
 		// A firing was queued since RunningFiring looked (run by hand, on
 		// any process): this one is skipped, as above.
-		f.Status, f.Error = FiringSkipped, "the previous firing ("+running.Firing.ID+") was still running"
+		behind(running.Firing)
 		ok, err = s.Store.ClaimFiring(ctx, f, next)
 	}
 	if err != nil {
