@@ -108,25 +108,7 @@ func (db *DB) UpdateRun(ctx context.Context, r *run.Run) error {
 }
 
 func (db *DB) updateRun(ctx context.Context, q querier, r *run.Run) error {
-	if err := checkStatus(r.ID, r.Status); err != nil {
-		return err
-	}
-	started, finished := storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
-	res, err := db.exec(ctx, q,
-		`UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
-			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ?`,
-		string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		nullString(r.ResponseMessageID), db.nullTimeArg(started), db.nullTimeArg(finished), r.ID)
-	if err != nil {
-		return fmt.Errorf("updating run %q: %w", r.ID, err)
-	}
-	if ok, err := affected(res); err != nil {
-		return fmt.Errorf("updating run %q: %w", r.ID, err)
-	} else if !ok {
-		return fault.New(fault.NotFound, "run %q not found", r.ID)
-	}
-	r.StartedAt, r.FinishedAt = started, finished
-	return nil
+	return db.setRun(ctx, q, r, false)
 }
 
 // endRun stores r's end, as updateRun does, on a run still queued or
@@ -134,22 +116,33 @@ func (db *DB) updateRun(ctx context.Context, q querier, r *run.Run) error {
 // process taken for dead, which went on and ended it again), and that is
 // fault.Conflict.
 func (db *DB) endRun(ctx context.Context, q querier, r *run.Run) error {
+	return db.setRun(ctx, q, r, true)
+}
+
+// setRun stores r's state, with going only while the run is queued or running.
+func (db *DB) setRun(ctx context.Context, q querier, r *run.Run, going bool) error {
 	if err := checkStatus(r.ID, r.Status); err != nil {
 		return err
 	}
 	started, finished := storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
-	res, err := db.exec(ctx, q,
-		`UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
-			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ? AND status IN (?, ?)`,
-		string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
-		nullString(r.ResponseMessageID), db.nullTimeArg(started), db.nullTimeArg(finished), r.ID,
-		string(run.StatusQueued), string(run.StatusRunning))
+	query := `UPDATE runs SET status = ?, error = ?, prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+			response_message_id = ?, started_at = ?, finished_at = ? WHERE id = ?`
+	args := []any{string(r.Status), r.Error, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.TotalTokens,
+		nullString(r.ResponseMessageID), db.nullTimeArg(started), db.nullTimeArg(finished), r.ID}
+	if going {
+		query += ` AND status IN (?, ?)`
+		args = append(args, string(run.StatusQueued), string(run.StatusRunning))
+	}
+	res, err := db.exec(ctx, q, query, args...)
 	if err != nil {
-		return fmt.Errorf("ending run %q: %w", r.ID, err)
+		return fmt.Errorf("updating run %q: %w", r.ID, err)
 	}
 	if ok, err := affected(res); err != nil {
-		return fmt.Errorf("ending run %q: %w", r.ID, err)
+		return fmt.Errorf("updating run %q: %w", r.ID, err)
 	} else if !ok {
+		if !going {
+			return fault.New(fault.NotFound, "run %q not found", r.ID)
+		}
 		var status string
 		err := db.queryRow(ctx, q, `SELECT status FROM runs WHERE id = ?`, r.ID).Scan(&status)
 		switch {
