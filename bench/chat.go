@@ -45,6 +45,7 @@ func benchChat() error {
 	gap := flag.Duration("gap", 10*time.Millisecond, "time between streamed tokens")
 	rounds := flag.Int("rounds", 3, "rounds of the streaming chats, Relay and the bare pass-through taking turns in each")
 	sweepFlag := flag.Bool("sweep", false, "measure the streaming chats at 100, 300, 600 and 1,000 concurrent chats and print a table")
+	warmup := flag.Bool("warmup", true, "have each server process serve the same chats once, unmeasured, before the measured ones")
 	floor := flag.Bool("floor", false, "measure only the same streams through a byte-copying TCP relay: what the machine allows any server")
 	telemetryMode := flag.String("telemetry", "none", "for the overhead: none, metrics (what relay serve always does) or traces (metrics and every span exported to an OTLP sink in this process)")
 	flag.Parse()
@@ -155,7 +156,7 @@ func benchChat() error {
 		return err
 	}
 	if *sweepFlag {
-		return sweep(*tokens, *gap)
+		return sweep(*tokens, *gap, *warmup)
 	}
 	if *chats <= 0 {
 		return nil
@@ -165,12 +166,12 @@ func benchChat() error {
 	// of load alike.
 	var relay, bare []streamRow
 	for range max(1, *rounds) {
-		row, err := streamChats(*chats, *tokens, *gap, false)
+		row, err := streamChats(*chats, *tokens, *gap, false, *warmup)
 		if err != nil {
 			return err
 		}
 		relay = append(relay, row)
-		if row, err = streamChats(*chats, *tokens, *gap, true); err != nil {
+		if row, err = streamChats(*chats, *tokens, *gap, true, *warmup); err != nil {
 			return err
 		}
 		bare = append(bare, row)

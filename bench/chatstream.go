@@ -165,15 +165,15 @@ var sweepChats = []int{100, 300, 600, 1000}
 // sweep measures the streaming chats at each concurrency of sweepChats, each
 // against a Relay process of its own, and prints a table of them, so that the
 // point where added latency starts to climb is visible.
-func sweep(tokens int, gap time.Duration) error {
+func sweep(tokens int, gap time.Duration, warmup bool) error {
 	var rows, bare []streamRow
 	for _, n := range sweepChats {
-		row, err := streamChats(n, tokens, gap, false)
+		row, err := streamChats(n, tokens, gap, false, warmup)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, row)
-		if row, err = streamChats(n, tokens, gap, true); err != nil {
+		if row, err = streamChats(n, tokens, gap, true, warmup); err != nil {
 			return err
 		}
 		bare = append(bare, row)
@@ -197,7 +197,12 @@ func µs(d time.Duration) float64 { return float64(d) / float64(time.Microsecond
 
 // streamChats runs chats concurrent streaming chats through a Relay process of
 // its own against a fake upstream in this process.
-func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, error) {
+//
+// With warmup, the process first serves the same chats once, unmeasured, and is
+// then told to start measuring ("measure" on its stdin, answered by a line): the
+// round then measures a server whose memory is in place, not the page faults of
+// a process growing from nothing (docs/performance.md, "Streaming chats").
+func streamChats(chats, tokens int, gap time.Duration, bare, warmup bool) (streamRow, error) {
 	var row streamRow
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -220,6 +225,9 @@ func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, er
 	}))
 	defer upstream.Close()
 	args := []string{"chat-relay", "-upstream", upstream.URL}
+	if warmup {
+		args = append(args, "-warmup")
+	}
 	what := "Relay"
 	if bare {
 		args, what = append(args, "-bare"), "bare pass-through"
@@ -235,32 +243,26 @@ func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, er
 		return row, fmt.Errorf("the Relay process said %q: %w", line, err)
 	}
 
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chats}}
+	if warmup {
+		fmt.Fprintf(os.Stderr, "%d concurrent streaming chats through the %s, %d tokens %s apart, to warm it up…\n", chats, what, tokens, gap)
+		if complete, _, _ := sendChats(hc, ready, chats, tokens); complete != chats {
+			return row, fmt.Errorf("the %s completed %d of the %d chats of its warm-up", what, complete, chats)
+		}
+		if _, err := io.WriteString(stdin, "measure\n"); err != nil {
+			return row, err
+		}
+		if _, err := out.ReadBytes('\n'); err != nil {
+			return row, fmt.Errorf("the %s process did not start measuring: %w", what, err)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "%d concurrent streaming chats through the %s, %d tokens %s apart…\n", chats, what, tokens, gap)
 	load := "unknown"
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	driverCPU := cpuTime()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: chats}}
-	var mu sync.Mutex
-	var seen []time.Duration
-	complete := 0
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for range chats {
-		wg.Go(func() {
-			got, done, mine := readChat(hc, ready)
-			mu.Lock()
-			seen = append(seen, mine...)
-			if done && got == tokens {
-				complete++
-			}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	took := time.Since(t0)
-
+	complete, seen, took := sendChats(hc, ready, chats, tokens)
 	loadCPU := cpuTime() - driverCPU
 	if err := stdin.Close(); err != nil {
 		return row, err
@@ -303,6 +305,30 @@ func streamChats(chats, tokens int, gap time.Duration, bare bool) (streamRow, er
 		relayPerToken: rep.CPU / time.Duration(max(1, len(added))), loadPerToken: loadCPU / time.Duration(max(1, len(added))),
 		rssMB: float64(rep.PeakRSS) / 1024, cpu: rep.CPU, added: added}
 	return row, nil
+}
+
+// sendChats sends chats chats at once and reads their streams: how many
+// completed with all their tokens, each token's latency as read here, sorted
+// by the caller, and how long they took together.
+func sendChats(hc *http.Client, ready relayReady, chats, tokens int) (int, []time.Duration, time.Duration) {
+	var mu sync.Mutex
+	var seen []time.Duration
+	complete := 0
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range chats {
+		wg.Go(func() {
+			got, done, mine := readChat(hc, ready)
+			mu.Lock()
+			seen = append(seen, mine...)
+			if done && got == tokens {
+				complete++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return complete, seen, time.Since(t0)
 }
 
 // readChat sends one chat and reads its stream, returning how many tokens
@@ -370,6 +396,7 @@ func tokenTime(b []byte) (int64, bool) {
 func chatRelay() error {
 	upstreamURL := flag.String("upstream", "", "the fake upstream's `URL`")
 	bare := flag.Bool("bare", false, "serve the bare pass-through instead of Relay")
+	warmup := flag.Bool("warmup", false, "measure from the line \"measure\" on stdin, not from the start")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "relay-bench-stream-")
 	if err != nil {
@@ -419,16 +446,21 @@ func chatRelay() error {
 	if *bare {
 		suffix = ".bare"
 	}
-	if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
-		f += suffix
-		if out, err := os.Create(f); err == nil {
-			_ = pprof.StartCPUProfile(out)
-			stopProfile = func() { pprof.StopCPUProfile(); out.Close() }
+	startProfile := func() {
+		if f := os.Getenv("RELAY_BENCH_CPUPROFILE"); f != "" {
+			f += suffix
+			if out, err := os.Create(f); err == nil {
+				_ = pprof.StartCPUProfile(out)
+				stopProfile = func() { pprof.StopCPUProfile(); out.Close() }
+			}
 		}
+	}
+	if !*warmup {
+		startProfile()
 	}
 	var handlers sync.WaitGroup // chats still being answered
 	var bySecond [60][]int32    // added latencies by the second the token was sent in
-	cpu0At := time.Now()
+	cpu0At := time.Now()        // guarded by mu, as cpu0
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
 	if heapAt != "" {
 		heapAt += suffix
@@ -447,6 +479,7 @@ func chatRelay() error {
 		tc := &tokenClock{ResponseWriter: w}
 		serveChat.ServeHTTP(tc, r)
 		mu.Lock()
+		defer mu.Unlock()
 		added = append(added, tc.added...)
 		for i, at := range tc.sent {
 			sec := int(time.Duration(at - cpu0At.UnixNano()).Seconds())
@@ -455,7 +488,6 @@ func chatRelay() error {
 			}
 		}
 		served++
-		mu.Unlock()
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -490,15 +522,34 @@ func chatRelay() error {
 			rep.Goroutines = max(rep.Goroutines, runtime.NumGoroutine())
 		}
 	}()
-	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
 	// A client may have read its last event before its handler returned.
-	answered := make(chan struct{})
-	go func() { handlers.Wait(); close(answered) }()
-	select {
-	case <-answered:
-	case <-time.After(10 * time.Second):
-		fmt.Fprintln(os.Stderr, "bench chat-relay: chats still being answered after 10 s; reporting without them")
+	waitAnswered := func() {
+		answered := make(chan struct{})
+		go func() { handlers.Wait(); close(answered) }()
+		select {
+		case <-answered:
+		case <-time.After(10 * time.Second):
+			fmt.Fprintln(os.Stderr, "bench chat-relay: chats still being answered after 10 s; going on without them")
+		}
 	}
+	in := bufio.NewScanner(os.Stdin) // until the parent is done
+	for in.Scan() {
+		if in.Text() != "measure" {
+			continue
+		}
+		// The warm-up is over: what it served is forgotten.
+		waitAnswered()
+		mu.Lock()
+		added, bySecond, served = nil, [60][]int32{}, 0
+		client.mu.Lock()
+		client.parsed = nil
+		client.mu.Unlock()
+		cpu0, cpu0At = cpuTime(), time.Now()
+		mu.Unlock()
+		startProfile()
+		fmt.Println("measuring")
+	}
+	waitAnswered()
 	close(stopSampling)
 	<-sampled
 	if heapAt != "" {
