@@ -458,9 +458,9 @@ func chatRelay() error {
 	if !*warmup {
 		startProfile()
 	}
-	var handlers sync.WaitGroup // chats still being answered
-	var bySecond [60][]int32    // added latencies by the second the token was sent in
-	cpu0At := time.Now()        // guarded by mu, as cpu0
+	var handlers sync.WaitGroup                   // chats still being answered
+	var bySecond [60][]int32                      // added latencies by the second the token was sent in
+	cpu0At := time.Now()                          // guarded by mu, as cpu0
 	heapAt := os.Getenv("RELAY_BENCH_MEMPROFILE") // written as the heap grows
 	if heapAt != "" {
 		heapAt += suffix
