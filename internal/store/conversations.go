@@ -216,12 +216,40 @@ func scanMessage(r rowScanner) (*run.Message, error) {
 		return nil, err
 	}
 	if parts != nil {
-		if err := json.Unmarshal(parts, &m.Parts); err != nil {
+		var stored []storedPart
+		if err := json.Unmarshal(parts, &stored); err != nil {
 			return nil, fmt.Errorf("decoding parts of message %q: %w", m.ID, err)
+		}
+		m.Parts = make([]run.Part, len(stored))
+		for i, p := range stored {
+			if p.TextOfMessage {
+				p.Text = m.Text
+			}
+			m.Parts[i] = p.Part
 		}
 		m.Sources = run.Sources(m.Parts)
 	}
 	return &m, nil
+}
+
+// storedPart is a part of a message as stored. A text part whose text is the
+// message's whole text, as the one part of most answers is, is stored without
+// it (TextOfMessage): the text is kept once, in the message's text column.
+type storedPart struct {
+	run.Part
+	TextOfMessage bool `json:"text_of_message,omitempty"`
+}
+
+// storedParts returns the parts of m as stored (storedPart).
+func storedParts(m *run.Message) []storedPart {
+	out := make([]storedPart, len(m.Parts))
+	for i, p := range m.Parts {
+		out[i].Part = p
+		if p.Type == run.PartText && p.Text != "" && p.Text == m.Text {
+			out[i].Text, out[i].TextOfMessage = "", true
+		}
+	}
+	return out
 }
 
 // AddMessage inserts m and writes its CreatedAt back in stored form (the current
@@ -242,7 +270,7 @@ func (db *DB) addMessage(ctx context.Context, tx *sql.Tx, m *run.Message) error 
 	}
 	var parts any
 	if len(m.Parts) > 0 {
-		b, err := json.Marshal(m.Parts)
+		b, err := json.Marshal(storedParts(m))
 		if err != nil {
 			return fault.Wrap(fault.Invalid, err, "parts of message %q cannot be stored as JSON", m.ID)
 		}

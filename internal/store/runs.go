@@ -528,6 +528,10 @@ type batchedEvent struct {
 	At   int64           `json:"at"`
 	Data json.RawMessage `json:"data,omitempty"`
 
+	// Same are the texts of Data stored once (cutRepeats), three numbers
+	// each; restoreRepeats puts them back.
+	Same []int `json:"same,omitempty"`
+
 	Agent json.RawMessage   `json:"agent,omitempty"`
 	Texts []json.RawMessage `json:"texts,omitempty"`
 	After []int64           `json:"after,omitempty"`
@@ -562,6 +566,13 @@ func appendBatched(events []run.Event, runID string, batch []byte, after int64) 
 		e := run.Event{RunID: runID, Seq: b.Seq, Type: run.Kind(b.Type), CreatedAt: time.UnixMicro(b.At).UTC()}
 		if len(b.Data) > 0 {
 			e.Data = b.Data
+		}
+		if len(b.Same) > 0 {
+			data, err := restoreRepeats(b.Data, b.Same)
+			if err != nil {
+				return events, fmt.Errorf("reading event %d of a batch: %w", b.Seq, err)
+			}
+			e.Data = data
 		}
 		events = append(events, e)
 	}
@@ -717,10 +728,113 @@ func (db *DB) appendStretch(b, after []byte, events []run.Event, idx []int) ([]b
 func appendBatchedEvent(b []byte, e *run.Event) []byte {
 	b = appendBatchedHead(b, e)
 	if e.Data != nil {
+		data, same := cutRepeats(e.Data)
 		b = append(b, `,"data":`...)
-		b = append(b, e.Data...)
+		b = append(b, data...)
+		if len(same) > 0 {
+			b = append(b, `,"same":[`...)
+			for i, n := range same {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(n), 10)
+			}
+			b = append(b, ']')
+		}
 	}
 	return append(b, '}')
+}
+
+// repeatMin is the length from which a text repeated in an event's data is
+// stored once (cutRepeats).
+const repeatMin = 256
+
+// textKey starts the JSON strings cutRepeats looks at.
+var textKey = []byte(`"text":"`)
+
+// cutRepeats returns data with the contents of each JSON string of a "text"
+// key that repeats an earlier one of at least repeatMin bytes cut out, and
+// what was cut, three numbers each (restoreRepeats): where in what is
+// returned, where in data the earlier one starts, and how long it is. The run
+// of data with the whole answer, run.finished, holds the answer's text twice,
+// as the message's text and as its text part. What is returned stays JSON: only
+// strings' contents are cut. Data without repeats comes back as it is.
+func cutRepeats(data []byte) ([]byte, []int) {
+	if len(data) < 2*repeatMin {
+		return data, nil
+	}
+	var (
+		firsts map[string]int // a text's contents → where it starts in data
+		out    []byte
+		same   []int
+		kept   int // data[:kept] is in out
+	)
+	for i := 0; ; {
+		j := bytes.Index(data[i:], textKey)
+		if j < 0 {
+			break
+		}
+		start := i + j + len(textKey)
+		end := jsonStringEnd(data, start)
+		if end < 0 {
+			break
+		}
+		i = end + 1
+		if end-start < repeatMin {
+			continue
+		}
+		if from, ok := firsts[string(data[start:end])]; ok {
+			out = append(out, data[kept:start]...)
+			same = append(same, len(out), from, end-start)
+			kept = end
+			continue
+		}
+		if firsts == nil {
+			firsts = map[string]int{}
+		}
+		firsts[string(data[start:end])] = start
+	}
+	if same == nil {
+		return data, nil
+	}
+	return append(out, data[kept:]...), same
+}
+
+// jsonStringEnd returns the index of the quote that ends the JSON string whose
+// contents start at data[start], or -1 if none does.
+func jsonStringEnd(data []byte, start int) int {
+	for k := start; k < len(data); k++ {
+		switch data[k] {
+		case '\\':
+			k++
+		case '"':
+			return k
+		}
+	}
+	return -1
+}
+
+// restoreRepeats puts back into data what cutRepeats cut out of it, said by
+// same.
+func restoreRepeats(data []byte, same []int) ([]byte, error) {
+	if len(same)%3 != 0 {
+		return nil, fmt.Errorf("%d numbers of repeated texts, not triples", len(same))
+	}
+	out := make([]byte, 0, len(data)+len(data)/2)
+	pos := 0
+	for i := 0; i < len(same); i += 3 {
+		at, from, n := same[i], same[i+1], same[i+2]
+		if at < pos || at > len(data) {
+			return nil, fmt.Errorf("a repeated text at %d, out of order or past the data's %d bytes", at, len(data))
+		}
+		out = append(out, data[pos:at]...)
+		if from < 0 || n <= 0 || from+n > len(out) {
+			return nil, fmt.Errorf("a repeated text of %d bytes from %d, not before it", n, from)
+		}
+		out = append(out, out[from:from+n]...)
+		pos = at
+	}
+	return append(out, data[pos:]...), nil
 }
 
 // appendBatchedHead appends the start of e's batchedEvent: its seq, type and

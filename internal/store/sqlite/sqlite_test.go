@@ -315,3 +315,46 @@ func startRun(t *testing.T, db *store.DB, name string) *run.Run {
 	}
 	return r
 }
+
+// A run's answer is stored with its text once in its message (whose text part
+// is that text) and once in its run.finished event, and both come back whole.
+func TestAnswerTextStoredOnce(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "relay.db")
+	db := open(t, path)
+	r := startRun(t, db, "once")
+	text := strings.Repeat("The applicable threshold is «5 %». ", 100)
+	answer := &run.Message{ID: "msg_answer", ConversationID: r.ConversationID, ParentID: r.UserMessageID, Role: run.RoleAssistant,
+		AgentID: "a", Text: text, RunID: r.ID, Parts: []run.Part{{Type: run.PartText, AgentID: "a", Text: text}}}
+	finished := run.Event{RunID: r.ID, Seq: 1, Type: run.EventRunFinished, CreatedAt: time.Now(),
+		Data: run.Encode(run.RunFinished{Status: run.StatusSucceeded, Message: answer})}
+	ended := *r
+	ended.Status, ended.ResponseMessageID = run.StatusSucceeded, answer.ID
+	if err := db.WriteBatch(ctx, &run.Batch{Events: []run.Event{finished}, Messages: []*run.Message{answer}, Runs: []*run.Run{&ended}}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var message, events int
+	if err := raw.QueryRowContext(ctx, `SELECT length(text) + length(parts) FROM messages WHERE id = ?`, answer.ID).Scan(&message); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.QueryRowContext(ctx, `SELECT SUM(length(events)) FROM run_event_batches WHERE run_id = ?`, r.ID).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	n := len([]rune(text))
+	if message > n+200 || events > n+600 {
+		t.Errorf("the answer of %d characters is stored in %d characters of its message and %d of its events, want it once in each", n, message, events)
+	}
+	got, err := db.GetMessage(ctx, answer.ID)
+	if err != nil || got.Text != text || len(got.Parts) != 1 || got.Parts[0] != answer.Parts[0] {
+		t.Fatalf("GetMessage = %+v, %v; want the answer back", got, err)
+	}
+	evs, err := db.ListEvents(ctx, r.ID, 0)
+	if err != nil || len(evs) != 1 || string(evs[0].Data) != string(finished.Data) {
+		t.Fatalf("ListEvents = %v, %v; want run.finished back byte for byte", evs, err)
+	}
+}
