@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/config"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/tool/builtin"
 )
@@ -20,8 +21,9 @@ import (
 // without authentication), an endpoint's apiKey or baseURL using a ${VAR}
 // that is not set (its runs fail, or go without authentication), an apiKey or
 // baseURL that says user_provided (each user must set theirs before the
-// endpoint works for them), {{…}} user variables in MCP URLs and headers
-// (per-user values Relay cannot fill yet), and config agents naming tools
+// endpoint works for them), {{…}} placeholders in endpoints' headers that
+// Relay does not fill, {{…}} in MCP URLs and headers that no user variable
+// declares (or that name the conversation), and config agents naming tools
 // that no built-in or configured MCP server provides. `relay config check`
 // prints them and `relay serve` logs them; none stops either.
 func Warnings(cfg *config.Config) []string {
@@ -40,6 +42,7 @@ func Warnings(cfg *config.Config) []string {
 	}
 	for _, b := range builtins {
 		at := "endpoints." + b.name
+		out = append(out, headerPlaceholders(at, "headers", b.ep.Headers)...)
 		envKey, _ := cfg.Getenv(b.env)
 		switch ref := envRef.FindString(b.ep.APIKey); {
 		case ref != "" && envKey == "":
@@ -57,11 +60,13 @@ func Warnings(cfg *config.Config) []string {
 			out = append(out, fmt.Sprintf("%s: no apiKey: requests go without authentication (fine for a local server such as Ollama)", at))
 		}
 		out = append(out, unsetVariables(at, field{"apiKey", c.APIKey}, field{"baseURL", c.BaseURL})...)
+		out = append(out, headerPlaceholders(at, "headers", c.Headers)...)
 	}
 	for i, g := range cfg.Endpoints.AzureOpenAI.Groups {
 		at := fmt.Sprintf("endpoints.azureOpenAI.groups[%d] (%s)", i, g.Group)
 		base := strings.NewReplacer("${INSTANCE_NAME}", "", "${DEPLOYMENT_NAME}", "").Replace(g.BaseURL)
 		out = append(out, unsetVariables(at, field{"apiKey", g.APIKey}, field{"instanceName", g.InstanceName}, field{"baseURL", base})...)
+		out = append(out, headerPlaceholders(at, "additionalHeaders", g.AdditionalHeaders)...)
 	}
 	for _, ue := range cfg.Endpoints.UserProvided() {
 		out = append(out, fmt.Sprintf("endpoint %s: %s user_provided: each user sets their own (the Connections page, or relay endpoints key %s) before its agents work for them",
@@ -70,14 +75,26 @@ func Warnings(cfg *config.Config) []string {
 	for _, name := range cfg.MCPOrder {
 		s := cfg.MCPServers[name]
 		at := fmt.Sprintf("mcpServers.%s", name)
-		const undeclared = "not in its customUserVars, so no user has a value for it; it is sent as written"
-		if v := unfilled(s.URL, s.CustomUserVars); len(v) > 0 {
-			out = append(out, fmt.Sprintf("%s.url uses %s: %s", at, strings.Join(v, ", "), undeclared))
-		}
-		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
-			if v := unfilled(s.Headers[h], s.CustomUserVars); len(v) > 0 {
-				out = append(out, fmt.Sprintf("%s.headers.%s uses %s: %s", at, h, strings.Join(v, ", "), undeclared))
+		warn := func(where, value string) {
+			v := unfilled(value, s.CustomUserVars)
+			var conv []string // the conversation's placeholders, which endpoints' headers take
+			v = slices.DeleteFunc(v, func(m string) bool {
+				if strings.HasPrefix(m, provider.ConversationPlaceholder) {
+					conv = append(conv, m)
+					return true
+				}
+				return false
+			})
+			if len(v) > 0 {
+				out = append(out, fmt.Sprintf("%s.%s uses %s: not in its customUserVars, so no user has a value for it; it is sent as written", at, where, strings.Join(v, ", ")))
 			}
+			if len(conv) > 0 {
+				out = append(out, fmt.Sprintf("%s.%s uses %s: Relay fills the conversation's placeholders in endpoints' headers, not in MCP servers (their connections outlive a conversation); it is sent as written", at, where, strings.Join(conv, ", ")))
+			}
+		}
+		warn("url", s.URL)
+		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
+			warn("headers."+h, s.Headers[h])
 		}
 	}
 	known := map[string]bool{builtin.FileSearchName: true, builtin.WebSearchName: true}
@@ -140,6 +157,30 @@ func unfilled(s string, declared map[string]config.UserVar) []string {
 }
 
 var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
+
+// filledInHeaders are the placeholders Relay fills in an endpoint's headers:
+// the user's (userheaders.go) and the conversation's (provider.RequestHeader).
+var filledInHeaders = append([]string{
+	"{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_EMAIL}}", "{{LIBRECHAT_USER_NAME}}", "{{LIBRECHAT_USER_USERNAME}}",
+}, provider.ConversationPlaceholders...)
+
+// headerPlaceholders warns of the {{…}} placeholders of an endpoint's headers
+// (key, at the endpoint at) that Relay does not fill: they are sent as written.
+func headerPlaceholders(at, key string, headers map[string]string) []string {
+	var out []string
+	for _, h := range slices.Sorted(maps.Keys(headers)) {
+		var v []string
+		for _, m := range placeholder.FindAllString(headers[h], -1) {
+			if !slices.Contains(filledInHeaders, m) && !slices.Contains(v, m) {
+				v = append(v, m)
+			}
+		}
+		if len(v) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s.%s uses %s, which Relay does not fill: it is sent as written", at, key, h, strings.Join(v, ", ")))
+		}
+	}
+	return out
+}
 
 // logConfigWarnings logs each of Warnings.
 func logConfigWarnings(log *slog.Logger, cfg *config.Config) {

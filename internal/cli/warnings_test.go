@@ -11,10 +11,12 @@ import (
 // relay config check and relay serve warn about what a valid config cannot
 // do: providers without a key, keys naming a variable that is not set,
 // user_provided keys (each user must set
-// theirs), {{…}} user variables in
-// MCP URLs and headers, and config agents naming unknown tools; none stops
-// them, and what Relay fills ({{LIBRECHAT_USER_…}} in MCP servers and in
-// endpoint headers, a key from the environment) is not warned about.
+// theirs), {{…}} placeholders Relay does not fill in endpoint headers, {{…}}
+// user variables (and the conversation's placeholders) in MCP URLs and
+// headers, and config agents naming unknown tools; none stops them, and what
+// Relay fills ({{LIBRECHAT_USER_…}} in MCP servers and in endpoint headers,
+// {{LIBRECHAT_BODY_…}} in endpoint headers, a key from the environment) is
+// not warned about.
 func TestConfigWarnings(t *testing.T) {
 	cfg := writeConfig(t, t.TempDir(), `server:
   log_level: warn
@@ -33,6 +35,12 @@ endpoints:
       baseURL: https://llm.example.com/v1
       headers:
         X-User-Email: "{{LIBRECHAT_USER_EMAIL}}"
+        X-Conversation-Id: "{{LIBRECHAT_BODY_CONVERSATIONID}}"
+    - name: traced
+      apiKey: sk-x
+      baseURL: https://llm.example.com/v1
+      headers:
+        X-Role: "{{LIBRECHAT_USER_ROLE}}/{{LIBRECHAT_BODY_MESSAGEID}}"
     - name: groq
       apiKey: ${GROQ_KEY_NOT_SET}
       baseURL: https://api.groq.com/openai/v1
@@ -42,6 +50,7 @@ mcpServers:
     headers:
       Authorization: "Bearer {{MY_DOCS_TOKEN}}"
       X-User: "{{LIBRECHAT_USER_EMAIL}}"
+      X-Session: "{{LIBRECHAT_BODY_CONVERSATIONID}}"
   search:
     url: https://mcp.example.com/{{TENANT}}/mcp
     customUserVars:
@@ -54,12 +63,14 @@ agents:
 		`endpoint anthropic: apiKey user_provided: each user sets their own (the Connections page, or relay endpoints key anthropic) before its agents work for them`,
 		`endpoints.custom[0] (local): no apiKey: requests go without authentication`,
 		`endpoint shared: apiKey user_provided: each user sets their own`,
-		`endpoints.custom[3] (groq): apiKey uses ${GROQ_KEY_NOT_SET}, which is not set in Relay's environment: every run of its agents fails until it is`,
+		`endpoints.custom[3] (traced): headers.X-Role uses {{LIBRECHAT_USER_ROLE}}, which Relay does not fill: it is sent as written`,
+		`mcpServers.docs.headers.X-Session uses {{LIBRECHAT_BODY_CONVERSATIONID}}: Relay fills the conversation's placeholders in endpoints' headers, not in MCP servers`,
+		`endpoints.custom[4] (groq): apiKey uses ${GROQ_KEY_NOT_SET}, which is not set in Relay's environment: every run of its agents fails until it is`,
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,
 	}
-	notWanted := []string{"custom[2]", "LIBRECHAT_USER", "find__mcp__docs", `"file_search"`, "{{TENANT}}"}
+	notWanted := []string{"custom[2]", "LIBRECHAT_USER_EMAIL", "LIBRECHAT_USER_ID", "LIBRECHAT_BODY_MESSAGEID", "find__mcp__docs", `"file_search"`, "{{TENANT}}"}
 	check := func(t *testing.T, out string) {
 		t.Helper()
 		for _, w := range want {

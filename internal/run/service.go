@@ -396,6 +396,9 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 // even when the run was aborted.
 func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *Run, userMsg *Message, history []llm.Message, attached []prompt.File, req ChatRequest, lr *liveRun, fin *Finished) {
 	ctx, measured := s.Telemetry.StartRun(ctx, a.ID, r.ID, r.ConversationID)
+	// What an endpoint's headers may quote, for the run's model requests and
+	// those of the work that follows it (titles, memory).
+	ctx = llm.WithConversation(ctx, llm.Conversation{ID: r.ConversationID, MessageID: userMsg.ID, ParentMessageID: userMsg.ParentID})
 	log := s.Log.With(slog.String("run_id", r.ID), slog.String("agent", a.ID))
 	s.emit(lr, RunStarted{RunID: r.ID, ConversationID: r.ConversationID, UserMessageID: userMsg.ID, AgentID: a.ID})
 

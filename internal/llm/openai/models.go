@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 )
 
 var _ llm.Lister = (*Client)(nil)
@@ -35,7 +36,7 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", c.host, c.redact(err.Error()))
 	}
-	for k, v := range c.ep.Header {
+	for k, v := range provider.RequestHeader(ctx, c.ep.Header) { // no conversation: its placeholders are sent empty
 		if k != "Content-Type" {
 			req.Header[k] = v
 		}

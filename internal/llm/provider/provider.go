@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
@@ -200,7 +201,7 @@ func (e *Endpoint) Stream(ctx context.Context, url, model string, body []byte, e
 // try sends the body once and reads the answer through d.
 func (e *Endpoint) try(ctx context.Context, url, model string, body []byte, refuse Refuse, d Decoder) error {
 	s, err := sse.Open(ctx, sse.Request{
-		Client: e.HTTP, URL: url, Header: e.Header, Body: body, Idle: e.Idle,
+		Client: e.HTTP, URL: url, Header: RequestHeader(ctx, e.Header), Body: body, Idle: e.Idle,
 		AnyType: e.AnyType, KeepCut: e.KeepCut,
 	})
 	if err != nil {
@@ -294,3 +295,56 @@ func (o *Output) Send(ev llm.Event) {
 
 // Shown reports whether an event was sent.
 func (o *Output) Shown() bool { return o.shown }
+
+// ConversationPlaceholder begins the placeholders of an endpoint's headers
+// that name the conversation a request is for, as LibreChat names the fields
+// of its request body (docs/config.md, "Headers that name the conversation");
+// ConversationPlaceholders are those RequestHeader fills.
+const ConversationPlaceholder = "{{LIBRECHAT_BODY_"
+
+var ConversationPlaceholders = []string{
+	"{{LIBRECHAT_BODY_CONVERSATIONID}}", "{{LIBRECHAT_BODY_MESSAGEID}}", "{{LIBRECHAT_BODY_PARENTMESSAGEID}}",
+}
+
+// RequestHeader returns header with its {{LIBRECHAT_BODY_CONVERSATIONID}},
+// {{LIBRECHAT_BODY_MESSAGEID}} and {{LIBRECHAT_BODY_PARENTMESSAGEID}} filled
+// from the conversation ctx carries (llm.ConversationOf), each empty when
+// there is none; header itself when no value holds such a placeholder. A value
+// is inserted once, without its control characters, so that it cannot add a
+// header.
+func RequestHeader(ctx context.Context, header http.Header) http.Header {
+	found := false
+	for _, vs := range header {
+		for _, v := range vs {
+			found = found || strings.Contains(v, ConversationPlaceholder)
+		}
+	}
+	if !found {
+		return header
+	}
+	c := llm.ConversationOf(ctx)
+	r := strings.NewReplacer(
+		"{{LIBRECHAT_BODY_CONVERSATIONID}}", headerSafe(c.ID),
+		"{{LIBRECHAT_BODY_MESSAGEID}}", headerSafe(c.MessageID),
+		"{{LIBRECHAT_BODY_PARENTMESSAGEID}}", headerSafe(c.ParentMessageID))
+	out := make(http.Header, len(header))
+	for k, vs := range header {
+		filled := make([]string, len(vs))
+		for i, v := range vs {
+			filled[i] = r.Replace(v)
+		}
+		out[k] = filled
+	}
+	return out
+}
+
+// headerSafe is s without the control characters that would end a header
+// line or be refused in one (tab is kept).
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}

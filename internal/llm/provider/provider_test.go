@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +239,38 @@ func TestStream(t *testing.T) {
 				t.Errorf("turn %+v, want the text %q", turn, tt.wantText)
 			}
 		})
+	}
+}
+
+// RequestHeader fills the placeholders that name the conversation from the
+// context, each once and without control characters, and sends them empty
+// when there is none; a header without them is the same header.
+func TestRequestHeader(t *testing.T) {
+	h := http.Header{
+		"X-Conversation": {"conv={{LIBRECHAT_BODY_CONVERSATIONID}}"},
+		"X-Messages":     {"{{LIBRECHAT_BODY_PARENTMESSAGEID}}>{{LIBRECHAT_BODY_MESSAGEID}}"},
+		"X-Other":        {"{{LIBRECHAT_BODY_OTHER}}", "kept"},
+	}
+	ctx := llm.WithConversation(context.Background(), llm.Conversation{
+		ID: "conv_1\r\nX-Admin: 1", MessageID: "{{LIBRECHAT_BODY_CONVERSATIONID}}", ParentMessageID: "msg_0"})
+	got := provider.RequestHeader(ctx, h)
+	want := http.Header{
+		"X-Conversation": {"conv=conv_1X-Admin: 1"},
+		"X-Messages":     {"msg_0>{{LIBRECHAT_BODY_CONVERSATIONID}}"},
+		"X-Other":        {"{{LIBRECHAT_BODY_OTHER}}", "kept"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("RequestHeader = %v, want %v", got, want)
+	}
+	if h.Get("X-Conversation") != "conv={{LIBRECHAT_BODY_CONVERSATIONID}}" {
+		t.Errorf("RequestHeader changed the endpoint's header: %v", h)
+	}
+	none := provider.RequestHeader(context.Background(), h)
+	if none.Get("X-Conversation") != "conv=" || none.Get("X-Messages") != ">" {
+		t.Errorf("with no conversation: %v, want the placeholders empty", none)
+	}
+	plain := http.Header{"X-Team": {"research"}}
+	if got := provider.RequestHeader(ctx, plain); reflect.ValueOf(got).Pointer() != reflect.ValueOf(plain).Pointer() {
+		t.Errorf("a header without placeholders was copied")
 	}
 }
