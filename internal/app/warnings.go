@@ -22,8 +22,9 @@ import (
 // that is not set (its runs fail, or go without authentication), an apiKey or
 // baseURL that says user_provided (each user must set theirs before the
 // endpoint works for them), {{…}} placeholders in endpoints' headers that
-// Relay does not fill, {{…}} in MCP URLs and headers that no user variable
-// declares (or that name the conversation), and config agents naming tools
+// Relay does not fill, {{…}} in MCP URLs, headers and env that no user
+// variable declares (or that name the conversation) and in MCP args (where no
+// user variable goes), and config agents naming tools
 // that no built-in or configured MCP server provides. `relay config check`
 // prints them and `relay serve` logs them; none stops either.
 func Warnings(cfg *config.Config) []string {
@@ -95,6 +96,16 @@ func Warnings(cfg *config.Config) []string {
 		warn("url", s.URL)
 		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
 			warn("headers."+h, s.Headers[h])
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			warn("env."+k, s.Env[k])
+		}
+		for i, arg := range s.Args {
+			// A user's own values never go into a process's arguments, which
+			// every local user can read: the user's details do.
+			if v := unfilled(arg, nil); len(v) > 0 {
+				out = append(out, fmt.Sprintf("%s.args[%d] uses %s: Relay puts no user variable into a process's arguments (every local user can read them; env can hold it); it is sent as written", at, i, strings.Join(v, ", ")))
+			}
 		}
 	}
 	known := map[string]bool{builtin.FileSearchName: true, builtin.WebSearchName: true}

@@ -55,6 +55,14 @@ mcpServers:
     url: https://mcp.example.com/{{TENANT}}/mcp
     customUserVars:
       TENANT: {title: Tenant}
+  local:
+    command: search-server
+    args: ["--tenant={{TENANT}}", "--user={{LIBRECHAT_USER_ID}}"]
+    env:
+      SEARCH_TOKEN: "{{SEARCH_TOKEN}}"
+      SEARCH_TENANT: "{{TENANT}}"
+    customUserVars:
+      TENANT: {title: Tenant}
 agents:
   - {id: helper, provider: openAI, model: gpt-4o, tools: [file_search, calculator, find__mcp__docs, find__mcp__nowhere]}
 `)
@@ -67,10 +75,13 @@ agents:
 		`mcpServers.docs.headers.X-Session uses {{LIBRECHAT_BODY_CONVERSATIONID}}: Relay fills the conversation's placeholders in endpoints' headers, not in MCP servers`,
 		`endpoints.custom[4] (groq): apiKey uses ${GROQ_KEY_NOT_SET}, which is not set in Relay's environment: every run of its agents fails until it is`,
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
+		`mcpServers.local.env.SEARCH_TOKEN uses {{SEARCH_TOKEN}}: not in its customUserVars`,
+		`mcpServers.local.args[0] uses {{TENANT}}: Relay puts no user variable into a process's arguments`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,
 	}
-	notWanted := []string{"custom[2]", "LIBRECHAT_USER_EMAIL", "LIBRECHAT_USER_ID", "LIBRECHAT_BODY_MESSAGEID", "find__mcp__docs", `"file_search"`, "{{TENANT}}"}
+	notWanted := []string{"custom[2]", "LIBRECHAT_USER_EMAIL", "LIBRECHAT_USER_ID", "LIBRECHAT_BODY_MESSAGEID", "find__mcp__docs", `"file_search"`,
+		"search.url", "SEARCH_TENANT", "args[1]"}
 	check := func(t *testing.T, out string) {
 		t.Helper()
 		for _, w := range want {
