@@ -56,6 +56,10 @@ func TestPhonePagesFitTheScreen(t *testing.T) {
 	if !isTrue(t, ctx, `(() => { const ta = document.querySelector('#composer-text'); return ta.placeholder.includes('long descriptive name') && ta.scrollHeight <= ta.clientHeight + 1; })()`) {
 		t.Errorf("the message box's placeholder does not fit on one line")
 	}
+	// Keys and dropping files mean nothing on a phone: their hint takes no line.
+	if !isTrue(t, ctx, `(() => { const k = document.querySelector('form .foot .keys'); return !!k && k.getClientRects().length === 0 && document.querySelector('form .foot').getBoundingClientRect().height < 4; })()`) {
+		t.Errorf("the hint about Enter and dropping files takes room on a phone")
+	}
 
 	run(t, ctx, "opening the agent picker",
 		chromedp.Click(`[data-testid=agent-picker]`, chromedp.ByQuery),
@@ -167,6 +171,10 @@ func TestChatKeepsDraftPerConversation(t *testing.T) {
 
 	openChat(t, ctx, r.Base)
 	pickAgent(t, ctx, "Writer")
+	// On a desktop's screen the message box says how keys and files work.
+	if !isTrue(t, ctx, `(() => { const k = document.querySelector('form .foot .keys'); return !!k && k.getClientRects().length > 0 && k.innerText.includes('new line'); })()`) {
+		t.Errorf("no hint about Enter and dropping files under the message box on a desktop")
+	}
 	sendChat(t, ctx, "first question")
 	waitAnswered(t, ctx, "Answer one.")
 	var conv string
