@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/relay-ai/relay/internal/run"
 )
@@ -41,9 +43,49 @@ func TestCutRepeats(t *testing.T) {
 	if got, same := cutRepeats(short); same != nil || !bytes.Equal(got, short) {
 		t.Errorf("a short answer's data was changed: %s, %v", got, same)
 	}
-	for _, bad := range [][]int{{1, 2}, {5, 0, 10}, {0, -1, 3}, {len(cut) + 1, 0, 1}, {10, 0, 3, 5, 0, 3}} {
-		if _, err := restoreRepeats(cut, bad); err == nil {
-			t.Errorf("restoreRepeats accepted %v", bad)
+	// A row is the store's, but a broken one is an error, never a panic nor
+	// a heap of memory: a text put back is a copy of the data's own bytes.
+	small := []byte(`{"text":"0123456789"}`)
+	doubling := []int{}
+	for i, n := 0, len(small)-2; i < 22; i, n = i+1, n*2 {
+		doubling = append(doubling, len(small)-2, 0, n)
+	}
+	for _, bad := range [][]int{{1, 2}, {5, 0, 10}, {0, -1, 3}, {len(cut) + 1, 0, 1}, {10, 0, 3, 5, 0, 3},
+		{0, 1, math.MaxInt}, {5, math.MaxInt - 2, 10}, {5, 1, math.MinInt}, doubling} {
+		if out, err := restoreRepeats(small, bad); err == nil {
+			t.Errorf("restoreRepeats accepted %v (%d bytes)", bad, len(out))
+		}
+	}
+	// Data whose offsets would not hold in the row read back is kept whole:
+	// invalid UTF-8 is stored replaced, spaces before the data are dropped.
+	long := strings.Repeat("z", 300)
+	for _, data := range []string{
+		`{"a":"` + "\xff\xfe" + `","text":"` + long + `","b":{"text":"` + long + `"}}`,
+		` {"text":"` + long + `","b":{"text":"` + long + `"}}`,
+	} {
+		if got, same := cutRepeats([]byte(data)); same != nil || string(got) != data {
+			t.Errorf("cutRepeats cut %q: %v", data, same)
+		}
+	}
+}
+
+// Every event comes back as it was given, or as the store keeps any text
+// (invalid UTF-8 replaced), the text repeated in it or not.
+func TestBatchedEventsRoundTrip(t *testing.T) {
+	long := strings.Repeat("z", 300)
+	for _, data := range []string{
+		string(finishedSample(long)),
+		`{"a":"` + "\xff\xfe" + `","text":"` + long + `","b":{"text":"` + long + `"}}`,
+		`{"text":"` + long + `","b":{"text":"` + long + `"},"c":[{"text":"` + long + `"}]}`,
+	} {
+		e := run.Event{RunID: "run_1", Seq: 1, Type: run.EventRunFinished, Data: json.RawMessage(data), CreatedAt: time.UnixMicro(1)}
+		row := storableJSON(string(append(appendBatchedEvent([]byte{'['}, &e), ']')))
+		evs, err := appendBatched(nil, "run_1", []byte(row), 0)
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("reading back %q: %v, %v", data, evs, err)
+		}
+		if want := storableJSON(data); string(evs[0].Data) != want {
+			t.Errorf("event data %q read back as %q", want, evs[0].Data)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/ident"
@@ -760,7 +761,11 @@ var textKey = []byte(`"text":"`)
 // as the message's text and as its text part. What is returned stays JSON: only
 // strings' contents are cut. Data without repeats comes back as it is.
 func cutRepeats(data []byte) ([]byte, []int) {
-	if len(data) < 2*repeatMin {
+	// Only compact, valid text: the offsets must hold in the bytes read
+	// back, and a row's text is stored with invalid UTF-8 replaced
+	// (storableText) and an event's data read back without the spaces
+	// before it.
+	if len(data) < 2*repeatMin || data[0] != '{' || !utf8.Valid(data) {
 		return data, nil
 	}
 	var (
@@ -815,12 +820,15 @@ func jsonStringEnd(data []byte, start int) int {
 }
 
 // restoreRepeats puts back into data what cutRepeats cut out of it, said by
-// same.
+// same. Each text put back is a copy of bytes of data before it, never of a
+// text put back (a first occurrence is never cut), so what a stored row can
+// make it build is bounded by the row.
 func restoreRepeats(data []byte, same []int) ([]byte, error) {
 	if len(same)%3 != 0 {
 		return nil, fmt.Errorf("%d numbers of repeated texts, not triples", len(same))
 	}
 	out := make([]byte, 0, len(data)+len(data)/2)
+	var put [][2]int // where in out texts were put back
 	pos := 0
 	for i := 0; i < len(same); i += 3 {
 		at, from, n := same[i], same[i+1], same[i+2]
@@ -828,9 +836,15 @@ func restoreRepeats(data []byte, same []int) ([]byte, error) {
 			return nil, fmt.Errorf("a repeated text at %d, out of order or past the data's %d bytes", at, len(data))
 		}
 		out = append(out, data[pos:at]...)
-		if from < 0 || n <= 0 || from+n > len(out) {
+		if from < 0 || n <= 0 || n > len(data) || from > len(out) || n > len(out)-from {
 			return nil, fmt.Errorf("a repeated text of %d bytes from %d, not before it", n, from)
 		}
+		for _, p := range put {
+			if from < p[1] && p[0] < from+n {
+				return nil, fmt.Errorf("a repeated text of %d bytes from %d repeats a text put back", n, from)
+			}
+		}
+		put = append(put, [2]int{len(out), len(out) + n})
 		out = append(out, out[from:from+n]...)
 		pos = at
 	}
