@@ -28,7 +28,7 @@ import (
 // and the message before that one (docs/config.md, "Headers that name the
 // conversation").
 func TestEndpointHeadersNameTheConversation(t *testing.T) {
-	type sent struct{ Model, Conv, Msg, Parent, Both string }
+	type sent struct{ Model, Conv, Msg, Parent, Both, User string }
 	var (
 		mu  sync.Mutex
 		got []sent
@@ -41,7 +41,7 @@ func TestEndpointHeadersNameTheConversation(t *testing.T) {
 		_ = json.Unmarshal(b, &body)
 		mu.Lock()
 		got = append(got, sent{body.Model, r.Header.Get("X-Conversation-Id"), r.Header.Get("X-Message-Id"),
-			r.Header.Get("X-Parent-Message-Id"), r.Header.Get("X-Trace")})
+			r.Header.Get("X-Parent-Message-Id"), r.Header.Get("X-Trace"), r.Header.Get("X-User")})
 		mu.Unlock()
 		s := llmtest.NewSSE(w)
 		s.Text("Hello")
@@ -63,6 +63,7 @@ endpoints:
         X-Message-Id: "{{LIBRECHAT_BODY_MESSAGEID}}"
         X-Parent-Message-Id: "{{LIBRECHAT_BODY_PARENTMESSAGEID}}"
         X-Trace: "{{LIBRECHAT_USER_ID}}/{{LIBRECHAT_BODY_CONVERSATIONID}}"
+        X-User: "{{LIBRECHAT_USER_NAME}}"
 agents:
   - id: helper
     provider: gateway
@@ -78,7 +79,9 @@ agents:
 	}
 	defer a.Close()
 	ctx := context.Background()
-	u, err := a.Auth.CreateUser(ctx, auth.NewUser{Email: "ann@example.com"})
+	// A user's name holding a placeholder's text is sent as typed.
+	const name = "Ann {{LIBRECHAT_BODY_CONVERSATIONID}}"
+	u, err := a.Auth.CreateUser(ctx, auth.NewUser{Email: "ann@example.com", DisplayName: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +115,9 @@ agents:
 	defer mu.Unlock()
 	trace := u.ID + "/" + first.ConversationID
 	want := []sent{
-		{"big", first.ConversationID, first.UserMessageID, "", trace},
-		{"big", first.ConversationID, second.UserMessageID, first.ResponseMessageID, trace},
-		{"small", first.ConversationID, first.UserMessageID, "", trace}, // the first run's title
+		{"big", first.ConversationID, first.UserMessageID, "", trace, name},
+		{"big", first.ConversationID, second.UserMessageID, first.ResponseMessageID, trace, name},
+		{"small", first.ConversationID, first.UserMessageID, "", trace, name}, // the first run's title
 	}
 	// The title follows its run in its own time.
 	slices.SortStableFunc(got, func(a, b sent) int { return cmp.Compare(a.Model, b.Model) })

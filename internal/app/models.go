@@ -144,11 +144,11 @@ func models(cfg *config.Config, keys keyStore, users *headerUsers, log *slog.Log
 		}
 		// hdr gives an endpoint's headers as this client sends them, clog is
 		// its logger.
-		hdr, clog := func(h map[string]string) map[string]string { return h }, log
+		hdr, clog := markConversation, log
 		var filled []string
 		if template != nil {
 			var headers map[string]string
-			headers, filled = userHeaders(template, who)
+			headers, filled = userHeaders(markConversation(template), who)
 			hdr = func(map[string]string) map[string]string { return headers }
 			clog = maskedLog(log, filled)
 			if httpc == nil {
@@ -253,7 +253,7 @@ func azureOptions(cfg *config.Config, model string, vals map[string]string) (ope
 		return openai.Options{}, "", err
 	}
 	opts := openai.Options{
-		APIKey: g.APIKey, Headers: g.AdditionalHeaders, AddParams: g.AddParams, DropParams: g.DropParams,
+		APIKey: g.APIKey, Headers: markConversation(g.AdditionalHeaders), AddParams: g.AddParams, DropParams: g.DropParams,
 		Azure: &openai.Azure{Deployment: d.Deployment, APIVersion: d.Version},
 	}
 	switch base := strings.TrimRight(g.BaseURL, "/"); {

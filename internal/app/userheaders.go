@@ -12,6 +12,7 @@ import (
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/provider"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/redact"
 	"github.com/relay-ai/relay/internal/run"
@@ -31,6 +32,26 @@ func namesUser(headers map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// markConversation returns an endpoint's headers, as the config gives them,
+// with the placeholders that name the conversation marked for each request to
+// fill (provider.MarkConversation): before a user's details are filled in, so
+// that a user's name holding such a placeholder is sent as typed.
+func markConversation(headers map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range headers {
+		if m := provider.MarkConversation(v); m != v {
+			if out == nil {
+				out = maps.Clone(headers)
+			}
+			out[k] = m
+		}
+	}
+	if out == nil {
+		return headers
+	}
+	return out
 }
 
 // userHeaders returns headers with the placeholders filled for u (nil: no

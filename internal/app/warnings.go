@@ -76,36 +76,47 @@ func Warnings(cfg *config.Config) []string {
 	for _, name := range cfg.MCPOrder {
 		s := cfg.MCPServers[name]
 		at := fmt.Sprintf("mcpServers.%s", name)
-		warn := func(where, value string) {
-			v := unfilled(value, s.CustomUserVars)
-			var conv []string // the conversation's placeholders, which endpoints' headers take
-			v = slices.DeleteFunc(v, func(m string) bool {
-				if strings.HasPrefix(m, provider.ConversationPlaceholder) {
+		// warn warns of the placeholders of a value (at where) that go as
+		// written: in args every one but the user's details, since a user's
+		// own values never go into a process's arguments, which every local
+		// user can read.
+		warn := func(where, value string, args bool) {
+			declared := s.CustomUserVars
+			if args {
+				declared = nil
+			}
+			var undeclared, unknown, conv []string
+			for _, m := range unfilled(value, declared) {
+				switch {
+				case slices.Contains(provider.ConversationPlaceholders, m):
 					conv = append(conv, m)
-					return true
+				case strings.HasPrefix(m, "{{LIBRECHAT_"):
+					unknown = append(unknown, m)
+				default:
+					undeclared = append(undeclared, m)
 				}
-				return false
-			})
-			if len(v) > 0 {
-				out = append(out, fmt.Sprintf("%s.%s uses %s: not in its customUserVars, so no user has a value for it; it is sent as written", at, where, strings.Join(v, ", ")))
+			}
+			if len(undeclared) > 0 && args {
+				out = append(out, fmt.Sprintf("%s.%s uses %s: Relay puts no user variable into a process's arguments (every local user can read them; env can hold it); it is sent as written", at, where, strings.Join(undeclared, ", ")))
+			} else if len(undeclared) > 0 {
+				out = append(out, fmt.Sprintf("%s.%s uses %s: not in its customUserVars, so no user has a value for it; it is sent as written", at, where, strings.Join(undeclared, ", ")))
+			}
+			if len(unknown) > 0 {
+				out = append(out, fmt.Sprintf("%s.%s uses %s, which Relay does not fill: it is sent as written", at, where, strings.Join(unknown, ", ")))
 			}
 			if len(conv) > 0 {
 				out = append(out, fmt.Sprintf("%s.%s uses %s: Relay fills the conversation's placeholders in endpoints' headers, not in MCP servers (their connections outlive a conversation); it is sent as written", at, where, strings.Join(conv, ", ")))
 			}
 		}
-		warn("url", s.URL)
+		warn("url", s.URL, false)
 		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
-			warn("headers."+h, s.Headers[h])
+			warn("headers."+h, s.Headers[h], false)
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-			warn("env."+k, s.Env[k])
+			warn("env."+k, s.Env[k], false)
 		}
 		for i, arg := range s.Args {
-			// A user's own values never go into a process's arguments, which
-			// every local user can read: the user's details do.
-			if v := unfilled(arg, nil); len(v) > 0 {
-				out = append(out, fmt.Sprintf("%s.args[%d] uses %s: Relay puts no user variable into a process's arguments (every local user can read them; env can hold it); it is sent as written", at, i, strings.Join(v, ", ")))
-			}
+			warn(fmt.Sprintf("args[%d]", i), arg, true)
 		}
 	}
 	known := map[string]bool{builtin.FileSearchName: true, builtin.WebSearchName: true}
@@ -151,16 +162,17 @@ func mcpServerNamed(cfg *config.Config, server string) bool {
 	return false
 }
 
-// unfilled returns the {{…}} placeholders of s that Relay cannot fill: every
-// one but {{LIBRECHAT_USER_*}}, which it fills from the user's account, and
-// the server's customUserVars, which each user sets.
+// unfilled returns the {{…}} placeholders of s that an MCP server's config
+// gets as written: every one but the user's details (userPlaceholders), which
+// Relay fills from the user's account, and the server's customUserVars
+// (declared), which each user sets.
 func unfilled(s string, declared map[string]config.UserVar) []string {
 	var out []string
 	for _, m := range placeholder.FindAllString(s, -1) {
 		if _, ok := declared[m[2:len(m)-2]]; ok {
 			continue
 		}
-		if !strings.HasPrefix(m, "{{LIBRECHAT_USER_") && !slices.Contains(out, m) {
+		if !slices.Contains(userPlaceholders, m) && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}
@@ -169,11 +181,13 @@ func unfilled(s string, declared map[string]config.UserVar) []string {
 
 var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
 
-// filledInHeaders are the placeholders Relay fills in an endpoint's headers:
-// the user's (userheaders.go) and the conversation's (provider.RequestHeader).
-var filledInHeaders = append([]string{
-	"{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_EMAIL}}", "{{LIBRECHAT_USER_NAME}}", "{{LIBRECHAT_USER_USERNAME}}",
-}, provider.ConversationPlaceholders...)
+// userPlaceholders are the user's details Relay fills in MCP servers' configs
+// and endpoints' headers (mcp.HeaderValue); filledInHeaders are those it fills
+// in endpoints' headers, the conversation's (provider.RequestHeader) too.
+var (
+	userPlaceholders = []string{"{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_EMAIL}}", "{{LIBRECHAT_USER_NAME}}", "{{LIBRECHAT_USER_USERNAME}}"}
+	filledInHeaders  = slices.Concat(userPlaceholders, provider.ConversationPlaceholders)
+)
 
 // headerPlaceholders warns of the {{…}} placeholders of an endpoint's headers
 // (key, at the endpoint at) that Relay does not fill: they are sent as written.

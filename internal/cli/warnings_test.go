@@ -51,13 +51,14 @@ mcpServers:
       Authorization: "Bearer {{MY_DOCS_TOKEN}}"
       X-User: "{{LIBRECHAT_USER_EMAIL}}"
       X-Session: "{{LIBRECHAT_BODY_CONVERSATIONID}}"
+      X-Role: "{{LIBRECHAT_USER_ROLE}}"
   search:
     url: https://mcp.example.com/{{TENANT}}/mcp
     customUserVars:
       TENANT: {title: Tenant}
   local:
     command: search-server
-    args: ["--tenant={{TENANT}}", "--user={{LIBRECHAT_USER_ID}}"]
+    args: ["--tenant={{TENANT}}", "--user={{LIBRECHAT_USER_ID}}", "--session={{LIBRECHAT_BODY_CONVERSATIONID}}"]
     env:
       SEARCH_TOKEN: "{{SEARCH_TOKEN}}"
       SEARCH_TENANT: "{{TENANT}}"
@@ -77,6 +78,8 @@ agents:
 		`mcpServers.docs.headers.Authorization uses {{MY_DOCS_TOKEN}}: not in its customUserVars, so no user has a value for it; it is sent as written`,
 		`mcpServers.local.env.SEARCH_TOKEN uses {{SEARCH_TOKEN}}: not in its customUserVars`,
 		`mcpServers.local.args[0] uses {{TENANT}}: Relay puts no user variable into a process's arguments`,
+		`mcpServers.docs.headers.X-Role uses {{LIBRECHAT_USER_ROLE}}, which Relay does not fill: it is sent as written`,
+		`mcpServers.local.args[2] uses {{LIBRECHAT_BODY_CONVERSATIONID}}: Relay fills the conversation's placeholders in endpoints' headers, not in MCP servers`,
 		`agents "helper": unknown tool "calculator" (built-in tools: file_search, web_search;`,
 		`agents "helper": tool "find__mcp__nowhere" names MCP server "nowhere", which is not in mcpServers`,
 	}

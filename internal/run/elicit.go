@@ -180,9 +180,12 @@ func (s *Service) Answer(ctx context.Context, u *auth.User, runID, id string, a 
 
 // sampler answers an MCP server's sampling requests with the model of the
 // agent whose tool call is in flight: text messages only, within the
-// request's maxTokens (already bounded by the server's config).
-func sampler(model llm.Model, modelName string) mcp.Sampler {
+// request's maxTokens (already bounded by the server's config). The requests
+// are of the run's conversation (conv), whatever context the MCP session
+// hands over.
+func sampler(model llm.Model, modelName string, conv llm.Conversation) mcp.Sampler {
 	return func(ctx context.Context, p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
+		ctx = llm.WithConversation(ctx, conv)
 		req := &llm.Request{Model: modelName, Params: map[string]any{"max_tokens": p.MaxTokens}}
 		if p.SystemPrompt != "" {
 			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: p.SystemPrompt})

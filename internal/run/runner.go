@@ -99,7 +99,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 		return nil, err
 	}
 	box := &Toolbox{MCP: s.MCP, Builtins: s.Builtins, User: rn.u, Family: fam,
-		Owner: rn.r.ID, Ask: s.asker(rn.lr, rn.r, id), Sample: sampler(model, prep.Request.Model)}
+		Owner: rn.r.ID, Ask: s.asker(rn.lr, rn.r, id), Sample: sampler(model, prep.Request.Model, llm.ConversationOf(ctx))}
 	for _, e := range t.Graph.Handoffs(id) {
 		box.Handoffs = append(box.Handoffs, e.To[0])
 	}

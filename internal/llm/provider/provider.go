@@ -299,24 +299,48 @@ func (o *Output) Shown() bool { return o.shown }
 // ConversationPlaceholder begins the placeholders of an endpoint's headers
 // that name the conversation a request is for, as LibreChat names the fields
 // of its request body (docs/config.md, "Headers that name the conversation");
-// ConversationPlaceholders are those RequestHeader fills.
+// ConversationPlaceholders are those Relay fills.
 const ConversationPlaceholder = "{{LIBRECHAT_BODY_"
 
 var ConversationPlaceholders = []string{
 	"{{LIBRECHAT_BODY_CONVERSATIONID}}", "{{LIBRECHAT_BODY_MESSAGEID}}", "{{LIBRECHAT_BODY_PARENTMESSAGEID}}",
 }
 
-// RequestHeader returns header with its {{LIBRECHAT_BODY_CONVERSATIONID}},
-// {{LIBRECHAT_BODY_MESSAGEID}} and {{LIBRECHAT_BODY_PARENTMESSAGEID}} filled
-// from the conversation ctx carries (llm.ConversationOf), each empty when
-// there is none; header itself when no value holds such a placeholder. A value
-// is inserted once, without its control characters, so that it cannot add a
-// header.
+// The marks MarkConversation puts in place of ConversationPlaceholders, for
+// RequestHeader to fill. A NUL cannot come from anywhere else into a header:
+// the values filled into one (a user's details, the conversation's ids) lose
+// their control characters, so that a user's name holding a placeholder's
+// text is sent as typed, never filled in turn.
+const (
+	markStart        = "\x00conversation:"
+	markConversation = markStart + "id\x00"
+	markMessage      = markStart + "message\x00"
+	markParent       = markStart + "parent\x00"
+)
+
+// MarkConversation returns an endpoint's header value, as the config gives it,
+// with the placeholders that name the conversation made ready for
+// RequestHeader. The endpoint's headers must be marked before anything else
+// (a user's details) is filled into them.
+func MarkConversation(value string) string {
+	if !strings.Contains(value, ConversationPlaceholder) {
+		return value
+	}
+	return strings.NewReplacer(
+		"{{LIBRECHAT_BODY_CONVERSATIONID}}", markConversation,
+		"{{LIBRECHAT_BODY_MESSAGEID}}", markMessage,
+		"{{LIBRECHAT_BODY_PARENTMESSAGEID}}", markParent).Replace(value)
+}
+
+// RequestHeader returns header with the placeholders MarkConversation marked
+// filled from the conversation ctx carries (llm.ConversationOf), each empty
+// when there is none; header itself when it holds none. A value is inserted
+// without its control characters, so that it cannot add a header.
 func RequestHeader(ctx context.Context, header http.Header) http.Header {
 	found := false
 	for _, vs := range header {
 		for _, v := range vs {
-			found = found || strings.Contains(v, ConversationPlaceholder)
+			found = found || strings.Contains(v, markStart)
 		}
 	}
 	if !found {
@@ -324,9 +348,9 @@ func RequestHeader(ctx context.Context, header http.Header) http.Header {
 	}
 	c := llm.ConversationOf(ctx)
 	r := strings.NewReplacer(
-		"{{LIBRECHAT_BODY_CONVERSATIONID}}", headerSafe(c.ID),
-		"{{LIBRECHAT_BODY_MESSAGEID}}", headerSafe(c.MessageID),
-		"{{LIBRECHAT_BODY_PARENTMESSAGEID}}", headerSafe(c.ParentMessageID))
+		markConversation, headerSafe(c.ID),
+		markMessage, headerSafe(c.MessageID),
+		markParent, headerSafe(c.ParentMessageID))
 	out := make(http.Header, len(header))
 	for k, vs := range header {
 		filled := make([]string, len(vs))

@@ -242,14 +242,18 @@ func TestStream(t *testing.T) {
 	}
 }
 
-// RequestHeader fills the placeholders that name the conversation from the
-// context, each once and without control characters, and sends them empty
-// when there is none; a header without them is the same header.
+// RequestHeader fills the placeholders that name the conversation, once
+// marked, from the context, each once and without control characters, and
+// sends them empty when there is none; a header without them is the same
+// header, and a placeholder's text filled in after the marking (a user's name)
+// is not filled in turn.
 func TestRequestHeader(t *testing.T) {
+	mark := provider.MarkConversation
 	h := http.Header{
-		"X-Conversation": {"conv={{LIBRECHAT_BODY_CONVERSATIONID}}"},
-		"X-Messages":     {"{{LIBRECHAT_BODY_PARENTMESSAGEID}}>{{LIBRECHAT_BODY_MESSAGEID}}"},
-		"X-Other":        {"{{LIBRECHAT_BODY_OTHER}}", "kept"},
+		"X-Conversation": {mark("conv={{LIBRECHAT_BODY_CONVERSATIONID}}")},
+		"X-Messages":     {mark("{{LIBRECHAT_BODY_PARENTMESSAGEID}}>{{LIBRECHAT_BODY_MESSAGEID}}")},
+		"X-Other":        {mark("{{LIBRECHAT_BODY_OTHER}}"), "kept"},
+		"X-User":         {strings.Replace(mark("{{LIBRECHAT_USER_NAME}}@{{LIBRECHAT_BODY_CONVERSATIONID}}"), "{{LIBRECHAT_USER_NAME}}", "Eve {{LIBRECHAT_BODY_CONVERSATIONID}}", 1)},
 	}
 	ctx := llm.WithConversation(context.Background(), llm.Conversation{
 		ID: "conv_1\r\nX-Admin: 1", MessageID: "{{LIBRECHAT_BODY_CONVERSATIONID}}", ParentMessageID: "msg_0"})
@@ -258,12 +262,16 @@ func TestRequestHeader(t *testing.T) {
 		"X-Conversation": {"conv=conv_1X-Admin: 1"},
 		"X-Messages":     {"msg_0>{{LIBRECHAT_BODY_CONVERSATIONID}}"},
 		"X-Other":        {"{{LIBRECHAT_BODY_OTHER}}", "kept"},
+		"X-User":         {"Eve {{LIBRECHAT_BODY_CONVERSATIONID}}@conv_1X-Admin: 1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RequestHeader = %v, want %v", got, want)
 	}
-	if h.Get("X-Conversation") != "conv={{LIBRECHAT_BODY_CONVERSATIONID}}" {
+	if h.Get("X-Conversation") != mark("conv={{LIBRECHAT_BODY_CONVERSATIONID}}") {
 		t.Errorf("RequestHeader changed the endpoint's header: %v", h)
+	}
+	if unmarked := (http.Header{"X-Conversation": {"{{LIBRECHAT_BODY_CONVERSATIONID}}"}}); provider.RequestHeader(ctx, unmarked).Get("X-Conversation") != "{{LIBRECHAT_BODY_CONVERSATIONID}}" {
+		t.Errorf("RequestHeader filled a placeholder that was not marked")
 	}
 	none := provider.RequestHeader(context.Background(), h)
 	if none.Get("X-Conversation") != "conv=" || none.Get("X-Messages") != ">" {
