@@ -3,15 +3,12 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -34,19 +31,12 @@ func TestEndpointHeadersNameTheConversation(t *testing.T) {
 		got []sent
 	)
 	up := llmtest.Server(t, func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Model string `json:"model"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
+		h := sent{requestedModel(r), r.Header.Get("X-Conversation-Id"), r.Header.Get("X-Message-Id"),
+			r.Header.Get("X-Parent-Message-Id"), r.Header.Get("X-Trace"), r.Header.Get("X-User")}
 		mu.Lock()
-		got = append(got, sent{body.Model, r.Header.Get("X-Conversation-Id"), r.Header.Get("X-Message-Id"),
-			r.Header.Get("X-Parent-Message-Id"), r.Header.Get("X-Trace"), r.Header.Get("X-User")})
+		got = append(got, h)
 		mu.Unlock()
-		s := llmtest.NewSSE(w)
-		s.Text("Hello")
-		s.Finish("stop")
-		s.Done()
+		answerHello(w)
 	})
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
@@ -92,20 +82,7 @@ agents:
 	ask := func(req run.ChatRequest) *run.Run {
 		t.Helper()
 		req.AgentID, req.Text = "helper", "Hi there"
-		r, err := rn.Runs.Start(ctx, u, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := rn.Runs.Wait(wctx, r.ID); err != nil {
-			t.Fatal(err)
-		}
-		d, err := rn.Runs.Get(ctx, u, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Run
+		return runToEnd(t, rn.Runs, u, req)
 	}
 	first := ask(run.ChatRequest{})
 	second := ask(run.ChatRequest{ConversationID: first.ConversationID, ParentMessageID: first.ResponseMessageID})

@@ -43,12 +43,7 @@ func TestEndpointHeadersNameTheUser(t *testing.T) {
 		sent []sentHeaders
 	)
 	up := llmtest.Server(t, func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Model string `json:"model"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &body)
-		h := sentHeaders{Model: body.Model, ID: r.Header.Get("X-User-Id"), Email: r.Header.Get("X-User-Email"),
+		h := sentHeaders{Model: requestedModel(r), ID: r.Header.Get("X-User-Id"), Email: r.Header.Get("X-User-Email"),
 			User: r.Header.Get("X-User"), Team: r.Header.Get("X-Team")}
 		if _, ok := r.Header["X-User-Email"]; !ok {
 			h.Email = "(none)"
@@ -62,10 +57,7 @@ func TestEndpointHeadersNameTheUser(t *testing.T) {
 			fmt.Fprintf(w, `{"error":{"message":"user %s (%s) is over budget","type":"invalid_request_error"}}`, h.Email, h.User)
 			return
 		}
-		s := llmtest.NewSSE(w)
-		s.Text("Hello")
-		s.Finish("stop")
-		s.Done()
+		answerHello(w)
 	})
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
@@ -122,20 +114,7 @@ agents:
 	}
 	runFor := func(u *auth.User) *run.Run {
 		t.Helper()
-		r, err := rn.Runs.Start(ctx, u, run.ChatRequest{AgentID: "helper", Text: "Hi there"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := rn.Runs.Wait(wctx, r.ID); err != nil {
-			t.Fatal(err)
-		}
-		d, err := rn.Runs.Get(ctx, u, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Run
+		return runToEnd(t, rn.Runs, u, run.ChatRequest{AgentID: "helper", Text: "Hi there"})
 	}
 	for _, u := range []*auth.User{ann, bob} {
 		if r := runFor(u); r.Status != run.StatusSucceeded {
@@ -253,4 +232,42 @@ func TestAzureHeadersNameTheUser(t *testing.T) {
 	if _, _, err := ms(ctx, "u-gone", "azureOpenAI", "gpt-4o"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("a user who cannot be looked up: %v", err)
 	}
+}
+
+// runToEnd starts req for u on s and returns the run once it has ended.
+func runToEnd(t *testing.T, s *run.Service, u *auth.User, req run.ChatRequest) *run.Run {
+	t.Helper()
+	ctx := t.Context()
+	r, err := s.Start(ctx, u, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Wait(wctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Get(ctx, u, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Run
+}
+
+// requestedModel is the model a chat-completions request asks for.
+func requestedModel(r *http.Request) string {
+	var body struct {
+		Model string `json:"model"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(b, &body)
+	return body.Model
+}
+
+// answerHello streams the answer "Hello".
+func answerHello(w http.ResponseWriter) {
+	s := llmtest.NewSSE(w)
+	s.Text("Hello")
+	s.Finish("stop")
+	s.Done()
 }

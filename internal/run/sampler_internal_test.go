@@ -1,5 +1,7 @@
 package run
 
+//lint:file-ignore SA1019 MCP roots and sampling are deprecated from protocol 2026-07-28 on, and Relay keeps them for the servers that use them (docs/mcp.md "Roots and sampling").
+
 import (
 	"context"
 	"testing"
