@@ -560,6 +560,8 @@ func TestTypeErrors(t *testing.T) {
 	}{
 		{"integer", "mcpServers:\n  x:\n    url: http://h/mcp\n    timeout: abc\n",
 			`relay.yaml:4:14: mcpServers.x.timeout: expected an integer, got "abc"`},
+		{"fractional integer", "endpoints:\n  agents:\n    recursionLimit: 2.9\n",
+			`relay.yaml:3:21: endpoints.agents.recursionLimit: expected a whole number, got 2.9`},
 		{"boolean", "mcpServers:\n  x:\n    command: npx\n    startup: maybe\n",
 			`relay.yaml:4:14: mcpServers.x.startup: expected true or false, got "maybe"`},
 		{"duration", "server:\n  shutdown_timeout: soon\n",
@@ -1415,5 +1417,15 @@ func TestLibreChatSearchProvider(t *testing.T) {
 	_, err := loadYAML(t, "webSearch:\n  searchProvider: bing\n", nil)
 	if diff := cmp.Diff([]string{`relay.yaml:2:19: webSearch.searchProvider: must be one of searxng, brave, tavily, serper, or empty, got "bing"`}, problems(t, err)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// A whole number written as a float (2.0, 5e1) is taken for an integer key.
+func TestWholeFloatForInteger(t *testing.T) {
+	for y, want := range map[string]int{"2.0": 2, "5e1": 50} {
+		c, err := loadYAML(t, "endpoints:\n  agents:\n    recursionLimit: "+y+"\n", nil)
+		if err != nil || c.Endpoints.Agents.RecursionLimit != want {
+			t.Errorf("recursionLimit: %s gave %d, %v; want %d", y, c.Endpoints.Agents.RecursionLimit, err, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -265,6 +266,11 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string, raw boo
 	if isNull(n) {
 		return
 	}
+	if fractional(n, v.Type()) {
+		// yaml.v3 would keep the whole part of it, silently.
+		d.typeProblem(n, path, "expected a whole number, got %s", n.Value)
+		return
+	}
 	err := n.Decode(v.Addr().Interface())
 	if err == nil {
 		return
@@ -287,6 +293,24 @@ func (d *decoder) decodeLeaf(n *yaml.Node, v reflect.Value, path string, raw boo
 		return
 	}
 	d.typeProblem(n, path, "%s", trimYAMLPrefix(err.Error()))
+}
+
+// fractional reports whether n is a number with a fractional part (2.9) going
+// into an integer of type t; 2.0 and 1e3 are whole.
+func fractional(n *yaml.Node, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if isUnmarshaler(t) || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
+		return false // a Duration, say, reads its own forms
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f, err := strconv.ParseFloat(n.Value, 64)
+		return err == nil && f != math.Trunc(f)
+	}
+	return false
 }
 
 func (d *decoder) typeProblem(n *yaml.Node, path, format string, args ...any) {
