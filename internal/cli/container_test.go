@@ -63,6 +63,13 @@ func TestHealthcheck(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "not ready") {
 		t.Errorf("healthcheck of nothing: exit %d, %q", code, stderr)
 	}
+	// A usage error exits 2, never 1 ("not ready").
+	for _, args := range [][]string{{"--url", "localhost:3080/readyz"}, {"--url", "ftp://h/readyz"}, {"--url", "http:///readyz"},
+		{"--timeout", "0s", "--url", s.base + "/readyz"}, {"--timeout", "-1s", "--url", s.base + "/readyz"}} {
+		if code, _, stderr := runCLI(t, nil, "", append([]string{"healthcheck"}, args...)...); code != 2 || !strings.Contains(stderr, args[0]) {
+			t.Errorf("healthcheck %q: exit %d, %q; want 2 naming %s", args, code, stderr, args[0])
+		}
+	}
 	if code, _, _ := runCLI(t, nil, "", "healthcheck", "extra"); code != 2 {
 		t.Errorf("healthcheck extra: exit %d, want 2", code)
 	}

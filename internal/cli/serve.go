@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func healthcheckCommand() *command {
 	return &command{
 		name:    "healthcheck",
 		args:    "[--url URL]",
-		summary: "exit 0 when the server is ready (GET /readyz answers 200), 1 otherwise",
+		summary: "exit 0 when the server is ready (GET /readyz answers 200), 1 otherwise (2 for bad flags)",
 		detail: "Asks the server of the config's server.addr (a wildcard host is asked on 127.0.0.1), or\n" +
 			"--url. Meant for container health checks: the image has no curl.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -41,7 +42,16 @@ func healthcheckCommand() *command {
 				if len(args) > 0 {
 					return usageErr("unexpected argument %q", args[0])
 				}
+				if *timeout <= 0 {
+					return usageErr("--timeout: %s: must be more than 0", *timeout)
+				}
 				u := *url
+				if u != "" {
+					pu, err := neturl.Parse(u)
+					if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+						return usageErr("--url: %q: want an http:// or https:// URL, such as http://127.0.0.1:3080/readyz", u)
+					}
+				}
 				if u == "" {
 					cfg, err := e.loadConfig()
 					if err != nil {
