@@ -33,6 +33,11 @@ func runsAnswerCommand() *command {
 				if len(args) != 2 {
 					return usageErr("want RUN_ID ELICITATION_ID")
 				}
+				switch *action {
+				case mcp.ActionAccept, mcp.ActionDecline, mcp.ActionCancel:
+				default:
+					return usageErr("--action %q: want accept, decline or cancel", *action)
+				}
 				var c map[string]any
 				if err := json.Unmarshal([]byte(*content), &c); err != nil {
 					return usageErr("--content must be a JSON object: %v", err)

@@ -196,6 +196,18 @@ func TestElicitationAnsweredFromTheCommandLine(t *testing.T) {
 	}
 }
 
+// TestAnswerFlagsCheckedFirst: `relay runs answer` refuses a bad --action or
+// --content as a usage error (exit 2) before it opens anything.
+func TestAnswerFlagsCheckedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.yaml") // never read
+	for _, args := range [][]string{{"--action", "maybe"}, {"--content", "[1]"}} {
+		code, _, stderr := runCLI(t, nil, "", append([]string{"runs", "answer", "run_1", "eli_1", "--config", missing}, args...)...)
+		if code != 2 || !strings.Contains(stderr, args[0]) {
+			t.Errorf("runs answer %q: exit %d, %q; want 2 naming %s", args, code, stderr, args[0])
+		}
+	}
+}
+
 // TestElicitationTimeout: a question nobody answers within the server's
 // elicitationTimeout is declined, and the run says so.
 func TestElicitationTimeout(t *testing.T) {
