@@ -96,10 +96,12 @@ func Warnings(cfg *config.Config) []string {
 					undeclared = append(undeclared, m)
 				}
 			}
-			if len(undeclared) > 0 && args {
-				out = append(out, fmt.Sprintf("%s.%s uses %s: Relay puts no user variable into a process's arguments (every local user can read them; env can hold it); it is sent as written", at, where, strings.Join(undeclared, ", ")))
-			} else if len(undeclared) > 0 {
-				out = append(out, fmt.Sprintf("%s.%s uses %s: not in its customUserVars, so no user has a value for it; it is sent as written", at, where, strings.Join(undeclared, ", ")))
+			if len(undeclared) > 0 {
+				why := "not in its customUserVars, so no user has a value for it"
+				if args {
+					why = "Relay puts no user variable into a process's arguments (every local user can read them; env can hold it)"
+				}
+				out = append(out, fmt.Sprintf("%s.%s uses %s: %s; it is sent as written", at, where, strings.Join(undeclared, ", "), why))
 			}
 			if len(unknown) > 0 {
 				out = append(out, fmt.Sprintf("%s.%s uses %s, which Relay does not fill: it is sent as written", at, where, strings.Join(unknown, ", ")))
@@ -163,7 +165,7 @@ func mcpServerNamed(cfg *config.Config, server string) bool {
 }
 
 // unfilled returns the {{…}} placeholders of s that an MCP server's config
-// gets as written: every one but the user's details (userPlaceholders), which
+// gets as written: every one but the user's details (mcp.UserPlaceholders), which
 // Relay fills from the user's account, and the server's customUserVars
 // (declared), which each user sets.
 func unfilled(s string, declared map[string]config.UserVar) []string {
@@ -172,7 +174,7 @@ func unfilled(s string, declared map[string]config.UserVar) []string {
 		if _, ok := declared[m[2:len(m)-2]]; ok {
 			continue
 		}
-		if !slices.Contains(userPlaceholders, m) && !slices.Contains(out, m) {
+		if !slices.Contains(mcp.UserPlaceholders, m) && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}
@@ -181,13 +183,10 @@ func unfilled(s string, declared map[string]config.UserVar) []string {
 
 var placeholder = regexp.MustCompile(`\{\{[^{}]+\}\}`)
 
-// userPlaceholders are the user's details Relay fills in MCP servers' configs
-// and endpoints' headers (mcp.HeaderValue); filledInHeaders are those it fills
-// in endpoints' headers, the conversation's (provider.RequestHeader) too.
-var (
-	userPlaceholders = []string{"{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_EMAIL}}", "{{LIBRECHAT_USER_NAME}}", "{{LIBRECHAT_USER_USERNAME}}"}
-	filledInHeaders  = slices.Concat(userPlaceholders, provider.ConversationPlaceholders)
-)
+// filledInHeaders are the placeholders Relay fills in endpoints' headers:
+// the user's details (mcp.UserPlaceholders) and the conversation's
+// (provider.RequestHeader).
+var filledInHeaders = slices.Concat(mcp.UserPlaceholders, provider.ConversationPlaceholders)
 
 // headerPlaceholders warns of the {{…}} placeholders of an endpoint's headers
 // (key, at the endpoint at) that Relay does not fill: they are sent as written.

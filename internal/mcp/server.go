@@ -123,17 +123,18 @@ func expandEnv(s string, getenv func(string) (string, bool)) string {
 // placeholder is a {{…}} placeholder and the value it stands for.
 type placeholder struct{ text, value string }
 
+// UserPlaceholders are the placeholders of a user's details that Relay fills,
+// in the order of User's fields: id, email, name, username.
+var UserPlaceholders = []string{"{{LIBRECHAT_USER_ID}}", "{{LIBRECHAT_USER_EMAIL}}", "{{LIBRECHAT_USER_NAME}}", "{{LIBRECHAT_USER_USERNAME}}"}
+
 // userFields returns the placeholders of a user (none for nil) and of their
 // customUserVars values.
 func userFields(u *User, vars map[string]string) []placeholder {
 	var out []placeholder
 	if u != nil {
-		out = append(out,
-			placeholder{"{{LIBRECHAT_USER_ID}}", u.ID},
-			placeholder{"{{LIBRECHAT_USER_EMAIL}}", u.Email},
-			placeholder{"{{LIBRECHAT_USER_NAME}}", u.Name},
-			placeholder{"{{LIBRECHAT_USER_USERNAME}}", u.Username},
-		)
+		for i, v := range []string{u.ID, u.Email, u.Name, u.Username} {
+			out = append(out, placeholder{UserPlaceholders[i], v})
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, placeholder{"{{" + k + "}}", vars[k]})

@@ -318,6 +318,12 @@ const (
 	markParent       = markStart + "parent\x00"
 )
 
+// marker puts each of ConversationPlaceholders' mark in its place.
+var marker = strings.NewReplacer(
+	ConversationPlaceholders[0], markConversation,
+	ConversationPlaceholders[1], markMessage,
+	ConversationPlaceholders[2], markParent)
+
 // MarkConversation returns an endpoint's header value, as the config gives it,
 // with the placeholders that name the conversation made ready for
 // RequestHeader. The endpoint's headers must be marked before anything else
@@ -326,10 +332,7 @@ func MarkConversation(value string) string {
 	if !strings.Contains(value, ConversationPlaceholder) {
 		return value
 	}
-	return strings.NewReplacer(
-		"{{LIBRECHAT_BODY_CONVERSATIONID}}", markConversation,
-		"{{LIBRECHAT_BODY_MESSAGEID}}", markMessage,
-		"{{LIBRECHAT_BODY_PARENTMESSAGEID}}", markParent).Replace(value)
+	return marker.Replace(value)
 }
 
 // RequestHeader returns header with the placeholders MarkConversation marked
