@@ -761,11 +761,11 @@ var textKey = []byte(`"text":"`)
 // as the message's text and as its text part. What is returned stays JSON: only
 // strings' contents are cut. Data without repeats comes back as it is.
 func cutRepeats(data []byte) ([]byte, []int) {
-	// Only compact, valid text: the offsets must hold in the bytes read
-	// back, and a row's text is stored with invalid UTF-8 replaced
-	// (storableText) and an event's data read back without the spaces
-	// before it.
-	if len(data) < 2*repeatMin || data[0] != '{' || !utf8.Valid(data) {
+	// Only compact data (an event's data is read back without the spaces
+	// before it), and below only valid text (a row's text is stored with
+	// invalid UTF-8 replaced, storableText): the offsets must hold in the
+	// bytes read back.
+	if len(data) < 2*repeatMin || data[0] != '{' {
 		return data, nil
 	}
 	var (
@@ -780,11 +780,12 @@ func cutRepeats(data []byte) ([]byte, []int) {
 			break
 		}
 		start := i + j + len(textKey)
-		end := jsonStringEnd(data, start)
-		if end < 0 {
+		after, ok := jsonString(data, start-1) // from the opening quote
+		if !ok {
 			break
 		}
-		i = end + 1
+		end := after - 1 // the closing quote
+		i = after
 		if end-start < repeatMin {
 			continue
 		}
@@ -799,24 +800,10 @@ func cutRepeats(data []byte) ([]byte, []int) {
 		}
 		firsts[string(data[start:end])] = start
 	}
-	if same == nil {
+	if same == nil || !utf8.Valid(data) {
 		return data, nil
 	}
 	return append(out, data[kept:]...), same
-}
-
-// jsonStringEnd returns the index of the quote that ends the JSON string whose
-// contents start at data[start], or -1 if none does.
-func jsonStringEnd(data []byte, start int) int {
-	for k := start; k < len(data); k++ {
-		switch data[k] {
-		case '\\':
-			k++
-		case '"':
-			return k
-		}
-	}
-	return -1
 }
 
 // restoreRepeats puts back into data what cutRepeats cut out of it, said by
