@@ -230,7 +230,8 @@ func (db *DB) FailStaleRuns(ctx context.Context, cutoff time.Time, reason string
 // streamed as far as it was stored (run.Streamed) and an error part saying
 // why it stopped; and its event log is closed with an error and a
 // run.finished event (run.FailedEnd), so that replaying its events ends as a
-// live run's does. It is the one way a run is failed for a dead process.
+// live run's does; its questions still pending are cancelled (action
+// "cancel"), as a live run's are when it is cancelled. It is the one way a run is failed for a dead process.
 func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any, reason string) (int, error) {
 	rows, err := db.query(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE status IN (?, ?) AND `+where,
 		append([]any{string(run.StatusQueued), string(run.StatusRunning)}, args...)...)
@@ -286,6 +287,14 @@ func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any
 		}
 		if err := db.appendEvents(ctx, tx, run.FailedEnd(r, answer, last)); err != nil {
 			return 0, fmt.Errorf("failing run %q: closing its events: %w", r.ID, err)
+		}
+		// Its questions still waiting have no one left to wait for their
+		// answers: an answer given now is refused as it is once a question
+		// is cancelled.
+		if _, err := db.exec(ctx, tx,
+			`UPDATE elicitations SET status = ?, action = ?, answered_at = ? WHERE run_id = ? AND status = ?`,
+			string(run.ElicitationCancelled), "cancel", db.timeArg(finished), r.ID, string(run.ElicitationPending)); err != nil {
+			return 0, fmt.Errorf("failing run %q: cancelling its questions: %w", r.ID, err)
 		}
 	}
 	return len(runs), nil

@@ -734,6 +734,16 @@ var runTests = []test{
 			mk(run.StatusCancelled, 10, ptr(11), ptr(12)),
 		}
 
+		// Questions: a stale run's pending one and answered one, a fresh run's pending one.
+		ask := func(id string, r *run.Run) *run.Elicitation {
+			e := &run.Elicitation{ID: id, RunID: r.ID, UserID: c.user.ID, Server: "forms", ToolCallID: "call_1", Mode: "form",
+				Message: "Which?", CreatedAt: at(21), ExpiresAt: at(50)}
+			must(t, s.CreateElicitation(ctx, e), "CreateElicitation "+id)
+			return e
+		}
+		waiting, answered, fresher := ask("eli_waiting", stale[2]), ask("eli_answered", stale[2]), ask("eli_fresh", fresh[0])
+		must(t, s.SettleElicitation(ctx, answered.ID, run.ElicitationAnswered, "accept", json.RawMessage(`{"pick":"a"}`), at(22)), "SettleElicitation")
+
 		before := time.Now().Add(-time.Second)
 		n, err := s.FailStaleRuns(ctx, at(30), "relay restarted «mid-run»")
 		must(t, err, "FailStaleRuns")
@@ -755,6 +765,20 @@ var runTests = []test{
 		for _, r := range fresh {
 			if d := cmp.Diff(r, getRun(t, s, r.ID)); d != "" {
 				t.Errorf("FailStaleRuns changed run %s (-want +got):\n%s", r.ID, d)
+			}
+		}
+		got, err := s.GetElicitation(ctx, waiting.ID)
+		must(t, err, "GetElicitation")
+		if got.Status != run.ElicitationCancelled || got.Action != "cancel" || got.AnsweredAt == nil {
+			t.Errorf("a stale run's pending question = %+v; want cancelled, action cancel, with a time", got)
+		}
+		wantKind(t, s.SettleElicitation(ctx, waiting.ID, run.ElicitationAnswered, "accept", nil, at(31)), fault.Conflict,
+			"answering the question of a failed run")
+		for _, e := range []*run.Elicitation{answered, fresher} {
+			got, err := s.GetElicitation(ctx, e.ID)
+			must(t, err, "GetElicitation")
+			if want := map[string]run.ElicitationStatus{answered.ID: run.ElicitationAnswered, fresher.ID: run.ElicitationPending}[e.ID]; got.Status != want {
+				t.Errorf("question %s = %s after FailStaleRuns; want %s", e.ID, got.Status, want)
 			}
 		}
 		n, err = s.FailStaleRuns(ctx, at(30), "again")
