@@ -17,3 +17,10 @@ func TestReapAcrossProcesses(t *testing.T) {
 	}
 	storetest.ReapRace(t, stores, 4, 10)
 }
+
+// TestReapWhileWriting races a node's writes against its reap by another
+// process, each with its own pool on one schema.
+func TestReapWhileWriting(t *testing.T) {
+	url := freshSchema(t)
+	storetest.ReapWhileWriting(t, []store.Store{open(t, url), open(t, url)}, 40)
+}

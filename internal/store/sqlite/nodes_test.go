@@ -18,3 +18,10 @@ func TestReapAcrossProcesses(t *testing.T) {
 	}
 	storetest.ReapRace(t, stores, 4, 10)
 }
+
+// TestReapWhileWriting races a node's writes against its reap by another
+// process on the same file.
+func TestReapWhileWriting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.db")
+	storetest.ReapWhileWriting(t, []store.Store{open(t, path), open(t, path)}, 40)
+}

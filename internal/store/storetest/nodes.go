@@ -354,3 +354,96 @@ func ReapRace(t *testing.T, stores []store.Store, reapers, rounds int) {
 		}
 	}
 }
+
+// ReapWhileWriting checks that a node's writes and its reap by another
+// process, racing, leave each run one way or the other and never half: the
+// run ended by its own process (succeeded, the reap finding nothing to fail)
+// or failed by the reap, its process's later writes refused whole with
+// run.ErrTakenForDead. Either way its events are numbered without a gap and
+// end with the one run.finished. The reap starts after round%4 of the run's
+// four batches, racing the next one. stores[0] is the node's process,
+// stores[1] the reaper's; they must share one database.
+func ReapWhileWriting(t *testing.T, stores []store.Store, rounds int) {
+	t.Helper()
+	ctx := t.Context()
+	u := createUser(t, stores[0], "reap-write@example.com")
+	outcomes := map[run.Status]int{}
+	for round := range rounds {
+		n := registerNode(t, stores[0], newNode(round%60))
+		onN := onNode(t, stores[0], n.ID)
+		c := createConversation(t, onN, u.ID, 1)
+		m := addMessage(t, onN, newMessage(c.ID, "", run.RoleUser, "Hello", 2))
+		r := newRun(u.ID, c.ID, m.ID, 3)
+		r.Status = run.StatusRunning
+		createRun(t, onN, r)
+
+		var (
+			wg       sync.WaitGroup
+			reap     = make(chan struct{})
+			writeErr error
+			reaped   schedule.Reaped
+			won      bool
+			reapErr  error
+		)
+		wg.Go(func() {
+			for batch := range 3 {
+				if batch == round%4 {
+					close(reap)
+				}
+				seq := int64(1 + 2*batch)
+				if writeErr = onN.WriteBatch(ctx, &run.Batch{Events: []run.Event{event(r.ID, seq, `{"text":"a"}`), event(r.ID, seq+1, `{"text":"b"}`)}}); writeErr != nil {
+					if batch < round%4 {
+						close(reap)
+					}
+					return
+				}
+			}
+			if round%4 == 3 {
+				close(reap)
+			}
+			answer := newMessage(c.ID, m.ID, run.RoleAssistant, "ab", 9)
+			answer.RunID = r.ID
+			end := *r
+			done := at(9)
+			end.Status, end.FinishedAt, end.ResponseMessageID = run.StatusSucceeded, &done, answer.ID
+			last := event(r.ID, 7, `{}`)
+			last.Type = run.EventRunFinished
+			writeErr = onN.WriteBatch(ctx, &run.Batch{Events: []run.Event{last}, Messages: []*run.Message{answer}, Runs: []*run.Run{&end}})
+		})
+		wg.Go(func() {
+			<-reap
+			reaped, won, reapErr = stores[1].ReapNode(ctx, n.ID, n.HeartbeatAt, schedule.ReasonDead)
+		})
+		wg.Wait()
+
+		if reapErr != nil || !won {
+			t.Fatalf("round %d: ReapNode = %v, %v; want the dead node reaped", round, won, reapErr)
+		}
+		if writeErr != nil && !errors.Is(writeErr, run.ErrTakenForDead) {
+			t.Fatalf("round %d: a write = %v; want nil or run.ErrTakenForDead", round, writeErr)
+		}
+		got := getRun(t, stores[1], r.ID)
+		outcomes[got.Status]++
+		switch {
+		case got.Status == run.StatusSucceeded && writeErr == nil && reaped.Runs == 0:
+		case got.Status == run.StatusFailed && got.Error == schedule.ReasonDead && errors.Is(writeErr, run.ErrTakenForDead) && reaped.Runs == 1:
+		default:
+			t.Errorf("round %d: run %s (%q), the writes' error %v, reaped %+v: want succeeded with no error and nothing reaped, or failed for the reap with the writes refused",
+				round, got.Status, got.Error, writeErr, reaped)
+		}
+		evs := listEvents(t, stores[1], r.ID, 0)
+		finished := 0
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				t.Errorf("round %d: event %d has seq %d", round, i, e.Seq)
+			}
+			if e.Type == run.EventRunFinished {
+				finished++
+			}
+		}
+		if finished != 1 || len(evs) == 0 || evs[len(evs)-1].Type != run.EventRunFinished {
+			t.Errorf("round %d: %d events, %d run.finished; want one, last", round, len(evs), finished)
+		}
+	}
+	t.Logf("%d rounds: %v", rounds, outcomes)
+}
