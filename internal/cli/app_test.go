@@ -482,6 +482,13 @@ func TestCLI(t *testing.T) {
 			t.Errorf("config check --strict: exit %d, want 1 and %q:\n%s", code, w, stderr)
 		}
 	}
+	// With problems, the unknown keys are shown too: a misspelt key often explains one.
+	misspelt := writeConfig(t, t.TempDir(), "endpoints:\n  custom:\n    - name: local\n      apiKey: x\n      baseUrl: http://127.0.0.1:1/v1\n      models: {default: [m]}\n")
+	code, _, stderr = runCLI(t, nil, "", "config", "check", "--config", misspelt)
+	if !strings.Contains(stderr, `warning: `+misspelt+`:5:7: unknown key "baseUrl"`) || !strings.Contains(stderr, "baseURL") || code != 1 ||
+		strings.Index(stderr, "warning:") > strings.Index(stderr, "invalid config") {
+		t.Errorf("config check with a misspelt key and the problem it makes: exit %d, want 1, the unknown key first and then the problem:\n%s", code, stderr)
+	}
 	newer := filepath.Join("..", "config", "testdata", "newer", "librechat.yaml")
 	if code, _, stderr = runCLI(t, nil, "", "config", "check", "--config", newer); code != 0 || strings.Count(stderr, `: unknown key "`) != 5 ||
 		!regexp.MustCompile(`(?m)^ignored LibreChat keys: .*\blangfuse, .*\bmemory\.maxInputTokens\b`).MatchString(stderr) {

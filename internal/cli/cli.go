@@ -53,6 +53,13 @@ func (e *env) loadConfig() (*config.Config, error) {
 		e.Getenv = cfg.Getenv // the .env beside the config counts as environment
 		e.redact = app.Secrets(cfg)
 	}
+	// Keys Relay does not know are shown with the problems they may explain.
+	var invalid *config.InvalidError
+	if errors.As(err, &invalid) {
+		for _, u := range invalid.Unknown {
+			fmt.Fprintf(e.Stderr, "warning: %s\n", u)
+		}
+	}
 	return cfg, err
 }
 

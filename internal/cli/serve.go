@@ -87,7 +87,8 @@ func configCheckCommand() *command {
 		summary: "validate the config and print it as Relay sees it, secrets masked",
 		detail: "Exits 1 and lists every problem when the config is invalid. LibreChat keys that Relay\n" +
 			"does not use are listed as ignored; keys Relay does not know are warnings with their\n" +
-			"position, errors with --strict.",
+			"position, errors with --strict, and are shown with the problems of an invalid config too,\n" +
+			"since a misspelt key often explains one.",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			strict := fs.Bool("strict", false, "treat unknown keys as errors (exit 1)")
 			return func(_ context.Context, e *env, _ []string) error {

@@ -762,6 +762,8 @@ func TestValidation(t *testing.T) {
       baseURL: "${OPENAI_PROXY}/v1"
     - name: Agents
       baseURL: "ftp://${HOST}"
+    - name: ollama
+      baseUrl: http://localhost:11434/v1
 `, []string{
 			`relay.yaml:3:14: endpoints.openAI.baseURL: must be an http:// or https:// URL with a host, got "api.openai.com/v1"`,
 			`relay.yaml:5:7: endpoints.custom[0].name: required`,
@@ -770,6 +772,7 @@ func TestValidation(t *testing.T) {
 			`relay.yaml:10:13: endpoints.custom[3].name: "OpenAI" is a built-in endpoint name; choose another`,
 			`relay.yaml:12:13: endpoints.custom[4].name: "Agents" is a built-in endpoint name; choose another`,
 			`relay.yaml:13:16: endpoints.custom[4].baseURL: must be an http:// or https:// URL`,
+			`relay.yaml:14:7: endpoints.custom[5].baseURL: required: the address of the OpenAI-compatible API (or user_provided)`,
 		}},
 		{"recursion limits", "endpoints:\n  agents:\n    recursionLimit: 200\n    maxRecursionLimit: 100\n", []string{
 			`relay.yaml:3:21: endpoints.agents.recursionLimit: 200 is more than maxRecursionLimit (100)`,

@@ -58,7 +58,8 @@ const secretsKeyEnv = "RELAY_SECRETS_KEY"
 // Config.Getenv looks them up the same way.
 //
 // getenv nil means os.LookupEnv. Errors are fault.Invalid and name every problem
-// with its dotted path and, where known, file:line:column.
+// with its dotted path and, where known, file:line:column; when the file also
+// holds unknown keys, the error is an *InvalidError that lists them.
 func Load(path string, getenv func(string) (string, bool)) (*Config, error) {
 	return LoadWithEnvFile(path, "", getenv)
 }
@@ -130,10 +131,25 @@ func LoadWithEnvFile(path, envFile string, getenv func(string) (string, bool)) (
 	}
 	c.complete()
 	if err := c.validate(d.problems, d.bad); err != nil {
+		if len(c.Unknown) > 0 {
+			return nil, &InvalidError{Err: err, Unknown: c.Unknown}
+		}
 		return nil, err
 	}
 	return c, nil
 }
+
+// InvalidError is the error of a config file that holds keys Relay does not
+// know and does not validate: Err names the problems, and Unknown lists
+// those keys as Config.Unknown does, since a misspelt key often explains a
+// problem (the value it was meant to set is missing).
+type InvalidError struct {
+	Err     error
+	Unknown []string
+}
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
 
 // libreChatValues returns a warning, with its position, for each value the
 // file gives that LibreChat accepts and Relay does not have, so that such a

@@ -294,6 +294,9 @@ func (v *validator) endpoints() {
 				seen[key] = i
 			}
 		}
+		if ce.BaseURL == "" {
+			v.add(at+".baseURL", "required: the address of the OpenAI-compatible API (or user_provided)")
+		}
 		v.baseURL(at+".baseURL", ce.BaseURL)
 		for _, model := range slices.Sorted(maps.Keys(ce.TokenConfig)) {
 			if ce.TokenConfig[model].Context < 0 {
