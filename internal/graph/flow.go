@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -428,25 +429,60 @@ func (f *flow) handoffs(a *agent.Agent, msgs []llm.Message, out *turn.Outcome, t
 	return next
 }
 
-// handoffValue reads the handed-over text: the parameter named promptKey, or
-// whatever single string the model passed, whatever it called it.
+// handoffValue reads the handed-over value: the parameter named promptKey,
+// or else the first other one the model passed, a string before any other
+// value, whatever it called it. A value that is not a string (a number where
+// the tool asks for text) is passed on as its JSON; null and "" are none.
 func handoffValue(args, promptKey string) string {
-	var m map[string]any
-	if json.Unmarshal([]byte(args), &m) != nil {
-		return ""
-	}
 	if promptKey == "" {
 		promptKey = prompt.DefaultPromptKey
 	}
-	if v, ok := m[promptKey].(string); ok {
-		return v
+	dec := json.NewDecoder(strings.NewReader(args))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
 	}
-	for _, v := range m {
-		if s, ok := v.(string); ok {
-			return s
+	var firstString, firstOther string
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			break
+		}
+		v, isString := valueText(raw)
+		switch {
+		case v == "":
+		case key == promptKey:
+			return v
+		case isString && firstString == "":
+			firstString = v
+		case !isString && firstOther == "":
+			firstOther = v
 		}
 	}
-	return ""
+	if firstString != "" {
+		return firstString
+	}
+	return firstOther
+}
+
+// valueText returns a JSON value as text: a string's own, any other value's
+// JSON (compact), and "" for null.
+func valueText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	if string(raw) == "null" {
+		return "", false
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw), false
+	}
+	return b.String(), false
 }
 
 // said is what one agent said, in the order it happened: its streamed text

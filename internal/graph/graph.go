@@ -20,10 +20,10 @@
 //   - the primary agent, unless a direct edge leads into it (then it waits for
 //     its sources like any other direct target, so a primary can aggregate the
 //     work of agents that run before it);
-//   - every other agent that no edge of any kind leads to and that has a direct
-//     edge to follow. Such an agent can only ever run at the start, and its
-//     direct edge says it belongs to the flow. An agent that no edge leads to and
-//     that has only handoff edges would never run; it is reported in Warnings.
+//   - every other agent that no edge of any kind leads to (docs/agents.md
+//     "Edges", parallel). Such an agent can only ever run at the start: one
+//     named only as the source of handoff edges starts too, and may then hand
+//     off.
 //
 // If that leaves nobody (the primary waits for an agent that only a handoff
 // reaches), the primary starts anyway and a warning says so.

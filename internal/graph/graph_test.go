@@ -268,7 +268,7 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			// Turns after a handoff are not certain: b and c stay out of Groups.
-			// z can only hand off and nothing leads to it, so it never runs.
+			// Nothing leads to z, so it starts with the primary, and may hand off.
 			name:    "handoff_then_direct",
 			primary: "a",
 			agents: `[

@@ -82,7 +82,6 @@ func (r *resolver) schedule() {
 	g := r.g
 	sources := map[string][]string{} // direct sources of each agent
 	reached := map[string]bool{}     // agents some edge leads to
-	leads := map[string]bool{}       // agents with a direct edge out
 	for _, e := range g.Edges {
 		for _, t := range e.To {
 			reached[t] = true
@@ -90,7 +89,6 @@ func (r *resolver) schedule() {
 				continue
 			}
 			for _, f := range e.From {
-				leads[f] = true
 				if !slices.Contains(sources[t], f) {
 					sources[t] = append(sources[t], f)
 				}
@@ -104,11 +102,8 @@ func (r *resolver) schedule() {
 			if len(sources[id]) == 0 {
 				g.Start = append(g.Start, id)
 			}
-		case reached[id]:
-		case leads[id]:
+		case !reached[id]:
 			g.Start = append(g.Start, id)
-		default:
-			r.warn("agent %q never runs: no edge leads to it and it has no direct edge to follow", id)
 		}
 	}
 	if len(g.Start) == 0 {
