@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relay-ai/relay/internal/llm/llmtest"
 )
 
 // TestSchedulesAPIAndCLI: a schedule made through the API fires on demand
 // through the chat path with aimock as the model; the CLI sees it.
 func TestSchedulesAPIAndCLI(t *testing.T) {
-	mock := aimock(t)
+	mock := llmtest.StartAimock(t, `{"fixtures":[{"match":{"userMessage":"news of the day"},"response":{"content":"Nothing new."}}]}`)
 	dir := t.TempDir()
 	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
   data_dir: %s
@@ -24,7 +26,7 @@ agents:
 `, filepath.Join(dir, "data"), mock))
 	s := startServer(t, cfgPath, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
 	var sc map[string]any
-	if code := s.call(t, testKey, "POST", "/api/schedules", `{"agent_id":"digest","name":"Sum","prompt":"What is 2+3?","cron":"0 7 * * MON-FRI","timezone":"Europe/Amsterdam"}`, &sc); code != 201 {
+	if code := s.call(t, testKey, "POST", "/api/schedules", `{"agent_id":"digest","name":"Digest","prompt":"The news of the day, please.","cron":"0 7 * * MON-FRI","timezone":"Europe/Amsterdam"}`, &sc); code != 201 {
 		t.Fatalf("create: %d %v", code, sc)
 	}
 	id := sc["id"].(string)

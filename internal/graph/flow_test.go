@@ -23,9 +23,10 @@ import (
 
 // team is a fake graph.Runner. Each agent's turn is turn.Run on the system
 // message "I am <id>." and the turn's messages, with one transfer tool per
-// handoff target, all answered by one scripted model that knows which agent
-// asks. A transfer succeeds; any other tool call is an error result, except
-// a call of client, which the turn hands back to the caller.
+// handoff target and the tool "nope", all answered by one scripted model
+// that knows which agent asks. A transfer succeeds; any other tool call is an
+// error result, except a call of client, which the turn hands back to the
+// caller.
 type team struct {
 	g      *graph.Graph
 	model  *llmtest.Model
@@ -61,6 +62,7 @@ func (tm *team) Turn(ctx context.Context, t graph.Turn) (*turn.Outcome, error) {
 	for _, e := range t.Graph.Handoffs(t.AgentID) {
 		req.Tools = append(req.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: prompt.HandoffPrefix + e.To[0]}})
 	}
+	req.Tools = append(req.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: "nope"}})
 	o := t.Options
 	o.Model, o.Tools = tm.model, transfers{}
 	if tm.client != "" {
@@ -598,7 +600,8 @@ func TestFailureIsCreditedToTheAgentThatFailed(t *testing.T) {
 // A handoff target continues its source's conversation as the source saw it:
 // with the direct edge's prompt the source was answering, or the note of the
 // handoff that brought the source in, each message once, then what the source
-// added and the note of this handoff.
+// added and the note of this handoff. The transfer calls, of tools the target
+// does not have, reach its model as text.
 func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -610,15 +613,15 @@ func TestHandoffTargetSeesWhatItsSourceWasGiven(t *testing.T) {
 			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
 			"c": {},
 		}, []string{"user: Go", "assistant: a done", "user: Translate to French: AI: a done",
-			"assistant:  → lc_transfer_to_c {}", "tool: Transferred to agent c.",
+			"assistant: [Called the tool lc_transfer_to_c with {}]\n\n[Result of lc_transfer_to_c]\nTransferred to agent c.",
 			`user: The agent "b" handed this conversation over to you. Continue it from here.`}},
 		{"the previous handoff's note", map[string]agent.Spec{
 			"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeHandoff}}},
 			"b": {Edges: []agent.Edge{{From: agent.One("b"), To: agent.One("c"), EdgeType: agent.EdgeHandoff}}},
 			"c": {},
-		}, []string{"user: Go", `assistant:  → lc_transfer_to_b {"instructions":"in French"}`, "tool: Transferred to agent b.",
+		}, []string{"user: Go", "assistant: [Called the tool lc_transfer_to_b with {\"instructions\":\"in French\"}]\n\n[Result of lc_transfer_to_b]\nTransferred to agent b.",
 			"user: The agent \"a\" handed this conversation over to you. Continue it from here.\n\nin French",
-			"assistant:  → lc_transfer_to_c {}", "tool: Transferred to agent c.",
+			"assistant: [Called the tool lc_transfer_to_c with {}]\n\n[Result of lc_transfer_to_c]\nTransferred to agent c.",
 			`user: The agent "b" handed this conversation over to you. Continue it from here.`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -258,7 +258,7 @@ func TestTransferToolsAreTheGraphs(t *testing.T) {
 		switch {
 		case who == "a" && len(req.Messages) == 2:
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "g", Function: llm.FunctionCall{Name: "lc_transfer_to_ghost", Arguments: `{}`}}}}
-		case who == "a" && len(req.Messages) == 4:
+		case who == "a" && len(req.Messages) == 3:
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h", Function: llm.FunctionCall{Name: "lc_transfer_to_b", Arguments: `{}`}}}}
 		case who == "b":
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h2", Function: llm.FunctionCall{Name: "lc_transfer_to_c", Arguments: `{}`}}}}
@@ -276,8 +276,12 @@ func TestTransferToolsAreTheGraphs(t *testing.T) {
 	if len(a) != 2 {
 		t.Fatalf("a asked the model %d times, want twice", len(a))
 	}
-	if res := a[1].Messages[3]; res.Role != llm.RoleTool || !res.IsError || !strings.Contains(res.Content, `"ghost"`) {
-		t.Errorf("the transfer to ghost was answered %+v, want an error result", res)
+	// A call of a tool a was not offered goes back to it as text, with its
+	// error result: providers refuse a call of a tool the request does not
+	// define.
+	if res := a[1].Messages[len(a[1].Messages)-1]; len(a[1].Messages) != 3 || res.Role != llm.RoleAssistant || len(res.ToolCalls) != 0 ||
+		!strings.HasPrefix(res.Content, "[Called the tool lc_transfer_to_ghost with {}]\n\n[Error from lc_transfer_to_ghost]\n") || !strings.Contains(res.Content, `"ghost"`) {
+		t.Errorf("the transfer to ghost was answered %+v, want the call and its error result as text", res)
 	}
 	if len(bReq) != 1 {
 		t.Fatalf("b ran %d times, want once", len(bReq))
@@ -409,7 +413,7 @@ func TestAgentCallsOnlyItsOwnTools(t *testing.T) {
 		switch {
 		case who == "router":
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_helper", Arguments: `{}`}}}}
-		case last.Role != llm.RoleTool:
+		case !strings.Contains(last.Content, "[Error from get-sum__mcp__test]"):
 			return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "s1", Function: llm.FunctionCall{Name: "get-sum__mcp__test", Arguments: `{"a":40,"b":2}`}}}}
 		}
 		return llmtest.Turn{Text: []string{"Done."}}
@@ -435,8 +439,11 @@ func TestAgentCallsOnlyItsOwnTools(t *testing.T) {
 		!strings.Contains(d.Tools[1].Result, `There is no tool "get-sum__mcp__test" among your tools`) {
 		t.Errorf("the handoff and the helper's call of the router's tool: %+v", d.Tools)
 	}
+	// The call of a tool it was not offered goes back to it as text, with
+	// the refusal.
 	result := helper[1].Messages[len(helper[1].Messages)-1]
-	if result.Role != llm.RoleTool || strings.Contains(result.Content, "42") {
-		t.Errorf("the helper was sent %q as the result, want the refusal", result.Content)
+	if result.Role != llm.RoleAssistant || len(result.ToolCalls) != 0 || strings.Contains(result.Content, "42") ||
+		!strings.Contains(result.Content, `There is no tool "get-sum__mcp__test" among your tools`) {
+		t.Errorf("the helper was sent %+v after its call, want the call and its refusal as text", result)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/tool"
 )
 
@@ -186,7 +188,7 @@ func Run(ctx context.Context, req *llm.Request, o Options) (*Outcome, error) {
 		}
 		out.Steps = step
 		sent := time.Now()
-		answer, err := o.Model.Stream(ctx, req, func(e llm.Event) {
+		answer, err := o.Model.Stream(ctx, sendable(req), func(e llm.Event) {
 			switch e.Kind {
 			case llm.EventText:
 				emit(Event{Kind: EventText, Text: e.Text})
@@ -253,6 +255,23 @@ func Run(ctx context.Context, req *llm.Request, o Options) (*Outcome, error) {
 			}
 		}
 	}
+}
+
+// sendable returns req, or a copy of it in which the calls of tools it does
+// not define are text (prompt.ForeignCalls): a call the model made of a tool
+// it was not offered (a handoff whose edge was dropped) went back to it with
+// its error as a result, and providers refuse a call or result of a tool the
+// request does not define.
+func sendable(req *llm.Request) *llm.Request {
+	msgs := prompt.ForeignCalls(req.Messages, func(name string) bool {
+		return slices.ContainsFunc(req.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
+	})
+	if len(msgs) == 0 || &msgs[0] == &req.Messages[0] {
+		return req
+	}
+	cp := *req
+	cp.Messages = msgs
+	return &cp
 }
 
 type toolResult struct {

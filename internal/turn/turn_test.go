@@ -98,8 +98,13 @@ func (f *tools) Run(ctx context.Context, call llm.ToolCall) turn.ToolOutput {
 	return turn.ToolOutput{Text: fmt.Sprintf("%q tool call failed: no such tool", call.Function.Name), IsError: true}
 }
 
+// request asks a question, offering the tools of the fake box.
 func request() *llm.Request {
-	return &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "Be brief."}, {Role: llm.RoleUser, Content: "What is 2+3?"}}}
+	req := &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "Be brief."}, {Role: llm.RoleUser, Content: "What is 2+3?"}}}
+	for _, name := range []string{"sum", "slow", "image"} {
+		req.Tools = append(req.Tools, llm.FunctionTool{Type: "function", Function: llm.Function{Name: name, Parameters: json.RawMessage(`{"type":"object"}`)}})
+	}
+	return req
 }
 
 func TestRunCallsToolsAndAnswers(t *testing.T) {
@@ -117,7 +122,9 @@ func TestRunCallsToolsAndAnswers(t *testing.T) {
 	if len(out.Tools) != 2 || out.Tools[0].Result != "5" || out.Tools[1].IsError != true {
 		t.Errorf("tools %+v", out.Tools)
 	}
-	// The second request holds the assistant's calls and both results, in order.
+	// The second request holds the assistant's call of sum and its result; its
+	// call of nope, a tool the request does not define, is text with its
+	// result, which providers would refuse as a call.
 	var second struct {
 		Messages []struct {
 			Role, Content string
@@ -132,10 +139,12 @@ func TestRunCallsToolsAndAnswers(t *testing.T) {
 	for _, msg := range second.Messages {
 		roles = append(roles, msg.Role)
 	}
-	if strings.Join(roles, ",") != "system,user,assistant,tool,tool" || second.Messages[3].Content != "5" || second.Messages[3].ToolCallID != "call_0" || len(second.Messages[2].ToolCalls) != 2 {
+	if strings.Join(roles, ",") != "system,user,assistant,tool" || second.Messages[3].Content != "5" || second.Messages[3].ToolCallID != "call_0" || len(second.Messages[2].ToolCalls) != 1 ||
+		second.Messages[2].Content != "[Called the tool nope with {}]\n\n[Error from nope]\n\"nope\" tool call failed: no such tool" {
 		t.Errorf("second request: %s", m.sent[1])
 	}
-	if len(out.Messages) != 4 || out.Messages[3].Role != llm.RoleAssistant {
+	// The turn's own messages keep both calls as they were made.
+	if len(out.Messages) != 4 || out.Messages[3].Role != llm.RoleAssistant || len(out.Messages[0].ToolCalls) != 2 || out.Messages[2].ToolCallID != "call_1" {
 		t.Errorf("added messages: %+v", out.Messages)
 	}
 	var kinds []string
