@@ -52,9 +52,11 @@ func TestConnectionsSettingsKeysAndOAuth(t *testing.T) {
 	browser := newBrowser(t)
 	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour, DefaultLogin: "ann-at-tickets"})
 	private := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	// The model calls the tool once: no one has connected to the server yet,
+	// so the request does not offer it, and the call goes back as text.
 	mock := llmtest.StartAimock(t, `{"fixtures":[
- {"match":{"userMessage":"who am i","hasToolResult":false},"response":{"toolCalls":[{"name":"whoami__mcp__private","arguments":"{}"}]}},
- {"match":{"userMessage":"who am i","hasToolResult":true},"response":{"content":"The notes server did not answer."}}]}`)
+ {"match":{"userMessage":"who am i","sequenceIndex":0},"response":{"toolCalls":[{"name":"whoami__mcp__private","arguments":"{}"}]}},
+ {"match":{"userMessage":"who am i"},"response":{"content":"The notes server did not answer."}}]}`)
 	r := startRelay(t, fmt.Sprintf(`server:
   data_dir: %%DATA%%
   public_url: %%BASE%%
