@@ -100,8 +100,9 @@ func (s *Server) sessionAuthed(w http.ResponseWriter, r *http.Request, token str
 	if sess.Renewed {
 		s.setSessionCookie(w, r, token)
 	}
-	// A session is rate-limited as a key of its own (limits.api.key_per_minute).
-	if err := s.opts.Quota.AllowKey(u, "session:"+sess.ID); err != nil {
+	// The user's sessions together are rate-limited as one key
+	// (limits.api.key_per_minute).
+	if err := s.opts.Quota.AllowSessions(u); err != nil {
 		s.refuse(w, r, err)
 		return
 	}

@@ -101,6 +101,15 @@ func setRetryAfter(w http.ResponseWriter, err error) {
 // refuse writes err in the shape its route's clients read: OpenAI's under
 // /v1/, Relay's elsewhere.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ContentLength != 0 && r.ProtoMajor == 1 {
+		// The body is left unread: net/http would read the rest of it after
+		// answering, to keep the connection for the next request, and a
+		// client that never sends it would hold the connection until the
+		// read timeout. The connection ends with the answer instead, its
+		// reads cut at once.
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		s.writeOpenAIError(w, r, err)
 		return

@@ -180,3 +180,37 @@ func TestSlowBodyIsCut(t *testing.T) {
 		}
 	}
 }
+
+// A request refused before its body is read (no key, a bad key, a rate
+// limit) is answered at once and its connection closed: the server does not
+// wait for the rest of the body to keep the connection, which would let a
+// client without an account hold connections open until the read timeout by
+// never sending it.
+func TestRefusalDoesNotWaitForTheBody(t *testing.T) {
+	addr := serveConns(t, newAPI(t, httpapi.Options{Version: "test"}), httpapi.Conns{ReadHeaderTimeout: time.Minute, ReadTimeout: 10 * time.Minute, IdleTimeout: time.Minute})
+	for _, auth := range []string{"", "Authorization: Bearer rk-wrong\r\n"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "POST /api/agents HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"+auth+"Content-Length: 1000\r\n\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+		// Failing, the answer would come when the read timeout ends.
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: no answer while the body is not sent: %v", auth, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+			t.Errorf("%q: %s, Connection %q; want 401 and the connection closed", auth, resp.Status, resp.Header.Get("Connection"))
+		}
+		if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Errorf("%q: after the answer, reading = %v; want the connection closed (EOF)", auth, err)
+		}
+	}
+}

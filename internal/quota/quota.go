@@ -100,6 +100,19 @@ func (s *Service) AllowKey(u *auth.User, key string) error {
 	return nil
 }
 
+// AllowSessions takes one request of u signed in with a session: all of u's
+// sessions share one bucket of the API key rate, so that signing in again
+// gives no fresh one.
+func (s *Service) AllowSessions(u *auth.User) error {
+	if s.exempt(u) {
+		return nil
+	}
+	if wait := s.keys.take("sessions:"+u.ID, s.now()); wait > 0 {
+		return fault.Limited(fault.RateLimited, wait, "rate limit: requests per minute signed in (%d); try again in %s", s.limits.KeyPerMinute, seconds(wait))
+	}
+	return nil
+}
+
 // StartRun admits a run of u: within the runs per minute and the concurrent
 // runs. Exactly one of the two functions it returns is to be called, the
 // first time only: end once the run has ended, or refund when the run was

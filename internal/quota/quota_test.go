@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,28 @@ func TestRetryAfterIsTheWaitForAToken(t *testing.T) {
 	err := s.AllowKey(u, "k")
 	if !fault.Is(err, fault.RateLimited) || fault.RetryAfter(err) != 10*time.Second {
 		t.Errorf("second request: %v (retry after %s), want rate_limited after 10s", err, fault.RetryAfter(err))
+	}
+}
+
+// A user's sessions share one bucket, apart from their keys' and from other
+// users' sessions: signing in again gives no fresh one.
+func TestSessionsShareTheUsersBucket(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Limits{KeyPerMinute: 6, KeyBurst: 2}, nil, func() time.Time { return now })
+	ann, bob := &auth.User{ID: "user_ann"}, &auth.User{ID: "user_bob"}
+	for i := range 2 {
+		if err := s.AllowSessions(ann); err != nil {
+			t.Fatalf("request %d of ann's sessions: %v", i+1, err)
+		}
+	}
+	if err := s.AllowSessions(ann); !fault.Is(err, fault.RateLimited) || !strings.Contains(err.Error(), "signed in (6)") {
+		t.Errorf("a third request of ann's sessions: %v; want rate_limited, saying signed in", err)
+	}
+	if err := s.AllowSessions(bob); err != nil {
+		t.Errorf("bob's session after ann's were limited: %v", err)
+	}
+	if err := s.AllowKey(ann, "k"); err != nil {
+		t.Errorf("ann's API key after her sessions were limited: %v", err)
 	}
 }
 
