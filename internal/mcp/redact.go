@@ -20,9 +20,12 @@ type redactor struct {
 // newRedactor returns the redactor for a resolved config and the values that
 // resolving it substituted.
 func newRedactor(cfg ServerConfig, substituted []string) *redactor {
-	var secrets redact.Secrets
+	var secrets, values redact.Secrets
+	values.Add(substituted...)
 	if cfg.URL != "" {
-		safe := safeURL(cfg.URL)
+		// The safe form keeps the path, where a substituted value may be:
+		// it is masked there too, since the URL is replaced whole first.
+		safe := values.Replacer().String(safeURL(cfg.URL))
 		secrets.Replace(cfg.URL, safe)
 		if u, err := url.Parse(cfg.URL); err == nil {
 			secrets.Replace(u.String(), safe)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -173,5 +175,46 @@ func TestResolveUserVarsByPlace(t *testing.T) {
 	}
 	if missing := s.MissingVars(map[string]string{}); strings.Join(missing, ",") != "TOKEN" {
 		t.Errorf("MissingVars = %v; want TOKEN (UNSET is declared but not used)", missing)
+	}
+}
+
+// TestUserVarsMaskedInTheURL: a user's value put into the server's URL is
+// masked in what a failed connection says, in the call's error and in the
+// server's status, however the URL quotes it (as it is, path-escaped), short
+// or long, token-like or not.
+func TestUserVarsMaskedInTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there: every connection fails, quoting the URL
+	vars := &userVars{}
+	values := map[string]string{"ann": "correcthorsebatterystaple", "bob": "Bob Pass/42!", "cid": "short7"}
+	for user, v := range values {
+		vars.set(user, "MY_TOKEN", v)
+	}
+	srv := mcp.ServerConfig{
+		Name: "pathed", Transport: mcp.TransportStreamableHTTP, URL: "http://" + addr + "/{{MY_TOKEN}}/mcp", Scope: mcp.ScopeUser,
+		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second, UserVars: []mcp.UserVar{{Name: "MY_TOKEN"}},
+	}
+	m := mcp.NewManager([]mcp.ServerConfig{srv}, mcp.Options{Users: vars})
+	t.Cleanup(func() { _ = m.Close() })
+	for user, v := range values {
+		_, err := m.Call(t.Context(), &mcp.User{ID: user}, mcp.Key("whoami", "pathed"), json.RawMessage(`{}`))
+		if err == nil {
+			t.Fatalf("%s: the call reached a closed port", user)
+		}
+		said := []string{err.Error(), mcp.FailureText(mcp.Key("whoami", "pathed"), err), m.Status(&mcp.User{ID: user})[0].LastError}
+		for _, s := range said {
+			for _, form := range []string{v, url.PathEscape(v)} {
+				if strings.Contains(s, form) {
+					t.Errorf("%s: %q shows the value %q", user, s, form)
+				}
+			}
+		}
+		if !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: %q does not say where it failed", user, err)
+		}
 	}
 }
