@@ -276,8 +276,12 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 }
 
 // Finish completes the authorization the callback's state names and keeps
-// the tokens for its user; it returns the server and the user.
-func (s *Service) Finish(ctx context.Context, state, code, iss string) (server, userID string, err error) {
+// the tokens for its user; it returns the server and the user. by is the
+// Relay user the browser coming back is signed in as, "" when it is not:
+// an authorization another user started is refused then, and is over, so
+// that nobody can have their flow finished with someone else's account at
+// the server.
+func (s *Service) Finish(ctx context.Context, state, code, iss, by string) (server, userID string, err error) {
 	if state == "" {
 		return "", "", fault.New(fault.Invalid, "the authorization's answer has no state")
 	}
@@ -287,6 +291,12 @@ func (s *Service) Finish(ctx context.Context, state, code, iss string) (server, 
 	}
 	if err != nil {
 		return "", "", err
+	}
+	if by != "" && by != userID {
+		s.log().Warn("mcp authorization refused: the browser is signed in as another user",
+			slog.String("mcp_server", server), slog.String("user_id", userID), slog.String("signed_in", by))
+		return server, userID, fault.New(fault.Forbidden,
+			"this authorization was started by another Relay user than the one signed in here; start it again from your own Connections page")
 	}
 	var p mcp.Pending
 	if err := json.Unmarshal(data, &p); err != nil {

@@ -500,3 +500,98 @@ func TestMCPUserVarsCommand(t *testing.T) {
 		t.Errorf("mcp call after --clear: %d %q", code, out)
 	}
 }
+
+// TestMCPOAuthCallbackInAnotherUsersBrowser: an authorization one user
+// started, finished in the browser of another user signed in to Relay (who
+// was sent its link), is refused and over: neither of them is connected. The
+// same flow finished in its own user's signed-in browser connects them.
+func TestMCPOAuthCallbackInAnotherUsersBrowser(t *testing.T) {
+	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  public_url: http://relay.example
+  data_dir: %s
+secrets:
+  key: %q
+mcpServers:
+  tickets:
+    type: streamable-http
+    url: %s
+    requiresOAuth: true
+`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	const password = "a password of eight"
+	noteSecret(t.Name()+" password", password)
+	cookies := map[string]string{}
+	keys := map[string]string{}
+	for _, name := range []string{"ann", "bob"} {
+		email := name + "@example.com"
+		if code := s.call(t, testKey, "POST", "/api/users", fmt.Sprintf(`{"email":%q,"password":%q}`, email, password), nil); code != 201 {
+			t.Fatalf("creating %s: %d", name, code)
+		}
+		code, _, cookie := post(t, s.base+"/api/auth/login", "", map[string]string{"email": email, "password": password})
+		if code != 200 || cookie == "" {
+			t.Fatalf("signing %s in: %d", name, code)
+		}
+		cookies[name] = cookie
+		var k struct {
+			Secret string `json:"secret"`
+		}
+		if code := s.call(t, testKey, "POST", "/api/keys", fmt.Sprintf(`{"name":"test","user_id":%q}`, userID(t, s, email)), &k); code != 201 {
+			t.Fatalf("a key for %s: %d", name, code)
+		}
+		keys[name] = k.Secret
+	}
+	callback := func(cookie string) string {
+		t.Helper()
+		var started struct {
+			AuthURL string `json:"auth_url"`
+		}
+		if code := s.call(t, keys["ann"], "POST", "/api/mcp/servers/tickets/oauth", "", &started); code != 200 {
+			t.Fatalf("ann starting the authorization: %d", code)
+		}
+		loc, err := as.Approve(t.Context(), started.AuthURL, "someone-at-tickets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb, _ := url.Parse(loc)
+		req, _ := http.NewRequest("GET", s.base+cb.Path+"?"+cb.RawQuery, nil)
+		req.AddCookie(&http.Cookie{Name: "relay_session", Value: cookie})
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("Location")
+	}
+	if got := callback(cookies["bob"]); !strings.HasPrefix(got, "/connections?error=") || !strings.Contains(got, "another+Relay+user") {
+		t.Errorf("ann's authorization finished in bob's browser went to %q; want the refusal", got)
+	}
+	for _, name := range []string{"ann", "bob"} {
+		if ticketsConnected(t, s, keys[name]) {
+			t.Errorf("%s is connected after the refused callback", name)
+		}
+	}
+	if got := callback(cookies["ann"]); got != "/connections?connected=tickets" || !ticketsConnected(t, s, keys["ann"]) {
+		t.Errorf("ann's authorization finished in her own browser went to %q (connected: %v); want connected", got, ticketsConnected(t, s, keys["ann"]))
+	}
+}
+
+// userID is the id of the user with email, as the admin key sees it.
+func userID(t *testing.T, s *server, email string) string {
+	t.Helper()
+	var list struct {
+		Data []struct{ ID, Email string } `json:"data"`
+	}
+	if code := s.call(t, testKey, "GET", "/api/users", "", &list); code != 200 {
+		t.Fatalf("listing users: %d", code)
+	}
+	for _, u := range list.Data {
+		if u.Email == email {
+			return u.ID
+		}
+	}
+	t.Fatalf("no user %s", email)
+	return ""
+}

@@ -120,13 +120,21 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	back := url.Values{}
+	// The browser's own Relay user, when it is signed in: a flow another
+	// user started is refused to it.
+	by := ""
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if u, _, err := s.opts.Auth.AuthenticateSession(r.Context(), c.Value); err == nil {
+			by = u.ID
+		}
+	}
 	if e := q.Get("error"); e != "" {
 		// The user refused, or the server could not authorize: the flow is
 		// over either way.
-		_, _, _ = s.opts.Accounts.Finish(r.Context(), q.Get("state"), "", "")
+		_, _, _ = s.opts.Accounts.Finish(r.Context(), q.Get("state"), "", "", by)
 		back.Set("error", "the authorization server answered: "+e+" "+q.Get("error_description"))
 	} else {
-		server, _, err := s.opts.Accounts.Finish(r.Context(), q.Get("state"), q.Get("code"), q.Get("iss"))
+		server, _, err := s.opts.Accounts.Finish(r.Context(), q.Get("state"), q.Get("code"), q.Get("iss"), by)
 		if err != nil {
 			msg := "internal error; the server log has the details"
 			var fe *fault.Error
