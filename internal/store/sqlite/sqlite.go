@@ -182,6 +182,16 @@ func checkFile(path string) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return &openError{path, "cannot create its directory: " + reason(err), err}
 		}
+		// Created readable by its owner alone: it holds conversations, run
+		// traces and key hashes. SQLite gives its -wal and -shm files the
+		// same mode.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return &openError{path, "cannot create the file: " + reason(err), err}
+		}
+		if f != nil {
+			return f.Close()
+		}
 		return nil
 	default:
 		return &openError{path, reason(err), err}

@@ -358,3 +358,22 @@ func TestAnswerTextStoredOnce(t *testing.T) {
 		t.Fatalf("ListEvents = %v, %v; want run.finished back byte for byte", evs, err)
 	}
 }
+
+// A new database, and its log, are readable by their owner alone, whatever
+// the process's umask: they hold conversations, traces and key hashes.
+func TestNewDatabaseIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "relay.db")
+	db := open(t, path)
+	if _, err := db.GetUser(t.Context(), "user_none"); err == nil {
+		t.Fatal("a user in a new database")
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others", filepath.Base(p), perm)
+		}
+	}
+}
