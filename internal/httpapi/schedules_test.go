@@ -115,7 +115,8 @@ func TestSchedulePauseResume(t *testing.T) {
 }
 
 // A run_at without its offset, or that is no time at all, is a problem of
-// run_at; unknown fields are still refused.
+// run_at; unknown fields are still refused, and a value of the wrong type is
+// named by its field.
 func TestScheduleRunAtNamed(t *testing.T) {
 	w := setupWorld(t, "ann")
 	w.agentAs(t, "ann", "digest", agent.Spec{Name: "Morning digest"})
@@ -123,6 +124,7 @@ func TestScheduleRunAtNamed(t *testing.T) {
 		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"2030-01-01T00:00:00"}`, "run_at", "with its offset"},
 		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"tomorrow"}`, "run_at", "RFC 3339"},
 		{`{"agent_id":"digest","name":"n","prompt":"p","run_at":"2030-01-01T00:00:00Z","color":"red"}`, "color", "unknown field"},
+		{`{"agent_id":"digest","name":"n","prompt":"p","cron":"0 7 * * *","enabled":"yes"}`, "enabled", "expected boolean"},
 	} {
 		var got struct {
 			Error struct {

@@ -149,6 +149,10 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
+		// A field of the embedded struct is named through it: "plain.enabled".
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			te.Field = strings.TrimPrefix(te.Field, "plain.")
+		}
 		return err
 	}
 	*in = Input(v.plain)
