@@ -719,7 +719,8 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 	fireAt := *sc.NextRunAt
 	log := s.Log.With(slog.String("schedule_id", sc.ID))
 	var next *time.Time
-	skippedToo := 0 // missed firings between this one and next, not recorded one by one
+	skippedToo := 0   // missed firings between this one and next, not recorded one by one
+	laterDue := false // a later firing, within the grace window, is due too: it runs instead
 	if sc.Type == Recurring {
 		c, err := ParseCron(sc.Cron)
 		loc, lerr := time.LoadLocation(sc.Timezone)
@@ -739,6 +740,11 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 					next = &t
 					skippedToo = missed
 				}
+			} else if t, missed := latestWithin(c, loc, fireAt, now, s.Opts.Grace); t.After(fireAt) {
+				// Missed within the window, but later firings are due too: as
+				// after a longer outage, the latest runs, once, and the others
+				// are recorded with this one.
+				next, skippedToo, laterDue = &t, missed, true
 			}
 		}
 	}
@@ -754,6 +760,12 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s, more than the grace window of %s", now.Sub(fireAt).Round(time.Second), s.Opts.Grace)
 		if skippedToo > 0 {
 			f.Error += fmt.Sprintf("; so were the %d firings after it, up to %s", skippedToo, next.In(time.UTC).Format(time.RFC3339))
+		}
+	case laterDue:
+		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s; the latest firing due since, at %s, runs in its place",
+			now.Sub(fireAt).Round(time.Second), next.In(time.UTC).Format(time.RFC3339))
+		if skippedToo > 0 {
+			f.Error += fmt.Sprintf(", and so were the %d firings between them missed", skippedToo)
 		}
 	case running != nil && s.Live != nil && s.Live.Suspect(ctx, running.ClaimedBy):
 		// The process holding the previous firing missed its heartbeats: once

@@ -377,6 +377,44 @@ func TestSeveralMissed(t *testing.T) {
 	}
 }
 
+// After an outage shorter than the grace window that missed several
+// firings, the latest runs, once, and the earlier ones are recorded: the
+// first as skipped, naming the one that runs and how many more were missed.
+func TestSeveralMissedWithinTheGrace(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
+	f.a.Opts.Grace = 2 * time.Hour
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Quarterly"), Prompt: str("Go"), Cron: str("*/15 * * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Down from 09:30 to 10:20: 09:45, 10:00 and 10:15 are missed, all within the window.
+	f.clock.Set(time.Date(2026, 5, 1, 10, 20, 0, 0, time.UTC))
+	for range 3 { // as Run ticks again at once while a schedule is due
+		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := f.waitFinished(t, sc.ID, 2)
+	var got []string
+	for _, x := range fs {
+		got = append(got, x.FireAt.Format("15:04")+" "+string(x.Status))
+	}
+	slices.Sort(got)
+	if want := []string{"09:45 skipped", "10:15 succeeded"}; !slices.Equal(got, want) {
+		t.Errorf("firings %q, want %q", got, want)
+	}
+	for _, x := range fs {
+		if x.Status == FiringSkipped && !strings.Contains(x.Error, "missed by 35m0s; the latest firing due since, at 2026-05-01T10:15:00Z, runs in its place, and so were the 1 firings between them missed") {
+			t.Errorf("the skipped firing says %q", x.Error)
+		}
+	}
+	got2, _ := f.a.Get(ctx, f.user, sc.ID)
+	if want := time.Date(2026, 5, 1, 10, 30, 0, 0, time.UTC); !got2.NextRunAt.Equal(want) {
+		t.Errorf("next run %v, want %v", got2.NextRunAt, want)
+	}
+}
+
 // An edit made on a clock a little behind that of the process which claimed
 // the firing does not point the schedule back at that firing: the schedule
 // goes on firing every day, once.
