@@ -294,6 +294,9 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		err = parts.Err()
 		log.Error("shutting down", slog.String("cause", err.Error()))
 	}
+	// A process that is stopping claims no more firings: the other processes
+	// run them, or this one's next start does (scheduler.grace).
+	sched.Close()
 	if serr := drain(context.WithoutCancel(ctx), srv, runs, cfg.Server.ShutdownTimeout.Duration, log, hooks.step); err == nil {
 		err = serr
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
@@ -93,8 +94,33 @@ type Service struct {
 	// count.
 	Lag func(time.Duration)
 
-	once sync.Once
-	wake chan struct{}
+	once     sync.Once
+	wake     chan struct{}
+	closing  atomic.Bool    // Close was called: no more firings are claimed or started
+	inflight sync.WaitGroup // the firings this process runs (execute), until their end is recorded
+	running  atomic.Int64   // how many of them
+}
+
+// goExecute runs execute for a claimed firing in the background, counted in
+// inflight.
+func (s *Service) goExecute(ctx context.Context, sc *Schedule, f *Firing, scheduled bool) {
+	s.running.Add(1)
+	s.inflight.Go(func() {
+		defer s.running.Add(-1)
+		s.execute(context.WithoutCancel(ctx), sc, f, scheduled)
+	})
+}
+
+// closeWait bounds how long Run, once stopped, waits for the firings this
+// process runs to record their end.
+const closeWait = 10 * time.Second
+
+// Close stops the service from claiming firings and starting runs, at the
+// start of a shutdown: a process about to stop would only have them cut off.
+// The firings it runs already go on, and Run, when stopped, waits for them
+// to record their end (at most closeWait).
+func (s *Service) Close() {
+	s.closing.Store(true)
 }
 
 func (s *Service) init() {
@@ -588,6 +614,9 @@ func (s *Service) Firings(ctx context.Context, u *auth.User, id string, limit in
 // fault.Conflict: the store queues one firing of a schedule at a time.
 func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing, error) {
 	s.init()
+	if s.closing.Load() {
+		return nil, fault.New(fault.Unavailable, "Relay is shutting down: run the schedule again once it is back")
+	}
 	sc, err := s.Get(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -607,7 +636,7 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	// The caller gets the firing as queued: execute changes its own while
 	// the caller reads (answers) this one.
 	queued := *f
-	go s.execute(context.WithoutCancel(ctx), sc, f, false)
+	s.goExecute(ctx, sc, f, false)
 	return &queued, nil
 }
 
@@ -663,11 +692,33 @@ func (s *Service) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			s.awaitFirings()
 			return nil
 		case <-s.wake:
 			t.Stop()
 		case <-t.C:
 		}
+	}
+}
+
+// awaitFirings waits, at most closeWait, for the firings this process runs
+// to record their end, so that the end is theirs (their run's outcome) and
+// written before the database closes.
+func (s *Service) awaitFirings() {
+	if n := s.running.Load(); n > 0 {
+		s.Log.Info("waiting for the firings this process runs to record their end", slog.Int64("firings", n))
+	}
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.Log.Warn("firings still recording their end at shutdown", slog.Duration("waited", closeWait))
 	}
 }
 
@@ -682,7 +733,7 @@ func (s *Service) Tick(ctx context.Context, now time.Time) error {
 // holding their schedule's previous firing to be found alive or dead.
 func (s *Service) tick(ctx context.Context, now time.Time) (waiting int, err error) {
 	s.init()
-	for {
+	for !s.closing.Load() {
 		due, err := s.Store.DueSchedules(ctx, now, 100)
 		if err != nil {
 			return waiting, err
@@ -703,6 +754,7 @@ func (s *Service) tick(ctx context.Context, now time.Time) (waiting int, err err
 			return waiting, nil
 		}
 	}
+	return waiting, nil
 }
 
 // outcome is what fire did with a due schedule.
@@ -793,7 +845,7 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		log.Warn("firing skipped", slog.String("reason", f.Error))
 		return fired
 	}
-	go s.execute(context.WithoutCancel(ctx), sc, f, true)
+	s.goExecute(ctx, sc, f, true)
 	return fired
 }
 

@@ -657,3 +657,87 @@ func TestEditKeepsTheDueOneOff(t *testing.T) {
 		t.Errorf("the one-off firing: %+v", fs[0])
 	}
 }
+
+// A scheduler told to close claims nothing more: a firing that comes due is
+// left for others, and run-now is refused as unavailable. Its Run, stopped,
+// returns once the firing it ran has recorded its end, the run's.
+func TestCloseStopsClaimingAndWaitsForFirings(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	release := make(chan struct{})
+	slow := llmtest.Func(func(*llm.Request) llmtest.Turn { <-release; return llmtest.Turn{Text: []string{"Done."}} })
+	f.runs.Models = func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
+		return slow, mcp.FamilyOpenAI, nil
+	}
+	running, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Running"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Due"), Prompt: str("Go"), Cron: str("5 6 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.RunNow(ctx, f.user, running.ID); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	f.a.Log = slog.New(&onMessage{msg: "waiting for the firings this process runs to record their end", seen: sync.OnceFunc(func() { close(waiting) })})
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	var atReturn []*Firing // the running schedule's firings when Run returned
+	go func() {
+		err := f.a.Run(runCtx)
+		atReturn, _ = f.a.Store.ListFirings(ctx, running.ID, 10)
+		stopped <- err
+	}()
+
+	f.a.Close()
+	f.clock.Set(time.Date(2026, 5, 1, 6, 5, 1, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := f.a.Store.ListFirings(ctx, due.ID, 10); err != nil || len(fs) != 0 {
+		t.Errorf("a closed scheduler claimed %d firings (%v); want none", len(fs), err)
+	}
+	if _, err := f.a.RunNow(ctx, f.user, due.ID); !fault.Is(err, fault.Unavailable) {
+		t.Errorf("RunNow on a closed scheduler: %v; want unavailable", err)
+	}
+	if err := f.b.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the other process claiming the due firing", func() bool {
+		fs, err := f.b.Store.ListFirings(ctx, due.ID, 10)
+		return err == nil && len(fs) == 1 && fs[0].ClaimedBy == "b"
+	})
+
+	stop()
+	// Run, stopped, waits for the firing: the model answers then.
+	select {
+	case <-waiting:
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) with its firing still running", err)
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if len(atReturn) != 1 || atReturn[0].Status != FiringSucceeded {
+		t.Errorf("the firings run by the closed scheduler, when its Run returned: %+v; want one, recorded succeeded", atReturn)
+	}
+}
+
+// onMessage is a log handler that calls seen when a record with msg is logged.
+type onMessage struct {
+	msg  string
+	seen func()
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.seen()
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }
