@@ -92,6 +92,31 @@ type Liveness struct {
 	once sync.Once
 	self Node          // ID, Host and PID, fixed once set
 	lost chan struct{} // Lost's: look at the node now
+
+	mu          sync.Mutex
+	steadySince time.Time // since when this process's heartbeats have reached the database, each of them
+	unsteady    bool      // the last heartbeat failed: the database could not be reached
+}
+
+// steady returns since when this process's heartbeats have reached the
+// database without a failure: the time it registered, or its first
+// heartbeat after one that failed.
+func (l *Liveness) steady() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.steadySince
+}
+
+// beat records how a heartbeat went, at now.
+func (l *Liveness) beat(ok bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !ok:
+		l.unsteady = true
+	case l.unsteady || l.steadySince.IsZero():
+		l.unsteady, l.steadySince = false, now
+	}
 }
 
 func (l *Liveness) init() {
@@ -137,6 +162,11 @@ func (l *Liveness) Register(ctx context.Context) error {
 	if err := l.Store.RegisterNode(ctx, &n); err != nil {
 		return fmt.Errorf("registering this process: %w", err)
 	}
+	l.mu.Lock()
+	if l.steadySince.IsZero() {
+		l.steadySince = now
+	}
+	l.mu.Unlock()
 	return nil
 }
 
@@ -160,12 +190,15 @@ func (l *Liveness) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-l.lost:
 		}
-		err := l.Store.HeartbeatNode(ctx, l.self.ID, l.Now().UTC())
+		now := l.Now().UTC()
+		err := l.Store.HeartbeatNode(ctx, l.self.ID, now)
 		switch {
 		case err == nil:
+			l.beat(true, now)
 		case fault.Is(err, fault.NotFound):
 			l.rejoin(ctx)
 		case ctx.Err() == nil:
+			l.beat(false, now)
 			l.Log.Warn("heartbeat", slog.Any("err", err))
 		}
 	}
@@ -213,14 +246,18 @@ func (l *Liveness) stop(ctx context.Context) {
 	}
 }
 
-// Dead reports whether n is dead, seen at now: its heartbeat is older than
-// DeadAfter, or it was a process of this host that is gone.
+// Dead reports whether n is dead, seen at now: it has not heartbeated for
+// DeadAfter while this process's own heartbeats reached the database, or it
+// was a process of this host that is gone. The time this process could not
+// reach the database does not count: when the database itself was away, every
+// process missed its heartbeats, and the first back must not take the others
+// for dead (they heartbeat again within Interval).
 func (l *Liveness) Dead(n *Node, now time.Time) bool {
 	l.init()
 	if n.ID == l.self.ID {
 		return false
 	}
-	if now.Sub(n.HeartbeatAt) > l.DeadAfter {
+	if since := n.HeartbeatAt; now.Sub(later(since, l.steady())) > l.DeadAfter {
 		return true
 	}
 	if n.Host != l.self.Host {
@@ -235,6 +272,14 @@ func (l *Liveness) Dead(n *Node, now time.Time) bool {
 		return n.StartedAt.Before(processStart)
 	}
 	return !l.Alive(n.PID)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // processStart is when this process began, near enough: before any node it

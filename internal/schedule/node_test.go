@@ -2,10 +2,12 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -452,5 +454,65 @@ func TestTakenForDeadGivesItsWorkUp(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// flakyNodes is a node store whose heartbeats fail while down: the database
+// could not be reached.
+type flakyNodes struct {
+	NodeStore
+	down     atomic.Bool
+	failures atomic.Int32
+}
+
+func (f *flakyNodes) HeartbeatNode(ctx context.Context, id string, at time.Time) error {
+	if f.down.Load() {
+		f.failures.Add(1)
+		return errors.New("connection refused")
+	}
+	return f.NodeStore.HeartbeatNode(ctx, id, at)
+}
+
+// A database away for longer than dead_after makes every process miss its
+// heartbeats: the first back does not take the others for dead, since the
+// time it could not reach the database does not count. One that then stays
+// silent for dead_after is dead.
+func TestDatabaseOutageTakesNobodyForDead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
+	_, first := c.startOnA(t) // both heartbeat at 10:01
+	flaky := &flakyNodes{NodeStore: c.st}
+	c.liveB.Store, c.liveB.Interval = flaky, 5*time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- c.liveB.Run(ctx) }()
+
+	flaky.down.Store(true)
+	c.clock.Set(time.Date(2026, 5, 1, 10, 2, 0, 0, time.UTC)) // a minute without the database
+	poll.Until(t, 5*time.Second, "b's heartbeat failing", func() bool { return flaky.failures.Load() > 0 })
+	flaky.down.Store(false)
+	poll.Until(t, 5*time.Second, "b's heartbeat at 10:02", func() bool {
+		n, err := c.st.GetNode(ctx, c.liveB.ID())
+		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
+	})
+	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{}) {
+		t.Fatalf("b's reap as the database came back = %+v, %v; want nothing: a's heartbeat is late only by the outage", r, err)
+	}
+	if got, err := c.st.GetRun(ctx, first.RunID); err != nil || got.Status != run.StatusRunning {
+		t.Fatalf("a's run after the outage: %+v, %v; want it running", got, err)
+	}
+
+	// a stays silent for dead_after after b is back: it is dead.
+	c.clock.Set(time.Date(2026, 5, 1, 10, 2, 21, 0, time.UTC))
+	poll.Until(t, 5*time.Second, "b's heartbeat at 10:02:21", func() bool {
+		n, err := c.st.GetNode(ctx, c.liveB.ID())
+		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
+	})
+	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+		t.Errorf("b's reap dead_after later = %+v, %v; want a's run and firing", r, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
