@@ -39,6 +39,7 @@ type Runner struct {
 
 	app      *App
 	mcp      *mcp.Manager
+	live     *schedule.Liveness
 	stopLive func()
 }
 
@@ -60,15 +61,27 @@ func (a *App) Runner(ctx context.Context) (*Runner, error) {
 		runs.Store = db.OnNode(live.ID())
 	}
 	live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
+	// As a starting server does: the work of processes that died (a killed
+	// relay chat whose conversation still seems to be answering) is failed
+	// now, not only once a server runs.
+	if _, err := live.Reap(ctx); err != nil {
+		a.Log.Warn("failing the work of stopped processes", slog.Any("err", err))
+	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { _ = live.Run(lctx); close(done) }()
-	return &Runner{Runs: runs, app: a, mcp: m, stopLive: func() { stop(); <-done }}, nil
+	return &Runner{Runs: runs, app: a, mcp: m, live: live, stopLive: func() { stop(); <-done }}, nil
 }
 
 // Schedules returns the scheduler's service over the Runner's runs, to
-// manage schedules and fire them now.
-func (r *Runner) Schedules() *schedule.Service { return r.app.scheduleService(r.Runs) }
+// manage schedules and fire them now. The firings it claims name this
+// process's node, so that a process killed while it runs one has that
+// firing failed with its run, and the schedule is not held up.
+func (r *Runner) Schedules() *schedule.Service {
+	s := r.app.scheduleService(r.Runs)
+	s.Live = r.live
+	return s
+}
 
 // settleTimeout bounds how long Close waits for the work that follows the
 // runs.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -85,5 +86,72 @@ agents:
 	const full = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 	if text == "" || !strings.HasPrefix(full, text) || !strings.Contains(parts, `"type":"error"`) || !strings.Contains(parts, schedule.ReasonDead) {
 		t.Errorf("the killed chat's answer: text %q, parts %s; want the start of %q and the error", text, parts, full)
+	}
+}
+
+// A `relay schedules run` killed while its firing runs does not hold the
+// schedule up: the firing names the command's node, so the next command
+// (here, the next `relay schedules run`), seeing that process gone, fails it
+// with its run at once, and the schedule runs again without a server.
+func TestKilledScheduleRunCommandFreesTheSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds relay; skipped with -short")
+	}
+	mock := llmtest.StartAimock(t, strings.Replace(slowFixtures, `{"fixtures":[`, `{"fixtures":[{"match":{"userMessage":"quick job"},"response":{"content":"done"}},`, 1))
+	bin := buildRelay(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "data", "relay.db")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+agents:
+  - {id: worker, provider: mock, model: m}
+`, filepath.Join(dir, "data"), mock))
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
+		t.Fatalf("users add: %s", stderr)
+	}
+	code, out, stderr := runCLI(t, nil, "", "schedules", "add", "--config", cfg, "--user", "ann@example.com", "--agent", "worker",
+		"--name", "Nightly", "--prompt", "slow job", "--cron", "0 3 * * *")
+	var sc struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &sc); code != 0 || err != nil {
+		t.Fatalf("schedules add: %d %s %s", code, out, stderr)
+	}
+	cmd := exec.Command(bin, "schedules", "run", "--config", cfg, "--user", "ann@example.com", sc.ID)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = &syncBuffer{}, &syncBuffer{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var firingID string
+	waitFor(t, 20*time.Second, "the firing running", func() bool {
+		return raw.QueryRow(`SELECT id FROM schedule_firings WHERE status = 'running' AND run_id IS NOT NULL`).Scan(&firingID) == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	if code, _, stderr := runCLI(t, nil, "", "schedules", "edit", "--config", cfg, "--user", "ann@example.com", "--prompt", "quick job", sc.ID); code != 0 {
+		t.Fatalf("schedules edit: %d %s", code, stderr)
+	}
+	var status, reason string
+	if err := raw.QueryRow(`SELECT status, error FROM schedule_firings WHERE id = ?`, firingID).Scan(&status, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || reason != schedule.ReasonDead {
+		t.Errorf("the killed command's firing after the next command: %s %q; want failed with %q", status, reason, schedule.ReasonDead)
+	}
+	code, out, stderr = runCLI(t, nil, "", "schedules", "run", "--config", cfg, "--user", "ann@example.com", sc.ID)
+	if code != 0 || !strings.Contains(out, `"status": "succeeded"`) {
+		t.Errorf("schedules run after the killed one: %d %s %s; want it to run", code, out, stderr)
 	}
 }

@@ -94,13 +94,13 @@ type Liveness struct {
 	lost chan struct{} // Lost's: look at the node now
 
 	mu          sync.Mutex
-	steadySince time.Time // since when this process's heartbeats have reached the database, each of them
+	steadySince time.Time // the first heartbeat that reached the database after one that failed
 	unsteady    bool      // the last heartbeat failed: the database could not be reached
 }
 
 // steady returns since when this process's heartbeats have reached the
-// database without a failure: the time it registered, or its first
-// heartbeat after one that failed.
+// database again after one failed: its first heartbeat after the failure,
+// or the zero time when none has failed.
 func (l *Liveness) steady() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -114,7 +114,7 @@ func (l *Liveness) beat(ok bool, now time.Time) {
 	switch {
 	case !ok:
 		l.unsteady = true
-	case l.unsteady || l.steadySince.IsZero():
+	case l.unsteady:
 		l.unsteady, l.steadySince = false, now
 	}
 }
@@ -162,11 +162,6 @@ func (l *Liveness) Register(ctx context.Context) error {
 	if err := l.Store.RegisterNode(ctx, &n); err != nil {
 		return fmt.Errorf("registering this process: %w", err)
 	}
-	l.mu.Lock()
-	if l.steadySince.IsZero() {
-		l.steadySince = now
-	}
-	l.mu.Unlock()
 	return nil
 }
 
