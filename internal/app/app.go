@@ -202,6 +202,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		tel:    opts.Telemetry,
 		users:  newHeaderUsers(st.GetUser),
 	}
+	a.Auth.SetLogger(log.With(slog.String("part", "auth")))
 	if db, ok := st.(*store.DB); ok {
 		db.Instrument(a.tel) // a span per write, the pools' statistics
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/mail"
 	"strings"
 	"time"
@@ -156,6 +157,18 @@ type Service struct {
 	now        func() time.Time
 	sessionTTL time.Duration
 	keys       keyCache
+	log        *slog.Logger
+}
+
+// SetLogger gives the service a log for what it notes without failing the
+// request, such as a last-used time it could not write.
+func (s *Service) SetLogger(l *slog.Logger) { s.log = l }
+
+// warn logs a failure of bookkeeping that does not fail the request.
+func (s *Service) warn(msg string, err error) {
+	if s.log != nil {
+		s.log.Warn(msg, slog.Any("err", err))
+	}
 }
 
 // NewService returns a Service over store. now may be nil for time.Now.
@@ -333,8 +346,10 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	now := s.now().UTC()
 	if e, ok := s.keys.get(hash, now); ok {
 		if now.Sub(e.lastUsed) >= touchPeriod {
+			// Bookkeeping: a database that takes no write now (locked, full)
+			// does not refuse the request, and is tried again a minute later.
 			if err := s.store.TouchKey(ctx, e.keyID, now); err != nil {
-				return nil, fmt.Errorf("recording key use: %w", err)
+				s.warn("recording an API key's use", err)
 			}
 			s.keys.used(hash, now)
 		}
@@ -364,7 +379,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	}
 	if now.Sub(e.lastUsed) >= touchPeriod {
 		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
-			return nil, fmt.Errorf("recording key use: %w", err)
+			s.warn("recording an API key's use", err)
 		}
 		e.lastUsed = now
 	}

@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -176,5 +178,63 @@ func TestBootstrapIsIdempotentAndConcurrent(t *testing.T) {
 	}
 	if _, err := s.Bootstrap(ctx, "rk-nope"); !fault.Is(err, fault.Invalid) || strings.Contains(err.Error(), "rk-nope") {
 		t.Errorf("malformed key: %v", err)
+	}
+}
+
+// noWrites is a store that takes no write of a key's or a session's use, as
+// a database locked by another writer or a full disk would.
+type noWrites struct{ auth.Store }
+
+func (noWrites) TouchKey(context.Context, string, time.Time) error {
+	return errors.New("database is locked (5) (SQLITE_BUSY)")
+}
+
+func (noWrites) TouchSession(context.Context, string, time.Time, time.Time) error {
+	return errors.New("database or disk is full (13)")
+}
+
+// A key or a session whose use cannot be written is still let in: the time
+// of its use is bookkeeping, logged when it fails, and the session keeps its
+// end until a later use moves it.
+func TestAuthenticateWithoutBookkeeping(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	writes := auth.NewService(st, clock)
+	u, _ := writes.CreateUser(ctx, auth.NewUser{Email: "a@example.com"})
+	_, secret, err := writes.CreateKey(ctx, u.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := writes.StartSession(ctx, u, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	s := auth.NewService(noWrites{st}, clock)
+	s.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	for range 2 {
+		if got, err := s.Authenticate(ctx, secret); err != nil || got.ID != u.ID {
+			t.Errorf("Authenticate while the key's use cannot be written: %v, %v; want the user", got, err)
+		}
+		got, sess, err := s.AuthenticateSession(ctx, in.Token)
+		if err != nil || got.ID != u.ID || sess.Renewed {
+			t.Errorf("AuthenticateSession while its use cannot be written: %v, %+v, %v; want the user, not renewed", got, sess, err)
+		}
+	}
+	if n := strings.Count(logged.String(), "recording an API key's use"); n != 1 {
+		t.Errorf("the failed write of the key's use logged %d times, want once a minute:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "recording a session's use") || !strings.Contains(logged.String(), "SQLITE_BUSY") {
+		t.Errorf("log:\n%s", logged.String())
 	}
 }

@@ -227,10 +227,15 @@ func (s *Service) AuthenticateSession(ctx context.Context, token string) (*User,
 	}
 	if now.Sub(sess.LastSeenAt) >= touchPeriod {
 		expires := now.Add(s.sessionTTL)
-		if err := s.store.TouchSession(ctx, sess.ID, now, expires); err != nil && !fault.Is(err, fault.NotFound) {
-			return nil, nil, fmt.Errorf("recording session use: %w", err)
+		// A database that takes no write now (locked, full) does not refuse
+		// the request: the session is still valid, its end is moved at a
+		// later use.
+		switch err := s.store.TouchSession(ctx, sess.ID, now, expires); {
+		case err == nil:
+			sess.LastSeenAt, sess.ExpiresAt, sess.Renewed = now, expires, true
+		case !fault.Is(err, fault.NotFound):
+			s.warn("recording a session's use", err)
 		}
-		sess.LastSeenAt, sess.ExpiresAt, sess.Renewed = now, expires, true
 	}
 	return u, sess, nil
 }
