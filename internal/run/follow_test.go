@@ -120,7 +120,8 @@ func TestStreamedRebuildsTheText(t *testing.T) {
 // A run whose process died is followed to its end: failed for the dead
 // process, its followers get the error and run.finished and stop; one marked
 // finished without a final event stops its followers too, and its replay
-// still ends with run.finished, made from the stored run.
+// still ends with run.finished, made from the stored run. A client resuming
+// after an event the store never got gets the end numbered after it.
 func TestFollowARunWhoseProcessDied(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -197,6 +198,14 @@ func TestFollowARunWhoseProcessDied(t *testing.T) {
 			stop4()
 			if err != nil || len(rest) == 0 || rest[len(rest)-1].Type != run.EventRunFinished {
 				t.Errorf("replay after the last delta: %v, %v; want it to end with run.finished", rest, err)
+			}
+			// A client that had events the store never got (streamed by the
+			// process before it was taken for dead) gets the end after them.
+			rest, _, stop5, err := b.svc.Subscribe(ctx, b.user, r.ID, 91)
+			stop5()
+			if err != nil || len(rest) != 2 || rest[0].Type != run.EventError || rest[0].Seq != 92 ||
+				rest[1].Type != run.EventRunFinished || rest[1].Seq != 93 || !strings.Contains(string(rest[1].Data), `"status":"failed"`) {
+				t.Errorf("replay after an event past the stored ones (91): %v, %v; want the error and run.finished, failed, as 92 and 93", rest, err)
 			}
 		})
 	}

@@ -661,7 +661,11 @@ func (s *Service) subscribe(ctx context.Context, runID string, after int64, fina
 // ended without storing one (failed for a dead process before Relay closed
 // such runs' events, see FailedEnd) gets one made from its stored state,
 // numbered right after its last stored event and not stored; a client that
-// has had that number has seen it.
+// has had that number has seen it. A client that has had a number past every
+// stored event saw events the store never got, streamed by a process taken
+// for dead before it stored them (docs/architecture.md, liveness): it gets
+// the run's stored end, its error and run.finished, numbered after what it
+// has, so that it learns how the run ended.
 func (s *Service) closed(ctx context.Context, r *Run, after int64, evs []Event) ([]Event, error) {
 	if len(evs) > 0 && evs[len(evs)-1].Type == EventRunFinished {
 		return evs, nil
@@ -674,7 +678,10 @@ func (s *Service) closed(ctx context.Context, r *Run, after int64, evs []Event) 
 		if err != nil {
 			return nil, err
 		}
-		if len(seen) == 0 || seen[0].Type == EventRunFinished {
+		if len(seen) == 0 {
+			return s.endAfter(ctx, r, after)
+		}
+		if seen[0].Type == EventRunFinished {
 			return evs, nil // it had run.finished, stored or made here
 		}
 	}
@@ -684,6 +691,36 @@ func (s *Service) closed(ctx context.Context, r *Run, after int64, evs []Event) 
 	}
 	end := FailedEnd(r, answer, last-1)
 	return append(evs, end[len(end)-1]), nil
+}
+
+// endAfter returns the end of the finished run r, numbered after `after`:
+// its stored run.finished and the error event right before it, or, when it
+// stored none, both made from its stored state.
+func (s *Service) endAfter(ctx context.Context, r *Run, after int64) ([]Event, error) {
+	all, err := s.Store.ListEvents(ctx, r.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	var end []Event
+	if n := len(all); n > 0 && all[n-1].Type == EventRunFinished {
+		from := n - 1
+		if n > 1 && all[n-2].Type == EventError {
+			from = n - 2
+		}
+		end = slices.Clone(all[from:])
+	} else if n == 0 && after == 1 || n > 0 && after == all[n-1].Seq+1 {
+		return nil, nil // it had the run.finished made right after the stored events
+	} else {
+		var answer *Message
+		if r.ResponseMessageID != "" {
+			answer, _ = s.Store.GetMessage(ctx, r.ResponseMessageID)
+		}
+		end = FailedEnd(r, answer, after)
+	}
+	for i := range end {
+		end[i].Seq = after + int64(i) + 1
+	}
+	return end, nil
 }
 
 // Find returns a run that u may see: u's own, or anyone's for an admin;
