@@ -622,6 +622,10 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 		return nil, err
 	}
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
+	if loc, err := time.LoadLocation(sc.Timezone); err == nil {
+		// The prompt as it will be sent, as execute makes it.
+		f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, u.DisplayName)
+	}
 	err = s.Store.CreateFiring(ctx, f)
 	if running := (*RunningError)(nil); errors.As(err, &running) && s.Live != nil && s.Live.Suspect(ctx, running.Firing.ClaimedBy) {
 		// The process holding the running firing missed its heartbeats: if

@@ -284,6 +284,9 @@ func TestRunNowAnswersTheQueuedFiring(t *testing.T) {
 	if got.Status != FiringQueued || got.RunID != "" || got.FinishedAt != nil {
 		t.Errorf("RunNow's firing changed after it returned: %+v", got)
 	}
+	if got.Prompt != "Go" {
+		t.Errorf("RunNow's firing has the prompt %q, want the schedule's, as it is sent", got.Prompt)
+	}
 }
 
 func TestValidation(t *testing.T) {
