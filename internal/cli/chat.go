@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/relay-ai/relay/internal/app"
 	"github.com/relay-ai/relay/internal/auth"
@@ -23,7 +24,7 @@ func chatCommand() *command {
 		detail: "Runs the agent in this process with the config's providers and MCP servers, saves the\n" +
 			"conversation like the API does, and prints the answer as it streams; tool calls show on\n" +
 			"stderr as they happen. Without MESSAGE the message is read from standard input. Exits 1\n" +
-			"when the run fails. A question an MCP server asks during a tool call is asked on the\n" +
+			"when the run fails. Ctrl-C aborts the run, its answer so far kept, and exits 130. A question an MCP server asks during a tool call is asked on the\n" +
 			"terminal, field by field, and answered from standard input (declined at its end).",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			agentID := fs.String("agent", "", "the agent's `id` (required)")
@@ -62,6 +63,20 @@ func chatCommand() *command {
 							fmt.Fprintf(e.Stderr, "  the answer was not taken: %v\n", err)
 						}
 					})
+					if err != nil && ctx.Err() != nil {
+						// Interrupted (Ctrl-C): the run is aborted as a user
+						// aborts it, its answer so far kept, and ended before
+						// this process stops.
+						actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+						defer cancel()
+						ended, aerr := runs.Abort(actx, u, r.ID)
+						fmt.Fprintln(e.Stdout)
+						if aerr != nil {
+							return fmt.Errorf("interrupted; aborting run %s: %w", r.ID, aerr)
+						}
+						fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s (interrupted; the answer so far is kept)\n", r.ConversationID, r.ID, ended.Status)
+						return exitCode(130)
+					}
 					if err != nil {
 						return err
 					}

@@ -3,6 +3,7 @@ package cli
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -153,5 +154,62 @@ agents:
 	code, out, stderr = runCLI(t, nil, "", "schedules", "run", "--config", cfg, "--user", "ann@example.com", sc.ID)
 	if code != 0 || !strings.Contains(out, `"status": "succeeded"`) {
 		t.Errorf("schedules run after the killed one: %d %s %s; want it to run", code, out, stderr)
+	}
+}
+
+// Ctrl-C on `relay chat` aborts its run as a user's abort does: the run is
+// cancelled, its answer keeps all it printed, and the command exits 130.
+func TestInterruptedChatCommandCancelsItsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds relay; skipped with -short")
+	}
+	mock := llmtest.StartAimock(t, slowFixtures)
+	bin := buildRelay(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "data", "relay.db")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+agents:
+  - {id: worker, provider: mock, model: m}
+`, filepath.Join(dir, "data"), mock))
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
+		t.Fatalf("users add: %s", stderr)
+	}
+	chat := exec.Command(bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
+	chat.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	chat.Stdout, chat.Stderr = stdout, stderr
+	if err := chat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "a few words printed", func() bool { return len(strings.Fields(stdout.String())) >= 3 })
+	if err := chat.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := chat.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Errorf("relay chat after Ctrl-C: %v; want exit status 130\n%s", err, stderr.String())
+	}
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var status, text string
+	if err := raw.QueryRow(`SELECT r.status, m.text FROM runs r JOIN messages m ON m.id = r.response_message_id`).Scan(&status, &text); err != nil {
+		t.Fatal(err)
+	}
+	printed := strings.TrimSpace(stdout.String())
+	if status != "cancelled" || text == "" || !strings.HasPrefix(text, printed) {
+		t.Errorf("the interrupted run: %s, answer %q; want cancelled, keeping all it printed (%q)", status, text, printed)
+	}
+	if !strings.Contains(stderr.String(), "interrupted; the answer so far is kept") {
+		t.Errorf("stderr: %s", stderr.String())
 	}
 }
