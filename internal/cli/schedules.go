@@ -207,7 +207,9 @@ func schedulesCommands() []*command {
 						}
 						select {
 						case <-ctx.Done():
-							return ctx.Err()
+							// The firing's run stops with this process, and is
+							// failed as a stopped process's work is.
+							return fmt.Errorf("interrupted: firing %s stops with this command, its run failed", f.ID)
 						case <-time.After(200 * time.Millisecond):
 						}
 					}
