@@ -913,6 +913,17 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, schedule
 	f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, u.DisplayName)
 	title := fmt.Sprintf("%s — %s", sc.Name, f.FireAt.In(loc).Format("2006-01-02 15:04 MST"))
 	r, err := s.Runner.Start(ctx, u, run.ChatRequest{AgentID: sc.AgentID, Text: f.Prompt, Timezone: sc.Timezone, Title: title, Now: f.FireAt})
+	if fault.Is(err, fault.NotFound) {
+		// The agent is gone, or no longer shared with the schedule's user:
+		// every firing would fail the same way until the schedule names
+		// another, so it is paused rather than failing on and on.
+		msg := err.Error()
+		if s.pause(context.WithoutCancel(ctx), sc.ID) {
+			msg += "; the schedule is paused: give it an agent and resume it"
+		}
+		finish(FiringFailed, msg)
+		return
+	}
 	if err != nil {
 		finish(FiringFailed, err.Error())
 		return
@@ -953,6 +964,21 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, schedule
 	default:
 		finish(FiringFailed, d.Error)
 	}
+}
+
+// pause disables the schedule with that id, as it is stored now, and
+// reports whether it did.
+func (s *Service) pause(ctx context.Context, id string) bool {
+	sc, err := s.Store.GetSchedule(ctx, id)
+	if err != nil || !sc.Enabled {
+		return false
+	}
+	sc.Enabled, sc.NextRunAt, sc.UpdatedAt = false, nil, s.Now().UTC()
+	if err := s.Store.UpdateSchedule(ctx, sc); err != nil {
+		s.Log.Warn("pausing a schedule whose agent is gone", slog.String("schedule_id", id), slog.Any("err", err))
+		return false
+	}
+	return true
 }
 
 // notify posts a firing's outcome to the schedule's webhook, retrying a few

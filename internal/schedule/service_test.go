@@ -744,3 +744,38 @@ func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *onMessage) WithGroup(string) slog.Handler      { return h }
+
+// A schedule whose agent is gone fails its firing once, saying so, and is
+// paused rather than failing at every firing after.
+func TestScheduleOfADeletedAgentIsPaused(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Every minute"), Prompt: str("Go"), Cron: str("* * * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.a.Agents.(interface {
+		Delete(context.Context, *auth.User, string) error
+	}).Delete(ctx, f.user, "digest"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 6, 1, 0, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.waitFinished(t, sc.ID, 1)
+	if fs[0].Status != FiringFailed || !strings.Contains(fs[0].Error, `"digest"`) || !strings.Contains(fs[0].Error, "the schedule is paused") {
+		t.Errorf("the firing of a schedule whose agent is gone: %s %q; want failed, naming the agent and saying the schedule is paused", fs[0].Status, fs[0].Error)
+	}
+	got, err := f.a.Get(ctx, f.user, sc.ID)
+	if err != nil || got.Enabled || got.NextRunAt != nil {
+		t.Errorf("the schedule after: %+v, %v; want it paused", got, err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 6, 2, 0, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ := f.a.Store.ListFirings(ctx, sc.ID, 10); len(fs) != 1 {
+		t.Errorf("%d firings after the pause, want the one", len(fs))
+	}
+}
