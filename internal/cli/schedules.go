@@ -190,11 +190,11 @@ func schedulesCommands() []*command {
 						return err
 					}
 					for {
-						fs, err := s.Firings(ctx, u, args[0], 20)
+						page, err := s.Firings(ctx, u, schedule.FiringQuery{ScheduleID: args[0], Limit: 20})
 						if err != nil {
 							return err
 						}
-						for _, x := range fs {
+						for _, x := range page.Firings {
 							if x.ID == f.ID && x.FinishedAt != nil {
 								if err := printJSON(e.Stdout, x); err != nil {
 									return err
@@ -224,11 +224,11 @@ func schedulesCommands() []*command {
 					return usageErr("expected one schedule id")
 				}
 				return withSchedules(ctx, e, *user, func(s *schedule.Service, u *auth.User) error {
-					fs, err := s.Firings(ctx, u, args[0], *limit)
+					page, err := s.Firings(ctx, u, schedule.FiringQuery{ScheduleID: args[0], Limit: *limit})
 					if err != nil {
 						return err
 					}
-					return printJSON(e.Stdout, fs)
+					return printJSON(e.Stdout, page.Firings)
 				})
 			}
 		}},

@@ -76,21 +76,24 @@ func (s *Server) runSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, f)
 }
 
+// scheduleRuns answers GET /api/schedules/{id}/runs?limit=&cursor=: a page of
+// the schedule's firings, newest first, paged as GET /api/runs is.
 func (s *Server) scheduleRuns(w http.ResponseWriter, r *http.Request) {
 	n, err := limit(r, 50)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	fs, err := s.opts.Schedules.Firings(r.Context(), userFrom(r.Context()), r.PathValue("id"), n)
+	q := schedule.FiringQuery{ScheduleID: r.PathValue("id"), Limit: n, Cursor: r.URL.Query().Get("cursor")}
+	page, err := s.opts.Schedules.Firings(r.Context(), userFrom(r.Context()), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if fs == nil {
-		fs = []*schedule.Firing{}
+	if page.Firings == nil {
+		page.Firings = []*schedule.Firing{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": fs})
+	writeJSON(w, http.StatusOK, page)
 }
 
 // previewSchedule answers GET /api/schedules/preview?cron=&timezone=&count=

@@ -2,12 +2,15 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/schedule"
 )
 
 // The preview gives the times the scheduler would fire at, in the schedule's
@@ -152,5 +155,88 @@ func TestScheduleRunAtNamed(t *testing.T) {
 	slices.Sort(fields)
 	if want := []string{"agent_id", "name", "prompt", "run_at", "run_at", "timezone"}; code != 400 || !slices.Equal(fields, want) {
 		t.Errorf("a bad run_at among other problems: %d %s; want 400 naming %q", code, body, want)
+	}
+}
+
+// A schedule's history is paged as the run list is: newest first, next_cursor
+// back as cursor for the older firings, none on the last page. Paging reaches
+// past the largest page, and a cursor of one schedule shows nothing of
+// another's; a bad cursor or limit is a 400.
+func TestScheduleRunsPaged(t *testing.T) {
+	w := setupWorld(t, "ann", "bob")
+	w.agentAs(t, "ann", "digest", agent.Spec{Name: "Morning digest"})
+	var sc struct{ ID string }
+	if code, body := w.do(t, "ann", "POST", "/api/schedules", `{"agent_id":"digest","name":"every minute","prompt":"news?","cron":"* * * * *"}`, &sc); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	// A day and a bit of an every-minute schedule: more than one page of 1000.
+	const n = 1500
+	start := time.Date(2026, 3, 19, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		f := &schedule.Firing{ID: fmt.Sprintf("fire_%04d", i), ScheduleID: sc.ID, FireAt: start.Add(time.Duration(i) * time.Minute),
+			Prompt: "news?", Status: schedule.FiringSucceeded}
+		if err := w.store.CreateFiring(t.Context(), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type page struct {
+		Data []struct {
+			ID     string    `json:"id"`
+			FireAt time.Time `json:"fire_at"`
+		} `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	var got []string
+	path := "/api/schedules/" + sc.ID + "/runs?limit=1000"
+	for pages := 0; ; pages++ {
+		var p page
+		if code, body := w.do(t, "ann", "GET", path, nil, &p); code != 200 {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		for _, f := range p.Data {
+			got = append(got, f.ID)
+		}
+		if p.NextCursor == nil {
+			if pages != 1 {
+				t.Errorf("%d pages of 1000, want 2", pages+1)
+			}
+			break
+		}
+		if pages > 2 || *p.NextCursor == "" {
+			t.Fatalf("page %d: next_cursor %v", pages, p.NextCursor)
+		}
+		path = "/api/schedules/" + sc.ID + "/runs?limit=1000&cursor=" + url.QueryEscape(*p.NextCursor)
+	}
+	if len(got) != n || got[0] != fmt.Sprintf("fire_%04d", n-1) || got[n-1] != "fire_0000" {
+		t.Fatalf("paged %d firings from %s to %s, want %d newest first", len(got), got[0], got[len(got)-1], n)
+	}
+	for i := 1; i < n; i++ {
+		if got[i] >= got[i-1] {
+			t.Fatalf("firing %d (%s) is not older than %s", i, got[i], got[i-1])
+		}
+	}
+
+	// Fifty by default, each page starting after the last of the one before.
+	var first, second page
+	w.do(t, "ann", "GET", "/api/schedules/"+sc.ID+"/runs", nil, &first)
+	if len(first.Data) != 50 || first.NextCursor == nil {
+		t.Fatalf("first page: %d firings, next_cursor %v; want 50 and a cursor", len(first.Data), first.NextCursor)
+	}
+	w.do(t, "ann", "GET", "/api/schedules/"+sc.ID+"/runs?cursor="+url.QueryEscape(*first.NextCursor), nil, &second)
+	if len(second.Data) != 50 || second.Data[0].ID != fmt.Sprintf("fire_%04d", n-51) {
+		t.Errorf("second page starts at %v, want fire_%04d", second.Data[:1], n-51)
+	}
+
+	// Another user's schedule stays not found, cursor or not.
+	if code, body := w.do(t, "bob", "GET", "/api/schedules/"+sc.ID+"/runs?cursor="+url.QueryEscape(*first.NextCursor), nil, nil); code != 404 {
+		t.Errorf("bob pages ann's schedule: %d %s, want 404", code, body)
+	}
+	for _, q := range []string{"cursor=not-a-cursor", "cursor=%20", "limit=0", "limit=1001", "limit=x"} {
+		var e apiError
+		code, body := w.do(t, "ann", "GET", "/api/schedules/"+sc.ID+"/runs?"+q, nil, nil)
+		_ = json.Unmarshal([]byte(body), &e)
+		if code != 400 || e.Error.Code != "invalid" {
+			t.Errorf("%s: %d %s, want 400 invalid", q, code, body)
+		}
 	}
 }

@@ -76,6 +76,22 @@ type Firing struct {
 	FinishedAt     *time.Time   `json:"finished_at,omitempty"`
 }
 
+// FiringQuery selects one page of a schedule's firings, newest first.
+type FiringQuery struct {
+	ScheduleID string
+	// Limit is the page size; the store treats values < 1 as its default.
+	Limit int
+	// Cursor is the NextCursor of the previous page, or empty for the first.
+	Cursor string
+}
+
+// FiringPage is one page of a schedule's firings, newest first.
+type FiringPage struct {
+	Firings []*Firing `json:"data"`
+	// NextCursor fetches the following (older) page; empty on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
 // Store is what schedules need from storage. Missing rows are fault.NotFound.
 type Store interface {
 	CreateSchedule(ctx context.Context, s *Schedule) error
@@ -111,6 +127,9 @@ type Store interface {
 	GetFiring(ctx context.Context, id string) (*Firing, error)
 	// ListFirings lists a schedule's firings, newest first, at most limit.
 	ListFirings(ctx context.Context, scheduleID string, limit int) ([]*Firing, error)
+	// FiringPage lists one page of the firings q selects, newest first (by
+	// FireAt, then id); a bad cursor is fault.Invalid.
+	FiringPage(ctx context.Context, q FiringQuery) (*FiringPage, error)
 	// RunningFiring returns the schedule's firing that is queued or running, or nil.
 	RunningFiring(ctx context.Context, scheduleID string) (*Firing, error)
 	// FailStaleFirings marks firings queued or running that a process claimed

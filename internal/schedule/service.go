@@ -600,12 +600,12 @@ func (s *Service) Delete(ctx context.Context, u *auth.User, id string) error {
 	return s.Store.DeleteSchedule(ctx, id)
 }
 
-// Firings lists a schedule's firings, newest first.
-func (s *Service) Firings(ctx context.Context, u *auth.User, id string, limit int) ([]*Firing, error) {
-	if _, err := s.Get(ctx, u, id); err != nil {
+// Firings lists one page of the firings of a schedule of u's, newest first.
+func (s *Service) Firings(ctx context.Context, u *auth.User, q FiringQuery) (*FiringPage, error) {
+	if _, err := s.Get(ctx, u, q.ScheduleID); err != nil {
 		return nil, err
 	}
-	return s.Store.ListFirings(ctx, id, limit)
+	return s.Store.FiringPage(ctx, q)
 }
 
 // RunNow fires a schedule of u's at once, in the background, and returns

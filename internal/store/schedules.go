@@ -487,31 +487,62 @@ func (db *DB) GetFiring(ctx context.Context, id string) (*schedule.Firing, error
 // first), at most limit. A limit below 1 means DefaultListLimit, and one above
 // MaxListLimit is MaxListLimit. An unknown schedule has none.
 func (db *DB) ListFirings(ctx context.Context, scheduleID string, limit int) ([]*schedule.Firing, error) {
+	page, err := db.FiringPage(ctx, schedule.FiringQuery{ScheduleID: scheduleID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return page.Firings, nil
+}
+
+// FiringPage lists one page of a schedule's firings, latest FireAt first (ties
+// by id, last first), paged as RunPage is: the cursor is the FireAt and id of
+// the last firing of the previous page. A limit below 1 means
+// DefaultListLimit, and one above MaxListLimit is MaxListLimit. An unknown
+// schedule has none; a bad cursor is fault.Invalid.
+func (db *DB) FiringPage(ctx context.Context, q schedule.FiringQuery) (*schedule.FiringPage, error) {
+	limit := q.Limit
 	switch {
 	case limit < 1:
 		limit = DefaultListLimit
 	case limit > MaxListLimit:
 		limit = MaxListLimit
 	}
-	rows, err := db.query(ctx, db.read,
-		`SELECT `+firingColumns+` FROM schedule_firings WHERE schedule_id = ? ORDER BY fire_at DESC, id DESC LIMIT ?`,
-		scheduleID, limit)
+	query := `SELECT ` + firingColumns + ` FROM schedule_firings WHERE schedule_id = ?`
+	args := []any{q.ScheduleID}
+	if q.Cursor != "" {
+		at, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		// fire_at <= ? lets both engines walk the (schedule_id, fire_at)
+		// index; the pair compares the id as well, as the order does.
+		query += ` AND fire_at <= ? AND (fire_at, id) < (?, ?)`
+		args = append(args, db.timeArg(at), db.timeArg(at), id)
+	}
+	query += ` ORDER BY fire_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1) // one more tells whether a next page exists
+	rows, err := db.query(ctx, db.read, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing firings of schedule %q: %w", scheduleID, err)
+		return nil, fmt.Errorf("listing firings of schedule %q: %w", q.ScheduleID, err)
 	}
 	defer rows.Close()
-	out := []*schedule.Firing{}
+	page := &schedule.FiringPage{Firings: []*schedule.Firing{}}
 	for rows.Next() {
 		f, err := scanFiring(rows)
 		if err != nil {
-			return nil, fmt.Errorf("listing firings of schedule %q: %w", scheduleID, err)
+			return nil, fmt.Errorf("listing firings of schedule %q: %w", q.ScheduleID, err)
 		}
-		out = append(out, f)
+		page.Firings = append(page.Firings, f)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing firings of schedule %q: %w", scheduleID, err)
+		return nil, fmt.Errorf("listing firings of schedule %q: %w", q.ScheduleID, err)
 	}
-	return out, nil
+	if len(page.Firings) > limit {
+		page.Firings = page.Firings[:limit]
+		last := page.Firings[limit-1]
+		page.NextCursor = encodeCursor(last.FireAt, last.ID)
+	}
+	return page, nil
 }
 
 // RunningFiring returns the schedule's firing that is queued or running (there

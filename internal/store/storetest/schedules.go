@@ -678,6 +678,96 @@ var scheduleTests = []test{
 			t.Errorf("ListFirings of a missing schedule = %v, want none", firingIDs(got))
 		}
 	}},
+	{"FiringPage", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		u := createUser(t, s, "pages@example.com")
+		sc := createSchedule(t, s, newSchedule(u.ID, 0))
+		other := createSchedule(t, s, newSchedule(u.ID, 0))
+		add := func(scheduleID, id string, minute int) {
+			t.Helper()
+			f := newFiring(scheduleID, at(minute))
+			f.Status = schedule.FiringSucceeded // one at a time is queued or running
+			if id != "" {
+				f.ID = id
+			}
+			must(t, s.CreateFiring(ctx, f), "CreateFiring "+f.ID)
+		}
+		// Seven firings whose ids run against their times: the order is by
+		// time, the id only breaks ties. The other schedule's are in between.
+		var want []string
+		for i := range 7 {
+			id := fmt.Sprintf("fire_%c", 'a'+i)
+			add(sc.ID, id, 70-10*i)
+			add(other.ID, "", 65-10*i)
+			want = append(want, id)
+		}
+		pageAll := func(limit int) []string {
+			t.Helper()
+			var got []string
+			q := schedule.FiringQuery{ScheduleID: sc.ID, Limit: limit}
+			for n := 0; ; n++ {
+				p, err := s.FiringPage(ctx, q)
+				must(t, err, fmt.Sprintf("FiringPage of %d, page %d", limit, n))
+				if limit > 0 && len(p.Firings) > limit {
+					t.Fatalf("page %d has %d firings, limit %d", n, len(p.Firings), limit)
+				}
+				got = append(got, firingIDs(p.Firings)...)
+				if p.NextCursor == "" {
+					return got
+				}
+				if n > 10 {
+					t.Fatal("FiringPage never ended")
+				}
+				q.Cursor = p.NextCursor
+			}
+		}
+		for _, limit := range []int{1, 2, 3, 6, 7, 0} {
+			if d := cmp.Diff(want, pageAll(limit)); d != "" {
+				t.Errorf("pages of %d (-want +got):\n%s", limit, d)
+			}
+		}
+		p, err := s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: sc.ID, Limit: 7})
+		must(t, err, "FiringPage of all seven")
+		if len(p.Firings) != 7 || p.NextCursor != "" {
+			t.Errorf("a page holding every firing: %v, next cursor %q; want no next cursor", firingIDs(p.Firings), p.NextCursor)
+		}
+		if d := cmp.Diff(getFiring(t, s, "fire_a"), p.Firings[0]); d != "" {
+			t.Errorf("paged firing differs from GetFiring (-want +got):\n%s", d)
+		}
+
+		// A firing that comes after the first page was read moves nothing:
+		// the next page starts after the last firing read, not at an offset.
+		first, err := s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: sc.ID, Limit: 3})
+		must(t, err, "FiringPage first")
+		add(sc.ID, "fire_newest", 80)
+		second, err := s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: sc.ID, Limit: 3, Cursor: first.NextCursor})
+		must(t, err, "FiringPage second")
+		if d := cmp.Diff([]string{"fire_d", "fire_e", "fire_f"}, firingIDs(second.Firings)); d != "" {
+			t.Errorf("the second page after a new firing (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(append([]string{"fire_newest"}, want...), pageAll(2)); d != "" {
+			t.Errorf("pages of 2 with the new firing (-want +got):\n%s", d)
+		}
+
+		// A cursor lists only its own schedule's firings.
+		p, err = s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: other.ID, Limit: 100, Cursor: first.NextCursor})
+		must(t, err, "FiringPage of the other schedule")
+		if len(p.Firings) != 5 || p.NextCursor != "" {
+			t.Errorf("the other schedule's firings before fire_c: %v (next cursor %q), want 5", firingIDs(p.Firings), p.NextCursor)
+		}
+		for _, f := range p.Firings {
+			if f.ScheduleID != other.ID || !f.FireAt.Before(stored(at(50))) {
+				t.Errorf("the other schedule's page holds %+v", f)
+			}
+		}
+		if p, err := s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: "sched_missing"}); err != nil || p.Firings == nil || len(p.Firings) != 0 || p.NextCursor != "" {
+			t.Errorf("FiringPage of a missing schedule = %+v, %v; want an empty page", p, err)
+		}
+		for _, c := range []string{"not a cursor!", "bm9zcGFjZQ", "MjAyNS0wMy0wNCBmaXJl"} {
+			_, err := s.FiringPage(ctx, schedule.FiringQuery{ScheduleID: sc.ID, Cursor: c})
+			wantKind(t, err, fault.Invalid, fmt.Sprintf("FiringPage with cursor %q", c))
+		}
+	}},
 	{"RunningFiring", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "running@example.com")
