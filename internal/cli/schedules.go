@@ -216,21 +216,34 @@ func schedulesCommands() []*command {
 				})
 			}
 		}},
-		{name: "schedules runs", args: "ID", summary: "list a schedule's firings, newest first", setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			user := userFlag(fs)
-			limit := fs.Int("limit", 20, "at most this many `firings`")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("expected one schedule id")
-				}
-				return withSchedules(ctx, e, *user, func(s *schedule.Service, u *auth.User) error {
-					page, err := s.Firings(ctx, u, schedule.FiringQuery{ScheduleID: args[0], Limit: *limit})
-					if err != nil {
-						return err
+		{name: "schedules runs", args: "ID", summary: "list a schedule's firings, newest first",
+			detail: "Prints the firings as a JSON array. When older ones remain, standard error ends with\n" +
+				"the --cursor that lists them (older firings: --cursor C).",
+			setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+				user := userFlag(fs)
+				limit := fs.Int("limit", 20, "at most this `many` firings (1 to 1000)")
+				cursor := fs.String("cursor", "", "list the older firings that follow a page (the `cursor` printed after it)")
+				return func(ctx context.Context, e *env, args []string) error {
+					if len(args) != 1 {
+						return usageErr("expected one schedule id")
 					}
-					return printJSON(e.Stdout, page.Firings)
-				})
-			}
-		}},
+					if *limit < 1 || *limit > 1000 {
+						return usageErr("--limit must be 1 to 1000")
+					}
+					return withSchedules(ctx, e, *user, func(s *schedule.Service, u *auth.User) error {
+						page, err := s.Firings(ctx, u, schedule.FiringQuery{ScheduleID: args[0], Limit: *limit, Cursor: *cursor})
+						if err != nil {
+							return err
+						}
+						if err := printJSON(e.Stdout, page.Firings); err != nil {
+							return err
+						}
+						if page.NextCursor != "" {
+							fmt.Fprintf(e.Stderr, "older firings: --cursor %s\n", page.NextCursor)
+						}
+						return nil
+					})
+				}
+			}},
 	}
 }
