@@ -27,6 +27,8 @@ import (
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
 	"github.com/relay-ai/relay/internal/poll"
+	"github.com/relay-ai/relay/internal/schedule"
+	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
 // byText finds an element by its tag and its whole visible text, for buttons
@@ -686,4 +688,104 @@ func TestSettingsPasswordAndKeys(t *testing.T) {
 
 	run(t, ctx, "signing out", chromedp.Click(`//nav[@id="nav"]//button[normalize-space()="Sign out"]`, chromedp.BySearch), chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery))
 	signIn(t, ctx, r.Base, "ann@example.com", "ann's new long password")
+}
+
+// TestScheduleHistoryPagesToOlderFirings: on a phone, the history of a
+// schedule that has fired 120 times shows the newest 50; "Show older
+// firings" brings the next pages until the oldest firing is on the screen,
+// the button goes with the last page and focus moves to the first firing it
+// brought. The page's own refresh keeps the older pages shown.
+func TestScheduleHistoryPagesToOlderFirings(t *testing.T) {
+	browser := newBrowser(t)
+	// No model answers: the firings are written to the database as history,
+	// and the one run by hand fails.
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	agentID := createAgent(t, r, adminKey, map[string]any{"name": "Digest", "instructions": "Summarise."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	var sc struct{ ID string }
+	if code := r.call(t, ann.key, "POST", "/api/schedules", map[string]any{"agent_id": agentID, "name": "Every minute",
+		"prompt": "What is new?", "cron": "* * * * *", "timezone": "UTC", "enabled": false}, &sc); code != http.StatusCreated {
+		t.Fatalf("creating the schedule: HTTP %d", code)
+	}
+	const n = 120
+	db, err := sqlite.Open(t.Context(), filepath.Join(r.Dir, "data", "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Minute).Add(-n * time.Minute)
+	for i := range n {
+		f := &schedule.Firing{ID: fmt.Sprintf("fire_%03d", i), ScheduleID: sc.ID, FireAt: start.Add(time.Duration(i) * time.Minute),
+			Prompt: "What is new?", Status: schedule.FiringSucceeded}
+		if i == 0 {
+			f.Status, f.Error = schedule.FiringFailed, "the oldest firing's error"
+		}
+		if err := db.CreateFiring(t.Context(), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	ctx := ann.ctx
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
+	const rows = `document.querySelectorAll('[data-testid=firing]').length`
+	const oldest = `!!document.querySelector('[data-firing-id=fire_000]')`
+	run(t, ctx, "opening the schedule",
+		chromedp.Navigate(r.Base+"/schedules/"+sc.ID),
+		chromedp.WaitVisible(`[data-testid=older-firings]`, chromedp.ByQuery),
+	)
+	var count int
+	run(t, ctx, "counting the firings", chromedp.Evaluate(rows, &count))
+	if count != 50 || isTrue(t, ctx, oldest) {
+		t.Errorf("the first page shows %d firings (the oldest among them: %t); want the newest 50", count, isTrue(t, ctx, oldest))
+	}
+	if !isTrue(t, ctx, `document.querySelector('[data-testid=firing]').dataset.firingId === 'fire_119'`) {
+		t.Errorf("the history does not start with the newest firing")
+	}
+	run(t, ctx, "settling", settle())
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector('[data-testid=older-firings]').getBoundingClientRect(); return b.left >= 0 && b.right <= innerWidth && b.height >= 36; })()`) {
+		t.Errorf("the Show older firings button is not a whole, tappable button at a phone's width")
+	}
+
+	for page, want := range []int{100, 120} {
+		run(t, ctx, fmt.Sprintf("showing older firings (page %d)", page+2),
+			chromedp.ScrollIntoView(`[data-testid=older-firings]`, chromedp.ByQuery),
+			chromedp.Click(`[data-testid=older-firings]`, chromedp.ByQuery),
+		)
+		waitJS(t, ctx, fmt.Sprintf("%d firings are shown", want), fmt.Sprintf(`%s === %d`, rows, want))
+	}
+	if !isTrue(t, ctx, oldest) {
+		t.Fatalf("the oldest firing is not shown after the last page")
+	}
+	waitText(t, ctx, `[data-firing-id=fire_000]`, "the oldest firing's error")
+	waitJS(t, ctx, "the button is gone with the last page", `!document.querySelector('[data-testid=older-firings]')`)
+	if !isTrue(t, ctx, `document.activeElement === document.querySelector('[data-firing-id=fire_019]')`) {
+		var at string
+		run(t, ctx, "reading the focus", chromedp.Evaluate(`document.activeElement.outerHTML.slice(0, 120)`, &at))
+		t.Errorf("focus is on %s; want the first firing of the last page (fire_019)", at)
+	}
+	waitText(t, ctx, `[role=status]`, "120 in all, the whole history")
+	var ids []string
+	run(t, ctx, "reading the history", chromedp.Evaluate(`[...document.querySelectorAll('[data-testid=firing]')].map(r => r.dataset.firingId)`, &ids))
+	for i, id := range ids {
+		if want := fmt.Sprintf("fire_%03d", n-1-i); id != want {
+			t.Fatalf("row %d is %s, want %s: the history is not newest first, each firing once", i, id, want)
+		}
+	}
+	run(t, ctx, "settling", settle())
+	if !isTrue(t, ctx, fitsSideways) {
+		t.Errorf("the history of 120 firings does not fit a phone's width")
+	}
+
+	// A firing run by hand makes the page refresh often; each refresh keeps
+	// the older pages under the newest.
+	run(t, ctx, "running the schedule now",
+		chromedp.ScrollIntoView(byText("button", "Run now"), chromedp.BySearch),
+		chromedp.Click(byText("button", "Run now"), chromedp.BySearch),
+	)
+	waitJS(t, ctx, "the new firing is shown", rows+` === 121`)
+	waitJSWithin(t, ctx, "a refresh shows the new firing moving on", `(() => { const f = document.querySelector('[data-testid=firing]'); return !/^fire_\d{3}$/.test(f.dataset.firingId) && f.dataset.status !== 'queued'; })()`, 60*time.Second)
+	if count := 0; !isTrue(t, ctx, oldest) || chromedp.Run(ctx, chromedp.Evaluate(rows, &count)) != nil || count != 121 {
+		t.Errorf("after a refresh %d firings are shown (the oldest among them: %t); want all 121", count, isTrue(t, ctx, oldest))
+	}
 }
