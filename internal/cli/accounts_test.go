@@ -266,6 +266,20 @@ mcpServers:
 // Relay, ann's API key and the key of the tool that says whose token it got.
 func connectedToTickets(t *testing.T) (*mcptest.OAuthServer, *server, string, string) {
 	t.Helper()
+	as, s := ticketsServer(t)
+	ann := newUserKey(t, s, "ann@example.com")
+	subject := mcp.Key("subject", "tickets")
+	connectAccount(t, as, s, s, ann, "ann")
+	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
+		t.Fatalf("after connecting: %+v", res)
+	}
+	return as, s, ann, subject
+}
+
+// ticketsServer starts an OAuth-protected MCP server, "tickets", whose
+// tokens last an hour, and Relay with it behind http://relay.example.
+func ticketsServer(t *testing.T) (*mcptest.OAuthServer, *server) {
+	t.Helper()
 	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
@@ -279,14 +293,7 @@ mcpServers:
     url: %s
     requiresOAuth: true
 `, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
-	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
-	ann := newUserKey(t, s, "ann@example.com")
-	subject := mcp.Key("subject", "tickets")
-	connectAccount(t, as, s, s, ann, "ann")
-	if res := callTool(t, s, ann, subject); res.IsError || res.Text != "ann" {
-		t.Fatalf("after connecting: %+v", res)
-	}
-	return as, s, ann, subject
+	return as, startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
 }
 
 // TestMCPAccountsNoneIsAnEmptyList: a server whose MCP servers need nothing
@@ -506,20 +513,7 @@ func TestMCPUserVarsCommand(t *testing.T) {
 // was sent its link), is refused and over: neither of them is connected. The
 // same flow finished in its own user's signed-in browser connects them.
 func TestMCPOAuthCallbackInAnotherUsersBrowser(t *testing.T) {
-	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  public_url: http://relay.example
-  data_dir: %s
-secrets:
-  key: %q
-mcpServers:
-  tickets:
-    type: streamable-http
-    url: %s
-    requiresOAuth: true
-`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
-	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	as, s := ticketsServer(t)
 	const password = "a password of eight"
 	noteSecret(t.Name()+" password", password)
 	cookies := map[string]string{}

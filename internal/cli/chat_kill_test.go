@@ -23,36 +23,10 @@ func TestKilledChatCommandRunFailed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds relay; skipped with -short")
 	}
-	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
-	bin := buildRelay(t)
-	dir := t.TempDir()
 	addr := freeAddr(t)
-	db := filepath.Join(dir, "data", "relay.db")
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  addr: %s
-  data_dir: %s
-  log_level: warn
-endpoints:
-  custom:
-    - name: mock
-      baseURL: %s/v1
-agents:
-  - {id: worker, provider: mock, model: m}
-`, addr, filepath.Join(dir, "data"), mock))
-	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
-		t.Fatalf("users add: %s", stderr)
-	}
-	chat := exec.Command(bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
-	chat.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	chat.Stdout, chat.Stderr = &syncBuffer{}, &syncBuffer{}
-	if err := chat.Start(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	bin, cfg, db := workerSetup(t, slowFixtures, addr)
+	chat, _, _ := startCommand(t, bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
+	raw := openRaw(t, db)
 	var runID string
 	waitFor(t, 20*time.Second, "the chat's run running", func() bool {
 		return raw.QueryRow(`SELECT id FROM runs WHERE status = 'running'`).Scan(&runID) == nil
@@ -98,40 +72,15 @@ func TestKilledScheduleRunCommandFreesTheSchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds relay; skipped with -short")
 	}
-	mock := llmtest.StartAimock(t, strings.Replace(slowFixtures, `{"fixtures":[`, `{"fixtures":[{"match":{"userMessage":"quick job"},"response":{"content":"done"}},`, 1))
-	bin := buildRelay(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "data", "relay.db")
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  data_dir: %s
-  log_level: warn
-endpoints:
-  custom:
-    - name: mock
-      baseURL: %s/v1
-agents:
-  - {id: worker, provider: mock, model: m}
-`, filepath.Join(dir, "data"), mock))
-	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
-		t.Fatalf("users add: %s", stderr)
-	}
+	bin, cfg, db := workerSetup(t, strings.Replace(slowFixtures, `{"fixtures":[`, `{"fixtures":[{"match":{"userMessage":"quick job"},"response":{"content":"done"}},`, 1), "")
 	code, out, stderr := runCLI(t, nil, "", "schedules", "add", "--config", cfg, "--user", "ann@example.com", "--agent", "worker",
 		"--name", "Nightly", "--prompt", "slow job", "--cron", "0 3 * * *")
 	var sc struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &sc); code != 0 || err != nil {
 		t.Fatalf("schedules add: %d %s %s", code, out, stderr)
 	}
-	cmd := exec.Command(bin, "schedules", "run", "--config", cfg, "--user", "ann@example.com", sc.ID)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Stdout, cmd.Stderr = &syncBuffer{}, &syncBuffer{}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	cmd, _, _ := startCommand(t, bin, "schedules", "run", "--config", cfg, "--user", "ann@example.com", sc.ID)
+	raw := openRaw(t, db)
 	var firingID string
 	waitFor(t, 20*time.Second, "the firing running", func() bool {
 		return raw.QueryRow(`SELECT id FROM schedule_firings WHERE status = 'running' AND run_id IS NOT NULL`).Scan(&firingID) == nil
@@ -163,30 +112,8 @@ func TestInterruptedChatCommandCancelsItsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds relay; skipped with -short")
 	}
-	mock := llmtest.StartAimock(t, slowFixtures)
-	bin := buildRelay(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "data", "relay.db")
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  data_dir: %s
-  log_level: warn
-endpoints:
-  custom:
-    - name: mock
-      baseURL: %s/v1
-agents:
-  - {id: worker, provider: mock, model: m}
-`, filepath.Join(dir, "data"), mock))
-	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
-		t.Fatalf("users add: %s", stderr)
-	}
-	chat := exec.Command(bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
-	chat.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	chat.Stdout, chat.Stderr = stdout, stderr
-	if err := chat.Start(); err != nil {
-		t.Fatal(err)
-	}
+	bin, cfg, db := workerSetup(t, slowFixtures, "")
+	chat, stdout, stderr := startCommand(t, bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
 	waitFor(t, 20*time.Second, "a few words printed", func() bool { return len(strings.Fields(stdout.String())) >= 3 })
 	if err := chat.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -196,11 +123,7 @@ agents:
 	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
 		t.Errorf("relay chat after Ctrl-C: %v; want exit status 130\n%s", err, stderr.String())
 	}
-	raw, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := openRaw(t, db)
 	var status, text string
 	if err := raw.QueryRow(`SELECT r.status, m.text FROM runs r JOIN messages m ON m.id = r.response_message_id`).Scan(&status, &text); err != nil {
 		t.Fatal(err)
@@ -212,4 +135,58 @@ agents:
 	if !strings.Contains(stderr.String(), "interrupted; the answer so far is kept") {
 		t.Errorf("stderr: %s", stderr.String())
 	}
+}
+
+// workerSetup starts aimock with fixtures and returns the relay binary, a
+// config whose agent "worker" it answers (listening on addr when it is not
+// empty), and the path of its SQLite database, where the user
+// ann@example.com exists.
+func workerSetup(t *testing.T, fixtures, addr string) (bin, cfg, db string) {
+	t.Helper()
+	mock := llmtest.StartAimock(t, fixtures) // skips without the peer: check it before building
+	bin = buildRelay(t)
+	dir := t.TempDir()
+	listen := ""
+	if addr != "" {
+		listen = "\n  addr: " + addr
+	}
+	cfg = writeConfig(t, dir, fmt.Sprintf(`server:%s
+  data_dir: %s
+  log_level: warn
+endpoints:
+  custom:
+    - name: mock
+      baseURL: %s/v1
+agents:
+  - {id: worker, provider: mock, model: m}
+`, listen, filepath.Join(dir, "data"), mock))
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfg, "--email", "ann@example.com"); code != 0 {
+		t.Fatalf("users add: %s", stderr)
+	}
+	return bin, cfg, filepath.Join(dir, "data", "relay.db")
+}
+
+// startCommand starts the relay binary with args in a process group of its
+// own, killed if the test's process dies, and returns it with its output.
+func startCommand(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
+}
+
+// openRaw opens the SQLite database at path for the test to look into.
+func openRaw(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
 }

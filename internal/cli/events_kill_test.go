@@ -3,15 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
-	"database/sql"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/relay-ai/relay/internal/llm/llmtest"
 )
 
 // A `relay serve` killed with SIGKILL in the middle of a run and started again
@@ -22,21 +17,8 @@ func TestKilledServeRunReplayEnds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts relay; skipped with -short")
 	}
-	mock := llmtest.StartAimock(t, slowFixtures) // skips without the peer: check it before building
-	bin := buildRelay(t)
-	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
-  addr: %s
-  data_dir: %s
-  log_level: warn
-endpoints:
-  custom:
-    - name: mock
-      baseURL: %s/v1
-agents:
-  - {id: worker, provider: mock, model: m}
-`, addr, filepath.Join(dir, "data"), mock))
+	bin, cfg, db := workerSetup(t, slowFixtures, addr)
 	base := "http://" + addr
 	p := startRelay(t, bin, cfg, base, "")
 
@@ -60,11 +42,7 @@ agents:
 	if runID == "" || deltas < 2 {
 		t.Fatalf("the chat's run %q streamed %d pieces before its stream ended", runID, deltas)
 	}
-	raw, err := sql.Open("sqlite", filepath.Join(dir, "data", "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := openRaw(t, db)
 	waitFor(t, 20*time.Second, "a piece of the answer stored", func() bool {
 		var n int
 		return raw.QueryRow(`SELECT COUNT(*) FROM run_event_batches WHERE run_id = ? AND events LIKE '%message.delta%'`, runID).Scan(&n) == nil && n > 0

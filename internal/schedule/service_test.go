@@ -344,25 +344,35 @@ func TestLag(t *testing.T) {
 	}
 }
 
-// After an outage longer than the grace window, the firing missed first is
-// recorded as skipped, naming the others missed by more than the window, and
-// the latest one still within it runs, once.
-func TestSeveralMissed(t *testing.T) {
+// afterOutage makes a schedule with cron at 09:30 and has its scheduler,
+// with that grace window, come back at `back`, ticking as Run does while a
+// schedule is due; it returns the two firings recorded.
+func afterOutage(t *testing.T, cron string, grace time.Duration, back time.Time) (*fixture, *Schedule, []*Firing) {
+	t.Helper()
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
-	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Hourly"), Prompt: str("Go"), Cron: str("0 * * * *")})
+	f.a.Opts.Grace = grace
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Often"), Prompt: str("Go"), Cron: str(cron)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Down from 09:30 to 12:45: 10:00 and 11:00 are missed by more than an
-	// hour, 12:00 by 45 minutes.
-	f.clock.Set(time.Date(2026, 5, 1, 12, 45, 0, 0, time.UTC))
+	f.clock.Set(back)
 	for range 3 { // as Run ticks again at once while a schedule is due
 		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fs := f.waitFinished(t, sc.ID, 2)
+	return f, sc, f.waitFinished(t, sc.ID, 2)
+}
+
+// After an outage longer than the grace window, the firing missed first is
+// recorded as skipped, naming the others missed by more than the window, and
+// the latest one still within it runs, once.
+func TestSeveralMissed(t *testing.T) {
+	ctx := context.Background()
+	// Down from 09:30 to 12:45: 10:00 and 11:00 are missed by more than an
+	// hour, 12:00 by 45 minutes.
+	f, sc, fs := afterOutage(t, "0 * * * *", time.Hour, time.Date(2026, 5, 1, 12, 45, 0, 0, time.UTC))
 	byTime := map[time.Time]*Firing{}
 	for _, x := range fs {
 		byTime[x.FireAt] = x
@@ -385,20 +395,8 @@ func TestSeveralMissed(t *testing.T) {
 // first as skipped, naming the one that runs and how many more were missed.
 func TestSeveralMissedWithinTheGrace(t *testing.T) {
 	ctx := context.Background()
-	f := setup(t, time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC))
-	f.a.Opts.Grace = 2 * time.Hour
-	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Quarterly"), Prompt: str("Go"), Cron: str("*/15 * * * *")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Down from 09:30 to 10:20: 09:45, 10:00 and 10:15 are missed, all within the window.
-	f.clock.Set(time.Date(2026, 5, 1, 10, 20, 0, 0, time.UTC))
-	for range 3 { // as Run ticks again at once while a schedule is due
-		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs := f.waitFinished(t, sc.ID, 2)
+	f, sc, fs := afterOutage(t, "*/15 * * * *", 2*time.Hour, time.Date(2026, 5, 1, 10, 20, 0, 0, time.UTC))
 	var got []string
 	for _, x := range fs {
 		got = append(got, x.FireAt.Format("15:04")+" "+string(x.Status))
