@@ -190,20 +190,20 @@ func schedulesCommands() []*command {
 						return err
 					}
 					for {
-						page, err := s.Firings(ctx, u, schedule.FiringQuery{ScheduleID: args[0], Limit: 20})
-						if err != nil {
+						// Looked up by its id: firings skipped while it runs
+						// (every minute, say) come after it in the history.
+						x, err := s.Store.GetFiring(ctx, f.ID)
+						if err != nil && ctx.Err() == nil {
 							return err
 						}
-						for _, x := range page.Firings {
-							if x.ID == f.ID && x.FinishedAt != nil {
-								if err := printJSON(e.Stdout, x); err != nil {
-									return err
-								}
-								if x.Status != schedule.FiringSucceeded {
-									return exitCode(1)
-								}
-								return nil
+						if err == nil && x.FinishedAt != nil {
+							if err := printJSON(e.Stdout, x); err != nil {
+								return err
 							}
+							if x.Status != schedule.FiringSucceeded {
+								return exitCode(1)
+							}
+							return nil
 						}
 						select {
 						case <-ctx.Done():
