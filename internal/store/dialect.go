@@ -44,6 +44,10 @@ type Dialect struct {
 	// SQLite's too big or mismatched values): sending the same value again
 	// is refused again, unlike a connection that failed. Nil means never.
 	IsRefusedValue func(err error) bool
+	// IsFull reports whether err is the database's disk (or the database
+	// itself) being full: nothing more can be written until space is freed.
+	// Nil means never.
+	IsFull func(err error) bool
 	// LockMigrations, when set, takes a lock that other processes migrating the same
 	// database wait for, on the connection the migrations then run on. The returned
 	// function releases it. Engines whose write transactions already exclude each
@@ -161,4 +165,9 @@ func (d *Dialect) bind(query string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// full reports whether err is the database's disk being full (IsFull).
+func (d *Dialect) full(err error) bool {
+	return err != nil && d.IsFull != nil && d.IsFull(err)
 }

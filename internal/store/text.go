@@ -177,8 +177,14 @@ func storable(args []any) []any {
 
 // refused classifies an error of the database refusing a value itself (the
 // dialect's IsRefusedValue) as fault.Invalid: storing the same value again
-// would be refused again, so it must not be retried like an outage.
+// would be refused again, so it must not be retried like an outage. A full
+// database (IsFull) is fault.Unavailable, saying so.
 func (db *DB) refused(err error) error {
+	if db.d.full(err) {
+		// Said plainly, for the operator and the client alike: a 503, not
+		// an internal error whose cause is only in the log.
+		return fault.Wrap(fault.Unavailable, err, "the database's disk is full: nothing can be stored until space is freed on it")
+	}
 	if !db.d.refusedValue(err) {
 		return err
 	}

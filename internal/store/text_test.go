@@ -2,10 +2,13 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/fault"
 )
 
 func TestStorableText(t *testing.T) {
@@ -89,5 +92,25 @@ func BenchmarkStorable(b *testing.B) {
 	b.SetBytes(int64(len(batch)))
 	for b.Loop() {
 		storable(args)
+	}
+}
+
+// A full database is said plainly, as unavailable: a 503 the client and the
+// operator can read, not an internal error; a value the database refuses is
+// invalid; anything else is left as it is.
+func TestRefusedSaysWhatIsFull(t *testing.T) {
+	full, bad, other := errors.New("disk full"), errors.New("value too big"), errors.New("connection reset")
+	db := &DB{d: Dialect{
+		IsFull:         func(err error) bool { return err == full },
+		IsRefusedValue: func(err error) bool { return err == bad },
+	}}
+	if err := db.refused(full); !fault.Is(err, fault.Unavailable) || !strings.Contains(err.Error(), "disk is full") || !errors.Is(err, full) {
+		t.Errorf("refused(full) = %v; want unavailable, saying the disk is full, wrapping the cause", err)
+	}
+	if err := db.refused(bad); !fault.Is(err, fault.Invalid) {
+		t.Errorf("refused(bad) = %v; want invalid", err)
+	}
+	if err := db.refused(other); err != other {
+		t.Errorf("refused(other) = %v; want it as it is", err)
 	}
 }

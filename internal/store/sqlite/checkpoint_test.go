@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,26 @@ func TestCommitPastResetKicksTheCheckpointer(t *testing.T) {
 				t.Errorf("a log of %d bytes does not kick the checkpointer", tc.size)
 			}
 		}
+	}
+}
+
+// A write that finds the database full (here its size capped with
+// max_page_count, as a full disk would) is told apart from other failures.
+func TestFullDatabaseRecognised(t *testing.T) {
+	raw, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "full.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1) // the pragma holds for its connection
+	ctx := t.Context()
+	for _, q := range []string{`CREATE TABLE t (b BLOB)`, `PRAGMA max_page_count = 4`} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = raw.ExecContext(ctx, `INSERT INTO t VALUES (randomblob(100000))`)
+	if d := dialect(); err == nil || !d.IsFull(err) || d.IsFull(errors.New("disk I/O error")) || d.IsRefusedValue(err) {
+		t.Errorf("a write past the database's size: %v; want it recognised as full, and nothing else as full", err)
 	}
 }

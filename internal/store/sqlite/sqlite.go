@@ -254,6 +254,7 @@ func dialect() store.Dialect {
 			return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 		},
 		IsForeignKeyViolation: func(err error) bool { return code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
+		IsFull:                func(err error) bool { return code(err)&0xff == sqlite3.SQLITE_FULL },
 		// A string or blob over SQLite's size limit, or a value of the wrong
 		// type for a STRICT column.
 		IsRefusedValue: func(err error) bool {
