@@ -35,8 +35,9 @@ func failWith(format string, args ...any) error {
 	return &ingestError{fmt.Sprintf(format, args...)}
 }
 
-// ingest takes a claimed file to ready or failed. When ctx ends first, the
-// file is left processing: its lease runs out and a process takes it again.
+// ingest takes a claimed file to ready or failed. When ctx ends first, or the
+// store is unavailable, the file is left processing: its lease runs out and a
+// process takes it again.
 func (s *Service) ingest(ctx context.Context, c *Claim) {
 	log := s.log.With(slog.String("file_id", c.File.ID))
 	start := time.Now()
@@ -59,6 +60,12 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 		return
 	case errors.As(err, &ie):
 		o = Outcome{Status: Failed, Error: ie.reason}
+	case fault.Is(err, fault.Unavailable):
+		// The database could not take the work now (its disk full, say):
+		// the file is left processing, and its lease running out has it
+		// ingested again, rather than failed for good.
+		log.Warn("ingestion put off: the file is taken up again once its lease ends", slog.Any("err", err))
+		return
 	case err != nil:
 		log.Error("ingesting a file", slog.Any("err", err))
 		o = Outcome{Status: Failed, Error: "internal error while ingesting the file; the server log has the details"}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -573,5 +574,49 @@ func TestRAGAPI(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{f.ID}, rag.deleted); d != "" {
 		t.Errorf("deleted at the RAG API (-want +got):\n%s", d)
+	}
+}
+
+// fullOnce is a store whose first write of a file's chunks finds the
+// database full.
+type fullOnce struct {
+	file.Storage
+	failed atomic.Bool
+}
+
+func (s *fullOnce) AddFileChunks(ctx context.Context, c *file.Claim, chunks []file.Chunk) error {
+	if s.failed.CompareAndSwap(false, true) {
+		return fault.New(fault.Unavailable, "the database's disk is full: nothing can be stored until space is freed on it")
+	}
+	return s.Storage.AddFileChunks(ctx, c, chunks)
+}
+
+// A file whose ingestion finds the database unavailable (its disk full) is
+// not failed for good: its lease running out, it is ingested again.
+func TestIngestionPutOffWhileTheDatabaseIsFull(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u := &auth.User{ID: auth.NewUserID(), Email: "ann@example.com", Role: auth.RoleUser}
+	if err := st.CreateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	full := &fullOnce{Storage: st}
+	svc := start(t, file.Options{Store: full, Lease: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
+	f, err := svc.Upload(t.Context(), u.ID, "notes.md", strings.NewReader("# Notes\n\nKept after all."), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *file.File
+	poll.Until(t, 10*time.Second, "the end of the file's ingestion", func() bool {
+		if got, err = svc.Get(t.Context(), u.ID, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status == file.Ready || got.Status == file.Failed
+	})
+	if !full.failed.Load() || got.Status != file.Ready || got.Chunks == 0 {
+		t.Errorf("file after a full database: %+v (a write failed: %v); want ready, ingested again", got, full.failed.Load())
 	}
 }
