@@ -24,8 +24,9 @@ func chatCommand() *command {
 		detail: "Runs the agent in this process with the config's providers and MCP servers, saves the\n" +
 			"conversation like the API does, and prints the answer as it streams; tool calls show on\n" +
 			"stderr as they happen. Without MESSAGE the message is read from standard input. Exits 1\n" +
-			"when the run fails. Ctrl-C aborts the run, its answer so far kept, and exits 130. A question an MCP server asks during a tool call is asked on the\n" +
-			"terminal, field by field, and answered from standard input (declined at its end).",
+			"when the run fails; Ctrl-C aborts the run, its answer so far kept, and exits 130. A\n" +
+			"question an MCP server asks during a tool call is asked on the terminal, field by field,\n" +
+			"and answered from standard input (declined at its end).",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			agentID := fs.String("agent", "", "the agent's `id` (required)")
 			conv := fs.String("conversation", "", "continue this conversation (`id`), after its latest message")

@@ -454,8 +454,10 @@ func TestPendingAtStartup(t *testing.T) {
 	}
 }
 
-// Waiting counts the uploads no process has ingested yet: the queue's depth.
-func TestWaiting(t *testing.T) {
+// storeWithUser opens a SQLite store, without a service ingesting, holding
+// the user Ann.
+func storeWithUser(t *testing.T) (*store.DB, *auth.User) {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -465,6 +467,12 @@ func TestWaiting(t *testing.T) {
 	if err := st.CreateUser(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
+	return st, u
+}
+
+// Waiting counts the uploads no process has ingested yet: the queue's depth.
+func TestWaiting(t *testing.T) {
+	st, u := storeWithUser(t)
 	idle := file.NewService(file.Options{Store: st})
 	for _, name := range []string{"a.md", "b.md"} {
 		if _, err := idle.Upload(t.Context(), u.ID, name, strings.NewReader("# Notes\n\nSome text."), 0); err != nil {
@@ -594,15 +602,7 @@ func (s *fullOnce) AddFileChunks(ctx context.Context, c *file.Claim, chunks []fi
 // A file whose ingestion finds the database unavailable (its disk full) is
 // not failed for good: its lease running out, it is ingested again.
 func TestIngestionPutOffWhileTheDatabaseIsFull(t *testing.T) {
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "relay.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	u := &auth.User{ID: auth.NewUserID(), Email: "ann@example.com", Role: auth.RoleUser}
-	if err := st.CreateUser(t.Context(), u); err != nil {
-		t.Fatal(err)
-	}
+	st, u := storeWithUser(t)
 	full := &fullOnce{Storage: st}
 	svc := start(t, file.Options{Store: full, Lease: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
 	f, err := svc.Upload(t.Context(), u.ID, "notes.md", strings.NewReader("# Notes\n\nKept after all."), 0)

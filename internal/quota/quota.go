@@ -91,24 +91,24 @@ func (s *Service) AllowIP(ip string) error {
 
 // AllowKey takes one request of the API key whose hash is key, used by u.
 func (s *Service) AllowKey(u *auth.User, key string) error {
-	if s.exempt(u) {
-		return nil
-	}
-	if wait := s.keys.take(key, s.now()); wait > 0 {
-		return fault.Limited(fault.RateLimited, wait, "rate limit: requests per minute with one API key (%d); try again in %s", s.limits.KeyPerMinute, seconds(wait))
-	}
-	return nil
+	return s.allowKey(u, key, "with one API key")
 }
 
 // AllowSessions takes one request of u signed in with a session: all of u's
 // sessions share one bucket of the API key rate, so that signing in again
 // gives no fresh one.
 func (s *Service) AllowSessions(u *auth.User) error {
+	return s.allowKey(u, "sessions:"+u.ID, "signed in")
+}
+
+// allowKey takes one request of u from the key rate's bucket named key; how
+// says how the requests came, in the refusal.
+func (s *Service) allowKey(u *auth.User, key, how string) error {
 	if s.exempt(u) {
 		return nil
 	}
-	if wait := s.keys.take("sessions:"+u.ID, s.now()); wait > 0 {
-		return fault.Limited(fault.RateLimited, wait, "rate limit: requests per minute signed in (%d); try again in %s", s.limits.KeyPerMinute, seconds(wait))
+	if wait := s.keys.take(key, s.now()); wait > 0 {
+		return fault.Limited(fault.RateLimited, wait, "rate limit: requests per minute %s (%d); try again in %s", how, s.limits.KeyPerMinute, seconds(wait))
 	}
 	return nil
 }

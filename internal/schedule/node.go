@@ -252,7 +252,7 @@ func (l *Liveness) Dead(n *Node, now time.Time) bool {
 	if n.ID == l.self.ID {
 		return false
 	}
-	if since := n.HeartbeatAt; now.Sub(later(since, l.steady())) > l.DeadAfter {
+	if now.Sub(later(n.HeartbeatAt, l.steady())) > l.DeadAfter {
 		return true
 	}
 	if n.Host != l.self.Host {

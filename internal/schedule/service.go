@@ -788,15 +788,13 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 			if t, ok := c.Next(after, loc); ok {
 				next = &t
 			}
-			if now.Sub(fireAt) > s.Opts.Grace {
+			switch t, missed := latestWithin(c, loc, fireAt, now, s.Opts.Grace); {
+			case now.Sub(fireAt) > s.Opts.Grace && !t.IsZero():
 				// Missed by more than the grace window (Relay was down): this
 				// firing is skipped, and the latest one since that is still
 				// within the window runs next, at once.
-				if t, missed := latestWithin(c, loc, fireAt, now, s.Opts.Grace); !t.IsZero() {
-					next = &t
-					skippedToo = missed
-				}
-			} else if t, missed := latestWithin(c, loc, fireAt, now, s.Opts.Grace); t.After(fireAt) {
+				next, skippedToo = &t, missed
+			case t.After(fireAt):
 				// Missed within the window, but later firings are due too: as
 				// after a longer outage, the latest runs, once, and the others
 				// are recorded with this one.
