@@ -231,7 +231,8 @@ func (db *DB) FailStaleRuns(ctx context.Context, cutoff time.Time, reason string
 // why it stopped; and its event log is closed with an error and a
 // run.finished event (run.FailedEnd), so that replaying its events ends as a
 // live run's does; its questions still pending are cancelled (action
-// "cancel"), as a live run's are when it is cancelled. It is the one way a run is failed for a dead process.
+// "cancel"), as a live run's are when it is cancelled. It is the one way a
+// run is failed for a dead process.
 func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any, reason string) (int, error) {
 	rows, err := db.query(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE status IN (?, ?) AND `+where,
 		append([]any{string(run.StatusQueued), string(run.StatusRunning)}, args...)...)
