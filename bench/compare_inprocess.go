@@ -47,6 +47,11 @@ func compareRelay() error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := config.Default()
 	app.TuneMemory(cfg.Server, os.LookupEnv, log)
+	if g := app.TuneThreads(cfg.Server, os.LookupEnv, log); g != nil {
+		gctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go g.Run(gctx)
+	}
 	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
 	if err != nil {
 		return err

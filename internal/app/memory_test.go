@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -30,5 +31,33 @@ func TestTuneMemory(t *testing.T) {
 	}
 	if got := gcPercent(); got != 250 {
 		t.Errorf("with GOGC set, gc percent = %d, want it left at 250", got)
+	}
+}
+
+func TestTuneThreads(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	log := slog.New(slog.DiscardHandler)
+	unset := func(string) (string, bool) { return "", false }
+
+	// 0, the default: a governor up to what the process had.
+	g := TuneThreads(config.Server{}, unset, log)
+	if g == nil || g.Max != procs {
+		t.Fatalf("server.procs 0: governor %+v, want one with Max %d", g, procs)
+	}
+	// A number: that many, nothing to run.
+	if g := TuneThreads(config.Server{Procs: 3}, unset, log); g != nil {
+		t.Errorf("server.procs 3: governor %+v, want none", g)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("server.procs 3: GOMAXPROCS = %d", got)
+	}
+	// GOMAXPROCS set in the environment wins over the config.
+	set := func(k string) (string, bool) { return "5", k == "GOMAXPROCS" }
+	if g := TuneThreads(config.Server{Procs: 2}, set, log); g != nil {
+		t.Errorf("with GOMAXPROCS set: governor %+v, want none", g)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("with GOMAXPROCS set, GOMAXPROCS = %d, want it left at 3", got)
 	}
 }

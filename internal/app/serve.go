@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/relay-ai/relay/internal/file"
 	"github.com/relay-ai/relay/internal/httpapi"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/procs"
 	"github.com/relay-ai/relay/internal/quota"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/schedule"
@@ -44,6 +46,21 @@ func TuneMemory(s config.Server, getenv func(string) (string, bool), log *slog.L
 		debug.SetGCPercent(s.GCPercent)
 	}
 	log.Debug("memory", slog.Int64("limit_bytes", debug.SetMemoryLimit(-1)), slog.Int("gc_percent", gcPercent()))
+}
+
+// TuneThreads applies server.procs: a fixed number of threads running Go code
+// at once, or, with 0, a governor for the caller to run that follows the
+// load up to the CPUs the process may use. GOMAXPROCS in the environment wins
+// over the config, as the runtime's own setting; nil means nothing to run.
+func TuneThreads(s config.Server, getenv func(string) (string, bool), log *slog.Logger) *procs.Governor {
+	if _, set := getenv("GOMAXPROCS"); set {
+		return nil
+	}
+	if s.Procs > 0 {
+		runtime.GOMAXPROCS(s.Procs)
+		return nil
+	}
+	return &procs.Governor{Max: runtime.GOMAXPROCS(0), Log: log}
 }
 
 // gcPercent reads the garbage collector's target without changing it.
@@ -76,6 +93,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	log := opts.logger(cfg)
 	hooks := opts.Hooks
 	TuneMemory(cfg.Server, cfg.Getenv, log)
+	threads := TuneThreads(cfg.Server, cfg.Getenv, log)
 	if cfg.Path != "" {
 		log.Info("config loaded", slog.String("file", cfg.Path), slog.String("from", cfg.PathFrom))
 	} else {
@@ -233,6 +251,9 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	sched.Lag = tel.ObserveSchedulerLag
 	for _, p := range backgroundParts(a, live, sched, ingest) {
 		start(p)
+	}
+	if threads != nil {
+		start(supervise.Part{Name: "threads", Rule: supervise.Restart, Run: threads.Run})
 	}
 	if hooks != nil {
 		for _, p := range hooks.Parts {

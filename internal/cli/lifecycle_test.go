@@ -84,7 +84,7 @@ func serveWithHooks(t *testing.T, ctx context.Context, h *app.Hooks, ready chan<
 // The shutdown order of docs/architecture.md, "Lifecycle".
 var shutdownOrder = []string{
 	"http", "runs",
-	"stopped probe", "stopped sessions", "stopped ingestion", "stopped scheduler", "stopped liveness", "stopped mcp",
+	"stopped probe", "stopped threads", "stopped sessions", "stopped ingestion", "stopped scheduler", "stopped liveness", "stopped mcp",
 	"database",
 }
 
@@ -135,7 +135,7 @@ func TestFatalPartStopsTheServer(t *testing.T) {
 			`relay serve: part liveness failed: panic: heartbeat bug`,
 		},
 		// The failed part has returned already: it is not stopped.
-		order: []string{"http", "runs", "stopped probe", "stopped sessions", "stopped ingestion", "stopped scheduler", "stopped mcp", "database"},
+		order: []string{"http", "runs", "stopped probe", "stopped threads", "stopped sessions", "stopped ingestion", "stopped scheduler", "stopped mcp", "database"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l lifecycle

@@ -140,6 +140,10 @@ type Server struct {
 	// may grow over what is live before a collection. -1 means collect only
 	// at MemoryLimitMB.
 	GCPercent int `yaml:"gc_percent"`
+	// Procs is how many threads run the process's Go code at once
+	// (GOMAXPROCS). 0 follows the load, from 1 up to the CPUs the process
+	// may use (docs/config.md, server.procs).
+	Procs int `yaml:"procs"`
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed to
 	// call /v1 from a web page, or "*" for any; none means no CORS headers.
 	CORSOrigins []string `yaml:"cors_origins"`

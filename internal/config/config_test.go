@@ -91,6 +91,7 @@ func TestDefaultsWithoutFile(t *testing.T) {
 		{"log_format", c.Server.LogFormat, "text"},
 		{"memory_limit_mb", c.Server.MemoryLimitMB, int64(256)},
 		{"gc_percent", c.Server.GCPercent, 150},
+		{"procs", c.Server.Procs, 0},
 		{"connect_timeout", c.Database.ConnectTimeout.Duration, 30 * time.Second},
 		{"recursionLimit", c.Endpoints.Agents.RecursionLimit, 50},
 		{"maxRecursionLimit", c.Endpoints.Agents.MaxRecursionLimit, 100},
@@ -358,7 +359,7 @@ func TestUnknownKeys(t *testing.T) {
 		want []string
 	}{
 		{"in server", "server:\n  addr: :3080\n  adress: :4000\n", []string{
-			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
+			`relay.yaml:3:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, procs, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
 		}},
 		{"at top level", "version: 1.2.8\nservers:\n  addr: :3080\n", []string{
 			`relay.yaml:2:1: unknown key "servers" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits, auth, secrets, metrics)`,
@@ -385,7 +386,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"several, in file order, beside ignored keys", "interface:\n  x: 1\nmemory:\n  tokenlimit: 5\npermissions:\n  a: b\nserver:\n  adress: x\n", []string{
 			`relay.yaml:4:3: unknown key "tokenlimit" in memory (known: disabled, validKeys, tokenLimit, personalize, messageWindowSize, agent)`,
 			`relay.yaml:5:1: unknown key "permissions" at top level (known: server, database, endpoints, mcpServers, agents, memory, summarization, webSearch, rag, fileConfig, scheduler, limits, auth, secrets, metrics)`,
-			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
+			`relay.yaml:8:3: unknown key "adress" in server (known: addr, data_dir, timezone, max_body_bytes, shutdown_timeout, log_level, log_format, memory_limit_mb, gc_percent, procs, cors_origins, read_header_timeout, read_timeout, idle_timeout, max_header_bytes, allowed_addresses, public_url)`,
 		}},
 	}
 	for _, tt := range tests {
@@ -706,6 +707,7 @@ func TestValidation(t *testing.T) {
   log_format: xml
   memory_limit_mb: -1
   gc_percent: 0
+  procs: -2
 `, []string{
 			`relay.yaml:2:9: server.addr: "localhost" is not a host:port address (e.g. 127.0.0.1:3080 or :3080)`,
 			`relay.yaml:3:13: server.data_dir: required`,
@@ -716,6 +718,7 @@ func TestValidation(t *testing.T) {
 			`relay.yaml:8:15: server.log_format: must be text or json, got "xml"`,
 			`relay.yaml:9:20: server.memory_limit_mb: must be 0 (no limit) or more`,
 			`relay.yaml:10:15: server.gc_percent: must be greater than 0, or -1 to collect only at server.memory_limit_mb`,
+			`relay.yaml:11:10: server.procs: must be 0 (follow the load) or a number of threads`,
 		}},
 		{"collecting only at a limit that is not there", "server:\n  memory_limit_mb: 0\n  gc_percent: -1\n", []string{
 			`relay.yaml:3:15: server.gc_percent: -1 needs server.memory_limit_mb, or memory would grow without bound`,

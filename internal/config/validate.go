@@ -212,6 +212,9 @@ func (v *validator) server() {
 			v.add("server.public_url", "%q is not the URL people open (scheme://host[:port][/path], e.g. https://relay.example.com)", maskURL(s.PublicURL))
 		}
 	}
+	if s.Procs < 0 {
+		v.add("server.procs", "must be 0 (follow the load) or a number of threads")
+	}
 	if s.GCPercent == -1 && s.MemoryLimitMB == 0 {
 		v.add("server.gc_percent", "-1 needs server.memory_limit_mb, or memory would grow without bound")
 	}
