@@ -26,7 +26,7 @@ const (
 	growWindow = 100 * time.Millisecond
 	// shrinkWindow is how far back a decision to remove threads looks, and
 	// how long a count is kept at least before it is lowered.
-	shrinkWindow = 2 * time.Second
+	shrinkWindow = 10 * time.Second
 )
 
 // The thresholds, in threads' worth of CPU or of goroutines waiting.
@@ -39,8 +39,10 @@ const (
 	// wait while threads are idle would not run sooner with more.
 	growBusy = 0.75
 	// shrinkBusy is the share of a thread the process may use, per thread
-	// kept, for fewer threads to be kept: over shrinkWindow, the CPU it
-	// used fits in fewer threads with room to spare.
+	// kept, for fewer threads to be kept: at its busiest over shrinkWindow
+	// (over any growWindow in it), the CPU it used fits in fewer threads
+	// with room to spare. A load that comes in bursts keeps the threads its
+	// bursts need, however idle it is between them.
 	shrinkBusy = 0.75
 	// shrinkQueue is the average number of goroutines waiting for a thread
 	// over shrinkWindow below which fewer threads may be kept.
@@ -132,20 +134,23 @@ type Load struct {
 	Busy float64
 	// Queue is the average number of goroutines waiting for a thread.
 	Queue float64
+	// Peak is the most CPU used, in threads, over any growWindow that ends
+	// within the window.
+	Peak float64
 }
 
 // decide is the count of threads to keep after n, at most most, given the
 // load over the last growWindow (short) and shrinkWindow (long); settled
 // says n has been kept for shrinkWindow. It adds threads when goroutines
 // queue while the threads are busy, doubling their count; it removes them
-// when the CPU used over the long window fits in fewer with room to spare
-// and nothing queued.
+// when the CPU used at the long window's busiest fits in fewer with room to
+// spare and nothing queued.
 func decide(n, most int, short, long Load, settled bool) int {
 	if n < most && short.Span >= growWindow/2 && short.Queue >= growQueue && short.Busy >= growBusy*float64(n) {
 		return min(most, 2*n)
 	}
 	if n > 1 && settled && long.Span >= shrinkWindow/2 && long.Queue < shrinkQueue {
-		want := max(1, int(math.Ceil(long.Busy/shrinkBusy)))
+		want := max(1, int(math.Ceil(long.Peak/shrinkBusy)))
 		if want < n {
 			return want
 		}
@@ -153,18 +158,24 @@ func decide(n, most int, short, long Load, settled bool) int {
 	return n
 }
 
-// history keeps the last samples, oldest first.
+// history keeps the last samples, oldest first, each with the CPU used over
+// the growWindow it ends (its peak).
 type history struct {
 	keep    int
 	samples []Sample
+	peaks   []float64
 }
 
 func (h *history) add(s Sample) {
 	if len(h.samples) == h.keep {
 		copy(h.samples, h.samples[1:])
 		h.samples = h.samples[:len(h.samples)-1]
+		copy(h.peaks, h.peaks[1:])
+		h.peaks = h.peaks[:len(h.peaks)-1]
 	}
 	h.samples = append(h.samples, s)
+	h.peaks = append(h.peaks, 0)
+	h.peaks[len(h.peaks)-1] = h.since(growWindow).Busy
 }
 
 func (h *history) last() Sample { return h.samples[len(h.samples)-1] }
@@ -189,11 +200,15 @@ func (h *history) since(d time.Duration) Load {
 	if span <= 0 {
 		return Load{}
 	}
-	return Load{
+	l := Load{
 		Span:  span,
 		Busy:  float64(last.CPU-from.CPU) / float64(span),
 		Queue: float64(last.Waited-from.Waited) / float64(span),
 	}
+	for _, p := range h.peaks[first+1:] {
+		l.Peak = max(l.Peak, p)
+	}
+	return l
 }
 
 // latencies is the runtime's histogram of the time goroutines waited, ready

@@ -14,7 +14,8 @@ import (
 
 func TestDecide(t *testing.T) {
 	short := func(busy, queue float64) Load { return Load{Span: growWindow, Busy: busy, Queue: queue} }
-	long := func(busy, queue float64) Load { return Load{Span: shrinkWindow, Busy: busy, Queue: queue} }
+	long := func(busy, queue float64) Load { return Load{Span: shrinkWindow, Busy: busy, Queue: queue, Peak: busy} }
+	bursts := func(busy, peak float64) Load { return Load{Span: shrinkWindow, Busy: busy, Queue: 0.05, Peak: peak} }
 	idle := long(0.01, 0)
 	tests := []struct {
 		name        string
@@ -38,6 +39,8 @@ func TestDecide(t *testing.T) {
 		{"a queue keeps them", 4, 8, short(1, 0.5), long(1, 0.5), true, 4},
 		{"a shrink window too short to tell", 4, 8, short(0, 0), Load{Span: shrinkWindow / 4}, true, 4},
 		{"two threads a little used: one", 2, 2, short(0.6, 0.05), long(0.6, 0.05), true, 1},
+		{"idle between bursts that need them: kept", 2, 8, short(0, 0), bursts(0.3, 1.6), true, 2},
+		{"idle between bursts that need fewer", 8, 8, short(0, 0), bursts(0.3, 1.4), true, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,26 +66,33 @@ func TestHistorySince(t *testing.T) {
 	}
 	h.add(at(100, 50*time.Millisecond, 0))
 	h.add(at(200, 150*time.Millisecond, 100*time.Millisecond))
-	h.add(at(300, 250*time.Millisecond, 300*time.Millisecond))
+	h.add(at(300, 350*time.Millisecond, 300*time.Millisecond))
 	tests := []struct {
 		d    time.Duration
 		want Load
 	}{
 		// The shortest stretch lasting d: the last 100 ms.
-		{100 * time.Millisecond, Load{Span: 100 * time.Millisecond, Busy: 1, Queue: 2}},
-		{150 * time.Millisecond, Load{Span: 200 * time.Millisecond, Busy: 1, Queue: 1.5}},
+		{100 * time.Millisecond, Load{Span: 100 * time.Millisecond, Busy: 2, Queue: 2, Peak: 2}},
+		{150 * time.Millisecond, Load{Span: 200 * time.Millisecond, Busy: 1.5, Queue: 1.5, Peak: 2}},
 		// Farther back than the samples go: all of them.
-		{time.Second, Load{Span: 300 * time.Millisecond, Busy: 250.0 / 300, Queue: 1}},
+		{time.Second, Load{Span: 300 * time.Millisecond, Busy: 350.0 / 300, Queue: 1, Peak: 2}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, h.since(tt.d), cmp.Comparer(near)); diff != "" {
 			t.Errorf("since(%v) (-want +got):\n%s", tt.d, diff)
 		}
 	}
-	// The oldest is dropped past keep.
-	h.add(at(400, 350*time.Millisecond, 300*time.Millisecond))
-	if got := h.since(time.Second); got.Span != 300*time.Millisecond || !near(got.Busy, 1) {
-		t.Errorf("after a fifth sample, since(1s) = %+v, want the last 300 ms, busy 1", got)
+	// The oldest is dropped past keep; the busiest 100 ms are still in.
+	h.add(at(400, 450*time.Millisecond, 300*time.Millisecond))
+	want := Load{Span: 300 * time.Millisecond, Busy: 400.0 / 300, Queue: 1, Peak: 2}
+	if diff := cmp.Diff(want, h.since(time.Second), cmp.Comparer(near)); diff != "" {
+		t.Errorf("after a fifth sample, since(1s) (-want +got):\n%s", diff)
+	}
+	// Once the busiest 100 ms are out, the peak is the busiest left.
+	h.add(at(500, 500*time.Millisecond, 300*time.Millisecond))
+	h.add(at(600, 550*time.Millisecond, 300*time.Millisecond))
+	if got := h.since(time.Second).Peak; !near(got, 1) {
+		t.Errorf("with the busiest 100 ms dropped, peak = %v, want 1", got)
 	}
 }
 
@@ -195,10 +205,18 @@ func TestGovernorFollowsLoad(t *testing.T) {
 		if got := len(l.counts()); got != 3 {
 			t.Fatalf("idle for half the shrink window: counts set %v, want none more", l.counts())
 		}
+		// Kept for the shrink window, it is lowered to what its busiest
+		// 100 ms then needed, two threads' worth: three.
 		time.Sleep(shrinkWindow)
 		synctest.Wait()
-		if diff := cmp.Diff([]int{1, 2, 4, 1}, l.counts()); diff != "" {
-			t.Fatalf("idle: counts set (-want +got):\n%s", diff)
+		if diff := cmp.Diff([]int{1, 2, 4, 3}, l.counts()); diff != "" {
+			t.Fatalf("idle for a shrink window: counts set (-want +got):\n%s", diff)
+		}
+		// Idle all along the next: one.
+		time.Sleep(shrinkWindow)
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1, 2, 4, 3, 1}, l.counts()); diff != "" {
+			t.Fatalf("idle for two: counts set (-want +got):\n%s", diff)
 		}
 		// A second governor of the process leaves the count alone.
 		other := &Governor{Max: 8, Read: l.read, Set: l.record}
@@ -216,7 +234,7 @@ func TestGovernorFollowsLoad(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]int{1, 2, 4, 1, 4}, l.counts()); diff != "" {
+		if diff := cmp.Diff([]int{1, 2, 4, 3, 1, 4}, l.counts()); diff != "" {
 			t.Errorf("after stopping: counts set (-want +got):\n%s", diff)
 		}
 	})
