@@ -18,9 +18,9 @@ import (
 	"time"
 )
 
-// Defaults of a Governor's fields.
+// How often the load is read, and how far back the decisions look.
 const (
-	// DefaultTick is how often the load is read.
+	// DefaultTick is how often the load is read unless a Governor says.
 	DefaultTick = 20 * time.Millisecond
 	// growWindow is how far back a decision to add threads looks.
 	growWindow = 100 * time.Millisecond
@@ -32,7 +32,7 @@ const (
 // The thresholds, in threads' worth of CPU or of goroutines waiting.
 const (
 	// growQueue is the average number of goroutines waiting for a thread
-	// over growWindow from which more threads are taken...
+	// over growWindow from which more threads are taken.
 	growQueue = 0.5
 	// growBusy is the share of the current threads' time the process used
 	// over growWindow from which more threads are taken: goroutines that
@@ -45,8 +45,11 @@ const (
 	// bursts need, however idle it is between them.
 	shrinkBusy = 0.75
 	// shrinkQueue is the average number of goroutines waiting for a thread
-	// over shrinkWindow below which fewer threads may be kept.
-	shrinkQueue = 0.1
+	// over shrinkWindow below which fewer threads may be kept. Some wait
+	// however light the load: a thread woken for a goroutine takes tens of
+	// µs to run it (0.07–0.1 goroutines waiting, on average, with runs one
+	// at a time on two threads).
+	shrinkQueue = 0.25
 )
 
 // Sample is a reading of the process's load, cumulative since it started.
