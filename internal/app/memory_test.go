@@ -36,7 +36,7 @@ func TestTuneMemory(t *testing.T) {
 
 func TestTuneThreads(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	t.Cleanup(func() { runtime.SetDefaultGOMAXPROCS() })
 	log := slog.New(slog.DiscardHandler)
 	unset := func(string) (string, bool) { return "", false }
 
@@ -59,5 +59,12 @@ func TestTuneThreads(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Errorf("with GOMAXPROCS set, GOMAXPROCS = %d, want it left at 3", got)
+	}
+	// An empty or invalid one the runtime ignores, and so does Relay.
+	for _, v := range []string{"", "0", "two"} {
+		env := func(k string) (string, bool) { return v, k == "GOMAXPROCS" }
+		if g := TuneThreads(config.Server{}, env, log); g == nil {
+			t.Errorf("GOMAXPROCS=%q: no governor, want one", v)
+		}
 	}
 }

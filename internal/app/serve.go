@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -53,8 +54,10 @@ func TuneMemory(s config.Server, getenv func(string) (string, bool), log *slog.L
 // load up to the CPUs the process may use. GOMAXPROCS in the environment wins
 // over the config, as the runtime's own setting; nil means nothing to run.
 func TuneThreads(s config.Server, getenv func(string) (string, bool), log *slog.Logger) *procs.Governor {
-	if _, set := getenv("GOMAXPROCS"); set {
-		return nil
+	if v, set := getenv("GOMAXPROCS"); set {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 { // what the runtime takes
+			return nil
+		}
 	}
 	if s.Procs > 0 {
 		runtime.GOMAXPROCS(s.Procs)

@@ -119,7 +119,10 @@ func topCandidates(sets []*fileVectors, vec []float32, want, perFile int) []cand
 			out[r] = float32(dotInt8(qdata, v.data[r*d:(r+1)*d])) * qscale * v.scale[r]
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(tasks))
+	// As many as there are CPUs, not threads running Go code: the server's
+	// threads follow its load (docs/config.md, server.procs), and a search
+	// that waits for more makes them more.
+	workers := min(runtime.NumCPU(), len(tasks))
 	if workers <= 1 || total < 2*scoreSegment {
 		for _, t := range tasks {
 			score(t)

@@ -1,10 +1,10 @@
 // Package procs sets how many threads run the process's Go code at once
 // (GOMAXPROCS), following its load: one while one is enough, more as soon as
-// goroutines queue for a thread, up to the machine's CPUs (or its container's
-// share of them). A lightly loaded Go server with idle threads pays, for every
-// goroutine it hands work to, a thread woken and put back to sleep, which on
-// some machines costs as much as a run's own work (docs/performance.md, "One
-// thread while one is enough").
+// goroutines queue for a thread or the threads are all busy, up to the CPUs
+// the process may use. A lightly loaded Go server with idle threads pays, for
+// every goroutine it hands work to, a thread woken and put back to sleep,
+// which on some machines costs as much as a run's own work
+// (docs/performance.md, "One thread while one is enough").
 package procs
 
 import (
@@ -20,8 +20,13 @@ import (
 
 // How often the load is read, and how far back the decisions look.
 const (
-	// DefaultTick is how often the load is read unless a Governor says.
+	// DefaultTick is how often the load is read while the process works,
+	// unless a Governor says otherwise.
 	DefaultTick = 20 * time.Millisecond
+	// idleTick is how often it is read while the process is idle: each
+	// reading wakes a thread, which an idle process need not pay fifty
+	// times a second. A burst is seen at most this late.
+	idleTick = 200 * time.Millisecond
 	// growWindow is how far back a decision to add threads looks.
 	growWindow = 100 * time.Millisecond
 	// shrinkWindow is how far back a decision to remove threads looks, and
@@ -29,15 +34,20 @@ const (
 	shrinkWindow = 10 * time.Second
 )
 
-// The thresholds, in threads' worth of CPU or of goroutines waiting.
+// The thresholds, in threads' worth of CPU or in goroutines waiting.
 const (
 	// growQueue is the average number of goroutines waiting for a thread
-	// over growWindow from which more threads are taken.
+	// over growWindow from which more threads are taken, when the threads
+	// are growBusy busy too: goroutines that wait while threads are idle
+	// would not run sooner with more.
 	growQueue = 0.5
-	// growBusy is the share of the current threads' time the process used
-	// over growWindow from which more threads are taken: goroutines that
-	// wait while threads are idle would not run sooner with more.
-	growBusy = 0.75
+	growBusy  = 0.75
+	// growFull is the share of the threads' time the process used over
+	// growWindow from which more threads are taken whatever waits: a
+	// goroutine that computes without pause holds the one thread, and the
+	// timers and network events of all the others are seen only when it
+	// is preempted, every 10 ms or so, without ever showing as waiting.
+	growFull = 0.9
 	// shrinkBusy is the share of a thread the process may use, per thread
 	// kept, for fewer threads to be kept: at its busiest over shrinkWindow
 	// (over any growWindow in it), the CPU it used fits in fewer threads
@@ -45,11 +55,11 @@ const (
 	// bursts need, however idle it is between them.
 	shrinkBusy = 0.75
 	// shrinkQueue is the average number of goroutines waiting for a thread
-	// over shrinkWindow below which fewer threads may be kept. Some wait
-	// however light the load: a thread woken for a goroutine takes tens of
-	// µs to run it (0.07–0.1 goroutines waiting, on average, with runs one
-	// at a time on two threads).
+	// over shrinkWindow below which fewer threads may be kept.
 	shrinkQueue = 0.25
+	// idleBusy is the threads' worth of CPU used over growWindow below
+	// which the process counts as idle (idleTick).
+	idleBusy = 0.05
 )
 
 // Sample is a reading of the process's load, cumulative since it started.
@@ -58,9 +68,10 @@ type Sample struct {
 	At time.Time
 	// CPU is the process's CPU time, user and system, all its threads.
 	CPU time.Duration
-	// Waited is the time goroutines have spent ready to run but waiting
-	// for a thread, summed over all goroutines.
-	Waited time.Duration
+	// Queued is the goroutines waiting for a thread summed over time: at
+	// each reading, the number waiting then times the time since the
+	// reading before.
+	Queued time.Duration
 }
 
 // Governor keeps GOMAXPROCS between 1 and Max, following the load. The zero
@@ -70,11 +81,13 @@ type Governor struct {
 	Max int
 	// Log gets a debug line at each change; nil is none.
 	Log *slog.Logger
-	// Tick is how often the load is read; 0 is DefaultTick.
+	// Tick is how often the load is read while the process works; 0 is
+	// DefaultTick.
 	Tick time.Duration
-	// Read reads the load; nil reads the process's (ReadSample).
+	// Read reads the load; nil reads the process's (a Reader).
 	Read func() Sample
-	// Set sets the count; nil is runtime.GOMAXPROCS.
+	// Set sets the count; nil is runtime.GOMAXPROCS, and at the end
+	// runtime.SetDefaultGOMAXPROCS instead of Set(Max).
 	Set func(n int)
 }
 
@@ -82,9 +95,10 @@ type Governor struct {
 // governors would undo each other's work.
 var held atomic.Bool
 
-// Run governs until ctx is done, then sets Max again. It starts with one
-// thread: a server starts idle. While Max is below 2 or another Governor of
-// the process runs, it only waits for ctx.
+// Run governs until ctx is done, then gives the process back the count the
+// runtime would have chosen. It starts with one thread: a server starts idle.
+// While Max is below 2 or another Governor of the process runs, it only waits
+// for ctx.
 func (g *Governor) Run(ctx context.Context) error {
 	if g.Max < 2 || !held.CompareAndSwap(false, true) {
 		<-ctx.Done()
@@ -96,18 +110,20 @@ func (g *Governor) Run(ctx context.Context) error {
 		tick = DefaultTick
 	}
 	if read == nil {
-		read = ReadSample
+		read = (&Reader{}).Read
 	}
 	if set == nil {
 		set = func(n int) { runtime.GOMAXPROCS(n) }
+		defer runtime.SetDefaultGOMAXPROCS()
+	} else {
+		defer set(g.Max)
 	}
-	defer set(g.Max)
 	n := 1
 	set(1)
-	h := history{keep: int(shrinkWindow/tick) + 2}
+	var h history
 	h.add(read())
 	changed := h.last().At
-	t := time.NewTicker(tick)
+	t := time.NewTimer(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -116,7 +132,13 @@ func (g *Governor) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		h.add(read())
-		next := decide(n, g.Max, h.since(growWindow), h.since(shrinkWindow), h.last().At.Sub(changed) >= shrinkWindow)
+		short := h.since(growWindow)
+		next := decide(n, g.Max, short, h.since(shrinkWindow), h.last().At.Sub(changed) >= shrinkWindow)
+		if short.Span >= growWindow/2 && short.Busy < idleBusy && next == n {
+			t.Reset(max(tick, idleTick))
+		} else {
+			t.Reset(tick)
+		}
 		if next == n {
 			continue
 		}
@@ -145,11 +167,13 @@ type Load struct {
 // decide is the count of threads to keep after n, at most most, given the
 // load over the last growWindow (short) and shrinkWindow (long); settled
 // says n has been kept for shrinkWindow. It adds threads when goroutines
-// queue while the threads are busy, doubling their count; it removes them
-// when the CPU used at the long window's busiest fits in fewer with room to
-// spare and nothing queued.
+// queue while the threads are busy, or when the threads are all but fully
+// busy, doubling their count; it removes them when the CPU used at the long
+// window's busiest fits in fewer with room to spare and hardly anything
+// queued.
 func decide(n, most int, short, long Load, settled bool) int {
-	if n < most && short.Span >= growWindow/2 && short.Queue >= growQueue && short.Busy >= growBusy*float64(n) {
+	if n < most && short.Span >= growWindow/2 &&
+		(short.Queue >= growQueue && short.Busy >= growBusy*float64(n) || short.Busy >= growFull*float64(n)) {
 		return min(most, 2*n)
 	}
 	if n > 1 && settled && long.Span >= shrinkWindow/2 && long.Queue < shrinkQueue {
@@ -161,24 +185,25 @@ func decide(n, most int, short, long Load, settled bool) int {
 	return n
 }
 
-// history keeps the last samples, oldest first, each with the CPU used over
-// the growWindow it ends (its peak).
+// history keeps the samples of the last shrinkWindow and the one before,
+// oldest first, each with the CPU used over the growWindow it ends (its peak).
 type history struct {
-	keep    int
 	samples []Sample
 	peaks   []float64
 }
 
 func (h *history) add(s Sample) {
-	if len(h.samples) == h.keep {
-		copy(h.samples, h.samples[1:])
-		h.samples = h.samples[:len(h.samples)-1]
-		copy(h.peaks, h.peaks[1:])
-		h.peaks = h.peaks[:len(h.peaks)-1]
-	}
 	h.samples = append(h.samples, s)
 	h.peaks = append(h.peaks, 0)
 	h.peaks[len(h.peaks)-1] = h.since(growWindow).Busy
+	drop := 0
+	for len(h.samples)-drop > 2 && s.At.Sub(h.samples[drop+1].At) >= shrinkWindow {
+		drop++
+	}
+	if drop > 0 {
+		h.samples = append(h.samples[:0], h.samples[drop:]...)
+		h.peaks = append(h.peaks[:0], h.peaks[drop:]...)
+	}
 }
 
 func (h *history) last() Sample { return h.samples[len(h.samples)-1] }
@@ -206,7 +231,7 @@ func (h *history) since(d time.Duration) Load {
 	l := Load{
 		Span:  span,
 		Busy:  float64(last.CPU-from.CPU) / float64(span),
-		Queue: float64(last.Waited-from.Waited) / float64(span),
+		Queue: float64(last.Queued-from.Queued) / float64(span),
 	}
 	for _, p := range h.peaks[first+1:] {
 		l.Peak = max(l.Peak, p)
@@ -214,42 +239,29 @@ func (h *history) since(d time.Duration) Load {
 	return l
 }
 
-// latencies is the runtime's histogram of the time goroutines waited, ready
-// to run, for a thread.
-const latencies = "/sched/latencies:seconds"
+// runnable is the runtime's count of goroutines ready to run but waiting for
+// a thread.
+const runnable = "/sched/goroutines/runnable:goroutines"
 
-// ReadSample reads the process's load.
-func ReadSample() Sample {
-	s := Sample{At: time.Now()}
+// Reader reads the process's load. Its zero value is ready; it is not safe
+// for concurrent use.
+type Reader struct {
+	m    [1]metrics.Sample
+	last Sample
+}
+
+// Read reads the process's load.
+func (r *Reader) Read() Sample {
+	s := Sample{At: time.Now(), Queued: r.last.Queued}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	m := []metrics.Sample{{Name: latencies}}
-	metrics.Read(m)
-	if m[0].Value.Kind() == metrics.KindFloat64Histogram {
-		s.Waited = waited(m[0].Value.Float64Histogram())
+	r.m[0].Name = runnable
+	metrics.Read(r.m[:])
+	if r.m[0].Value.Kind() == metrics.KindUint64 && !r.last.At.IsZero() {
+		s.Queued += time.Duration(r.m[0].Value.Uint64()) * s.At.Sub(r.last.At)
 	}
+	r.last = s
 	return s
-}
-
-// waited is the total of the times in h, each bucket's counted at its middle
-// (at its lower bound when it is open above).
-func waited(h *metrics.Float64Histogram) time.Duration {
-	var total float64
-	for i, c := range h.Counts {
-		if c == 0 {
-			continue
-		}
-		lo, hi := h.Buckets[i], h.Buckets[i+1]
-		v := lo
-		switch {
-		case math.IsInf(lo, -1):
-			v = max(hi, 0)
-		case !math.IsInf(hi, 1):
-			v = (lo + hi) / 2
-		}
-		total += float64(c) * v
-	}
-	return time.Duration(total * float64(time.Second))
 }

@@ -3,8 +3,9 @@ package procs
 import (
 	"context"
 	"math"
-	"runtime/metrics"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,14 +31,24 @@ func TestDecide(t *testing.T) {
 		{"doubling stops at max", 4, 6, short(3.8, 9), long(3.8, 9), false, 6},
 		{"at max it stays", 6, 6, short(5.9, 20), long(5.9, 20), true, 6},
 		{"a queue while threads are idle: no more threads", 2, 8, short(0.9, 3), long(0.9, 3), false, 2},
-		{"busy without a queue: no more threads", 1, 8, short(1, 0.1), long(1, 0.1), false, 1},
-		{"a grow window too short to tell", 1, 8, Load{Span: growWindow / 4, Busy: 1, Queue: 5}, long(0.5, 0), false, 1},
+		{"a queue, threads just busy enough", 2, 8, short(1.5, 0.5), long(1.5, 0.5), false, 4},
+		{"threads busy enough, a queue just too short", 2, 8, short(1.5, 0.49), long(1.5, 0.49), false, 2},
+		{"a queue, threads just not busy enough", 2, 8, short(1.49, 0.5), long(1.49, 0.5), false, 2},
+		{"one goroutine computing without pause, nothing queued", 1, 8, short(0.9, 0), long(0.9, 0), false, 2},
+		{"busy just short of full, nothing queued", 2, 8, short(1.79, 0.1), long(1.79, 0.1), false, 2},
+		{"a grow window too short to tell", 1, 8, Load{Span: growWindow/2 - 1, Busy: 1, Queue: 5}, long(0.5, 0), false, 1},
+		{"a grow window just long enough", 1, 8, Load{Span: growWindow / 2, Busy: 1, Queue: 5}, long(0.5, 0), false, 2},
 		{"idle since the last change: one", 8, 8, short(0, 0), idle, true, 1},
 		{"idle but changed lately: kept", 8, 8, short(0, 0), idle, false, 8},
 		{"what was used fits in fewer", 8, 8, short(2, 0), long(2, 0.05), true, 3},
 		{"what was used needs them all", 4, 8, short(3.5, 0.05), long(3.5, 0.05), true, 4},
 		{"a queue keeps them", 4, 8, short(1, 0.5), long(1, 0.5), true, 4},
-		{"a shrink window too short to tell", 4, 8, short(0, 0), Load{Span: shrinkWindow / 4}, true, 4},
+		{"a queue just long enough to keep them", 4, 8, short(1, 0.25), long(1, 0.25), true, 4},
+		{"a queue just short enough to let them go", 4, 8, short(1, 0.24), long(1, 0.24), true, 2},
+		{"a shrink window too short to tell", 4, 8, short(0, 0), Load{Span: shrinkWindow/2 - 1}, true, 4},
+		{"a shrink window just long enough", 4, 8, short(0, 0), Load{Span: shrinkWindow / 2}, true, 1},
+		{"a peak that just fits in one", 2, 8, short(0, 0), bursts(0.1, 0.75), true, 1},
+		{"a peak just over one", 2, 8, short(0, 0), bursts(0.1, 0.76), true, 2},
 		{"two threads a little used: one", 2, 2, short(0.6, 0.05), long(0.6, 0.05), true, 1},
 		{"idle between bursts that need them: kept", 2, 8, short(0, 0), bursts(0.3, 1.6), true, 2},
 		{"idle between bursts that need fewer", 8, 8, short(0, 0), bursts(0.3, 1.4), true, 2},
@@ -53,10 +64,10 @@ func TestDecide(t *testing.T) {
 
 func TestHistorySince(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(ms int, cpu, waited time.Duration) Sample {
-		return Sample{At: t0.Add(time.Duration(ms) * time.Millisecond), CPU: cpu, Waited: waited}
+	at := func(ms int, cpu, queued time.Duration) Sample {
+		return Sample{At: t0.Add(time.Duration(ms) * time.Millisecond), CPU: cpu, Queued: queued}
 	}
-	h := history{keep: 4}
+	var h history
 	if got := h.since(time.Second); got != (Load{}) {
 		t.Fatalf("no samples: %+v", got)
 	}
@@ -82,45 +93,58 @@ func TestHistorySince(t *testing.T) {
 			t.Errorf("since(%v) (-want +got):\n%s", tt.d, diff)
 		}
 	}
-	// The oldest is dropped past keep; the busiest 100 ms are still in.
-	h.add(at(400, 450*time.Millisecond, 300*time.Millisecond))
-	want := Load{Span: 300 * time.Millisecond, Busy: 400.0 / 300, Queue: 1, Peak: 2}
-	if diff := cmp.Diff(want, h.since(time.Second), cmp.Comparer(near)); diff != "" {
-		t.Errorf("after a fifth sample, since(1s) (-want +got):\n%s", diff)
+	// Idle for a while: the samples kept reach a shrink window back and
+	// no further, and the busiest 100 ms have gone out of it.
+	for ms := 400; ms <= 10_600; ms += 100 {
+		h.add(at(ms, 350*time.Millisecond, 300*time.Millisecond))
 	}
-	// Once the busiest 100 ms are out, the peak is the busiest left.
-	h.add(at(500, 500*time.Millisecond, 300*time.Millisecond))
-	h.add(at(600, 550*time.Millisecond, 300*time.Millisecond))
-	if got := h.since(time.Second).Peak; !near(got, 1) {
-		t.Errorf("with the busiest 100 ms dropped, peak = %v, want 1", got)
+	if got := h.since(time.Hour).Span; got < shrinkWindow || got > shrinkWindow+100*time.Millisecond {
+		t.Errorf("after 10.6 s, the samples reach back %v, want a shrink window and at most one sample more", got)
+	}
+	if got := h.since(shrinkWindow); got.Peak != 0 || got.Busy != 0 {
+		t.Errorf("idle for a shrink window: %+v, want no CPU and no peak", got)
 	}
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-func TestWaited(t *testing.T) {
-	h := &metrics.Float64Histogram{
-		Buckets: []float64{math.Inf(-1), 0.001, 0.003, math.Inf(1)},
-		Counts:  []uint64{4, 10, 2},
+func TestReaderCountsWaitingGoroutines(t *testing.T) {
+	// On one thread, k goroutines that compute without pause keep k-1 of
+	// them waiting while one runs, and all k while the reader runs.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const k = 4
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range k {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for range 1000 {
+				}
+			}
+		})
 	}
-	// 4 below 1 ms counted at 1 ms, 10 between 1 and 3 ms at 2 ms, 2 above 3 ms at 3 ms.
-	want := 4*time.Millisecond + 20*time.Millisecond + 6*time.Millisecond
-	if got := waited(h); got < want-time.Microsecond || got > want+time.Microsecond {
-		t.Errorf("waited = %v, want %v", got, want)
+	var r Reader
+	first := r.Read()
+	var last Sample
+	for range 20 {
+		time.Sleep(10 * time.Millisecond)
+		last = r.Read()
 	}
-}
-
-func TestReadSample(t *testing.T) {
-	a := ReadSample()
-	deadline := time.Now().Add(20 * time.Millisecond)
-	for time.Now().Before(deadline) { // some CPU to count
+	close(stop)
+	wg.Wait()
+	span := last.At.Sub(first.At)
+	busy := float64(last.CPU-first.CPU) / float64(span)
+	queue := float64(last.Queued-first.Queued) / float64(span)
+	if queue < k-1.5 || queue > k+0.5 {
+		t.Errorf("%d goroutines computing on one thread: %.2f waiting on average, want %d or %d", k, queue, k-1, k)
 	}
-	b := ReadSample()
-	if b.CPU <= a.CPU || !b.At.After(a.At) {
-		t.Errorf("two samples around 20 ms of work: %+v then %+v; want CPU and time to grow", a, b)
-	}
-	if b.Waited < a.Waited {
-		t.Errorf("waited went back: %v then %v", a.Waited, b.Waited)
+	if busy <= 0 {
+		t.Errorf("%d goroutines computing on one thread: %.2f threads busy", k, busy)
 	}
 }
 
@@ -130,7 +154,7 @@ type load struct {
 	mu          sync.Mutex
 	last        time.Time
 	busy, queue float64
-	cpu, waited time.Duration
+	cpu, queued time.Duration
 	sets        []int
 }
 
@@ -146,7 +170,7 @@ func (l *load) advance() {
 	if !l.last.IsZero() {
 		d := float64(now.Sub(l.last))
 		l.cpu += time.Duration(l.busy * d)
-		l.waited += time.Duration(l.queue * d)
+		l.queued += time.Duration(l.queue * d)
 	}
 	l.last = now
 }
@@ -155,7 +179,7 @@ func (l *load) read() Sample {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.advance()
-	return Sample{At: l.last, CPU: l.cpu, Waited: l.waited}
+	return Sample{At: l.last, CPU: l.cpu, Queued: l.queued}
 }
 
 func (l *load) record(n int) {
@@ -205,18 +229,12 @@ func TestGovernorFollowsLoad(t *testing.T) {
 		if got := len(l.counts()); got != 3 {
 			t.Fatalf("idle for half the shrink window: counts set %v, want none more", l.counts())
 		}
-		// Kept for the shrink window, it is lowered to what its busiest
-		// 100 ms then needed, two threads' worth: three.
-		time.Sleep(shrinkWindow)
+		// Kept for the shrink window, idle all along it: one, at the
+		// next reading (idle, they come every idleTick).
+		time.Sleep(shrinkWindow/2 + 2*idleTick)
 		synctest.Wait()
-		if diff := cmp.Diff([]int{1, 2, 4, 3}, l.counts()); diff != "" {
+		if diff := cmp.Diff([]int{1, 2, 4, 1}, l.counts()); diff != "" {
 			t.Fatalf("idle for a shrink window: counts set (-want +got):\n%s", diff)
-		}
-		// Idle all along the next: one.
-		time.Sleep(shrinkWindow)
-		synctest.Wait()
-		if diff := cmp.Diff([]int{1, 2, 4, 3, 1}, l.counts()); diff != "" {
-			t.Fatalf("idle for two: counts set (-want +got):\n%s", diff)
 		}
 		// A second governor of the process leaves the count alone.
 		other := &Governor{Max: 8, Read: l.read, Set: l.record}
@@ -234,8 +252,66 @@ func TestGovernorFollowsLoad(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]int{1, 2, 4, 3, 1, 4}, l.counts()); diff != "" {
+		if diff := cmp.Diff([]int{1, 2, 4, 1, 4}, l.counts()); diff != "" {
 			t.Errorf("after stopping: counts set (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestGovernorKeepsWhatBurstsNeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &load{}
+		g := &Governor{Max: 8, Read: l.read, Set: l.record}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go g.Run(ctx)
+		// A burst of 200 ms every 3 s, two threads 70% busy in it, for a
+		// minute: two threads from the first burst on, kept between them.
+		for range 20 {
+			l.set(1, 3)
+			time.Sleep(100 * time.Millisecond)
+			l.set(1.4, 0)
+			time.Sleep(100 * time.Millisecond)
+			l.set(0, 0)
+			time.Sleep(2800 * time.Millisecond)
+		}
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1, 2}, l.counts()); diff != "" {
+			t.Fatalf("bursts every 3 s: counts set (-want +got):\n%s", diff)
+		}
+		// The bursts stop: one thread once the last is 10 s old.
+		time.Sleep(shrinkWindow + time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1, 2, 1}, l.counts()); diff != "" {
+			t.Fatalf("after the bursts: counts set (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestGovernorReadsSeldomWhileIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &load{}
+		var reads atomic.Int64
+		read := func() Sample { reads.Add(1); return l.read() }
+		g := &Governor{Max: 4, Read: read, Set: l.record}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go g.Run(ctx)
+		time.Sleep(time.Second) // settled idle
+		synctest.Wait()
+		reads.Store(0)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if got := reads.Load(); got > 10*int64(time.Second/idleTick) {
+			t.Errorf("idle for 10 s: %d readings, want at most %d", got, 10*int64(time.Second/idleTick))
+		}
+		// Work starts: read every tick again, and one computing goroutine
+		// gets a second thread within about an idle tick and a grow window.
+		l.set(1, 0)
+		time.Sleep(idleTick + growWindow + 2*DefaultTick)
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1, 2}, l.counts()); diff != "" {
+			t.Errorf("one goroutine computing: counts set (-want +got):\n%s", diff)
 		}
 	})
 }
