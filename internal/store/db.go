@@ -61,6 +61,8 @@ func (db *DB) OnClose(f func() error) { db.onClose = append(db.onClose, f) }
 type stmtCache struct {
 	mu sync.Mutex
 	m  map[stmtKey]*sql.Stmt
+	// closed is set by Close: statements are no longer cached.
+	closed bool
 	// wanted are statements first sent in a transaction: preparing them on
 	// the pool needs a connection of their own, which with a single writer
 	// connection only exists once the transaction is over (prepareWanted).
@@ -93,6 +95,10 @@ func (db *DB) stmt(ctx context.Context, q querier, query string) *sql.Stmt {
 	}
 	k := stmtKey{pool, query}
 	db.stmts.mu.Lock()
+	if db.stmts.closed {
+		db.stmts.mu.Unlock()
+		return nil
+	}
 	st := db.stmts.m[k]
 	if st == nil && tx != nil {
 		if len(db.stmts.m)+len(db.stmts.wanted) < maxCachedStmts && !slices.Contains(db.stmts.wanted, query) {
@@ -109,6 +115,10 @@ func (db *DB) stmt(ctx context.Context, q querier, query string) *sql.Stmt {
 		}
 		db.stmts.mu.Lock()
 		switch old := db.stmts.m[k]; {
+		case db.stmts.closed:
+			db.stmts.mu.Unlock()
+			st.Close()
+			return nil
 		case old != nil: // prepared meanwhile by another caller
 			st.Close()
 			st = old
@@ -187,12 +197,16 @@ func (db *DB) Close() error {
 		errs = append(errs, f())
 	}
 	db.onClose = nil
+	// The statements are closed outside the cache's lock: closing one waits
+	// for the calls using it, which may wait for a connection that a
+	// transaction holds, which may want the lock to find its statements.
 	db.stmts.mu.Lock()
-	for k, st := range db.stmts.m {
-		st.Close()
-		delete(db.stmts.m, k)
-	}
+	cached := db.stmts.m
+	db.stmts.m, db.stmts.closed = nil, true
 	db.stmts.mu.Unlock()
+	for _, st := range cached {
+		st.Close()
+	}
 	err := errors.Join(append(errs, db.write.Close())...)
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -117,5 +118,72 @@ func TestPanicInTransactionFreesTheWriter(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the write after the panic: %v", err)
+	}
+}
+
+// Closing the store while a transaction holds the one writer connection and
+// another write waits for it with a cached statement lets both finish:
+// closing the statement waits for that write, which waits for the
+// transaction, which needs the statement cache to go on.
+func TestCloseWhileWriting(t *testing.T) {
+	w, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	db := New(w, w, Dialect{Engine: "sqlite", SingleWriter: true, CacheStatements: true})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := db.exec(ctx, w, `CREATE TABLE t (v TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	const insert = `INSERT INTO t (v) VALUES (?)`
+	if _, err := db.exec(ctx, w, insert, "cached"); err != nil { // now a cached statement
+		t.Fatal(err)
+	}
+	inTx, goOn := make(chan struct{}), make(chan struct{})
+	txDone := make(chan error, 1)
+	go func() {
+		txDone <- db.inTx(ctx, "test", func(tx *sql.Tx) error {
+			close(inTx)
+			<-goOn
+			_, err := db.exec(ctx, tx, `INSERT INTO t (v) VALUES ('in the transaction')`)
+			return err
+		})
+	}()
+	<-inTx
+	// A write with the cached statement, waiting for the connection.
+	writeDone := make(chan error, 1)
+	go func() {
+		_, err := db.exec(ctx, w, insert, "waiting")
+		writeDone <- err
+	}()
+	for w.Stats().WaitCount == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	// Close has begun (it holds the statement cache while it takes it, or
+	// waits for the waiting write), then the transaction goes on.
+	for db.stmts.mu.TryLock() {
+		db.stmts.mu.Unlock()
+		if db.stmts.closed {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(goOn)
+	for _, c := range []struct {
+		what string
+		ch   chan error
+	}{{"the transaction", txDone}, {"the waiting write", writeDone}, {"Close", closed}} {
+		select {
+		case err := <-c.ch:
+			if c.what == "the transaction" && err != nil {
+				t.Errorf("%s: %v", c.what, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s never ended: Close deadlocked with the writes", c.what)
+		}
 	}
 }
