@@ -54,9 +54,6 @@ const (
 	// with room to spare. A load that comes in bursts keeps the threads its
 	// bursts need, however idle it is between them.
 	shrinkBusy = 0.75
-	// shrinkQueue is the average number of goroutines waiting for a thread
-	// over shrinkWindow below which fewer threads may be kept.
-	shrinkQueue = 0.25
 	// idleBusy is the threads' worth of CPU used over growWindow below
 	// which the process counts as idle (idleTick).
 	idleBusy = 0.05
@@ -169,14 +166,15 @@ type Load struct {
 // says n has been kept for shrinkWindow. It adds threads when goroutines
 // queue while the threads are busy, or when the threads are all but fully
 // busy, doubling their count; it removes them when the CPU used at the long
-// window's busiest fits in fewer with room to spare and hardly anything
-// queued.
+// window's busiest fits in fewer with room to spare. What waits then does not
+// count: on a lightly loaded process, goroutines wait for the thread that
+// runs the one that woke them, which more threads would not make cheaper.
 func decide(n, most int, short, long Load, settled bool) int {
 	if n < most && short.Span >= growWindow/2 &&
 		(short.Queue >= growQueue && short.Busy >= growBusy*float64(n) || short.Busy >= growFull*float64(n)) {
 		return min(most, 2*n)
 	}
-	if n > 1 && settled && long.Span >= shrinkWindow/2 && long.Queue < shrinkQueue {
+	if n > 1 && settled && long.Span >= shrinkWindow/2 {
 		want := max(1, int(math.Ceil(long.Peak/shrinkBusy)))
 		if want < n {
 			return want
