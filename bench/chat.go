@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
@@ -20,6 +21,7 @@ import (
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp"
+	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
@@ -27,10 +29,17 @@ import (
 	"github.com/relay-ai/relay/internal/tool"
 )
 
+// benchTool is the name the in-process tool of the overhead measurement
+// goes by: a built-in's, so that the model is offered it (with web_search's
+// schema) as it is offered an agent's real tools. A tool the request does
+// not offer would go back to the model as text, not as a call and its
+// result.
+const benchTool = prompt.WebSearch
+
 // sumTool is an in-process tool that answers at once.
 type sumTool struct{}
 
-func (sumTool) Name() string { return "sum" }
+func (sumTool) Name() string { return benchTool }
 func (sumTool) Call(context.Context, string, json.RawMessage) (tool.Result, error) {
 	return tool.Result{Text: "5"}, nil
 }
@@ -68,7 +77,7 @@ func benchChat() error {
 		return err
 	}
 	agents := agent.NewService(st, agent.Rules{})
-	if _, err := agents.Create(ctx, u, "bench", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Be brief.", Tools: []string{"sum"}}); err != nil {
+	if _, err := agents.Create(ctx, u, "bench", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Be brief.", Tools: []string{benchTool}}); err != nil {
 		return err
 	}
 	m := mcp.NewManager(nil, mcp.Options{})
@@ -76,11 +85,13 @@ func benchChat() error {
 	log := slog.New(slog.DiscardHandler)
 
 	// 1. Overhead per turn: a run is two turns (a tool call, then the answer).
+	var modelCalls atomic.Int64
 	fake := llmtest.Func(func(req *llm.Request) llmtest.Turn {
+		modelCalls.Add(1)
 		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return llmtest.Turn{Text: []string{"The sum is 5."}}
 		}
-		return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: "sum", Arguments: `{"a":2,"b":3}`}}}}
+		return llmtest.Turn{ToolCalls: []llm.ToolCall{{ID: "c1", Function: llm.FunctionCall{Name: benchTool, Arguments: `{"query":"2+3"}`}}}}
 	})
 	tel, err := benchTelemetry(ctx, *telemetryMode)
 	if err != nil {
@@ -98,7 +109,7 @@ func benchChat() error {
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		},
-		Builtins: tel.Tools(map[string]tool.Tool{"sum": sumTool{}}, telemetry.Builtin), Telemetry: tel}
+		Builtins: tel.Tools(map[string]tool.Tool{benchTool: sumTool{}}, telemetry.Builtin), Telemetry: tel}
 	fmt.Fprintf(os.Stderr, "overhead: %d runs, telemetry %s…\n", *runs, *telemetryMode)
 	if f := os.Getenv("RELAY_BENCH_CPUPROFILE_OVERHEAD"); f != "" {
 		if out, err := os.Create(f); err == nil {
@@ -125,6 +136,11 @@ func benchChat() error {
 		}
 	}
 	cpuPerTurn := (cpuTime() - cpu0) / time.Duration(2**runs)
+	// Each run is the two turns measured: a call and its result, then the
+	// answer. More would be a fixture the model does not answer as meant.
+	if got, want := modelCalls.Load(), int64(2*(*runs+20)); got != want {
+		return fmt.Errorf("overhead: the runs made %d model calls, want %d (two a run)", got, want)
+	}
 	slices.Sort(perTurn)
 	fmt.Printf("orchestration overhead per turn (fake model and tool, SQLite, events and requests stored; telemetry %s): p50 %s  p99 %s  CPU %.0f µs  (targets < 0.5 ms, < 2 ms)\n",
 		*telemetryMode, ms(pct(perTurn, 50)), ms(pct(perTurn, 99)), float64(cpuPerTurn.Nanoseconds())/1e3)
