@@ -192,14 +192,19 @@ func (l *load) counts() []int {
 	return append([]int(nil), l.sets...)
 }
 
+// start runs g until the returned stop is called, which returns Run's error.
+func start(t *testing.T, g *Governor) (stop func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
 func TestGovernorFollowsLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &load{}
 		l.set(0.3, 0.05)
-		g := &Governor{Max: 4, Read: l.read, Set: l.record}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- g.Run(ctx) }()
+		stop := start(t, &Governor{Max: 4, Read: l.read, Set: l.record})
 
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -235,19 +240,14 @@ func TestGovernorFollowsLoad(t *testing.T) {
 			t.Fatalf("idle for a shrink window: counts set (-want +got):\n%s", diff)
 		}
 		// A second governor of the process leaves the count alone.
-		other := &Governor{Max: 8, Read: l.read, Set: l.record}
-		octx, ocancel := context.WithCancel(t.Context())
-		odone := make(chan error, 1)
-		go func() { odone <- other.Run(octx) }()
+		stopOther := start(t, &Governor{Max: 8, Read: l.read, Set: l.record})
 		time.Sleep(time.Second)
 		synctest.Wait()
-		ocancel()
-		if err := <-odone; err != nil {
+		if err := stopOther(); err != nil {
 			t.Fatal(err)
 		}
 		// Stopped, it gives the process all its threads back.
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]int{1, 2, 4, 1, 4}, l.counts()); diff != "" {
@@ -259,10 +259,7 @@ func TestGovernorFollowsLoad(t *testing.T) {
 func TestGovernorKeepsWhatBurstsNeed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &load{}
-		g := &Governor{Max: 8, Read: l.read, Set: l.record}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		go g.Run(ctx)
+		defer start(t, &Governor{Max: 8, Read: l.read, Set: l.record})()
 		// A burst of 200 ms every 3 s, two threads 70% busy in it, for a
 		// minute: two threads from the first burst on, kept between them.
 		for range 20 {
@@ -291,10 +288,7 @@ func TestGovernorReadsSeldomWhileIdle(t *testing.T) {
 		l := &load{}
 		var reads atomic.Int64
 		read := func() Sample { reads.Add(1); return l.read() }
-		g := &Governor{Max: 4, Read: read, Set: l.record}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		go g.Run(ctx)
+		defer start(t, &Governor{Max: 4, Read: read, Set: l.record})()
 		time.Sleep(time.Second) // settled idle
 		synctest.Wait()
 		reads.Store(0)
@@ -318,13 +312,9 @@ func TestGovernorWithOneCPU(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &load{}
 		l.set(1, 10)
-		g := &Governor{Max: 1, Read: l.read, Set: l.record}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- g.Run(ctx) }()
+		stop := start(t, &Governor{Max: 1, Read: l.read, Set: l.record})
 		time.Sleep(time.Second)
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 		if got := l.counts(); len(got) != 0 {
