@@ -413,12 +413,9 @@ func chatRelay() error {
 	_ = level.UnmarshalText([]byte(os.Getenv("RELAY_BENCH_LOG_LEVEL")))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	app.TuneMemory(config.Default().Server, os.LookupEnv, log) // as `relay serve` with the default config
-	// Relay's threads follow the load as in `relay serve`; the pass-through
-	// keeps Go's default.
-	if g := app.TuneThreads(config.Default().Server, os.LookupEnv, log); g != nil && !*bare {
-		gctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go g.Run(gctx)
+	// Relay's threads follow its load; the pass-through keeps Go's default.
+	if !*bare {
+		defer followLoad(ctx, config.Default().Server, log)()
 	}
 	authSvc := auth.NewService(st, nil)
 	u, err := authSvc.CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})

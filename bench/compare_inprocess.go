@@ -47,11 +47,7 @@ func compareRelay() error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := config.Default()
 	app.TuneMemory(cfg.Server, os.LookupEnv, log)
-	if g := app.TuneThreads(cfg.Server, os.LookupEnv, log); g != nil {
-		gctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go g.Run(gctx)
-	}
+	defer followLoad(ctx, cfg.Server, log)()
 	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
 	if err != nil {
 		return err
@@ -105,4 +101,17 @@ func compareRelay() error {
 	err = serveBatches(childReady{Runtime: runtime.Version(), Engine: "Relay's run service"}, one)
 	_ = svc.Settle(ctx)
 	return err
+}
+
+// followLoad has the process's threads follow its load as `relay serve`'s do
+// (server.procs), until the returned function is called.
+func followLoad(ctx context.Context, s config.Server, log *slog.Logger) (stop func()) {
+	g := app.TuneThreads(s, os.LookupEnv, log)
+	if g == nil {
+		return func() {}
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = g.Run(gctx); close(done) }()
+	return func() { cancel(); <-done }
 }

@@ -126,6 +126,7 @@ func TestReaderCountsWaitingGoroutines(t *testing.T) {
 			}
 		})
 	}
+	// Real time, not synctest's: what is read is the real scheduler's.
 	var r Reader
 	first := r.Read()
 	var last Sample

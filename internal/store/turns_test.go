@@ -4,12 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/relay-ai/relay/internal/poll"
 )
 
 // Write transactions take their turns in the order they asked, an urgent
@@ -158,20 +159,18 @@ func TestCloseWhileWriting(t *testing.T) {
 		_, err := db.exec(ctx, w, insert, "waiting")
 		writeDone <- err
 	}()
-	for w.Stats().WaitCount == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "the write waiting for the connection", func() bool { return w.Stats().WaitCount > 0 })
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
 	// Close has begun (it holds the statement cache while it takes it, or
 	// waits for the waiting write), then the transaction goes on.
-	for db.stmts.mu.TryLock() {
-		db.stmts.mu.Unlock()
-		if db.stmts.closed {
-			break
+	poll.Until(t, 10*time.Second, "Close to begin", func() bool {
+		if !db.stmts.mu.TryLock() {
+			return true
 		}
-		runtime.Gosched()
-	}
+		defer db.stmts.mu.Unlock()
+		return db.stmts.closed
+	})
 	close(goOn)
 	for _, c := range []struct {
 		what string

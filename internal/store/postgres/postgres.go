@@ -222,8 +222,7 @@ func dialect() store.Dialect {
 		)`,
 		IsUniqueViolation:     func(err error) bool { return code(err) == "23505" },
 		IsForeignKeyViolation: func(err error) bool { return code(err) == "23503" },
-		// disk_full (and class 53's other lacks of resources that only
-		// freeing space or memory ends).
+		// disk_full: no more can be written until space is freed.
 		IsFull: func(err error) bool { return code(err) == "53100" },
 		// Class 22 (data exception: a value out of range, text that is not
 		// UTF-8, …) and class 54 (program limit exceeded: a value too big).
