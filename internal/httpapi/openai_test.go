@@ -401,6 +401,57 @@ func TestV1ClientToolsReachTheModel(t *testing.T) {
 	}
 }
 
+// A history in which a call of the assistant has no tool message right after
+// it, or a tool message answers a call that is not of the assistant message
+// just before it, is refused naming the call or the tool message, before any
+// run: every provider refuses such a request, which would otherwise fail the
+// run (502) for the client's mistake.
+func TestV1UnansweredToolCalls(t *testing.T) {
+	calls := 0
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn {
+		calls++
+		return llmtest.Turn{Text: []string{"ok"}}
+	})
+	tools := `"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}]`
+	call := func(id, name string) string {
+		return `{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":"{}"}}`
+	}
+	user := `{"role":"user","content":"hi"}`
+	asst := func(calls ...string) string {
+		return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(calls, ",") + `]}`
+	}
+	result := func(id string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"r"}` }
+	for _, tc := range []struct {
+		name     string
+		messages []string
+		param    string
+	}{
+		{"one of two calls answered", []string{user, asst(call("c1", "f"), call("c2", "g")), result("c1")}, "messages[1].tool_calls[1]"},
+		{"a call unanswered before the next question", []string{user, asst(call("c1", "f")), `{"role":"user","content":"again"}`}, "messages[1].tool_calls[0]"},
+		{"a result after a later question", []string{user, asst(call("c1", "f")), user, result("c1")}, "messages[1].tool_calls[0]"},
+		{"a result of an older assistant message", []string{user, asst(call("c1", "f")), result("c1"), asst(call("c2", "g")), result("c2"), result("c1")}, "messages[5].tool_call_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls = 0
+			code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+tools+`,"messages":[`+strings.Join(tc.messages, ",")+`]}`)
+			var res struct {
+				Error struct{ Type, Param string }
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || code != 400 || res.Error.Type != "invalid_request_error" || res.Error.Param != tc.param {
+				t.Errorf("%d %s; want a 400 naming %s", code, out, tc.param)
+			}
+			if calls != 0 {
+				t.Errorf("the model was asked %d times", calls)
+			}
+		})
+	}
+	// Every call answered right after its message, in any order: answered.
+	ok := []string{user, asst(call("c1", "f"), call("c2", "g")), result("c2"), result("c1"), `{"role":"assistant","content":"done"}`, `{"role":"user","content":"again"}`}
+	if code, out := tm.post(t, "/v1/chat/completions", `{"model":"a",`+tools+`,"messages":[`+strings.Join(ok, ",")+`]}`); code != 200 {
+		t.Errorf("every call answered: %d %s", code, out)
+	}
+}
+
 // get reads path and returns the status and the whole answer.
 func (tm *team) get(t *testing.T, path string) (int, string) {
 	t.Helper()

@@ -372,12 +372,32 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 		out.Client = &req.Client
 	}
 	last := len(req.Messages) - 1
-	calls := map[string]bool{} // the ids of the assistant's tool calls so far
+	// Every provider refuses a call without its result, and a result that
+	// is not of the assistant message just before it: the calls of an
+	// assistant message are answered by the tool messages right after it,
+	// or the request is the client's mistake, a 400, never a failed run.
+	pending := map[string]string{} // the last assistant message's unanswered calls: id → field
+	var order []string             // their ids, in order
+	unanswered := func() error {
+		for _, id := range order {
+			if field, ok := pending[id]; ok {
+				return invalidField(field, "the call %q has no tool message answering it: each call of an assistant message needs a tool message right after it", id)
+			}
+		}
+		return nil
+	}
 	var history []llm.Message
 	for i, m := range req.Messages {
 		t, imgs, err := messageContent(fmt.Sprintf("messages[%d].content", i), m.Content)
 		if err != nil {
 			return out, err
+		}
+		if m.Role == "user" || m.Role == "assistant" {
+			if err := unanswered(); err != nil {
+				return out, err
+			}
+			clear(pending)
+			order = order[:0]
 		}
 		switch m.Role {
 		case "user":
@@ -399,14 +419,16 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 				if c.ID == "" || c.Function.Name == "" {
 					return out, invalidField(fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), "a tool call needs an id and function.name")
 				}
-				calls[c.ID] = true
+				pending[c.ID] = fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
+				order = append(order, c.ID)
 				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Type: "function", Function: llm.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments}})
 			}
 			history = append(history, am)
 		case "tool":
-			if !calls[m.ToolCallID] {
-				return out, invalidField(fmt.Sprintf("messages[%d].tool_call_id", i), "%q answers no tool call of an earlier assistant message", m.ToolCallID)
+			if _, ok := pending[m.ToolCallID]; !ok {
+				return out, invalidField(fmt.Sprintf("messages[%d].tool_call_id", i), "%q answers no call of the assistant message before it that is still unanswered", m.ToolCallID)
 			}
+			delete(pending, m.ToolCallID)
 			history = append(history, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: t})
 		case "system", "developer":
 		default:
@@ -420,6 +442,9 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 			return out, invalidField(fmt.Sprintf("messages[%d].content", last), "the last user message needs text (images go with a question)")
 		}
 	case "tool":
+		if err := unanswered(); err != nil {
+			return out, err
+		}
 		// The stored user message of the run is the tool results the
 		// client gave; the conversation is titled by its last question.
 		var results []string
