@@ -452,6 +452,33 @@ func TestV1UnansweredToolCalls(t *testing.T) {
 	}
 }
 
+// A request that ends with tool results titles its conversation with the
+// first words of its last question, as one ending with the question does:
+// at most 8 words and 60 characters (docs/api.md "Conversation titles").
+func TestV1ToolResultsTitle(t *testing.T) {
+	tm := newTeam(t, map[string]agent.Spec{"a": {}}, func(string, *llm.Request) llmtest.Turn { return llmtest.Turn{Text: []string{"ok"}} })
+	question := `{"role":"user","content":"what is the weather like today in the lovely city of San Francisco, please?"}`
+	title := func(body string) string {
+		t.Helper()
+		if code, out := tm.post(t, "/v1/chat/completions", body); code != 200 {
+			t.Fatalf("%d %s", code, out)
+		}
+		_, out := tm.get(t, "/api/conversations?limit=1")
+		var res struct{ Data []struct{ Title string } }
+		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Data) != 1 {
+			t.Fatalf("conversations: %s", out)
+		}
+		return res.Data[0].Title
+	}
+	asked := title(`{"model":"a","messages":[` + question + `]}`)
+	answered := title(`{"model":"a","tools":[{"type":"function","function":{"name":"f"}}],"messages":[` + question + `,
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"72F"}]}`)
+	if want := "what is the weather like today in the…"; asked != want || answered != want {
+		t.Errorf("titles %q (the question last) and %q (tool results last), want %q", asked, answered, want)
+	}
+}
+
 // get reads path and returns the status and the whole answer.
 func (tm *team) get(t *testing.T, path string) (int, string) {
 	t.Helper()

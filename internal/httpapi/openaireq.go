@@ -453,12 +453,10 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 		}
 		for i := len(history) - 1; i >= 0; i-- {
 			if history[i].Role == llm.RoleUser {
-				out.Title = history[i].Content
+				// Its first words, as a conversation's first title is made.
+				out.Title = run.FirstWords(history[i].Content)
 				break
 			}
-		}
-		if r := []rune(out.Title); len(r) > 60 {
-			out.Title = string(r[:60]) + "…"
 		}
 		req.Client.Continue = true
 		out.Client = &req.Client

@@ -346,7 +346,7 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 		if req.ParentMessageID != "" {
 			return nil, false, nil, nil, fault.New(fault.Invalid, "parent_message_id needs a conversation_id")
 		}
-		title := fallbackTitle(req.Text)
+		title := FirstWords(req.Text)
 		if req.Title != "" {
 			title = strings.Join(strings.Fields(req.Title), " ")
 		}
@@ -921,7 +921,7 @@ func (s *Service) List(ctx context.Context, u *auth.User, q RunQuery) (*RunPage,
 		return nil, err
 	}
 	for i := range page.Runs {
-		page.Runs[i].Text = fallbackTitle(page.Runs[i].Text)
+		page.Runs[i].Text = FirstWords(page.Runs[i].Text)
 	}
 	return page, nil
 }

@@ -27,10 +27,10 @@ const (
 	fallbackRunes = 60
 )
 
-// fallbackTitle is the title a new conversation starts with: the first
+// FirstWords is the title a new conversation starts with: the first
 // fallbackWords words of text, on one line, at most fallbackRunes
 // characters, with "…" when text goes on.
-func fallbackTitle(text string) string {
+func FirstWords(text string) string {
 	words := strings.Fields(text)
 	var b strings.Builder
 	n := 0

@@ -14,8 +14,8 @@ func TestFallbackTitle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := fallbackTitle(tt.in); got != tt.want {
-				t.Errorf("fallbackTitle(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := FirstWords(tt.in); got != tt.want {
+				t.Errorf("FirstWords(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
