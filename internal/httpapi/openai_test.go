@@ -315,6 +315,17 @@ func TestV1LastMessageErrors(t *testing.T) {
 			t.Errorf("a %s part: %d %s", part, code, out)
 		}
 	}
+	// An image anywhere but in a user message would reach no model.
+	img := `{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}`
+	for _, history := range []string{
+		`{"role":"assistant","content":[{"type":"text","text":"look"},` + img + `]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"a chart"},` + img + `]}`,
+	} {
+		body := `{"model":"a","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"hi"},` + history + `,{"role":"user","content":"and?"}]}`
+		if code, out := tm.post(t, "/v1/chat/completions", body); code != 400 || !strings.Contains(out, "user messages only") || !strings.Contains(out, `"param":"messages[`) {
+			t.Errorf("an image in %s: %d %s", history, code, out)
+		}
+	}
 	refusal := `{"model":"a","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"refusal","refusal":"I cannot."}]},{"role":"user","content":"why?"}]}`
 	if code, out := tm.post(t, "/v1/chat/completions", refusal); code != 200 {
 		t.Errorf("an assistant's refusal part in the history: %d %s", code, out)

@@ -392,6 +392,11 @@ func (req *completionRequest) chatRequest() (run.ChatRequest, error) {
 		if err != nil {
 			return out, err
 		}
+		if len(imgs) > 0 && (m.Role == "assistant" || m.Role == "tool") {
+			// Only a user message's images reach the model: refused here
+			// rather than dropped unseen, as OpenAI refuses them.
+			return out, invalidField(fmt.Sprintf("messages[%d].content", i), "image_url parts are read in user messages only, not in %s messages", m.Role)
+		}
 		if m.Role == "user" || m.Role == "assistant" {
 			if err := unanswered(); err != nil {
 				return out, err
