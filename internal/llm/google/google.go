@@ -17,8 +17,10 @@
 //   - a tool message becomes a functionResponse part in a "user" content,
 //     named after the call it answers (found through the tool_call_id in the
 //     assistant message before it), with the result's text as
-//     response.output, or response.error for a failure; its images follow
-//     the turn's functionResponse parts as inlineData parts;
+//     response.output, or response.error for a failure; a turn's responses
+//     go in the order of its calls, whatever order the results came in,
+//     since Gemini pairs them by position; its images follow the turn's
+//     functionResponse parts as inlineData parts;
 //   - tools become one functionDeclarations list whose parameters are the
 //     tool's JSON Schema reduced to the subset Gemini accepts (see
 //     [Schema]); tool_choice becomes toolConfig.functionCallingConfig.mode;

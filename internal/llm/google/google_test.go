@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +291,42 @@ func TestFunctionCalls(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantContents, got); diff != "" {
 		t.Errorf("contents (-want +got):\n%s", diff)
+	}
+}
+
+// Results sent in another order than their calls, as an OpenAI client may
+// send them, reach Gemini in the calls' order: Gemini pairs a response with
+// a call by position, so two calls of one function would otherwise each
+// read the other's result.
+func TestFunctionResponsesInCallOrder(t *testing.T) {
+	b := setup(t, Options{}, hello)
+	req := simple()
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{ID: "call_p", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+			{ID: "call_o", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
+			{ID: "call_t", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_t", Content: "noon"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_o", Content: "Oslo: 2°C"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_p", Content: "Paris: 18°C"})
+	sent := slices.Clone(req.Messages)
+	turn, err := b.client.Stream(t.Context(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(turn.Sent, &body); err != nil || len(body.Contents) != 3 {
+		t.Fatalf("%s: %v", turn.Sent, err)
+	}
+	want := `{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"output":"Paris: 18°C"}}},{"functionResponse":{"name":"get_weather","response":{"output":"Oslo: 2°C"}}},{"functionResponse":{"name":"get_time","response":{"output":"noon"}}}]}`
+	if got := string(body.Contents[2]); got != want {
+		t.Errorf("responses\n got %s\nwant %s", got, want)
+	}
+	if diff := cmp.Diff(sent, req.Messages); diff != "" {
+		t.Errorf("the request's messages changed (-before +after):\n%s", diff)
 	}
 }
 

@@ -1,6 +1,7 @@
 package google
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -314,6 +315,7 @@ func (c *Client) contents(msgs []llm.Message) []content {
 		out = append(out, content{Role: role, Parts: parts})
 	}
 	names := map[string]string{} // tool call id → function name
+	msgs = inCallOrder(msgs)
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
@@ -349,6 +351,47 @@ func (c *Client) contents(msgs []llm.Message) []content {
 		}
 	}
 	flush()
+	return out
+}
+
+// inCallOrder is msgs with each run of tool messages in the order of the
+// calls they answer in the assistant message before them (results of no
+// call of it last). Gemini's function calls and responses carry no ids: it
+// pairs a response with a call by position, so results sent in another
+// order, as an OpenAI client may send them (they are matched by id there),
+// would each be read as another call's. msgs is not changed.
+func inCallOrder(msgs []llm.Message) []llm.Message {
+	pos := map[string]int{} // call id → its index in the last assistant message
+	out, cloned := msgs, false
+	for i := 0; i < len(msgs); {
+		if msgs[i].Role == llm.RoleAssistant {
+			clear(pos)
+			for j, tc := range msgs[i].ToolCalls {
+				pos[tc.ID] = j
+			}
+		}
+		if msgs[i].Role != llm.RoleTool {
+			i++
+			continue
+		}
+		end := i
+		for end < len(msgs) && msgs[end].Role == llm.RoleTool {
+			end++
+		}
+		rank := func(m llm.Message) int {
+			if p, ok := pos[m.ToolCallID]; ok {
+				return p
+			}
+			return len(pos)
+		}
+		if !slices.IsSortedFunc(msgs[i:end], func(a, b llm.Message) int { return cmp.Compare(rank(a), rank(b)) }) {
+			if !cloned {
+				out, cloned = slices.Clone(msgs), true
+			}
+			slices.SortStableFunc(out[i:end], func(a, b llm.Message) int { return cmp.Compare(rank(a), rank(b)) })
+		}
+		i = end
+	}
 	return out
 }
 
