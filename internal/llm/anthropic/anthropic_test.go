@@ -260,6 +260,45 @@ func TestStreamToolUse(t *testing.T) {
 	}
 }
 
+// Texts of only white space are not sent: Anthropic refuses a text block
+// without other text than that ("text content blocks must contain
+// non-whitespace text"), so the line breaks a model wrote before its tool
+// call, or an answer of nothing but them, would fail every later turn of the
+// conversation.
+func TestWhitespaceTextsLeftOut(t *testing.T) {
+	b := setup(t, Options{}, hello)
+	req := simple()
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, Content: "\n\n", ToolCalls: []llm.ToolCall{
+			{ID: "toolu_1", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{}`}},
+		}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "toolu_1", Content: " "},
+		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{{Type: llm.PartText, Text: " \n "}}},
+		llm.Message{Role: llm.RoleUser, Content: "And now?"})
+	turn, err := b.client.Stream(t.Context(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(turn.Sent, &body); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range body.Messages {
+		got = append(got, string(m))
+	}
+	want := []string{
+		`{"role":"user","content":[{"type":"text","text":"Say hello. My secret prompt."}]}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1"},{"type":"text","text":"And now?"}]}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
 func TestStopReasons(t *testing.T) {
 	for stop, want := range map[string]string{
 		"end_turn": llm.FinishStop, "stop_sequence": llm.FinishStop, "max_tokens": llm.FinishLength,

@@ -182,10 +182,14 @@ func Unmapped(params map[string]any, aliases []Alias) []string {
 }
 
 // Parts is a message's text and images as a provider's content parts, made
-// by text and image. Empty texts are left out: providers refuse them.
+// by text and image. Texts that are empty or only white space are left out:
+// providers refuse them (Anthropic: "text content blocks must contain
+// non-whitespace text"), and a model's answer may be one — the line breaks
+// it wrote before a tool call — which would fail every later turn of its
+// conversation.
 func Parts[T any](m *llm.Message, text func(s string) T, image func(mimeType, data string) T) []T {
 	if len(m.Parts) == 0 {
-		if m.Content == "" {
+		if strings.TrimSpace(m.Content) == "" {
 			return nil
 		}
 		return []T{text(m.Content)}
@@ -195,7 +199,7 @@ func Parts[T any](m *llm.Message, text func(s string) T, image func(mimeType, da
 		switch {
 		case p.Type == llm.PartImage:
 			out = append(out, image(p.MIMEType, p.Data))
-		case p.Text != "":
+		case strings.TrimSpace(p.Text) != "":
 			out = append(out, text(p.Text))
 		}
 	}
