@@ -178,10 +178,14 @@ func parseHeaders(v string) (map[string]string, error) {
 			// The pair may hold a secret: name its place, not its text.
 			return nil, fmt.Errorf("a pair is not key=value")
 		}
-		if dec, err := url.PathUnescape(strings.TrimSpace(val)); err == nil {
-			val = dec
+		// A value that is not percent-encoded is an error, not kept as
+		// written: the OTLP exporter reads the process's variable too, and
+		// logs such a value, secret and all, on its own stderr.
+		dec, err := url.PathUnescape(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("the value of %q is not percent-encoded (a %% starts %%XX)", k)
 		}
-		out[k] = strings.TrimSpace(val)
+		out[k] = strings.TrimSpace(dec)
 	}
 	return out, nil
 }
@@ -244,7 +248,16 @@ func Secrets(getenv func(string) (string, bool)) []string {
 	var out []string
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		v, _ := getenv(name)
-		h, _ := parseHeaders(v)
+		h, err := parseHeaders(v)
+		if err != nil {
+			// Refused at start, yet masked all the same: every value as written.
+			h = map[string]string{}
+			for i, kv := range strings.Split(v, ",") {
+				if _, val, ok := strings.Cut(kv, "="); ok {
+					h[strconv.Itoa(i)] = strings.TrimSpace(val)
+				}
+			}
+		}
 		for _, val := range h {
 			if val != "" {
 				out = append(out, val)

@@ -212,6 +212,8 @@ func TestTracingFromEnvironment(t *testing.T) {
 		{"bad ratio", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}, false, "OTEL_TRACES_SAMPLER_ARG"},
 		{"bad timeout", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, false, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{"bad headers", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "secretvalue"}, false, "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"header not percent-encoded", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=secretvalue%zz"}, false, "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"traces header not percent-encoded", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api-key=100%secretvalue"}, false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: telemetrytest.Env(tc.env)})
@@ -242,6 +244,18 @@ func TestSecrets(t *testing.T) {
 	}))
 	slices.Sort(got)
 	if want := []string{"Bearer tok-123456", "blue", "pa55word"}; !slices.Equal(got, want) {
+		t.Errorf("Secrets = %q, want %q", got, want)
+	}
+}
+
+// A header variable that is refused at start (not percent-encoded) is masked
+// all the same.
+func TestSecretsOfRefusedHeaders(t *testing.T) {
+	got := telemetry.Secrets(telemetrytest.Env(map[string]string{
+		"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=tok-123%zz,x-team=blue",
+	}))
+	slices.Sort(got)
+	if want := []string{"blue", "tok-123%zz"}; !slices.Equal(got, want) {
 		t.Errorf("Secrets = %q, want %q", got, want)
 	}
 }
