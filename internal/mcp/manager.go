@@ -526,6 +526,9 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 	defer func() { c.inflight.Add(-1); c.touch() }()
 	ctx, measured := m.opts.Telemetry.StartTool(ctx, server, tool)
 	res, err := m.call(ctx, c, server, tool, args)
+	if _, ok := errors.AsType[*noToolError](err); ok {
+		measured.NoSuchTool()
+	}
 	measured.End(res != nil && res.IsError, err)
 	return res, err
 }
@@ -605,13 +608,20 @@ func (c *conn) callTool(ctx context.Context, tool string, args json.RawMessage, 
 			return nil, err
 		}
 		if i = slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool }); i < 0 {
-			return nil, fmt.Errorf("server %q has no tool %q", server, tool)
+			return nil, &noToolError{server: server, tool: tool}
 		}
 	}
 	if err := tools[i].args.Validate(args); err != nil {
 		return nil, err
 	}
 	return c.call(ctx, tool, args, progress)
+}
+
+// noToolError is the failure of a call of a tool the server does not have.
+type noToolError struct{ server, tool string }
+
+func (e *noToolError) Error() string {
+	return fmt.Sprintf("server %q has no tool %q", e.server, e.tool)
 }
 
 // conn is one connection to one server, for everyone (app scope) or one user.

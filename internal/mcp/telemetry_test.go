@@ -122,3 +122,48 @@ func TestTraceReachesTheServer(t *testing.T) {
 		})
 	}
 }
+
+// A call of a tool the server does not have is counted under the tool
+// "other": the names a caller makes up never take the places the tool label
+// keeps for the servers' real tools (docs/observability.md "Labels").
+func TestMadeUpToolNamesAreNotLabels(t *testing.T) {
+	srv := mcptest.NewServer(mcptest.Options{})
+	hs := httptest.NewServer(mcptest.Handler(func() *sdk.Server { return srv }))
+	defer func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+		hs.CloseClientConnections()
+		hs.Close()
+	}()
+	url, _ := mcptest.Endpoint(hs.URL, mcp.TransportStreamableHTTP)
+	tel := telemetrytest.New(t, telemetrytest.NewReceiver(t), nil)
+	m := newManager(t, mcp.Options{Telemetry: tel}, server("srv", mcp.TransportStreamableHTTP, url))
+	defer m.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, key := range []string{"made_up_1__mcp__srv", "made_up_2__mcp__srv"} {
+		if _, err := m.Call(ctx, nil, key, json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "has no tool") {
+			t.Fatalf("calling %s: err = %v, want one saying the server has no such tool", key, err)
+		}
+	}
+	if _, err := m.Call(ctx, nil, "echo__mcp__srv", json.RawMessage(`{"message":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	scrape := httptest.NewRecorder()
+	tel.Handler().ServeHTTP(scrape, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := scrape.Body.String()
+	for _, line := range []string{
+		`relay_tool_calls_total{outcome="error",server="srv",tool="other"} 2`,
+		`relay_tool_calls_total{outcome="ok",server="srv",tool="echo"} 1`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("the scrape has no %s", line)
+		}
+	}
+	if strings.Contains(body, "made_up") {
+		t.Errorf("a made-up tool name is a label value:\n%s", body)
+	}
+}

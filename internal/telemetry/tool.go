@@ -62,6 +62,17 @@ type ToolCall struct {
 	ctx          context.Context
 	start        time.Time
 	server, name string
+	unknown      bool // the tool does not exist; see NoSuchTool
+}
+
+// NoSuchTool says that the call named a tool its server does not have: it is
+// counted under the tool Other, so that names made up by a caller of
+// POST /api/mcp/tools/{key}/call (or by a model) take none of the values the
+// tool label keeps for real tools. Call it before End.
+func (c *ToolCall) NoSuchTool() {
+	if c != nil {
+		c.unknown = true
+	}
 }
 
 // StartTool starts measuring a call of the tool name of server (an MCP
@@ -100,7 +111,10 @@ func (c *ToolCall) End(isError bool, err error) {
 		outcome = OutcomeToolError
 	}
 	m := c.t.m
-	server, name := m.toolServer.value(c.server), m.toolName.value(c.name)
+	server, name := m.toolServer.value(c.server), Other
+	if !c.unknown {
+		name = m.toolName.value(c.name)
+	}
 	m.toolCalls.WithLabelValues(server, name, outcome).Inc()
 	m.toolDuration.WithLabelValues(server, name).Observe(time.Since(c.start).Seconds())
 	if c.span != nil {
