@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/relay-ai/relay/internal/app"
 )
 
@@ -231,4 +233,38 @@ func TestContainerImage(t *testing.T) {
 		hc.Dir, hc.Env = work, imageEnv
 		return hc.Run() == nil
 	})
+}
+
+// TestComposeOnPostgres checks compose.yaml's services that run Relay on
+// Postgres: there is no key file to fall back on there (docs/config.md
+// "secrets"), so a service without RELAY_SECRETS_KEY could store no user's
+// MCP variables, OAuth grants or endpoint keys.
+func TestComposeOnPostgres(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	onPostgres := 0
+	for name, svc := range compose.Services {
+		if !strings.HasPrefix(svc.Environment["RELAY_DATABASE_URL"], "postgres://") {
+			continue
+		}
+		onPostgres++
+		for _, v := range []string{"RELAY_SECRETS_KEY", "RELAY_BOOTSTRAP_API_KEY"} {
+			if !strings.Contains(svc.Environment[v], "${"+v) {
+				t.Errorf("service %s runs on Postgres without %s from .env", name, v)
+			}
+		}
+	}
+	if onPostgres == 0 {
+		t.Error("compose.yaml has no service with RELAY_DATABASE_URL postgres://…")
+	}
 }
