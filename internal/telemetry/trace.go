@@ -88,6 +88,15 @@ func tracingFromEnv(getenv func(string) (string, bool)) (*tracingConfig, error) 
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for k, v := range h {
+			// A header HTTP cannot send would fail every export, and lose
+			// every span, long after the start said all was well.
+			if !validHeaderName(k) {
+				// Not quoted: a mistyped pair ("x-api-key: tok=…") may hold a secret.
+				return nil, fmt.Errorf("%s: a name is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+			}
+			if !validHeaderValue(v) {
+				return nil, fmt.Errorf("%s: the value of %q holds a control character, which a header cannot", name, k)
+			}
 			c.headers[k] = v // the traces' own variable comes second and wins
 		}
 	}
@@ -188,6 +197,31 @@ func parseHeaders(v string) (map[string]string, error) {
 		out[k] = strings.TrimSpace(dec)
 	}
 	return out, nil
+}
+
+// validHeaderName reports whether k is an HTTP header name: a token of
+// RFC 9110.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v can be sent as a header's value: no
+// control character but tab.
+func validHeaderValue(v string) bool {
+	for _, c := range []byte(v) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES: key=value pairs separated by

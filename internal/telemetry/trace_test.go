@@ -213,6 +213,8 @@ func TestTracingFromEnvironment(t *testing.T) {
 		{"bad timeout", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, false, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 		{"bad headers", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "secretvalue"}, false, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{"header not percent-encoded", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=secretvalue%zz"}, false, "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"header name with a space", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key: secretvalue=1"}, false, "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"header value with a newline", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api-key=secretvalue%0Ax-evil=1"}, false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
 		{"traces header not percent-encoded", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api-key=100%secretvalue"}, false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
