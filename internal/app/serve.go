@@ -513,7 +513,8 @@ func ready(ctx context.Context, st store.Store) error {
 	return nil
 }
 
-// startingHandler answers while the database is being opened.
+// startingHandler answers while the database is being opened: a 503 in the
+// shape the route's clients read, OpenAI's under /v1/ (docs/api.md "Errors").
 func startingHandler(v string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -523,6 +524,10 @@ func startingHandler(v string) http.Handler {
 		}
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusServiceUnavailable)
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			fmt.Fprintln(w, `{"error":{"message":"starting: the database is not open yet","type":"server_error","param":null,"code":"unavailable"}}`)
+			return
+		}
 		fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"starting: the database is not open yet"}}`)
 	})
 }

@@ -371,6 +371,19 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		if public != rt.Public {
 			t.Errorf("%s: the route is public: %v; openapi.json says it takes no credentials: %v", name, rt.Public, public)
 		}
+		// What any request may be answered, whatever its route: a body over
+		// the cap (413, before routing), and, but for /healthz, 503 while
+		// Relay starts (every route but /healthz waits for the database,
+		// internal/app/serve.go) or when its database cannot be reached.
+		always := []string{"413", "500", "503"}
+		if rt.Path == "/healthz" {
+			always = []string{"413", "500"}
+		}
+		for _, code := range always {
+			if op.Responses.Value(code) == nil {
+				t.Errorf("%s: openapi.json lists no %s, which any request of it may get", name, code)
+			}
+		}
 	}
 	for name := range documented {
 		if !inTable[name] {
