@@ -421,6 +421,7 @@ func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err er
 	if s.clientGone(w, r, err) {
 		return
 	}
+	err = s.outage(r, err)
 	kind := fault.KindOf(err)
 	msg := "internal error; the server log has the details"
 	if kind != fault.Internal {

@@ -77,6 +77,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if s.clientGone(w, r, err) {
 		return
 	}
+	err = s.outage(r, err)
 	kind := fault.KindOf(err)
 	d := errorDetail{Code: kind}
 	var fe *fault.Error
@@ -88,6 +89,27 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	setRetryAfter(w, err)
 	writeJSON(w, status(d.Code), errorBody{Error: d})
+}
+
+// outage returns err, unless it is an unclassified failure that happened
+// while the database cannot be reached: that is the database's outage, a
+// 503 that says to try again (docs/api.md "Errors"), not an internal error.
+// A lost connection fails the store's calls in many places, none of which can
+// tell it from a bug; Ready, asked briefly here, can. The failure itself is
+// logged, for the operator.
+func (s *Server) outage(r *http.Request, err error) error {
+	if fault.KindOf(err) != fault.Internal || s.opts.Ready == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
+	defer cancel()
+	if s.opts.Ready(ctx) == nil {
+		return err
+	}
+	s.log.ErrorContext(r.Context(), "request failed: the database is not reachable", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("err", err))
+	// Without the cause, which is logged above: /v1's errors show a fault's
+	// whole text, causes included.
+	return &fault.Error{Kind: fault.Unavailable, Message: "the database is not reachable now; try again shortly", RetryAfter: time.Second}
 }
 
 // setRetryAfter sets the Retry-After header, in whole seconds rounded up, of
