@@ -517,6 +517,7 @@ func ready(ctx context.Context, st store.Store) error {
 // shape the route's clients read, OpenAI's under /v1/ (docs/api.md "Errors").
 func startingHandler(v string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", httpapi.RequestID(r))
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/healthz" {
 			fmt.Fprintf(w, "{\"status\":\"ok\",\"version\":%q}\n", v)

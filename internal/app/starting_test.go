@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +13,7 @@ import (
 // While the database opens, /healthz answers and every other request gets
 // a 503 that says so, in the error shape of its route: Relay's, or OpenAI's
 // under /v1/ (internal/httpapi/openapi.json lists it for every operation).
+// Every answer has its request id, as later.
 func TestStartingHandler(t *testing.T) {
 	h := startingHandler("v1.2.3")
 	for _, tc := range []struct {
@@ -29,6 +31,9 @@ func TestStartingHandler(t *testing.T) {
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if id := rec.Header().Get("X-Request-Id"); !strings.HasPrefix(id, "req_") {
+			t.Errorf("GET %s: X-Request-Id %q, want a new req_… (docs/api.md \"Request ids\")", tc.path, id)
+		}
 		var got map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 			t.Errorf("GET %s: %v: %q", tc.path, err, rec.Body)

@@ -344,13 +344,22 @@ func (s *Server) cors(h http.Handler) http.Handler {
 // agree), else a new one.
 func (s *Server) requestIDs(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = ident.New("req_")
-		}
+		id := RequestID(r)
 		w.Header().Set("X-Request-Id", id)
 		h.ServeHTTP(w, r.WithContext(telemetry.WithRequestID(r.Context(), id)))
 	})
+}
+
+// RequestID is the id of r that its X-Request-Id answer header carries (docs/api.md
+// "Request ids"): the client's own X-Request-Id when it is a short token,
+// else a new one. For the handler that answers before this server exists,
+// while Relay starts.
+func RequestID(r *http.Request) string {
+	id := r.Header.Get("X-Request-Id")
+	if !validRequestID(id) {
+		id = ident.New("req_")
+	}
+	return id
 }
 
 // validRequestID accepts at most 64 letters, digits and - _ . : — what a
