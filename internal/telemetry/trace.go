@@ -3,6 +3,7 @@ package telemetry
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -100,6 +101,15 @@ func tracingFromEnv(getenv func(string) (string, bool)) (*tracingConfig, error) 
 			c.headers[k] = v // the traces' own variable comes second and wins
 		}
 	}
+	if auth := basicAuth(c.endpoint); auth != "" {
+		given := false // an Authorization of the headers variables wins
+		for k := range c.headers {
+			given = given || strings.EqualFold(k, "Authorization")
+		}
+		if !given {
+			c.headers["Authorization"] = auth
+		}
+	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
 		if v := env(name); v != "" {
 			ms, err := strconv.Atoi(v)
@@ -153,13 +163,31 @@ func tracingFromEnv(getenv func(string) (string, bool)) (*tracingConfig, error) 
 	return c, nil
 }
 
-// endpointURL checks an endpoint variable's value: an http or https URL.
+// endpointURL checks an endpoint variable's value: an http or https URL
+// without query or fragment, which the OTLP exporter would drop without a
+// word (a token there would never reach the collector, and every span be
+// refused).
 func endpointURL(name, v string) (string, error) {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("%s: want an http:// or https:// URL, got %q", name, redactURL(v))
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("%s: %q: a query or fragment in the URL is not sent; give credentials as headers (OTEL_EXPORTER_OTLP_HEADERS)", name, redactURL(v))
+	}
 	return v, nil
+}
+
+// basicAuth is the Authorization header of the user and password of
+// endpoint, "" when it has none. The OTLP exporter drops a URL's user info,
+// so it is sent this way, as a client of such a URL would.
+func basicAuth(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+p))
 }
 
 // redactURL is u without user info, query or fragment, fit for a log line
@@ -302,7 +330,7 @@ func Secrets(getenv func(string) (string, bool)) []string {
 		v, _ := getenv(name)
 		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.User != nil {
 			if p, ok := u.User.Password(); ok && p != "" {
-				out = append(out, p)
+				out = append(out, p, basicAuth(strings.TrimSpace(v)))
 			}
 		}
 	}

@@ -208,6 +208,7 @@ func TestTracingFromEnvironment(t *testing.T) {
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"zipkin", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, "OTEL_TRACES_EXPORTER"},
 		{"bad endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, false, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"traces endpoint with a query", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector/v1/traces?token=secretvalue"}, false, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 		{"bad sampler", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "jaeger_remote"}, false, "OTEL_TRACES_SAMPLER"},
 		{"bad ratio", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}, false, "OTEL_TRACES_SAMPLER_ARG"},
 		{"bad timeout", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, false, "OTEL_EXPORTER_OTLP_TIMEOUT"},
@@ -245,7 +246,7 @@ func TestSecrets(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://user:pa55word@collector/v1/traces",
 	}))
 	slices.Sort(got)
-	if want := []string{"Bearer tok-123456", "blue", "pa55word"}; !slices.Equal(got, want) {
+	if want := []string{"Basic dXNlcjpwYTU1d29yZA==", "Bearer tok-123456", "blue", "pa55word"}; !slices.Equal(got, want) {
 		t.Errorf("Secrets = %q, want %q", got, want)
 	}
 }
@@ -262,11 +263,42 @@ func TestSecretsOfRefusedHeaders(t *testing.T) {
 	}
 }
 
+// The user and password of an endpoint's URL, which the OTLP exporter
+// drops, reach the collector as basic authentication; an Authorization of
+// the headers variables wins over them.
+func TestEndpointUserInfo(t *testing.T) {
+	for _, tc := range []struct {
+		name, headers, want string
+	}{
+		{"user info alone", "", "Basic cmVsYXk6cGE1NXdvcmQ="},
+		{"an Authorization header wins", "authorization=Bearer%20tok", "Bearer tok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := telemetrytest.NewReceiver(t)
+			endpoint := strings.Replace(rc.URL, "://", "://relay:pa55word@", 1)
+			tel := telemetrytest.New(t, rc, map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+				"OTEL_EXPORTER_OTLP_HEADERS":  tc.headers,
+			})
+			_, end := tel.StartAgent(context.Background(), "support")
+			end(nil)
+			telemetrytest.Flush(t, tel)
+			hs := rc.Headers()
+			if len(hs) == 0 {
+				t.Fatal("nothing exported")
+			}
+			if got := hs[0].Get("Authorization"); got != tc.want {
+				t.Errorf("Authorization %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // The start-up description of the export names the endpoint without its
 // credentials, and the sampler.
 func TestTracingDescription(t *testing.T) {
 	tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: telemetrytest.Env(map[string]string{
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://relay:pa55word@collector.example:4318/v1/traces?token=t0ken",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://relay:pa55word@collector.example:4318/v1/traces",
 		"OTEL_TRACES_SAMPLER":                "parentbased_traceidratio",
 		"OTEL_TRACES_SAMPLER_ARG":            "0.25",
 	})})
