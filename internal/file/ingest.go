@@ -56,6 +56,16 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 	case ctx.Err() != nil:
 		if cause := context.Cause(ctx); fault.Is(cause, fault.Conflict) {
 			log.Warn("ingestion abandoned", slog.Any("err", cause))
+			return
+		}
+		// This process stops (a `relay files add --wait` whose own files are
+		// done, which may hold another user's file, or a server shutting
+		// down): the file goes back to pending now rather than sitting at
+		// its last progress until its lease runs out (docs/api.md "Files").
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := s.opts.Store.ReleaseFile(rctx, c); err != nil {
+			log.Warn("giving back a file whose ingestion stopped; it is taken up again once its lease ends", slog.Any("err", err))
 		}
 		return
 	case errors.As(err, &ie):

@@ -60,6 +60,16 @@ func engines() []string {
 // dropped when the test ends.
 func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 	t.Helper()
+	b := storeOn(t, engine)
+	opts.Store = b.store.(file.Storage)
+	b.svc = start(t, opts)
+	return b
+}
+
+// storeOn opens the named engine's store with one user, and no service
+// ingesting.
+func storeOn(t *testing.T, engine string) *bundle {
+	t.Helper()
 	var (
 		st   *store.DB
 		err  error
@@ -81,10 +91,7 @@ func setupOn(t *testing.T, engine string, opts file.Options) *bundle {
 	if err := st.CreateUser(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
-	opts.Store = st
-	b := &bundle{store: st, path: path, pgURL: pgURL, owner: u.ID}
-	b.svc = start(t, opts)
-	return b
+	return &bundle{store: st, path: path, pgURL: pgURL, owner: u.ID}
 }
 
 // pgSchema returns a URL of a fresh Postgres schema, dropped when t ends.
@@ -618,5 +625,55 @@ func TestIngestionPutOffWhileTheDatabaseIsFull(t *testing.T) {
 	})
 	if !full.failed.Load() || got.Status != file.Ready || got.Chunks == 0 {
 		t.Errorf("file after a full database: %+v (a write failed: %v); want ready, ingested again", got, full.failed.Load())
+	}
+}
+
+// blockingEmbedder says when it is first asked, then waits for the end of
+// the ingestion's context.
+type blockingEmbedder struct{ asked chan struct{} }
+
+func (e *blockingEmbedder) Embed(ctx context.Context, _ []string) ([][]float32, error) {
+	select {
+	case e.asked <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A process that stops while it ingests a file (a `relay files add --wait`
+// done with its own files, which has no node for a reaper to give its files
+// back) leaves the file pending for the next process, not processing at its
+// last progress until the lease runs out.
+func TestStoppedIngestionGivesTheFileBack(t *testing.T) {
+	for _, eng := range engines() {
+		t.Run(eng, func(t *testing.T) {
+			b := storeOn(t, eng)
+			emb := &blockingEmbedder{asked: make(chan struct{}, 1)}
+			cli := file.NewService(file.Options{Store: b.store.(file.Storage), Embedder: emb, Lease: time.Hour, Poll: time.Hour})
+			f, err := cli.Upload(t.Context(), b.owner, "notes.txt", strings.NewReader("Article 6(1) applies."), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- cli.Run(ctx) }()
+			select {
+			case <-emb.asked:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the file was not claimed by the stopping process")
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			got, err := cli.Get(t.Context(), b.owner, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != file.Pending || got.Progress != 0 {
+				t.Errorf("file after its process stopped: %s at %d%%; want pending at 0%%", got.Status, got.Progress)
+			}
+		})
 	}
 }

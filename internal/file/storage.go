@@ -90,6 +90,9 @@ type Storage interface {
 	// number of chunks stored and progress 100. A claim that is no longer held
 	// is fault.Conflict.
 	FinishFile(ctx context.Context, c *Claim, o Outcome) error
+	// ReleaseFile puts a claimed file back to pending, for any process to
+	// ingest from the start; a claim no longer held changes nothing.
+	ReleaseFile(ctx context.Context, c *Claim) error
 
 	// SearchText returns the chunks of q.FileIDs that best match q.Text by full
 	// text, best first, at most q.PerFile per file (when above 0) and q.Limit in

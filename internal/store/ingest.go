@@ -144,3 +144,17 @@ func (db *DB) FinishFile(ctx context.Context, c *file.Claim, o file.Outcome) err
 	f.Status, f.Progress, f.Error, f.Note, f.Chunks, f.UpdatedAt = o.Status, 100, o.Error, o.Note, n, now
 	return nil
 }
+
+// ReleaseFile gives a claimed file back: pending again, at once, for any
+// process to ingest from the start. A claim that is no longer held changes
+// nothing and is not an error: the file is someone else's work by then.
+func (db *DB) ReleaseFile(ctx context.Context, c *file.Claim) error {
+	_, err := db.exec(ctx, db.write,
+		`UPDATE files SET status = 'pending', progress = 0, claim = '', claimed_by = NULL, lease_until = NULL, updated_at = ?
+		 WHERE id = ? AND claim = ? AND status = 'processing'`,
+		db.timeArg(db.clock()), c.File.ID, c.Token)
+	if err != nil {
+		return fmt.Errorf("releasing file %q: %w", c.File.ID, err)
+	}
+	return nil
+}
