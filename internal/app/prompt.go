@@ -86,6 +86,7 @@ func (a *App) promptFiles(ctx context.Context, ids []string) ([]prompt.File, err
 
 // attachedFiles resolves the ids of files a user attaches to a conversation:
 // their own files (any file, for admins); another user's file is not found.
+// An id given twice is the one file, as GetFiles returns it.
 func (a *App) attachedFiles(ctx context.Context, u *auth.User, ids []string) ([]prompt.File, error) {
 	fs, err := a.Store.GetFiles(ctx, ids)
 	if err != nil {
@@ -97,7 +98,11 @@ func (a *App) attachedFiles(ctx context.Context, u *auth.User, ids []string) ([]
 			out = append(out, prompt.File{ID: f.ID, Filename: f.Name, Type: f.MIMEType})
 		}
 	}
-	if len(out) != len(ids) {
+	unique := map[string]bool{}
+	for _, id := range ids {
+		unique[id] = true
+	}
+	if len(out) != len(unique) {
 		return nil, fault.New(fault.NotFound, "attachments: a file id does not exist or is not yours")
 	}
 	return out, nil

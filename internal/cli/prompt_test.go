@@ -224,3 +224,44 @@ agents:
 		t.Errorf("Anthropic's body: %v\n%s", err, out)
 	}
 }
+
+// A file attached twice to a preview (`relay prompt --file X --file X`, or
+// the same id twice in POST /api/agents/{id}/prompt's attachments) is the one
+// file, as a chat message's `files` are: not a 404 saying it is not the
+// caller's.
+func TestPromptFileAttachedTwice(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, fmt.Sprintf(`server:
+  data_dir: %s
+endpoints:
+  custom:
+    - {name: local, baseURL: "http://127.0.0.1:1/v1", apiKey: sk-local}
+agents:
+  - {id: reader, provider: local, model: llama3.1, instructions: Be brief.}
+`, filepath.Join(dir, "data")))
+	notes := filepath.Join(dir, "gdpr.txt")
+	if err := os.WriteFile(notes, []byte("Article 6(1) of Regulation 2016/679: processing shall be lawful only if consent is given."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, nil, "", "users", "add", "--config", cfgPath, "--email", "ann@example.com"); code != 0 {
+		t.Fatalf("users add: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, nil, "", "files", "add", "--config", cfgPath, "--user", "ann@example.com", "--wait", notes)
+	if code != 0 {
+		t.Fatalf("files add: exit %d\n%s", code, stderr)
+	}
+	id := strings.Fields(out)[0]
+	code, out, stderr = runCLI(t, nil, "", "prompt", "--config", cfgPath, "--agent", "reader", "--user", "ann@example.com",
+		"--message", "lawful processing", "--file", id, "--file", id)
+	if code != 0 {
+		t.Fatalf("relay prompt with a file attached twice: exit %d\n%s", code, stderr)
+	}
+	var b body
+	if err := json.Unmarshal([]byte(out), &b); err != nil || len(b.Messages) == 0 {
+		t.Fatalf("output: %v\n%s", err, out)
+	}
+	if sys := b.Messages[0].Content; !strings.Contains(sys, "The user has attached a file to the conversation:") ||
+		strings.Count(sys, "<filename>gdpr.txt</filename>") != 2 || !strings.Contains(sys, "Article 6(1)") {
+		t.Errorf("system prompt of a file attached twice, want it once with its passage:\n%s", sys)
+	}
+}
