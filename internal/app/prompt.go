@@ -34,6 +34,7 @@ func (a *App) preparer(m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
 		AttachedFiles:  a.attachedFiles,
 		Memory:         a.promptMemory,
 		Search:         a.Files.Search,
+		Unready:        a.Files.Unready,
 		InjectContext:  cfg.RAG.InjectContext,
 		Location:       loc,
 		AnswerLanguage: cfg.WebSearch.AnswerLanguage,

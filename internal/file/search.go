@@ -69,6 +69,23 @@ func (s *Service) Search(ctx context.Context, q Query) ([]Hit, error) {
 	return hits, nil
 }
 
+// Unready returns the files of ids that exist but are not searched, being
+// pending, processing or failed, in the order of ids: what a search of ids
+// leaves out without a word.
+func (s *Service) Unready(ctx context.Context, ids []string) ([]*File, error) {
+	files, err := s.opts.Store.GetFiles(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := []*File{}
+	for _, f := range files {
+		if f.Status != Ready {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
 // hybrid fuses the full-text and vector rankings of a wider pool than asked
 // for, then caps the fused list per file and in all. The full-text search
 // runs while the query is embedded and its vector compared.

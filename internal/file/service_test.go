@@ -677,3 +677,29 @@ func TestStoppedIngestionGivesTheFileBack(t *testing.T) {
 		})
 	}
 }
+
+// Unready names the files a search leaves out: one not yet ingested; a
+// ready file (an empty one is ready at once) and an unknown id are not named.
+func TestUnready(t *testing.T) {
+	for _, eng := range engines() {
+		t.Run(eng, func(t *testing.T) {
+			b := storeOn(t, eng)
+			idle := file.NewService(file.Options{Store: b.store.(file.Storage)})
+			ready, err := idle.Upload(t.Context(), b.owner, "empty.txt", strings.NewReader(""), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting, err := idle.Upload(t.Context(), b.owner, "later.txt", strings.NewReader("Article 9 applies."), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := idle.Unready(t.Context(), []string{ready.ID, waiting.ID, "file_nope"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].ID != waiting.ID || got[0].Status != file.Pending {
+				t.Errorf("Unready = %+v, want later.txt, pending", got)
+			}
+		})
+	}
+}

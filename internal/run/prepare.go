@@ -50,6 +50,10 @@ type Preparer struct {
 	// Search finds the passages of files that best answer a query (nil: no
 	// retrieval, so no RAG context).
 	Search func(ctx context.Context, q file.Query) ([]file.Hit, error)
+	// Unready names, of the given files, those a search leaves out for not
+	// being ready (pending, processing, failed), for file_search to tell the
+	// model (nil: it says nothing of them).
+	Unready func(ctx context.Context, ids []string) ([]*file.File, error)
 	// InjectContext is rag.injectContext: when the RAG context block is
 	// rendered into the system prompt (InjectAuto when empty).
 	InjectContext string

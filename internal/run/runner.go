@@ -112,7 +112,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 		if box.Builtins == nil {
 			box.Builtins = map[string]tool.Tool{}
 		}
-		box.Builtins[builtin.FileSearchName] = s.Telemetry.Tool(builtin.FileSearch(builtin.SearchFunc(s.Prep.Search), prep.FileIDs), telemetry.Builtin)
+		box.Builtins[builtin.FileSearchName] = s.Telemetry.Tool(builtin.FileSearch(builtin.Files{SearchFunc: s.Prep.Search, UnreadyFunc: s.Prep.Unready}, prep.FileIDs), telemetry.Builtin)
 	}
 	o := t.Options
 	o.Model, o.Tools, o.Parallel, o.ToolTimeout = model, box, s.Parallel, s.ToolTimeout

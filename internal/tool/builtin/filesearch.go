@@ -37,6 +37,35 @@ type SearchFunc func(ctx context.Context, q file.Query) ([]file.Hit, error)
 // Search calls f.
 func (f SearchFunc) Search(ctx context.Context, q file.Query) ([]file.Hit, error) { return f(ctx, q) }
 
+// UnreadyLister names, of the files ids, those that a search leaves out for
+// not being ready: pending, processing or failed. When file_search's Searcher
+// is one too, a call tells the model about them, so that it does not take
+// a file still being read, or one that could not be read, for a file that
+// does not say what was asked.
+type UnreadyLister interface {
+	Unready(ctx context.Context, ids []string) ([]*file.File, error)
+}
+
+// Files is a Searcher and UnreadyLister made of two functions; with Unready
+// nil it lists none.
+type Files struct {
+	SearchFunc  SearchFunc
+	UnreadyFunc func(ctx context.Context, ids []string) ([]*file.File, error)
+}
+
+// Search calls f.SearchFunc.
+func (f Files) Search(ctx context.Context, q file.Query) ([]file.Hit, error) {
+	return f.SearchFunc(ctx, q)
+}
+
+// Unready calls f.UnreadyFunc, if any.
+func (f Files) Unready(ctx context.Context, ids []string) ([]*file.File, error) {
+	if f.UnreadyFunc == nil {
+		return nil, nil
+	}
+	return f.UnreadyFunc(ctx, ids)
+}
+
 // FileSearch returns the file_search tool over the given files (the agent's
 // own and the conversation's attachments, already checked as readable by the
 // run's user). Each call returns the 10 best passages as text blocks with the
@@ -72,8 +101,18 @@ func (t fileSearch) Call(ctx context.Context, _ string, args json.RawMessage) (t
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("searching files: %w", err)
 	}
+	unready, n, err := t.unready(ctx)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("searching files: %w", err)
+	}
 	if len(hits) == 0 {
-		return tool.Text("No passages of the files match the query. Try other words."), nil
+		if n == 0 {
+			return tool.Text("No passages of the files match the query. Try other words."), nil
+		}
+		if len(t.ids) > n {
+			unready += "No passages of the other files match the query.\n"
+		}
+		return tool.Text(unready), nil
 	}
 	var b strings.Builder
 	res := tool.Result{Sources: make([]tool.Source, 0, len(hits)), Contexts: make([]string, 0, len(hits))}
@@ -90,8 +129,35 @@ func (t fileSearch) Call(ctx context.Context, _ string, args json.RawMessage) (t
 			Page: h.Page, Relevance: h.Score, Snippet: snippet(h.Text, 200),
 		})
 	}
+	if unready != "" {
+		b.WriteString("\n---\n")
+		b.WriteString(unready)
+	}
 	res.Text = b.String()
 	return res, nil
+}
+
+// unready says, one line each, which of the files were not searched and why,
+// and how many they are; "" when every file was.
+func (t fileSearch) unready(ctx context.Context) (string, int, error) {
+	l, ok := t.s.(UnreadyLister)
+	if !ok {
+		return "", 0, nil
+	}
+	fs, err := l.Unready(ctx, t.ids)
+	if err != nil || len(fs) == 0 {
+		return "", 0, err
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		switch f.Status {
+		case file.Failed:
+			fmt.Fprintf(&b, "Not searched: %s could not be read (%s). Tell the user, who may upload a readable copy.\n", f.Name, f.Error)
+		default:
+			fmt.Fprintf(&b, "Not searched: %s is still being read (%s, %d%%). Tell the user to ask again once it is ready.\n", f.Name, f.Status, f.Progress)
+		}
+	}
+	return b.String(), len(fs), nil
 }
 
 // snippet returns the start of s, whitespace collapsed, cut at a word and at

@@ -95,3 +95,38 @@ func TestFileSearchProblems(t *testing.T) {
 		})
 	}
 }
+
+// A file still being read, or one that could not be read, is not searched:
+// the model is told so, not that nothing in it matches (so that it neither
+// tries other words in vain nor answers that the document is silent).
+func TestFileSearchTellsOfFilesNotReady(t *testing.T) {
+	unready := func(context.Context, []string) ([]*file.File, error) {
+		return []*file.File{
+			{ID: "file_b", Name: "gdpr.pdf", Status: file.Processing, Progress: 40},
+			{ID: "file_c", Name: "scan.pdf", Status: file.Failed, Error: "the PDF is encrypted"},
+		}, nil
+	}
+	none := builtin.Files{SearchFunc: func(context.Context, file.Query) ([]file.Hit, error) { return nil, nil }, UnreadyFunc: unready}
+	res, err := builtin.FileSearch(none, []string{"file_a", "file_b", "file_c"}).Call(context.Background(), "u", json.RawMessage(`{"query":"Article 6(1)"}`))
+	if err != nil || res.IsError {
+		t.Fatalf("Call = %+v, %v", res, err)
+	}
+	want := "Not searched: gdpr.pdf is still being read (processing, 40%). Tell the user to ask again once it is ready.\n" +
+		"Not searched: scan.pdf could not be read (the PDF is encrypted). Tell the user, who may upload a readable copy.\n" +
+		"No passages of the other files match the query.\n"
+	if diff := cmp.Diff(want, res.Text); diff != "" {
+		t.Errorf("text with no passages (-want +got):\n%s", diff)
+	}
+
+	some := builtin.Files{SearchFunc: func(context.Context, file.Query) ([]file.Hit, error) {
+		return []file.Hit{{FileID: "file_a", FileName: "notes.txt", Page: 1, Text: "Article 6(1) applies.", Score: 0.5}}, nil
+	}, UnreadyFunc: unready}
+	res, err = builtin.FileSearch(some, []string{"file_a", "file_b", "file_c"}).Call(context.Background(), "u", json.RawMessage(`{"query":"Article 6(1)"}`))
+	if err != nil || res.IsError {
+		t.Fatalf("Call = %+v, %v", res, err)
+	}
+	if !strings.HasPrefix(res.Text, "File: notes.txt\n") || !strings.Contains(res.Text, "\n---\nNot searched: gdpr.pdf is still being read") ||
+		len(res.Sources) != 1 || len(res.Contexts) != 1 {
+		t.Errorf("result with passages and files not ready: %+v", res)
+	}
+}
