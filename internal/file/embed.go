@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // Embedder turns texts into vectors, one per text, in order.
@@ -57,8 +61,11 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	if err != nil {
 		return nil, fmt.Errorf("embeddings request: %w", err)
 	}
-	url := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	endpoint := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
+	// Errors name the endpoint without its user info or query, which may
+	// hold credentials: a file's error, which its owner reads, says it.
+	url := redact.URL(endpoint, true)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("embeddings request: %w", err)
 	}
@@ -72,7 +79,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("embeddings endpoint %s: %w", url, err)
+		return nil, fmt.Errorf("embeddings endpoint %s: %w", url, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -95,6 +102,16 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		}
 	}
 	return vecs, nil
+}
+
+// withoutURL is err of an HTTP client without the request's URL, which
+// *url.Error writes in full but for its password.
+func withoutURL(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // snippet is the start of an error answer, for messages, with secret removed

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/relay-ai/relay/internal/redact"
 )
 
 // RAGAPI is a client of a LibreChat-compatible RAG API, which chunks, embeds
@@ -36,8 +38,9 @@ func (a *RAGAPI) client() *http.Client {
 }
 
 func (a *RAGAPI) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
-	url := strings.TrimRight(a.URL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	endpoint := strings.TrimRight(a.URL, "/") + path
+	url := redact.URL(endpoint, true) // for errors: no user info or query
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("RAG API %s: %w", path, err)
 	}
@@ -47,7 +50,7 @@ func (a *RAGAPI) do(ctx context.Context, method, path, contentType string, body 
 	}
 	resp, err := a.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("RAG API %s: %w", url, err)
+		return fmt.Errorf("RAG API %s: %w", url, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

@@ -703,3 +703,35 @@ func TestUnready(t *testing.T) {
 		})
 	}
 }
+
+// A file's error, which its owner reads, names the embeddings endpoint or
+// RAG API without the credentials its URL may carry (user info, query),
+// whether the endpoint answers with an error or cannot be reached.
+func TestEndpointCredentialsNotInFileErrors(t *testing.T) {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "upstream down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(down.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	withSecrets := func(base string) string {
+		return strings.Replace(base, "http://", "http://embuser:Pw-S3cret-in-URL@", 1) + "/v1?api-key=Q-S3cret-in-URL"
+	}
+	for _, tc := range []struct {
+		name string
+		opts file.Options
+	}{
+		{"embeddings answer 500", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(down.URL), Model: "m"}}},
+		{"embeddings unreachable", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(gone.URL), Model: "m"}}},
+		{"RAG API answers 500", file.Options{RAG: &file.RAGAPI{URL: withSecrets(down.URL)}}},
+		{"RAG API unreachable", file.Options{RAG: &file.RAGAPI{URL: withSecrets(gone.URL)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t, tc.opts)
+			f := b.wait(t, b.upload(t, "a.txt", []byte("Article 6(1) applies.")).ID)
+			if f.Status != file.Failed || strings.Contains(f.Error, "S3cret-in-URL") || !strings.Contains(f.Error, "127.0.0.1") {
+				t.Errorf("file = %s, error %q; want failed, naming the endpoint without its credentials", f.Status, f.Error)
+			}
+		})
+	}
+}
