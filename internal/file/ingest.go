@@ -66,7 +66,9 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 		defer rcancel()
 		if err := s.opts.Store.ReleaseFile(rctx, c); err != nil {
 			log.Warn("giving back a file whose ingestion stopped; it is taken up again once its lease ends", slog.Any("err", err))
+			return
 		}
+		log.Info("ingestion stopped with this process; the file is pending again, for the next one")
 		return
 	case errors.As(err, &ie):
 		o = Outcome{Status: Failed, Error: ie.reason}
