@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,8 @@ type OpenAIEmbedder struct {
 	Dimensions int
 	// Client is the HTTP client; nil means one with a 60-second timeout.
 	Client *http.Client
+	// Sleep waits for d or until ctx ends, between tries; nil means a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 type embeddingRequest struct {
@@ -52,7 +55,21 @@ type embeddingResponse struct {
 
 var defaultClient = &http.Client{Timeout: 60 * time.Second}
 
-// Embed asks the endpoint for the vectors of texts.
+// Retries of an embeddings request: an ingestion sends one request per 64
+// chunks, so a large file sends many, and a provider's rate limit (429) or a
+// passing 5xx on any of them would otherwise fail the whole file for good.
+const (
+	embedTries = 3
+	embedBase  = time.Second
+	// embedMaxWait bounds one wait; an endpoint asking (Retry-After) for
+	// longer is not waited for: the file fails, saying why.
+	embedMaxWait = time.Minute
+)
+
+// Embed asks the endpoint for the vectors of texts, trying again, up to
+// three times in all, after a rate limit (429), a 5xx or a failed connection:
+// after the wait the endpoint asks for (Retry-After, at most a minute), else
+// after 1 s, then 2 s.
 func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
@@ -61,13 +78,44 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	if err != nil {
 		return nil, fmt.Errorf("embeddings request: %w", err)
 	}
+	for try := 1; ; try++ {
+		vecs, wait, err := e.embed(ctx, body, len(texts))
+		if err == nil || wait < 0 || try == embedTries || ctx.Err() != nil {
+			return vecs, err
+		}
+		if wait == 0 {
+			wait = embedBase << (try - 1)
+		}
+		if serr := e.sleep(ctx, wait); serr != nil {
+			return nil, err
+		}
+	}
+}
+
+func (e *OpenAIEmbedder) sleep(ctx context.Context, d time.Duration) error {
+	if e.Sleep != nil {
+		return e.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// embed sends one request. On failure wait says whether to try again: below
+// 0 not, 0 after the backoff, above 0 after that long (Retry-After).
+func (e *OpenAIEmbedder) embed(ctx context.Context, body []byte, n int) ([][]float32, time.Duration, error) {
 	endpoint := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
 	// Errors name the endpoint without its user info or query, which may
 	// hold credentials: a file's error, which its owner reads, says it.
 	url := redact.URL(endpoint, true)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("embeddings request: %w", err)
+		return nil, -1, fmt.Errorf("embeddings request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if e.APIKey != "" {
@@ -79,29 +127,49 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("embeddings endpoint %s: %w", url, withoutURL(err))
+		return nil, 0, fmt.Errorf("embeddings endpoint %s: %w", url, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("embeddings endpoint %s: %s: %s", url, resp.Status, snippet(resp.Body, e.APIKey))
+		err := fmt.Errorf("embeddings endpoint %s: %s: %s", url, resp.Status, snippet(resp.Body, e.APIKey))
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusRequestTimeout, http.StatusInternalServerError,
+			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return nil, retryAfter(resp.Header.Get("Retry-After")), err
+		}
+		return nil, -1, err
 	}
 	var out embeddingResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("embeddings endpoint %s: reading the answer: %w", url, err)
+		return nil, -1, fmt.Errorf("embeddings endpoint %s: reading the answer: %w", url, err)
 	}
-	vecs := make([][]float32, len(texts))
+	vecs := make([][]float32, n)
 	for _, d := range out.Data {
-		if d.Index < 0 || d.Index >= len(texts) || len(d.Embedding) == 0 {
-			return nil, fmt.Errorf("embeddings endpoint %s: answered an embedding for input %d of %d", url, d.Index, len(texts))
+		if d.Index < 0 || d.Index >= n || len(d.Embedding) == 0 {
+			return nil, -1, fmt.Errorf("embeddings endpoint %s: answered an embedding for input %d of %d", url, d.Index, n)
 		}
 		vecs[d.Index] = d.Embedding
 	}
 	for i, v := range vecs {
 		if v == nil {
-			return nil, fmt.Errorf("embeddings endpoint %s: no embedding for input %d of %d", url, i, len(texts))
+			return nil, -1, fmt.Errorf("embeddings endpoint %s: no embedding for input %d of %d", url, i, n)
 		}
 	}
-	return vecs, nil
+	return vecs, 0, nil
+}
+
+// retryAfter is the wait a Retry-After header of whole seconds asks for: 0
+// when there is none (the backoff then), below 0 when it is over
+// embedMaxWait.
+func retryAfter(h string) time.Duration {
+	secs, err := strconv.Atoi(strings.TrimSpace(h))
+	switch {
+	case err != nil || secs < 0:
+		return 0
+	case time.Duration(secs)*time.Second > embedMaxWait:
+		return -1
+	}
+	return time.Duration(secs) * time.Second
 }
 
 // withoutURL is err of an HTTP client without the request's URL, which

@@ -717,12 +717,13 @@ func TestEndpointCredentialsNotInFileErrors(t *testing.T) {
 	withSecrets := func(base string) string {
 		return strings.Replace(base, "http://", "http://embuser:Pw-S3cret-in-URL@", 1) + "/v1?api-key=Q-S3cret-in-URL"
 	}
+	noWait := func(context.Context, time.Duration) error { return nil }
 	for _, tc := range []struct {
 		name string
 		opts file.Options
 	}{
-		{"embeddings answer 500", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(down.URL), Model: "m"}}},
-		{"embeddings unreachable", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(gone.URL), Model: "m"}}},
+		{"embeddings answer 500", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(down.URL), Model: "m", Sleep: noWait}}},
+		{"embeddings unreachable", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(gone.URL), Model: "m", Sleep: noWait}}},
 		{"RAG API answers 500", file.Options{RAG: &file.RAGAPI{URL: withSecrets(down.URL)}}},
 		{"RAG API unreachable", file.Options{RAG: &file.RAGAPI{URL: withSecrets(gone.URL)}}},
 	} {
@@ -731,6 +732,58 @@ func TestEndpointCredentialsNotInFileErrors(t *testing.T) {
 			f := b.wait(t, b.upload(t, "a.txt", []byte("Article 6(1) applies.")).ID)
 			if f.Status != file.Failed || strings.Contains(f.Error, "S3cret-in-URL") || !strings.Contains(f.Error, "127.0.0.1") {
 				t.Errorf("file = %s, error %q; want failed, naming the endpoint without its credentials", f.Status, f.Error)
+			}
+		})
+	}
+}
+
+// An embeddings request refused by a rate limit or a passing 5xx is tried
+// again (after the Retry-After asked for, else a backoff), up to three tries;
+// one refused for good (401), or asked to wait over a minute, is not.
+func TestEmbedderRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		answers   []int // statuses before the endpoint answers, 0 meaning the vectors
+		after     string
+		wantTries int
+		wantWaits []time.Duration
+		wantErr   string
+	}{
+		{name: "rate limited once", answers: []int{429, 0}, after: "2", wantTries: 2, wantWaits: []time.Duration{2 * time.Second}},
+		{name: "5xx twice", answers: []int{503, 502, 0}, wantTries: 3, wantWaits: []time.Duration{time.Second, 2 * time.Second}},
+		{name: "5xx three times", answers: []int{500, 500, 500, 0}, wantTries: 3, wantWaits: []time.Duration{time.Second, 2 * time.Second}, wantErr: "500"},
+		{name: "refused", answers: []int{401, 0}, wantTries: 1, wantErr: "401"},
+		{name: "asked to wait an hour", answers: []int{429, 0}, after: "3600", wantTries: 1, wantErr: "429"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb := filetest.StartEmbeddings(t)
+			var tries atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(tries.Add(1)) - 1
+				if n < len(tc.answers) && tc.answers[n] != 0 {
+					if tc.after != "" {
+						w.Header().Set("Retry-After", tc.after)
+					}
+					http.Error(w, "not now", tc.answers[n])
+					return
+				}
+				emb.Handler().ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			var waits []time.Duration
+			e := &file.OpenAIEmbedder{BaseURL: srv.URL + "/v1", APIKey: emb.Key, Model: "m", Sleep: func(_ context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return nil
+			}}
+			vecs, err := e.Embed(t.Context(), []string{"Article 6(1)", "Article 9"})
+			if tc.wantErr == "" && (err != nil || len(vecs) != 2) || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Embed = %d vectors, %v; want error %q", len(vecs), err, tc.wantErr)
+			}
+			if int(tries.Load()) != tc.wantTries {
+				t.Errorf("%d tries, want %d", tries.Load(), tc.wantTries)
+			}
+			if diff := cmp.Diff(tc.wantWaits, waits); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
 			}
 		})
 	}
