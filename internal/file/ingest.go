@@ -56,6 +56,7 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 	case ctx.Err() != nil:
 		if cause := context.Cause(ctx); fault.Is(cause, fault.Conflict) {
 			log.Warn("ingestion abandoned", slog.Any("err", cause))
+			s.forgetDeleted(ctx, c)
 			return
 		}
 		// This process stops (a `relay files add --wait` whose own files are
@@ -86,10 +87,32 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 	defer fcancel()
 	if err := s.opts.Store.FinishFile(fctx, c, o); err != nil {
 		log.Warn("finishing the ingestion of a file", slog.Any("err", err))
+		if fault.Is(err, fault.Conflict) {
+			s.forgetDeleted(ctx, c)
+		}
 		return
 	}
 	log.Info("file ingested", slog.String("status", string(o.Status)), slog.Int("chunks", c.File.Chunks),
 		slog.Int64("bytes", c.File.Size), slog.Duration("duration", time.Since(start)))
+}
+
+// forgetDeleted removes from the RAG API, if there is one, what an ingestion
+// that lost its claim may have stored there, when the claim was lost because
+// the file was deleted: Delete removed the file's vectors before the
+// ingestion wrote them, and nothing of a deleted document may stay behind.
+// A file still there was taken by another process, whose vectors they are.
+func (s *Service) forgetDeleted(ctx context.Context, c *Claim) {
+	if s.opts.RAG == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := s.opts.Store.GetFile(ctx, c.File.ID); !fault.Is(err, fault.NotFound) {
+		return
+	}
+	if err := s.opts.RAG.Delete(ctx, []string{c.File.ID}); err != nil {
+		s.log.Warn("deleting a deleted file's vectors from the RAG API", slog.String("file_id", c.File.ID), slog.Any("err", err))
+	}
 }
 
 // process does the work of an ingestion and returns how it ended; an

@@ -523,10 +523,18 @@ type ragServer struct {
 	mu       sync.Mutex
 	embedded map[string]string // file id → contents
 	deleted  []string
+	// entered, when set, is told of each /embed, which then waits for hold
+	// to close before it stores the file.
+	entered chan string
+	hold    chan struct{}
 }
 
 func startRAG(t *testing.T) (*ragServer, string) {
-	r := &ragServer{embedded: map[string]string{}}
+	return startRAGServer(t, &ragServer{})
+}
+
+func startRAGServer(t *testing.T, r *ragServer) (*ragServer, string) {
+	r.embedded = map[string]string{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /embed", func(w http.ResponseWriter, req *http.Request) {
 		id := req.FormValue("file_id")
@@ -536,6 +544,10 @@ func startRAG(t *testing.T) (*ragServer, string) {
 			return
 		}
 		data, _ := io.ReadAll(f)
+		if r.entered != nil {
+			r.entered <- id
+			<-r.hold
+		}
 		r.mu.Lock()
 		r.embedded[id] = string(data)
 		r.mu.Unlock()
@@ -561,6 +573,9 @@ func startRAG(t *testing.T) (*ragServer, string) {
 		_ = json.NewDecoder(req.Body).Decode(&ids)
 		r.mu.Lock()
 		r.deleted = append(r.deleted, ids...)
+		for _, id := range ids {
+			delete(r.embedded, id)
+		}
 		r.mu.Unlock()
 		w.Write([]byte(`{}`))
 	})
@@ -787,4 +802,29 @@ func TestEmbedderRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A file deleted while the RAG API embeds it: Delete removes its vectors
+// there before the embedding stores them, so the ingestion, finding the file
+// gone, removes them again: nothing of a deleted document stays in the RAG
+// API.
+func TestRAGAPIFileDeletedWhileEmbedded(t *testing.T) {
+	rag, url := startRAGServer(t, &ragServer{entered: make(chan string, 1), hold: make(chan struct{})})
+	b := setup(t, file.Options{RAG: &file.RAGAPI{URL: url}, Poll: 20 * time.Millisecond})
+	f := b.upload(t, "confidential.txt", []byte("Article 6(1) applies to the merger."))
+	select {
+	case <-rag.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the file was not sent to the RAG API")
+	}
+	if err := b.svc.Delete(t.Context(), b.owner, false, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(rag.hold)
+	poll.Until(t, 10*time.Second, "the deleted file's vectors gone from the RAG API", func() bool {
+		rag.mu.Lock()
+		defer rag.mu.Unlock()
+		_, kept := rag.embedded[f.ID]
+		return !kept && len(rag.deleted) == 2
+	})
 }

@@ -14,7 +14,7 @@ import (
 
 // notClaimed is the error of a write whose claim is no longer held.
 func notClaimed(c *file.Claim) error {
-	return fault.New(fault.Conflict, "file %q is no longer claimed by this process (its lease ran out)", c.File.ID)
+	return fault.New(fault.Conflict, "file %q is no longer claimed by this process (it was deleted, or its lease ran out)", c.File.ID)
 }
 
 // WaitingFiles counts the files ClaimFile would take at now.
