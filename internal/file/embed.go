@@ -21,6 +21,12 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// patientEmbedder is an Embedder that can also try again after a passing
+// failure, which an ingestion prefers (OpenAIEmbedder.EmbedPatiently).
+type patientEmbedder interface {
+	EmbedPatiently(ctx context.Context, texts []string) ([][]float32, error)
+}
+
 // OpenAIEmbedder is an Embedder over an OpenAI-compatible /embeddings endpoint
 // (OpenAI, Azure, Ollama, vLLM, LM Studio, …).
 type OpenAIEmbedder struct {
@@ -66,11 +72,22 @@ const (
 	embedMaxWait = time.Minute
 )
 
-// Embed asks the endpoint for the vectors of texts, trying again, up to
-// three times in all, after a rate limit (429), a 5xx or a failed connection:
-// after the wait the endpoint asks for (Retry-After, at most a minute), else
-// after 1 s, then 2 s.
+// Embed asks the endpoint for the vectors of texts, once: a search, which
+// someone waits for, falls back to full text at once should it fail.
 func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embedTries(ctx, texts, 1)
+}
+
+// EmbedPatiently is Embed for an ingestion, a long job that one passing
+// refusal should not fail: it tries again, up to three times in all, after a
+// rate limit (429), a 5xx or a failed connection, after the wait the endpoint
+// asks for (Retry-After, at most a minute), else after 1 s, then 2 s.
+func (e *OpenAIEmbedder) EmbedPatiently(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embedTries(ctx, texts, embedTries)
+}
+
+// embedTries asks the endpoint for the vectors of texts, up to tries times.
+func (e *OpenAIEmbedder) embedTries(ctx context.Context, texts []string, tries int) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
@@ -80,7 +97,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 	}
 	for try := 1; ; try++ {
 		vecs, wait, err := e.embed(ctx, body, len(texts))
-		if err == nil || wait < 0 || try == embedTries || ctx.Err() != nil {
+		if err == nil || wait < 0 || try >= tries || ctx.Err() != nil {
 			return vecs, err
 		}
 		if wait == 0 {

@@ -177,13 +177,17 @@ func (s *Service) process(ctx context.Context, c *Claim, p *progress) (Outcome, 
 	}
 	chunks = nil
 	if e := s.opts.Embedder; e != nil {
+		embed := e.Embed
+		if p, ok := e.(patientEmbedder); ok {
+			embed = p.EmbedPatiently
+		}
 		for start := 0; start < len(stored); start += s.opts.EmbedBatch {
 			batch := stored[start:min(start+s.opts.EmbedBatch, len(stored))]
 			texts := make([]string, len(batch))
 			for i, ch := range batch {
 				texts[i] = ch.Text
 			}
-			vecs, err := e.Embed(ctx, texts)
+			vecs, err := embed(ctx, texts)
 			if err != nil {
 				if ctx.Err() != nil {
 					return Outcome{}, ctx.Err()

@@ -790,15 +790,23 @@ func TestEmbedderRetries(t *testing.T) {
 				waits = append(waits, d)
 				return nil
 			}}
-			vecs, err := e.Embed(t.Context(), []string{"Article 6(1)", "Article 9"})
+			vecs, err := e.EmbedPatiently(t.Context(), []string{"Article 6(1)", "Article 9"})
 			if tc.wantErr == "" && (err != nil || len(vecs) != 2) || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("Embed = %d vectors, %v; want error %q", len(vecs), err, tc.wantErr)
+				t.Errorf("EmbedPatiently = %d vectors, %v; want error %q", len(vecs), err, tc.wantErr)
 			}
 			if int(tries.Load()) != tc.wantTries {
 				t.Errorf("%d tries, want %d", tries.Load(), tc.wantTries)
 			}
 			if diff := cmp.Diff(tc.wantWaits, waits); diff != "" {
 				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			// A search's query is embedded once: it falls back to full
+			// text rather than keep someone waiting.
+			tries.Store(0)
+			waits = nil
+			_, err = e.Embed(t.Context(), []string{"Article 6(1)"})
+			if n := tries.Load(); n != 1 || len(waits) != 0 || (tc.answers[0] != 0) != (err != nil) {
+				t.Errorf("Embed: %d tries, waits %v, err %v; want one try, no wait", n, waits, err)
 			}
 		})
 	}
