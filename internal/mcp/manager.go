@@ -982,9 +982,16 @@ func (c *conn) toolsChanged() {
 	c.mu.Unlock()
 }
 
+// listingsPerChange bounds how many times tools lists again because the tools
+// changed while they were being listed.
+const listingsPerChange = 3
+
 // tools lists the server's tools (following pagination), cached until the server
-// says they changed. A listing during which they changed is returned but not
-// kept: it may predate the change.
+// says they changed. A listing during which they changed may predate the change:
+// it is not kept, and the tools are listed again (a server that adds tools once
+// initialized, as the reference server does, says so while Relay's first
+// listing is in flight), at most listingsPerChange times in all; the last is
+// returned but not kept when even it saw a change.
 func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	sess, err := c.session(ctx)
 	if err != nil {
@@ -998,25 +1005,34 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	list, err := c.listTools(ctx, sess)
-	if err != nil && c.sessionGone(ctx, sess, list.probe, err) {
-		// Once more on a new session, within the same time limit.
-		if sess, err = c.session(ctx); err != nil {
-			return nil, err
-		}
+	var list listing
+	for range listingsPerChange {
 		list, err = c.listTools(ctx, sess)
-	}
-	if err != nil {
-		if transportFailure(err) {
-			c.lost(sess, err)
+		if err != nil && c.sessionGone(ctx, sess, list.probe, err) {
+			// Once more on a new session, within the same time limit.
+			if sess, err = c.session(ctx); err != nil {
+				return nil, err
+			}
+			list, err = c.listTools(ctx, sess)
 		}
-		return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
+		if err != nil {
+			if transportFailure(err) {
+				c.lost(sess, err)
+			}
+			return nil, c.clean(fmt.Errorf("listing tools of %q: %w", c.cfg.Name, err))
+		}
+		c.mu.Lock()
+		kept := c.sess == sess && c.toolsGen == gen
+		if kept {
+			c.toolList = list.tools
+		}
+		changed := c.sess == sess && !kept
+		gen = c.toolsGen
+		c.mu.Unlock()
+		if !changed {
+			break
+		}
 	}
-	c.mu.Lock()
-	if c.sess == sess && c.toolsGen == gen {
-		c.toolList = list.tools
-	}
-	c.mu.Unlock()
 	if c.cfg.Scope == ScopeUser {
 		c.m.toolsMu.Lock()
 		if c.m.known == nil {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -45,14 +46,21 @@ func toolNames(tools []mcp.Tool) []string {
 }
 
 // TestToolsChangedDuringListing: a tools/list_changed that arrives while the
-// tools are being listed is not lost; the listing in flight is not kept.
+// tools are being listed is not lost: the listing in flight is not kept, and the
+// tools are listed again at once, so that the first answer (and the server's
+// tool count) already has the tool the server added. The reference server adds
+// tools once initialized, during Relay's first listing.
 func TestToolsChangedDuringListing(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
 	var changed atomic.Bool
+	var lists atomic.Int32
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				lists.Add(1)
+			}
 			if method == "tools/list" && changed.CompareAndSwap(false, true) {
 				// The answer holds only "a"; the notification of "b" goes first.
 				// This sleep stays: the client hands notifications to their
@@ -72,8 +80,11 @@ func TestToolsChangedDuringListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toolNames(first); !slices.Equal(got, []string{"a"}) {
-		t.Fatalf("the first listing: %v", got)
+	if got := toolNames(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the first listing: %v, want [a b]", got)
+	}
+	if st := m.Status(nil)[0]; st.ToolCount != 2 {
+		t.Errorf("status after the first listing: %+v", st)
 	}
 	again, err := m.Tools(ctx, "t", nil)
 	if err != nil {
@@ -82,8 +93,40 @@ func TestToolsChangedDuringListing(t *testing.T) {
 	if got := toolNames(again); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("after the change the tools are %v, want [a b]", got)
 	}
-	if st := m.Status(nil)[0]; st.ToolCount != 2 {
-		t.Errorf("status: %+v", st)
+	if n := lists.Load(); n != 2 {
+		t.Errorf("tools/list was sent %d times, want 2 (the second listing is kept)", n)
+	}
+}
+
+// TestToolsKeepChanging: a server whose tools change during every listing is
+// listed a bounded number of times; the last listing is answered, not kept.
+func TestToolsKeepChanging(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
+	var lists atomic.Int32
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				n := lists.Add(1)
+				// As above: the notification must reach the client first.
+				sdk.AddTool(srv, &sdk.Tool{Name: fmt.Sprintf("x%d", n)}, answerOK)
+				time.Sleep(200 * time.Millisecond)
+			}
+			return res, err
+		}
+	})
+	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.Tools(ctx, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := lists.Load(); n != 3 {
+		t.Errorf("tools/list was sent %d times, want 3", n)
+	}
+	if st := m.Status(nil)[0]; st.ToolCount != 0 {
+		t.Errorf("a listing that saw a change was kept: %+v", st)
 	}
 }
 
