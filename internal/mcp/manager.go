@@ -462,7 +462,8 @@ func (m *Manager) Instructions(ctx context.Context, server string, u *User) (str
 	return sess.Instructions(), nil
 }
 
-// Reconnect drops a server's app connection (or every user's) and connects again.
+// Reconnect drops a server's app connection (or every user's) and connects again,
+// listing the tools of an app-scoped one.
 func (m *Manager) Reconnect(ctx context.Context, server string) error {
 	s, ok := m.servers[server]
 	if !ok {
@@ -487,7 +488,9 @@ func (m *Manager) Reconnect(ctx context.Context, server string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.session(ctx)
+	// Its tools are listed too, as at Start, so that its status counts them
+	// again.
+	_, err = c.tools(ctx)
 	return err
 }
 

@@ -168,3 +168,23 @@ func TestCallListsAgainForAnUnknownTool(t *testing.T) {
 		t.Errorf("calling a tool no server has: %v", err)
 	}
 }
+
+// TestReconnectListsTools: a reconnected server counts its tools in its status
+// at once, as it does after start-up (docs/api.md "MCP tools").
+func TestReconnectListsTools(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
+	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.Start(ctx)
+	if st := m.Status(nil)[0]; st.ToolCount != 1 {
+		t.Fatalf("status after start-up: %+v", st)
+	}
+	if err := m.Reconnect(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Status(nil)[0]; st.State != mcp.StateConnected || st.ToolCount != 1 {
+		t.Errorf("status after reconnecting: %+v", st)
+	}
+}
