@@ -209,9 +209,17 @@ func NewManager(servers []ServerConfig, opts Options) *Manager {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	m := &Manager{opts: opts, log: opts.Logger, http: tr, servers: map[string]ServerConfig{}, conns: map[connKey]*conn{}}
+	normalised := map[string]bool{}
 	for _, s := range servers {
 		m.servers[s.Name] = s
 		m.order = append(m.order, s.Name)
+		// Of servers whose names are the same in tool keys, the first in the
+		// config keeps the plain keys, whichever lists its tools first.
+		if n := NormaliseServer(s.Name); normalised[n] {
+			m.names.Yield(s.Name)
+		} else {
+			normalised[n] = true
+		}
 	}
 	opts.Telemetry.CollectMCP(m.connCounts)
 	return m

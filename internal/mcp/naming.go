@@ -144,10 +144,27 @@ func IsAllKey(key string) (server string, ok bool) {
 // so the same pair always gets the same key as long as the same pair came first.
 // Spellings other than the exact key (the full normalised key, the "_mcp_" form,
 // raw names) resolve to the pair holding the plain key.
+//
+// Which pair comes first would depend on which server lists its tools first,
+// and servers connect in parallel: a server marked with Yield (one whose name
+// normalises as an earlier server's in the config does) never takes a plain
+// key, so that the same key names the same tool at every start.
 type Names struct {
-	mu    sync.RWMutex
-	keys  map[string]toolRef // every key Lookup answers exactly
-	pairs map[toolRef]string // the key handed out for each pair
+	mu      sync.RWMutex
+	keys    map[string]toolRef  // every key Lookup answers exactly
+	pairs   map[toolRef]string  // the key handed out for each pair
+	yielded map[string]struct{} // servers whose tools never take a plain key
+}
+
+// Yield makes every tool of the server named server take a disambiguated key
+// (see Names), never the plain one, even while that is free.
+func (n *Names) Yield(server string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.yielded == nil {
+		n.yielded = map[string]struct{}{}
+	}
+	n.yielded[server] = struct{}{}
 }
 
 // toolRef names one tool of one MCP server by the raw names the server uses.
@@ -171,12 +188,13 @@ func (n *Names) Add(server, tool string) string {
 	}
 	full := fullKey(tool, server)
 	key := shorten(full)
-	if _, taken := n.keys[key]; taken {
+	_, yielded := n.yielded[server]
+	if _, taken := n.keys[key]; taken || yielded {
 		key = n.disambiguate(key, ref)
 	}
 	n.keys[key] = ref
 	n.pairs[ref] = key
-	if _, taken := n.keys[full]; !taken {
+	if _, taken := n.keys[full]; !taken && !yielded {
 		n.keys[full] = ref
 	}
 	return key

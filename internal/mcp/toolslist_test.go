@@ -188,3 +188,41 @@ func TestReconnectListsTools(t *testing.T) {
 		t.Errorf("status after reconnecting: %+v", st)
 	}
 }
+
+// TestCollidingServerNamesAreStable: of two servers whose names are the same in
+// tool keys ("x y" and "x_y"), the first in the config keeps the plain keys even
+// when the other lists its tools first, as it may at any start, since servers
+// connect in parallel.
+func TestCollidingServerNamesAreStable(t *testing.T) {
+	answering := func(name string) mcp.ServerConfig {
+		srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
+		sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(context.Context, *sdk.CallToolRequest, messageArgs) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name}}}, nil, nil
+		})
+		cfg := toolServer(t, srv)
+		cfg.Name = name
+		return cfg
+	}
+	m := newManager(t, mcp.Options{}, answering("x y"), answering("x_y"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	second, err := m.Tools(ctx, "x_y", nil) // the later server lists first
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.Tools(ctx, "x y", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].Key != "echo__mcp__x_y" {
+		t.Errorf(`"x y", first in the config, has the key %q, want echo__mcp__x_y`, first[0].Key)
+	}
+	if second[0].Key == "echo__mcp__x_y" || !strings.HasPrefix(second[0].Key, "echo__mcp__x_y_") {
+		t.Errorf(`"x_y" has the key %q, want echo__mcp__x_y_ and a hash`, second[0].Key)
+	}
+	for key, want := range map[string]string{first[0].Key: "x y", second[0].Key: "x_y"} {
+		if res, err := call(t, m, nil, key, `{"message":"m"}`); err != nil || text(res) != want {
+			t.Errorf("%s reached %q (%v), want %q", key, text(res), err, want)
+		}
+	}
+}
