@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/relay-ai/relay/internal/agent"
@@ -259,6 +260,7 @@ func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agen
 	mu := MCPUser(u)
 	listed := map[string][]mcp.Tool{} // by configured server name
 	failed := map[string]bool{}
+	p.listServers(ctx, mu, a.Tools, listed, failed, out)
 	serverTools := func(name string) ([]mcp.Tool, bool) {
 		if ts, ok := listed[name]; ok {
 			return ts, true
@@ -336,6 +338,42 @@ func (p *Preparer) resolveTools(ctx context.Context, u *auth.User, a *agent.Agen
 		in.Servers = append(in.Servers, prompt.Server{Name: t.Server, Instructions: text})
 	}
 	return nil
+}
+
+// listServers asks every MCP server the tool list names for its tools at once,
+// filling listed, or failed and out.Unreachable (in the order the list first
+// names them), so that a run waits for the slowest server (an unreachable one
+// may take its initTimeout to fail, docs/mcp.md "Connections"), not for each
+// in turn.
+func (p *Preparer) listServers(ctx context.Context, mu *mcp.User, tools []string, listed map[string][]mcp.Tool, failed map[string]bool, out *Prepared) {
+	var names []string
+	for _, name := range tools {
+		server, ok := mcp.IsAllKey(name)
+		if !ok {
+			_, server, ok = mcp.SplitKey(name)
+		}
+		if !ok {
+			continue
+		}
+		if cfg, found := p.server(server); found && !slices.Contains(names, cfg.Name) {
+			names = append(names, cfg.Name)
+		}
+	}
+	lists := make([][]mcp.Tool, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { lists[i], errs[i] = p.MCP.Tools(ctx, name, mu) })
+	}
+	wg.Wait()
+	for i, name := range names {
+		if errs[i] != nil {
+			failed[name] = true
+			out.Unreachable = append(out.Unreachable, ServerProblem{Server: name, Reason: errs[i].Error()})
+			continue
+		}
+		listed[name] = lists[i]
+	}
 }
 
 // server finds a configured MCP server by its name or by the name as it appears
