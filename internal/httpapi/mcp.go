@@ -79,14 +79,15 @@ func (s *Server) mcpCallTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
-	if _, _, err := s.opts.MCP.Resolve(key); err != nil {
+	u := run.MCPUser(userFrom(r.Context()))
+	if _, _, err := s.opts.MCP.ResolveFor(r.Context(), u, key); err != nil {
 		s.writeError(w, r, fault.New(fault.NotFound, "no MCP tool %q", key))
 		return
 	}
 	if len(in.Arguments) == 0 || string(in.Arguments) == "null" {
 		in.Arguments = json.RawMessage("{}")
 	}
-	res, err := s.opts.MCP.Call(r.Context(), run.MCPUser(userFrom(r.Context())), key, in.Arguments)
+	res, err := s.opts.MCP.Call(r.Context(), u, key, in.Arguments)
 	if err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"text": mcp.FailureText(key, err), "is_error": true})
 		return

@@ -519,13 +519,44 @@ func (m *Manager) Resolve(key string) (server, tool string, err error) {
 	return "", "", fmt.Errorf("no MCP tool %q", key)
 }
 
+// ResolveFor is Resolve for u, for a key that may be shortened or
+// disambiguated (docs/mcp.md "Tool keys"): such a key names its server only
+// through the tools the server lists, so the servers it may belong to (all whose key it could be) list their
+// tools for u first when no listing in this process has handed it out yet, as
+// when a user-scoped server is called, or `relay mcp call` runs, before any run
+// listed them.
+func (m *Manager) ResolveFor(ctx context.Context, u *User, key string) (server, tool string, err error) {
+	server, tool, err = m.Resolve(key)
+	if err == nil || !shortened(key) {
+		return server, tool, err
+	}
+	// The server's part of the key, as far as it survived the cut.
+	prefix := key[:len(key)-9]
+	var serverPart string
+	if i := strings.LastIndex(prefix, Delimiter); i >= 0 {
+		serverPart = prefix[i+len(Delimiter):]
+	}
+	for _, name := range m.order {
+		if !strings.HasPrefix(NormaliseServer(name), serverPart) {
+			continue
+		}
+		if _, lerr := m.Tools(ctx, name, u); lerr != nil {
+			continue
+		}
+		if s, t, ok := m.names.Lookup(key); ok {
+			return s, t, nil
+		}
+	}
+	return "", "", err
+}
+
 // Call calls a tool by its key for u, after validating args against the tool's
 // schema. A failure the model should see (bad arguments, timeout, transport or
 // JSON-RPC error) is returned as a Go error; FailureText renders it. The call's
 // time limit is the server's Timeout, restarted by each progress notification;
 // it covers all the call waits for: a connect, the tool listing and tools/call.
 func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	server, tool, err := m.Resolve(key)
+	server, tool, err := m.ResolveFor(ctx, u, key)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,21 @@ func shorten(full string) string {
 	return full[:shortPrefixLen] + "_" + hash8(full)
 }
 
+// shortened reports whether key ends as shorten makes an over-long key end
+// (and disambiguate a colliding one): "_" and 8 hex digits.
+func shortened(key string) bool {
+	n := len(key) - 9
+	if n < 1 || key[n] != '_' {
+		return false
+	}
+	for _, c := range []byte(key[n+1:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // hash8 is the first 8 hex digits of the SHA-256 of s.
 func hash8(s string) string {
 	sum := sha256.Sum256([]byte(s))

@@ -226,3 +226,40 @@ func TestCollidingServerNamesAreStable(t *testing.T) {
 		}
 	}
 }
+
+// TestShortenedKeyCalledFirst: a shortened key (and a disambiguated one) is
+// called before anything listed its server's tools in this process, as
+// `relay mcp call` and a user-scoped server's first call do.
+func TestShortenedKeyCalledFirst(t *testing.T) {
+	named := func(name string) mcp.ServerConfig {
+		srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+		sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(context.Context, *sdk.CallToolRequest, messageArgs) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name}}}, nil, nil
+		})
+		cfg := toolServer(t, srv)
+		cfg.Name = name
+		return cfg
+	}
+	long := "a-server-name-long-enough-that-its-tool-keys-are-cut-short"
+	servers := []mcp.ServerConfig{named("x y"), named("x_y"), named(long)}
+	// The keys, as a manager that listed the tools hands them out.
+	keys := map[string]string{}
+	lister := newManager(t, mcp.Options{}, servers...)
+	for _, s := range servers {
+		ts, err := lister.Tools(context.Background(), s.Name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[s.Name] = ts[0].Key
+	}
+	if len(keys[long]) != mcp.MaxKeyLen {
+		t.Fatalf("the key %q is not shortened", keys[long])
+	}
+	for _, name := range []string{long, "x_y"} {
+		m := newManager(t, mcp.Options{}, servers...) // a fresh process
+		res, err := call(t, m, nil, keys[name], `{"message":"m"}`)
+		if err != nil || text(res) != name {
+			t.Errorf("calling %s first: %q, %v; want %q", keys[name], text(res), err, name)
+		}
+	}
+}
