@@ -24,6 +24,10 @@ func (s *Server) mcpServers(w http.ResponseWriter, r *http.Request) {
 // named once: the manager's errors mostly start with it already.
 func serverUnavailable(name string, err error) error {
 	msg := err.Error()
+	if strings.HasPrefix(msg, fmt.Sprintf("MCP server %q ", name)) {
+		// Already names it (a user's missing settings or account).
+		return fault.Wrap(fault.Unavailable, nil, "%s", msg)
+	}
 	if rest, ok := strings.CutPrefix(msg, fmt.Sprintf("server %q", name)); ok {
 		return fault.Wrap(fault.Unavailable, nil, "MCP server %q%s", name, rest)
 	}
