@@ -361,11 +361,15 @@ func (p *Preparer) listServers(ctx context.Context, mu *mcp.User, tools []string
 	}
 	lists := make([][]mcp.Tool, len(names))
 	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() { lists[i], errs[i] = p.MCP.Tools(ctx, name, mu) })
+	if len(names) == 1 { // most agents: no goroutine to hand it to
+		lists[0], errs[0] = p.MCP.Tools(ctx, names[0], mu)
+	} else {
+		var wg sync.WaitGroup
+		for i, name := range names {
+			wg.Go(func() { lists[i], errs[i] = p.MCP.Tools(ctx, name, mu) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	for i, name := range names {
 		if errs[i] != nil {
 			failed[name] = true
