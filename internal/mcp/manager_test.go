@@ -158,7 +158,15 @@ func TestCancelReachesTheServer(t *testing.T) {
 	url := mcptest.Start(t, "websocket", mcptest.Options{Stats: stats})
 	m := newManager(t, mcp.Options{}, server("go", mcp.TransportWebSocket, url))
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
+	// Cancelled once the server has the call: a call cancelled before it is
+	// sent (the connection still opening on a busy machine) has nothing to
+	// cancel there.
+	go func() {
+		defer cancel()
+		wait, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		_, _ = stats.Await(wait, func(s mcptest.Snapshot) bool { return s.Calls["sleep"] > 0 })
+	}()
 	if _, err := m.Call(ctx, nil, "sleep__mcp__go", json.RawMessage(`{"ms": 10000}`)); err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
