@@ -743,3 +743,55 @@ func TestChatWithoutAgentsSaysWhatToDo(t *testing.T) {
 		t.Error("the message box can send with no agent")
 	}
 }
+
+// TestChatSwitchingVersionsKeepsTheMessageInView: in a conversation longer
+// than the screen, a person edits the first question (a new, short branch),
+// then goes back to the first version with ‹ to compare: the question they
+// switched stays where it was on the screen, its switcher under their
+// pointer, rather than the view going to the end of the longer branch.
+func TestChatSwitchingVersionsKeepsTheMessageInView(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, fmt.Sprintf(`{"fixtures":[
+ {"match":{"userMessage":"edited"},"response":{"content":"The edited answer."}},
+ {"match":{"userMessage":"turn"},"response":{"content":%q}}]}`, strings.Repeat("A long answer that fills the screen. ", 40)))
+	r := startRelay(t, mockEndpointConfig(mock, ""), map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	openChat(t, ctx, r.Base)
+	pickAgent(t, ctx, "Writer")
+	const turns = 6
+	for i := 1; i <= turns; i++ {
+		sendChat(t, ctx, fmt.Sprintf("turn %d", i))
+		waitJS(t, ctx, fmt.Sprintf("answer %d", i), fmt.Sprintf(`(() => {
+			const a = document.querySelectorAll('[data-testid=message][data-role=assistant]');
+			return a.length === %d && !a[%d].dataset.messageId.startsWith('live:');
+		})()`, i, i-1))
+	}
+
+	first := `[data-testid=message][data-role=user]`
+	run(t, ctx, "editing the first question",
+		chromedp.Evaluate(`document.querySelector('`+first+`').scrollIntoView()`, nil),
+		chromedp.Click(first+` button[aria-label="Edit message"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(first+` textarea`, chromedp.ByQuery),
+		retype(first+` textarea`, "turn 1 edited"),
+		pressEnter(),
+	)
+	waitAnswered(t, ctx, "The edited answer.")
+	waitText(t, ctx, first+` [data-testid=switcher]`, "2/2")
+
+	run(t, ctx, "going back to the first version", chromedp.Click(first+` button[aria-label="Previous edit"]`, chromedp.ByQuery))
+	waitJS(t, ctx, "the longer branch", fmt.Sprintf(`document.querySelectorAll('[data-testid=message]').length === %d`, 2*turns))
+	run(t, ctx, "letting the view settle", settle())
+	var where struct{ Top, Bottom, ViewTop, ViewBottom float64 }
+	run(t, ctx, "placing the switcher", chromedp.Evaluate(`(() => {
+		const s = document.querySelector('`+first+` [data-testid=switcher]').getBoundingClientRect();
+		const v = document.querySelector('.scroller').getBoundingClientRect();
+		return {Top: s.top, Bottom: s.bottom, ViewTop: v.top, ViewBottom: v.bottom};
+	})()`, &where))
+	if where.Top < where.ViewTop || where.Bottom > where.ViewBottom {
+		t.Errorf("after switching, the switcher is at %.0f–%.0f px, out of the chat's view (%.0f–%.0f px)", where.Top, where.Bottom, where.ViewTop, where.ViewBottom)
+	}
+	waitText(t, ctx, first+` [data-testid=switcher]`, "1/2")
+}
