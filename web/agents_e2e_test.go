@@ -14,6 +14,7 @@ package web_test
 //	                   [data-testid=open-share]
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -357,4 +358,53 @@ func TestVersionsDiffAndRevert(t *testing.T) {
 	if got := r.readAgent(t, key, a.ID); got.Instructions != "First words." || got.Version != 4 {
 		t.Errorf("after the restore: %q, version %d", got.Instructions, got.Version)
 	}
+}
+
+// A server that waits for a person's own settings (customUserVars not set
+// yet) is, in the builder's tool list, something to do on the Connections
+// page: its state says "needs you" and a link goes there, not a red error
+// naming a state and a command line (docs/ui.md "Agent builder").
+func TestBuilderSendsToConnectionsForServerThatNeedsYou(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, helloFixtures)
+	private := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	r := startRelay(t, mockEndpointConfig(mock, "")+fmt.Sprintf(`mcpServers:
+  private:
+    type: streamable-http
+    url: %s
+    title: Private notes
+    headers:
+      X-User: "{{MY_TOKEN}}"
+    customUserVars:
+      MY_TOKEN:
+        title: Your token
+`, private), adminEnv())
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	srv := `[data-testid=mcp-server][data-server=private]`
+	run(t, ctx, "opening a new agent", chromedp.Navigate(r.Base+"/agents/new"))
+	waitText(t, ctx, srv+` [data-testid=mcp-state]`, "needs you")
+	waitText(t, ctx, srv+` [data-testid=mcp-needs-you]`, "Open Connections")
+	if !isTrue(t, ctx, `document.querySelector('`+srv+` [data-testid=mcp-needs-you] a').getAttribute('href') === '/connections'`) {
+		t.Error("the note does not link to the Connections page")
+	}
+	var alerts []string
+	run(t, ctx, "reading the server's alerts", chromedp.Evaluate(`[...document.querySelectorAll('`+srv+` [role=alert]')].map(e => e.innerText)`, &alerts))
+	if len(alerts) > 0 {
+		t.Errorf("the server shows errors %q, want a note that it needs the person's settings", alerts)
+	}
+	if s := strings.ToLower(textOf(t, ctx, srv)); strings.Contains(s, "auth_required") || strings.Contains(s, "relay mcp vars") {
+		t.Errorf("the server's part of the form shows the raw state or a command line:\n%s", s)
+	}
+	run(t, ctx, "scrolling to the server", chromedp.ScrollIntoView(srv, chromedp.ByQuery))
+	screenshot(t, ctx, "builder-needs-you")
+}
+
+// textOf is the text of the first element of sel.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	var s string
+	run(t, ctx, "reading "+sel, chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).innerText`, sel), &s))
+	return s
 }
