@@ -217,6 +217,79 @@ func TestChatKeepsDraftPerConversation(t *testing.T) {
 	}
 }
 
+// TestDraftsStayWithThePersonWhoTypedThem: on a computer people share, what
+// one person typed and did not send is not in the message box of the next
+// one to sign in in the same tab, whether the first signed out or their
+// session ended; the person whose session ended finds their draft again.
+func TestDraftsStayWithThePersonWhoTypedThem(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, helloFixtures)
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	const password = "correct horse battery staple"
+	r.addUser(t, "bob@example.com", "Bob", password, "user")
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	box := func() string {
+		var v string
+		run(t, ctx, "reading the message box", chromedp.WaitVisible(`#composer-text`, chromedp.ByQuery), chromedp.Value(`#composer-text`, &v, chromedp.ByQuery))
+		return v
+	}
+	signInHere := func(email, pw string) {
+		run(t, ctx, "signing in as "+email,
+			chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery),
+			chromedp.SendKeys(`input[name=email]`, email, chromedp.ByQuery),
+			chromedp.SendKeys(`input[name=password]`, pw, chromedp.ByQuery),
+			chromedp.Click(`form button[type=submit]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`nav#nav`, chromedp.ByQuery),
+			chromedp.Navigate(r.Base+"/"),
+		)
+	}
+	signOut := func() {
+		run(t, ctx, "signing out",
+			chromedp.Click(byText("button", "Sign out"), chromedp.BySearch),
+			chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery),
+		)
+	}
+	const secret = "the offer to Bob is 100k, keep it quiet"
+
+	// Ann signs out with a draft in the box; Bob signs in in the same tab.
+	openChat(t, ctx, r.Base)
+	run(t, ctx, "typing a draft", chromedp.SendKeys(`#composer-text`, secret, chromedp.ByQuery))
+	signOut()
+	signInHere("bob@example.com", password)
+	if v := box(); v != "" {
+		t.Errorf("after Ann signed out, Bob's message box holds %q", v)
+	}
+	signOut()
+
+	// Ann's session ends while her draft waits; Bob signs in after her.
+	signInHere("ann@example.com", password)
+	run(t, ctx, "typing a draft", chromedp.SendKeys(`#composer-text`, secret, chromedp.ByQuery))
+	if code, _ := browserFetch(t, ctx, "POST", "/api/auth/logout", nil); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("ending the session: HTTP %d", code)
+	}
+	run(t, ctx, "reloading without a session", chromedp.Reload(), chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery))
+	signInHere("bob@example.com", password)
+	if v := box(); v != "" {
+		t.Errorf("after Ann's session ended, Bob's message box holds %q", v)
+	}
+	signOut()
+
+	// Ann's own draft waits for her when only her session ended.
+	signInHere("ann@example.com", password)
+	run(t, ctx, "typing a draft", chromedp.SendKeys(`#composer-text`, "half a thought", chromedp.ByQuery))
+	if code, _ := browserFetch(t, ctx, "POST", "/api/auth/logout", nil); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("ending the session: HTTP %d", code)
+	}
+	run(t, ctx, "reloading without a session", chromedp.Reload(), chromedp.WaitVisible(`input[name=email]`, chromedp.ByQuery))
+	signInHere("ann@example.com", password)
+	if v := box(); v != "half a thought" {
+		t.Errorf("Ann signed in again after her session ended, and her message box holds %q, want her draft", v)
+	}
+}
+
 // TestScheduleTakesCurrentZoneNames: the schedule form takes the current
 // IANA names of renamed zones (Asia/Kolkata, not only Asia/Calcutta), which
 // browsers may not list, and refuses a name that is none.

@@ -1,6 +1,7 @@
 // Who is signed in. The user comes from GET /api/me with the session cookie.
 import { get, post, setUnauthorizedHandler } from './api';
 import { navigate, location } from './router.svelte';
+import { claimChatState, forgetChatState } from './tabstate';
 
 export interface User {
   id: string;
@@ -24,10 +25,19 @@ export const session = new Session();
 
 const PUBLIC = ['/signin', '/setup'];
 
+/**
+ * Makes u the person signed in. What the chat kept in this tab for someone
+ * else (a draft not sent, a run being followed) is forgotten first.
+ */
+export function signedIn(u: User) {
+  claimChatState(u.id);
+  session.user = u;
+}
+
 /** Loads the signed-in user; false when there is none. */
 export async function loadSession(): Promise<boolean> {
   try {
-    session.user = await get<User>('/api/me', { quiet401: true });
+    signedIn(await get<User>('/api/me', { quiet401: true }));
   } catch {
     session.user = null;
   }
@@ -50,6 +60,7 @@ export async function signOut(everywhere = false) {
   try {
     await post(everywhere ? '/api/auth/logout-all' : '/api/auth/logout', undefined, { quiet401: true });
   } finally {
+    forgetChatState();
     session.user = null;
     navigate('/signin', { replace: true });
   }
