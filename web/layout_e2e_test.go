@@ -290,6 +290,54 @@ func TestDraftsStayWithThePersonWhoTypedThem(t *testing.T) {
 	}
 }
 
+// TestChatListTellsScheduledChatsApart: a schedule's runs are chats titled
+// "Name — date time", alike but for their end. On a phone, where each chat's
+// rename and delete buttons always show, the list shows each title whole,
+// so that the runs can be told apart.
+func TestChatListTellsScheduledChatsApart(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, helloFixtures)
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	createAgent(t, r, adminKey, map[string]any{"name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	titles := []string{"Morning briefing — 2026-11-28 07:00 UTC", "Morning briefing — 2026-11-29 07:00 UTC"}
+	for range titles {
+		openChat(t, ctx, r.Base)
+		pickAgent(t, ctx, "Writer")
+		sendChat(t, ctx, "hello")
+		waitAnswered(t, ctx, "how can I help")
+	}
+	var list struct {
+		Data []struct{ ID string }
+	}
+	if code := r.call(t, ann.key, "GET", "/api/conversations", nil, &list); code != http.StatusOK || len(list.Data) != len(titles) {
+		t.Fatalf("conversations: HTTP %d, %d of them", code, len(list.Data))
+	}
+	for i, c := range list.Data {
+		if code := r.call(t, ann.key, "PATCH", "/api/conversations/"+c.ID, map[string]any{"title": titles[i]}, nil); code != http.StatusOK {
+			t.Fatalf("renaming %s: HTTP %d", c.ID, code)
+		}
+	}
+
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
+	openChat(t, ctx, r.Base)
+	run(t, ctx, "opening the list of chats",
+		chromedp.Click(`button.drawer-toggle`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#conv-drawer [data-testid=conversation] a`, chromedp.ByQuery),
+		settle(),
+	)
+	var cut []string
+	run(t, ctx, "measuring the titles", chromedp.Evaluate(`[...document.querySelectorAll('#conv-drawer [data-testid=conversation] a')]
+		.filter(a => a.scrollHeight > a.clientHeight + 1 || a.scrollWidth > a.clientWidth + 1).map(a => a.innerText)`, &cut))
+	if len(cut) > 0 {
+		t.Errorf("on a phone, the list cuts the titles %q", cut)
+	}
+	screenshot(t, ctx, "chat-list-titles")
+}
+
 // TestScheduleTakesCurrentZoneNames: the schedule form takes the current
 // IANA names of renamed zones (Asia/Kolkata, not only Asia/Calcutta), which
 // browsers may not list, and refuses a name that is none.
