@@ -795,3 +795,37 @@ func TestChatSwitchingVersionsKeepsTheMessageInView(t *testing.T) {
 	}
 	waitText(t, ctx, first+` [data-testid=switcher]`, "1/2")
 }
+
+// TestChatSaysItsAgentIsGone: a chat whose agent was deleted since opens with
+// another agent in the picker; the page says that the chat's agent is gone
+// and which agent the next message goes to, until that agent has answered.
+func TestChatSaysItsAgentIsGone(t *testing.T) {
+	browser := newBrowser(t)
+	mock := llmtest.StartAimock(t, helloFixtures)
+	r := startRelay(t, mockEndpointConfig(mock, ""), adminEnv())
+	createAgent(t, r, adminKey, map[string]any{"id": "temp", "name": "Temporary", "instructions": "Answer."})
+	createAgent(t, r, adminKey, map[string]any{"id": "writer", "name": "Writer", "instructions": "Write."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	ctx := ann.ctx
+
+	openChat(t, ctx, r.Base)
+	pickAgent(t, ctx, "Temporary")
+	sendChat(t, ctx, "hello")
+	waitAnswered(t, ctx, "how can I help")
+	if isTrue(t, ctx, `!!document.querySelector('[data-testid=agent-gone]')`) {
+		t.Error("the chat says its agent is gone while it is there")
+	}
+	if code := r.call(t, adminKey, "DELETE", "/api/agents/temp", nil, nil); code != http.StatusNoContent {
+		t.Fatalf("deleting the agent: HTTP %d", code)
+	}
+
+	run(t, ctx, "opening the chat again", chromedp.Reload(), chromedp.WaitVisible(`[data-testid=message][data-role=assistant]`, chromedp.ByQuery))
+	waitText(t, ctx, `[data-testid=agent-gone]`, "no longer exists")
+	waitText(t, ctx, `[data-testid=agent-gone]`, "Your next message goes to Writer.")
+	screenshot(t, ctx, "chat-agent-gone")
+
+	sendChat(t, ctx, "hello")
+	waitJS(t, ctx, "Writer's answer", `document.querySelectorAll('[data-testid=message][data-role=assistant]').length === 2 &&
+		![...document.querySelectorAll('[data-testid=message][data-role=assistant]')].pop().dataset.messageId.startsWith('live:')`)
+	waitJS(t, ctx, "the note gone once Writer answered", `!document.querySelector('[data-testid=agent-gone]')`)
+}
