@@ -302,7 +302,8 @@ func TestChatListTellsScheduledChatsApart(t *testing.T) {
 	ann := newChatter(t, r, browser, "ann@example.com")
 	ctx := ann.ctx
 
-	titles := []string{"Morning briefing — 2026-11-28 07:00 UTC", "Morning briefing — 2026-11-29 07:00 UTC"}
+	long := strings.Repeat("A chat with a title far too long for two lines ", 4)
+	titles := []string{"Morning briefing — 2026-11-28 07:00 UTC", "Morning briefing — 2026-11-29 07:00 UTC", long}
 	for range titles {
 		openChat(t, ctx, r.Base)
 		pickAgent(t, ctx, "Writer")
@@ -330,10 +331,21 @@ func TestChatListTellsScheduledChatsApart(t *testing.T) {
 		settle(),
 	)
 	var cut []string
-	run(t, ctx, "measuring the titles", chromedp.Evaluate(`[...document.querySelectorAll('#conv-drawer [data-testid=conversation] a')]
-		.filter(a => a.scrollHeight > a.clientHeight + 1 || a.scrollWidth > a.clientWidth + 1).map(a => a.innerText)`, &cut))
-	if len(cut) > 0 {
-		t.Errorf("on a phone, the list cuts the titles %q", cut)
+	run(t, ctx, "measuring the titles", chromedp.Evaluate(`[...document.querySelectorAll('#conv-drawer [data-testid=conversation] a .t')]
+		.filter(e => e.scrollHeight > e.clientHeight + 1 || e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)`, &cut))
+	if len(cut) != 1 || cut[0] != strings.TrimSpace(long) {
+		t.Errorf("on a phone, the list cuts the titles %q, want only the one too long for two lines", cut)
+	}
+	// The long one ends after two lines, with nothing of a third in the link.
+	var lines float64
+	run(t, ctx, "counting the long title's lines", chromedp.Evaluate(`(() => {
+		const e = [...document.querySelectorAll('#conv-drawer [data-testid=conversation] a .t')].find(e => e.innerText.startsWith('A chat with'));
+		const a = e.closest('a'), pad = parseFloat(getComputedStyle(a).paddingBottom);
+		if (e.getBoundingClientRect().bottom > a.getBoundingClientRect().bottom - pad + 0.5) return -1;
+		return e.clientHeight / parseFloat(getComputedStyle(e).lineHeight);
+	})()`, &lines))
+	if lines < 1.9 || lines > 2.1 {
+		t.Errorf("the long title takes %.1f lines in the list (-1: it runs into the link's padding), want 2", lines)
 	}
 	screenshot(t, ctx, "chat-list-titles")
 }
