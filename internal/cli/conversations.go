@@ -34,10 +34,14 @@ func conversationsCommands() []*command {
 	}
 	return []*command{
 		{name: "conversations list", summary: "list your conversations, most recently active first",
+			detail: "When older ones remain, standard error ends with the --cursor that lists them\n" +
+				"(older conversations: --cursor C).",
 			setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				user := userFlag(fs)
 				asJSON := fs.Bool("json", false, "print JSON instead of a table")
 				limit := fs.Int("limit", 50, "at most this `many` conversations (1 to 1000)")
+				cursor := fs.String("cursor", "", "list the older conversations that follow a page (the `cursor` printed after it)")
+				title := fs.String("title", "", "only those whose title contains this `text`, ignoring case")
 				return func(ctx context.Context, e *env, args []string) error {
 					if len(args) > 0 {
 						return usageErr("unexpected argument %q", args[0])
@@ -46,22 +50,32 @@ func conversationsCommands() []*command {
 						return usageErr("--limit must be 1 to 1000")
 					}
 					return withConversations(ctx, e, *user, func(runs *run.Service, u *auth.User) error {
-						list, err := runs.Conversations(ctx, u, *limit)
+						q := run.ConversationQuery{Limit: *limit, Cursor: *cursor, Title: strings.TrimSpace(*title)}
+						page, err := runs.Conversations(ctx, u, q)
 						if err != nil {
 							return err
 						}
+						list := page.Conversations
+						if list == nil {
+							list = []*run.Conversation{}
+						}
 						if *asJSON {
-							if list == nil {
-								list = []*run.Conversation{}
+							err = printJSON(e.Stdout, list)
+						} else {
+							tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+							fmt.Fprintln(tw, "ID\tAGENT\tUPDATED\tTITLE")
+							for _, c := range list {
+								fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.AgentID, c.UpdatedAt.Format(time.RFC3339), c.Title)
 							}
-							return printJSON(e.Stdout, list)
+							err = tw.Flush()
 						}
-						tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "ID\tAGENT\tUPDATED\tTITLE")
-						for _, c := range list {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.AgentID, c.UpdatedAt.Format(time.RFC3339), c.Title)
+						if err != nil {
+							return err
 						}
-						return tw.Flush()
+						if page.NextCursor != "" {
+							fmt.Fprintf(e.Stderr, "older conversations: --cursor %s\n", page.NextCursor)
+						}
+						return nil
 					})
 				}
 			}},

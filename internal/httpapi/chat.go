@@ -122,21 +122,26 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// listConversations answers GET /api/conversations?limit=&cursor=&q=: one
+// page of the user's conversations, most recently updated first, those whose
+// title contains q when it is set (docs/api.md "Runs and conversations").
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 	n, err := limit(r, 50)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	cs, err := s.opts.Runs.Conversations(r.Context(), userFrom(r.Context()), n)
+	v := r.URL.Query()
+	q := run.ConversationQuery{Limit: n, Cursor: v.Get("cursor"), Title: strings.TrimSpace(v.Get("q"))}
+	page, err := s.opts.Runs.Conversations(r.Context(), userFrom(r.Context()), q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if cs == nil {
-		cs = []*run.Conversation{}
+	if page.Conversations == nil {
+		page.Conversations = []*run.Conversation{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": cs})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {

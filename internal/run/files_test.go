@@ -180,8 +180,8 @@ func TestAttachingAnotherUsersFile(t *testing.T) {
 	if !fault.Is(err, fault.NotFound) {
 		t.Fatalf("Start with another user's file: %v, want not found", err)
 	}
-	cs, err := fb.svc.Conversations(context.Background(), fb.user, 10)
-	if err != nil || len(cs) != 0 {
+	cs, err := fb.svc.Conversations(context.Background(), fb.user, run.ConversationQuery{Limit: 10})
+	if err != nil || len(cs.Conversations) != 0 {
 		t.Errorf("a refused attachment left conversations %v (%v)", cs, err)
 	}
 	if slices.ContainsFunc(fb.queries, func(q file.Query) bool { return slices.Contains(q.FileIDs, "file_bob") }) {

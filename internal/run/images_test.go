@@ -52,9 +52,9 @@ func TestBadImages(t *testing.T) {
 			t.Errorf("image %.30v: %v, want one invalid field", img, err)
 		}
 	}
-	cs, _ := b.svc.Conversations(context.Background(), b.user, 10)
-	if len(cs) != 0 {
-		t.Errorf("refused messages left %d conversations", len(cs))
+	cs, err := b.svc.Conversations(context.Background(), b.user, run.ConversationQuery{Limit: 10})
+	if err != nil || len(cs.Conversations) != 0 {
+		t.Errorf("refused messages left conversations %v (%v)", cs, err)
 	}
 }
 

@@ -942,9 +942,11 @@ func (s *Service) Wait(ctx context.Context, runID string) error {
 	}
 }
 
-// Conversations lists u's conversations, most recently updated first.
-func (s *Service) Conversations(ctx context.Context, u *auth.User, limit int) ([]*Conversation, error) {
-	return s.Store.ListConversations(ctx, u.ID, limit)
+// Conversations lists one page of u's conversations, most recently updated
+// first; q.UserID is set to u's.
+func (s *Service) Conversations(ctx context.Context, u *auth.User, q ConversationQuery) (*ConversationPage, error) {
+	q.UserID = u.ID
+	return s.Store.ConversationPage(ctx, q)
 }
 
 // Thread is a conversation with its messages (every branch; ParentID links them).

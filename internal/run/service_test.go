@@ -358,8 +358,8 @@ func TestUnknownTimezoneRefusedUpFront(t *testing.T) {
 	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "Mars/Olympus") {
 		t.Errorf("Start with an unknown time zone: %v; want invalid, naming it", err)
 	}
-	if cs, _ := b.svc.Conversations(context.Background(), b.user, 10); len(cs) != 0 {
-		t.Errorf("the refused message left %d conversations", len(cs))
+	if cs, err := b.svc.Conversations(context.Background(), b.user, run.ConversationQuery{Limit: 10}); err != nil || len(cs.Conversations) != 0 {
+		t.Errorf("the refused message left conversations %v (%v)", cs, err)
 	}
 	if d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "And here?", Timezone: "Europe/Amsterdam"}); d.Status != run.StatusSucceeded {
 		t.Errorf("a known time zone: %+v", d.Run)

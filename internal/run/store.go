@@ -177,6 +177,28 @@ type RunPage struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// ConversationQuery selects one page of a user's conversations, most
+// recently updated first.
+type ConversationQuery struct {
+	UserID string
+	// Title keeps the conversations whose title contains it, ignoring case;
+	// empty keeps all.
+	Title string
+	// Limit is the page size; the store treats values < 1 as its default.
+	Limit int
+	// Cursor is the NextCursor of the previous page, or empty for the first.
+	Cursor string
+}
+
+// ConversationPage is one page of a user's conversations, most recently
+// updated first.
+type ConversationPage struct {
+	Conversations []*Conversation `json:"data"`
+	// NextCursor fetches the following (less recently updated) page; empty
+	// on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
 // RunStart is what begins a run, stored together by Store.StartRun.
 type RunStart struct {
 	// Conversation is created when NewConversation is set; otherwise its
@@ -206,6 +228,9 @@ type Store interface {
 	GetConversation(ctx context.Context, id string) (*Conversation, error)
 	// ListConversations lists a user's conversations, most recently updated first.
 	ListConversations(ctx context.Context, userID string, limit int) ([]*Conversation, error)
+	// ConversationPage lists one page of the conversations q selects, most
+	// recently updated first (then by id); a bad cursor is fault.Invalid.
+	ConversationPage(ctx context.Context, q ConversationQuery) (*ConversationPage, error)
 	UpdateConversation(ctx context.Context, c *Conversation) error
 	// RenameConversation sets a conversation's title, leaving UpdatedAt;
 	// with from set, only while its title is still *from (fault.Conflict

@@ -11,8 +11,8 @@ import (
 	"github.com/relay-ai/relay/internal/run"
 )
 
-// DefaultConversationLimit is how many conversations ListConversations returns
-// when no limit is given; MaxListLimit caps it.
+// DefaultConversationLimit is how many conversations ListConversations and
+// ConversationPage return when no limit is given; MaxListLimit caps it.
 const DefaultConversationLimit = 50
 
 const conversationColumns = `id, user_id, agent_id, title, created_at, updated_at`
@@ -75,31 +75,70 @@ func (db *DB) GetConversation(ctx context.Context, id string) (*run.Conversation
 // DefaultConversationLimit, and one above MaxListLimit is MaxListLimit. An
 // unknown user has none.
 func (db *DB) ListConversations(ctx context.Context, userID string, limit int) ([]*run.Conversation, error) {
+	page, err := db.ConversationPage(ctx, run.ConversationQuery{UserID: userID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return page.Conversations, nil
+}
+
+// ConversationPage lists one page of a user's conversations, most recently
+// updated first (ties by id, last first), those whose title contains q.Title
+// ignoring case when it is set. It pages as FiringPage does: the cursor is
+// the UpdatedAt and id of the last conversation of the previous page, so a
+// conversation updated while the pages are read moves to the first page and
+// is not listed again. A limit below 1 means DefaultConversationLimit, and one
+// above MaxListLimit is MaxListLimit. An unknown user has none; a bad cursor
+// is fault.Invalid.
+func (db *DB) ConversationPage(ctx context.Context, q run.ConversationQuery) (*run.ConversationPage, error) {
+	limit := q.Limit
 	switch {
 	case limit < 1:
 		limit = DefaultConversationLimit
 	case limit > MaxListLimit:
 		limit = MaxListLimit
 	}
-	rows, err := db.query(ctx, db.read,
-		`SELECT `+conversationColumns+` FROM conversations WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
-		userID, limit)
+	query := `SELECT ` + conversationColumns + ` FROM conversations WHERE user_id = ?`
+	args := []any{q.UserID}
+	if q.Cursor != "" {
+		at, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		// updated_at <= ? lets both engines walk the conversations_user_updated
+		// index (user_id, updated_at, id); the pair compares the id as well, as
+		// the order does.
+		query += ` AND updated_at <= ? AND (updated_at, id) < (?, ?)`
+		args = append(args, db.timeArg(at), db.timeArg(at), id)
+	}
+	if q.Title != "" {
+		query += ` AND LOWER(title) LIKE ? ESCAPE '\'`
+		args = append(args, likePattern(q.Title))
+	}
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1) // one more tells whether a next page exists
+	rows, err := db.query(ctx, db.read, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+		return nil, fmt.Errorf("listing conversations of user %q: %w", q.UserID, err)
 	}
 	defer rows.Close()
-	convs := []*run.Conversation{}
+	page := &run.ConversationPage{Conversations: []*run.Conversation{}}
 	for rows.Next() {
 		c, err := scanConversation(rows)
 		if err != nil {
-			return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+			return nil, fmt.Errorf("listing conversations of user %q: %w", q.UserID, err)
 		}
-		convs = append(convs, c)
+		page.Conversations = append(page.Conversations, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing conversations of user %q: %w", userID, err)
+		return nil, fmt.Errorf("listing conversations of user %q: %w", q.UserID, err)
 	}
-	return convs, nil
+	if len(page.Conversations) > limit {
+		page.Conversations = page.Conversations[:limit]
+		last := page.Conversations[limit-1]
+		page.NextCursor = encodeCursor(last.UpdatedAt, last.ID)
+	}
+	return page, nil
 }
 
 // UpdateConversation stores c's title, agent and UpdatedAt (the current time when

@@ -385,6 +385,125 @@ var runTests = []test{
 			}
 		}
 	}},
+	{"ConversationPage", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		alice := createUser(t, s, "alice@example.com")
+		bob := createUser(t, s, "bob@example.com")
+		add := func(userID, id, title string, minute int) *run.Conversation {
+			t.Helper()
+			c := newConversation(userID, 0)
+			c.ID, c.Title, c.UpdatedAt = id, title, at(minute)
+			must(t, s.CreateConversation(ctx, c), "CreateConversation "+id)
+			return c
+		}
+		// Seven conversations whose ids run against their times, two of them
+		// tied: the order is by time, the id only breaks ties. Bob's are in
+		// between.
+		titles := []string{"Permits 2025", "permit renewal", "50% off", "a_b", `back\slash`, "Ünïcode PERMIT", "Lunch"}
+		minutes := []int{50, 40, 40, 30, 20, 10, 5}
+		var want []string
+		for i, title := range titles {
+			id := fmt.Sprintf("conv_%c", 'a'+i)
+			add(alice.ID, id, title, minutes[i])
+			add(bob.ID, fmt.Sprintf("conv_bob_%d", i), title, minutes[i]+1)
+			want = append(want, id)
+		}
+		want[1], want[2] = want[2], want[1] // tied at 40: the last id first
+		pageAll := func(q run.ConversationQuery) []string {
+			t.Helper()
+			var got []string
+			for n := 0; ; n++ {
+				p, err := s.ConversationPage(ctx, q)
+				must(t, err, fmt.Sprintf("ConversationPage %+v, page %d", q, n))
+				if q.Limit > 0 && len(p.Conversations) > q.Limit {
+					t.Fatalf("page %d has %d conversations, limit %d", n, len(p.Conversations), q.Limit)
+				}
+				got = append(got, conversationIDs(p.Conversations)...)
+				if p.NextCursor == "" {
+					return got
+				}
+				if n > 10 {
+					t.Fatal("ConversationPage never ended")
+				}
+				q.Cursor = p.NextCursor
+			}
+		}
+		for _, limit := range []int{1, 2, 3, 6, 7, 0} {
+			if d := cmp.Diff(want, pageAll(run.ConversationQuery{UserID: alice.ID, Limit: limit})); d != "" {
+				t.Errorf("pages of %d (-want +got):\n%s", limit, d)
+			}
+		}
+		p, err := s.ConversationPage(ctx, run.ConversationQuery{UserID: alice.ID, Limit: 7})
+		must(t, err, "ConversationPage of all seven")
+		if len(p.Conversations) != 7 || p.NextCursor != "" {
+			t.Errorf("a page holding every conversation: %v, next cursor %q; want no next cursor", conversationIDs(p.Conversations), p.NextCursor)
+		}
+		got, err := s.GetConversation(ctx, "conv_a")
+		must(t, err, "GetConversation")
+		if d := cmp.Diff(got, p.Conversations[0]); d != "" {
+			t.Errorf("paged conversation differs from GetConversation (-want +got):\n%s", d)
+		}
+
+		// The title filter pages too; it ignores case and matches LIKE's own
+		// characters as themselves.
+		for _, tc := range []struct {
+			title string
+			want  []string
+		}{
+			{"PERMIT", []string{"conv_a", "conv_b", "conv_f"}},
+			{"%", []string{"conv_c"}},
+			{"_", []string{"conv_d"}},
+			{`\`, []string{"conv_e"}},
+			{`k\s`, []string{"conv_e"}},
+			{"nothing like it", nil},
+		} {
+			for _, limit := range []int{1, 2, 0} {
+				got := pageAll(run.ConversationQuery{UserID: alice.ID, Title: tc.title, Limit: limit})
+				if d := cmp.Diff(tc.want, got); d != "" {
+					t.Errorf("title %q, pages of %d (-want +got):\n%s", tc.title, limit, d)
+				}
+			}
+		}
+
+		// A conversation updated after the first page was read moves to the
+		// first page: the next one starts after the last conversation read,
+		// not at an offset, and does not list it again.
+		first, err := s.ConversationPage(ctx, run.ConversationQuery{UserID: alice.ID, Limit: 3})
+		must(t, err, "ConversationPage first")
+		moved, err := s.GetConversation(ctx, "conv_e")
+		must(t, err, "GetConversation")
+		moved.UpdatedAt = at(55)
+		must(t, s.UpdateConversation(ctx, moved), "UpdateConversation")
+		add(alice.ID, "conv_newest", "Newest", 59)
+		second, err := s.ConversationPage(ctx, run.ConversationQuery{UserID: alice.ID, Limit: 3, Cursor: first.NextCursor})
+		must(t, err, "ConversationPage second")
+		if d := cmp.Diff([]string{"conv_d", "conv_f", "conv_g"}, conversationIDs(second.Conversations)); d != "" {
+			t.Errorf("the second page after an update (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff([]string{"conv_newest", "conv_e", "conv_a", "conv_c", "conv_b", "conv_d", "conv_f", "conv_g"},
+			pageAll(run.ConversationQuery{UserID: alice.ID, Limit: 2})); d != "" {
+			t.Errorf("pages of 2 after the update (-want +got):\n%s", d)
+		}
+
+		// A cursor lists only its own user's conversations.
+		p, err = s.ConversationPage(ctx, run.ConversationQuery{UserID: bob.ID, Limit: 100, Cursor: first.NextCursor})
+		must(t, err, "ConversationPage of bob")
+		if len(p.Conversations) != 4 || p.NextCursor != "" {
+			t.Errorf("bob's conversations before conv_b: %v (next cursor %q), want 4", conversationIDs(p.Conversations), p.NextCursor)
+		}
+		for _, c := range p.Conversations {
+			if c.UserID != bob.ID || !c.UpdatedAt.Before(stored(at(40))) {
+				t.Errorf("bob's page holds %+v", c)
+			}
+		}
+		if p, err := s.ConversationPage(ctx, run.ConversationQuery{UserID: "user_missing"}); err != nil || p.Conversations == nil || len(p.Conversations) != 0 || p.NextCursor != "" {
+			t.Errorf("ConversationPage of an unknown user = %+v, %v; want an empty page", p, err)
+		}
+		for _, c := range []string{"not a cursor!", "bm9zcGFjZQ", "MjAyNS0wMy0wNCBmaXJl"} {
+			_, err := s.ConversationPage(ctx, run.ConversationQuery{UserID: alice.ID, Cursor: c})
+			wantKind(t, err, fault.Invalid, fmt.Sprintf("ConversationPage with cursor %q", c))
+		}
+	}},
 	{"ConversationDeleteCascades", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		gone := newChat(t, s, "gone@example.com")
