@@ -6,15 +6,21 @@ package web_test
 // conversation, and time zones by their current names.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/relay-ai/relay/internal/llm/llmtest"
+	relayrun "github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/store/sqlite"
 )
 
 // fitsSideways is true when nothing in the page reaches past the screen's
@@ -394,5 +400,155 @@ func TestScheduleTakesCurrentZoneNames(t *testing.T) {
 	}
 	if code := r.call(t, ann.key, "GET", "/api/schedules", nil, &list); code != http.StatusOK || len(list.Data) != 1 || list.Data[0].Timezone != "Asia/Kolkata" {
 		t.Errorf("schedules after creating one in Asia/Kolkata: HTTP %d %+v", code, list.Data)
+	}
+}
+
+// TestChatListPagesToOlderChats: a person whose schedule made 120 chats sees
+// the 50 most recently active; "Show older chats" brings the next pages until
+// the oldest chat is in the list, the button goes with the last page and
+// focus moves to the first chat it brought. A new chat refreshes the list
+// and keeps the older pages shown. The search asks the server, so that it
+// finds a chat the first page does not hold; clearing it shows the first
+// page again. On a phone, the list of chats pages the same way.
+func TestChatListPagesToOlderChats(t *testing.T) {
+	browser := newBrowser(t)
+	// No model answers: the chats are written to the database as history.
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	agentID := createAgent(t, r, adminKey, map[string]any{"name": "Digest", "instructions": "Summarise."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	const n = 120
+	db, err := sqlite.Open(t.Context(), filepath.Join(r.Dir, "data", "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := db.GetUserByEmail(t.Context(), "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Minute).Add(-n * time.Minute)
+	for i := range n {
+		at := start.Add(time.Duration(i) * time.Minute)
+		title := "Morning digest — " + at.Format("2006-01-02 15:04") + " UTC"
+		if i == 0 {
+			title = "Quarterly permit review"
+		}
+		c := &relayrun.Conversation{ID: fmt.Sprintf("conv_%03d", i), UserID: u.ID, AgentID: agentID, Title: title, CreatedAt: at, UpdatedAt: at}
+		if err := db.CreateConversation(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	ctx := ann.ctx
+	const items = `document.querySelectorAll('#conv-drawer [data-testid=conversation]').length`
+	const oldest = `!!document.querySelector('#conv-drawer [data-conversation-id=conv_000]')`
+	const button = `#conv-drawer [data-testid=older-chats]`
+	openChat(t, ctx, r.Base)
+	run(t, ctx, "waiting for the list", chromedp.WaitVisible(button, chromedp.ByQuery))
+	var count int
+	run(t, ctx, "counting the chats", chromedp.Evaluate(items, &count))
+	if count != 50 || isTrue(t, ctx, oldest) {
+		t.Errorf("the first page shows %d chats (the oldest among them: %t); want the 50 most recent", count, isTrue(t, ctx, oldest))
+	}
+	if !isTrue(t, ctx, `document.querySelector('#conv-drawer [data-testid=conversation]').dataset.conversationId === 'conv_119'`) {
+		t.Errorf("the list does not start with the most recent chat")
+	}
+	run(t, ctx, "scrolling to the end of the list", chromedp.ScrollIntoView(button, chromedp.ByQuery))
+	screenshot(t, ctx, "chat-list-first-page")
+
+	for page, want := range []int{100, 120} {
+		run(t, ctx, fmt.Sprintf("showing older chats (page %d)", page+2),
+			chromedp.ScrollIntoView(button, chromedp.ByQuery),
+			chromedp.Click(button, chromedp.ByQuery),
+		)
+		waitJS(t, ctx, fmt.Sprintf("%d chats are shown", want), fmt.Sprintf(`%s === %d`, items, want))
+	}
+	if !isTrue(t, ctx, oldest) {
+		t.Fatalf("the oldest chat is not listed after the last page")
+	}
+	waitJS(t, ctx, "the button is gone with the last page", `!document.querySelector('`+button+`')`)
+	if !isTrue(t, ctx, `document.activeElement === document.querySelector('#conv-drawer [data-conversation-id=conv_019] a')`) {
+		var at string
+		run(t, ctx, "reading the focus", chromedp.Evaluate(`document.activeElement.outerHTML.slice(0, 120)`, &at))
+		t.Errorf("focus is on %s; want the first chat of the last page (conv_019)", at)
+	}
+	waitText(t, ctx, `[data-testid=older-chats-note]`, "120 in all")
+	var ids []string
+	run(t, ctx, "reading the list", chromedp.Evaluate(`[...document.querySelectorAll('#conv-drawer [data-testid=conversation]')].map(e => e.dataset.conversationId)`, &ids))
+	for i, id := range ids {
+		if want := fmt.Sprintf("conv_%03d", n-1-i); id != want {
+			t.Fatalf("chat %d is %s, want %s: the list is not most recent first, each chat once", i, id, want)
+		}
+	}
+	run(t, ctx, "opening the oldest chat",
+		chromedp.Click(`#conv-drawer [data-conversation-id=conv_000] a`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#conv-drawer [data-conversation-id=conv_000].current`, chromedp.ByQuery),
+	)
+	screenshot(t, ctx, "chat-list-oldest")
+
+	// A new chat refreshes the list: it comes first, and the older pages
+	// shown stay under it.
+	run(t, ctx, "starting a new chat", chromedp.Click(`[data-testid=new-chat]`, chromedp.ByQuery))
+	sendChat(t, ctx, "Anything new?")
+	waitJS(t, ctx, "the new chat heads the list", `(() => { const f = document.querySelector('#conv-drawer [data-testid=conversation]');
+		return !/^conv_\d{3}$/.test(f.dataset.conversationId); })()`)
+	run(t, ctx, "counting the chats", chromedp.Evaluate(items, &count))
+	if count != n+1 || !isTrue(t, ctx, oldest) {
+		t.Errorf("after a refresh %d chats are listed (the oldest among them: %t); want all %d", count, isTrue(t, ctx, oldest), n+1)
+	}
+
+	// A fresh page holds the first 50 again; the search finds the oldest.
+	openChat(t, ctx, r.Base)
+	run(t, ctx, "waiting for the list", chromedp.WaitVisible(button, chromedp.ByQuery))
+	run(t, ctx, "searching for the oldest chat", chromedp.SendKeys(`#conv-search`, "PERMIT review", chromedp.ByQuery))
+	waitJS(t, ctx, "the search finds the oldest chat", oldest+` && `+items+` === 1 && !document.querySelector('`+button+`')`)
+	screenshot(t, ctx, "chat-list-search")
+	search := func(what, q string) {
+		t.Helper()
+		run(t, ctx, what, chromedp.Evaluate(fmt.Sprintf(`(() => { const e = document.querySelector('#conv-search');
+			e.value = %q; e.dispatchEvent(new Event('input', {bubbles: true})); })()`, q), nil))
+	}
+	search("searching for what no title holds", "no such chat")
+	waitText(t, ctx, `#conv-drawer nav`, "No chat title contains “no such chat”")
+	search("clearing the search", "")
+	waitJS(t, ctx, "the first page is back", items+` === 50 && !`+oldest+` && !!document.querySelector('`+button+`')`)
+
+	// On a phone, the list is a drawer that pages the same way.
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
+	openChat(t, ctx, r.Base)
+	run(t, ctx, "opening the list of chats",
+		chromedp.WaitVisible(button, chromedp.ByQuery),
+		settle(),
+		chromedp.Click(`button.drawer-toggle`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.chat-page.drawer-open`, chromedp.ByQuery),
+		chromedp.ScrollIntoView(button, chromedp.ByQuery),
+		settle(),
+	)
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector('`+button+`').getBoundingClientRect(); return b.left >= 0 && b.right <= innerWidth && b.bottom <= innerHeight && b.height >= 36; })()`) {
+		t.Errorf("the Show older chats button is not a whole, tappable button at a phone's width")
+	}
+	drawerShot(t, ctx, "chat-list-older-button-phone")
+	run(t, ctx, "showing older chats on a phone", chromedp.Click(button, chromedp.ByQuery))
+	waitJS(t, ctx, "100 chats are shown", items+` === 100`)
+	if !isTrue(t, ctx, fitsSideways) {
+		t.Errorf("the list of 100 chats does not fit a phone's width")
+	}
+	run(t, ctx, "scrolling to the end of the list", chromedp.ScrollIntoView(button, chromedp.ByQuery), settle())
+	drawerShot(t, ctx, "chat-list-more-phone")
+}
+
+// drawerShot writes the screen as it is (screenshot takes it at two widths,
+// closing a phone's drawer) to -screenshots when it is set, as name.png.
+func drawerShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var png []byte
+	run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot(&png))
+	dir := *shotsDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
