@@ -123,7 +123,14 @@ agents:
 	must("", "keys", "create", "--user", "ann@example.com", "--name", "spare")
 	keyID := jsonField(must("", "keys", "list", "--user", "ann@example.com", "--json"), "id")
 	must("", "chat", "--agent", "worker", "--user", "ann@example.com", "Hello")
+	must("", "chat", "--agent", "worker", "--user", "ann@example.com", "Hello")
 	convID := jsonField(must("", "conversations", "list", "--user", annID, "--json"), "id")
+	// Two conversations: a page of one names the cursor of the other.
+	_, _, errOut := run("", "conversations", "list", "--user", annID, "--limit", "1")
+	_, cursor, ok := strings.Cut(strings.TrimSpace(errOut), "older conversations: --cursor ")
+	if !ok || cursor == "" {
+		t.Fatalf("relay conversations list --limit 1 of two conversations printed no cursor: %q", errOut)
+	}
 	notes := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notes, []byte("Relay keeps notes.\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -157,6 +164,8 @@ agents:
 		"add PATH":           notes,
 		"rm ID":              fileID, // the admin's, whom `relay files` acts as by default
 		"--limit N":          "10",
+		"--cursor C":         cursor,
+		"--title TEXT":       "hello",
 		"rename ID":          convID,
 		"TITLE":              "Release notes",
 		"--since DATE":       "2020-01-01",
