@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -93,6 +94,9 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 	}
 	for _, p := range prep.Unreachable {
 		rn.log.Warn("mcp server unreachable for run", slog.String("agent", id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
+		// The person asking learns that the answer lacks those tools, not
+		// why: the reason may name hosts only the operator should see.
+		rn.s.emit(rn.lr, Warning{Message: fmt.Sprintf("the MCP server %q could not be reached: its tools were left out of this answer", p.Server)})
 	}
 	model, fam, err := s.Models(ctx, rn.u.ID, a.Provider, a.Model)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,12 @@ type bundle struct {
 // "test", and model as every provider.
 func setup(t *testing.T, model llm.Model) *bundle {
 	t.Helper()
+	return setupMCP(t, model, mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{}))
+}
+
+// setupMCP is setup with the MCP server "test" at url.
+func setupMCP(t *testing.T, model llm.Model, url string) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
 	if err != nil {
@@ -59,7 +66,6 @@ func setup(t *testing.T, model llm.Model) *bundle {
 		Tools: []string{"get-sum__mcp__test"}}); err != nil {
 		t.Fatal(err)
 	}
-	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
 	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
 		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
 	t.Cleanup(func() { m.Close() })
@@ -408,5 +414,41 @@ func TestAbortFromAnotherProcess(t *testing.T) {
 	// An ended run is aborted again without a word.
 	if again, err := b.Abort(ctx, a.user, r.ID); err != nil || again.Status != run.StatusCancelled {
 		t.Errorf("Abort of the ended run: %+v, %v", again, err)
+	}
+}
+
+// An MCP server of the agent that cannot be reached leaves its tools out of
+// the run, and the run says so (run.warning) rather than answer as if the
+// agent had no such tools; the warning names the server, not why it failed,
+// which may name hosts the person asking should not learn of.
+func TestUnreachableServerWarns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // nothing listens there now
+	model := llmtest.New(llmtest.Turn{Text: []string{"I cannot add today."}})
+	b := setupMCP(t, model, dead)
+	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	var warnings []string
+	for _, e := range d.Events {
+		if e.Type == run.EventWarning {
+			var w run.Warning
+			if err := json.Unmarshal(e.Data, &w); err != nil {
+				t.Fatal(err)
+			}
+			warnings = append(warnings, w.Message)
+		}
+	}
+	want := []string{`the MCP server "test" could not be reached: its tools were left out of this answer`}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if reqs := model.Requests(); len(reqs) != 1 || len(reqs[0].Tools) != 0 {
+		t.Errorf("the model was offered tools of a server that cannot be reached: %+v", reqs)
 	}
 }
