@@ -55,6 +55,7 @@ func TestToolsChangedDuringListing(t *testing.T) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
 	var changed atomic.Bool
 	var lists atomic.Int32
+	var mgr atomic.Pointer[mcp.Manager]
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
@@ -62,18 +63,17 @@ func TestToolsChangedDuringListing(t *testing.T) {
 				lists.Add(1)
 			}
 			if method == "tools/list" && changed.CompareAndSwap(false, true) {
-				// The answer holds only "a"; the notification of "b" goes first.
-				// This sleep stays: the client hands notifications to their
-				// handler apart from answers, and nothing outside the manager
-				// shows when that handler has run, so the answer is held back
-				// long enough for it to run while the listing is in flight.
-				sdk.AddTool(srv, &sdk.Tool{Name: "b"}, answerOK)
-				time.Sleep(200 * time.Millisecond)
+				// The answer holds only "a"; the notification of "b" goes
+				// first, and the answer waits until the manager has noted it:
+				// the client hands notifications to their handler apart from
+				// answers.
+				addWhileListing(&mgr, srv, "b")
 			}
 			return res, err
 		}
 	})
 	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	mgr.Store(m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	first, err := m.Tools(ctx, "t", nil)
@@ -104,19 +104,20 @@ func TestToolsKeepChanging(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "a"}, answerOK)
 	var lists atomic.Int32
+	var mgr atomic.Pointer[mcp.Manager]
 	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
 			if method == "tools/list" {
 				n := lists.Add(1)
-				// As above: the notification must reach the client first.
-				sdk.AddTool(srv, &sdk.Tool{Name: fmt.Sprintf("x%d", n)}, answerOK)
-				time.Sleep(200 * time.Millisecond)
+				// As above: the notification must reach the manager first.
+				addWhileListing(&mgr, srv, fmt.Sprintf("x%d", n))
 			}
 			return res, err
 		}
 	})
 	m := newManager(t, mcp.Options{}, toolServer(t, srv))
+	mgr.Store(m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := m.Tools(ctx, "t", nil); err != nil {
@@ -261,5 +262,22 @@ func TestShortenedKeyCalledFirst(t *testing.T) {
 		if err != nil || text(res) != name {
 			t.Errorf("calling %s first: %q, %v; want %q", keys[name], text(res), err, name)
 		}
+	}
+}
+
+// addWhileListing adds a tool to srv while it answers tools/list, and holds
+// the answer until the manager (once mgr has it) has noted the change, or at
+// most 5 s.
+func addWhileListing(mgr *atomic.Pointer[mcp.Manager], srv *sdk.Server, name string) {
+	changes := func() uint64 {
+		if m := mgr.Load(); m != nil {
+			return mcp.ToolsChanges(m, "t")
+		}
+		return 0
+	}
+	before := changes()
+	sdk.AddTool(srv, &sdk.Tool{Name: name}, answerOK)
+	for deadline := time.Now().Add(5 * time.Second); changes() == before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 }
