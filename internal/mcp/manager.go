@@ -521,10 +521,10 @@ func (m *Manager) Resolve(key string) (server, tool string, err error) {
 
 // ResolveFor is Resolve for u, for a key that may be shortened or
 // disambiguated (docs/mcp.md "Tool keys"): such a key names its server only
-// through the tools the server lists, so the servers it may belong to (all whose key it could be) list their
-// tools for u first when no listing in this process has handed it out yet, as
-// when a user-scoped server is called, or `relay mcp call` runs, before any run
-// listed them.
+// through the tools the server lists, so the servers it may belong to (all
+// whose key it could be) list their tools for u first when no listing in this
+// process has handed it out yet, as when a user-scoped server is called, or
+// `relay mcp call` runs, before any run listed them.
 func (m *Manager) ResolveFor(ctx context.Context, u *User, key string) (server, tool string, err error) {
 	server, tool, err = m.Resolve(key)
 	if err == nil || !shortened(key) {
