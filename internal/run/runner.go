@@ -43,6 +43,17 @@ type runner struct {
 
 var _ graph.Runner = (*runner)(nil)
 
+// answering names, in a log line of the run, the agent whose turn it is when
+// that is not the agent the run was started for: the run's logger already
+// carries that one as "agent", and a second "agent" key would leave the line
+// ambiguous.
+func (rn *runner) answering(id string) slog.Attr {
+	if id == rn.r.AgentID {
+		return slog.Attr{}
+	}
+	return slog.String("answering_agent", id)
+}
+
 // flow resolves the graph of agents primary reaches and executes it for the
 // run, from history (the conversation before the run). The warnings of the
 // graph are the run's first events after run.started. The Result holds what
@@ -93,7 +104,7 @@ func (rn *runner) Turn(ctx context.Context, t graph.Turn) (_ *turn.Outcome, err 
 		return nil, err
 	}
 	for _, p := range prep.Unreachable {
-		rn.log.Warn("mcp server unreachable for run", slog.String("agent", id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
+		rn.log.Warn("mcp server unreachable for run", rn.answering(id), slog.String("mcp_server", p.Server), slog.String("err", p.Reason))
 		// The person asking learns that the answer lacks those tools, not
 		// why: the reason may name hosts only the operator should see.
 		rn.s.emit(rn.lr, Warning{Message: fmt.Sprintf("the MCP server %q could not be reached: its tools were left out of this answer", p.Server)})
@@ -180,7 +191,7 @@ func (rn *runner) Event(id string, e turn.Event) {
 	case turn.EventUsage:
 		s.emit(lr, TurnUsage{AgentID: id, Usage: e.Usage})
 	case turn.EventRetry:
-		rn.log.Warn("model provider retry", slog.String("agent", id), slog.String("err", e.Retry.Error()))
+		rn.log.Warn("model provider retry", rn.answering(id), slog.String("err", e.Retry.Error()))
 	case turn.EventImage:
 		s.emit(lr, MessageImage{AgentID: id, MIMEType: e.Image.MIMEType, Data: e.Image.Data})
 	}

@@ -430,9 +430,21 @@ func TestUnreachableServerWarns(t *testing.T) {
 	ln.Close() // nothing listens there now
 	model := llmtest.New(llmtest.Turn{Text: []string{"I cannot add today."}})
 	b := setupMCP(t, model, dead)
+	var logged bytes.Buffer
+	b.svc.Log = slog.New(slog.NewJSONHandler(&logged, nil))
 	d := b.chat(t, run.ChatRequest{AgentID: "calc", Text: "What is 2+3?"})
 	if d.Status != run.StatusSucceeded {
 		t.Fatalf("run %+v", d.Run)
+	}
+	// The operator's line names the server and the run's agent once.
+	var line string
+	for l := range strings.Lines(logged.String()) {
+		if strings.Contains(l, "mcp server unreachable for run") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"mcp_server":"test"`) || strings.Count(line, `"agent":`) != 1 || !strings.Contains(line, `"agent":"calc"`) {
+		t.Errorf("log line %q", line)
 	}
 	var warnings []string
 	for _, e := range d.Events {
