@@ -677,6 +677,16 @@ func TestSettingsPasswordAndKeys(t *testing.T) {
 		chromedp.Click(`dialog [data-testid=confirm]`, chromedp.ByQuery),
 	)
 	waitJS(t, ctx, "the key is gone from the list", `!document.querySelector('[data-testid=key-row][data-name=laptop]')`)
+	run(t, ctx, "opening the revoked keys", chromedp.Click(`details.revoked summary`, chromedp.ByQuery))
+	waitText(t, ctx, "details.revoked li", "revoked")
+	// Three minutes later by the page's clock, coming back to the tab: the
+	// relative time has followed.
+	run(t, ctx, "coming back three minutes later", chromedp.Evaluate(`{
+		const real = Date.now.bind(Date);
+		Date.now = () => real() + 3 * 60 * 1000;
+		window.dispatchEvent(new Event('focus'));
+	}`, nil))
+	waitText(t, ctx, "details.revoked li", "revoked 3 minutes ago")
 	if code := r.call(t, secret, "GET", "/api/me", nil, nil); code != http.StatusUnauthorized {
 		t.Errorf("the revoked key answered %d; want 401", code)
 	}

@@ -1,10 +1,32 @@
+import { createSubscriber } from 'svelte/reactivity';
+
 // Formatting of times, sizes and durations for people.
 
 const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
+/**
+ * Relative times on the screen follow the clock: whatever shows one is
+ * updated every 15 seconds while it is shown, and at once when the tab
+ * comes back into view, so that "now" does not stay "now" for an hour.
+ */
+const clock = createSubscriber((update) => {
+  const every = setInterval(update, 15_000);
+  const back = () => {
+    if (document.visibilityState === 'visible') update();
+  };
+  document.addEventListener('visibilitychange', back);
+  window.addEventListener('focus', update);
+  return () => {
+    clearInterval(every);
+    document.removeEventListener('visibilitychange', back);
+    window.removeEventListener('focus', update);
+  };
+});
+
 /** "3 minutes ago", "yesterday", … for a time in the past or future. */
 export function relative(iso?: string | null): string {
   if (!iso) return '';
+  clock();
   const t = new Date(iso).getTime();
   const diff = (t - Date.now()) / 1000;
   const abs = Math.abs(diff);
