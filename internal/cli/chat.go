@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/relay-ai/relay/internal/app"
@@ -24,7 +27,8 @@ func chatCommand() *command {
 		detail: "Runs the agent in this process with the config's providers and MCP servers, saves the\n" +
 			"conversation like the API does, and prints the answer as it streams; tool calls show on\n" +
 			"stderr as they happen. Without MESSAGE the message is read from standard input. Exits 1\n" +
-			"when the run fails; Ctrl-C aborts the run, its answer so far kept, and exits 130. A\n" +
+			"when the run fails; Ctrl-C aborts the run, its answer so far kept, and exits 130; so does\n" +
+			"standard output closing (relay chat ... | head), with exit 141. A\n" +
 			"question an MCP server asks during a tool call is asked on the terminal, field by field,\n" +
 			"and answered from standard input (declined at its end).",
 		setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -59,24 +63,39 @@ func chatCommand() *command {
 						return err
 					}
 					asker := &terminalAsker{in: stdin, out: e.Stderr, runs: runs, u: u}
+					// A reader of the answer that goes away (relay chat ... |
+					// head) would otherwise kill this process with SIGPIPE in
+					// the middle of the run, leaving it running until another
+					// Relay finds it orphaned: with the signal caught, the write
+					// fails instead and the run is aborted like on Ctrl-C.
+					pipe := make(chan os.Signal, 1)
+					signal.Notify(pipe, syscall.SIGPIPE)
+					defer signal.Stop(pipe)
 					final, err := showRun(ctx, runs.Follow(ctx, u, r.ID, 0), e.Stdout, e.Stderr, func(q run.ElicitationRequested) {
 						if err := asker.ask(ctx, r.ID, q); err != nil {
 							fmt.Fprintf(e.Stderr, "  the answer was not taken: %v\n", err)
 						}
 					})
-					if err != nil && ctx.Err() != nil {
-						// Interrupted (Ctrl-C): the run is aborted as a user
-						// aborts it, its answer so far kept, and ended before
-						// this process stops.
+					var closed *outputError
+					if err != nil && (ctx.Err() != nil || errors.As(err, &closed)) {
+						// Interrupted (Ctrl-C), or no one reads the answer any
+						// more: the run is aborted as a user aborts it, its
+						// answer so far kept, and ended before this process
+						// stops.
 						actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 						defer cancel()
 						ended, aerr := runs.Abort(actx, u, r.ID)
-						fmt.Fprintln(e.Stdout)
-						if aerr != nil {
-							return fmt.Errorf("interrupted; aborting run %s: %w", r.ID, aerr)
+						why, code := "interrupted", 130
+						if closed != nil {
+							why, code = "standard output was closed", 141
+						} else {
+							fmt.Fprintln(e.Stdout)
 						}
-						fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s (interrupted; the answer so far is kept)\n", r.ConversationID, r.ID, ended.Status)
-						return exitCode(130)
+						if aerr != nil {
+							return fmt.Errorf("%s; aborting run %s: %w", why, r.ID, aerr)
+						}
+						fmt.Fprintf(e.Stderr, "conversation %s, run %s: %s (%s; the answer so far is kept)\n", r.ConversationID, r.ID, ended.Status, why)
+						return exitCode(code)
 					}
 					if err != nil {
 						return err
@@ -109,7 +128,9 @@ func showRun(ctx context.Context, events iter.Seq2[run.Event, error], out, errOu
 		}
 		switch p := p.(type) {
 		case run.MessageDelta:
-			fmt.Fprint(out, p.Text)
+			if _, err := io.WriteString(out, p.Text); err != nil {
+				return run.RunFinished{}, &outputError{err}
+			}
 		case run.ToolStarted:
 			fmt.Fprintf(errOut, "\n→ %s %s\n", p.Name, p.Arguments)
 		case run.ToolFinished:
@@ -137,3 +158,9 @@ func showRun(ctx context.Context, events iter.Seq2[run.Event, error], out, errOu
 	}
 	return run.RunFinished{}, errors.New("following the run: it ended without run.finished")
 }
+
+// outputError is a write of the answer that failed: its reader is gone.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return "writing the answer: " + e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }

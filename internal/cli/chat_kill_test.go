@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,50 @@ func TestKilledChatCommandRunFailed(t *testing.T) {
 	const full = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 	if text == "" || !strings.HasPrefix(full, text) || !strings.Contains(parts, `"type":"error"`) || !strings.Contains(parts, schedule.ReasonDead) {
 		t.Errorf("the killed chat's answer: text %q, parts %s; want the start of %q and the error", text, parts, full)
+	}
+}
+
+// A `relay chat` whose reader goes away (relay chat ... | head) aborts its
+// run as Ctrl-C does, the answer so far kept, instead of dying of SIGPIPE with
+// the run left running.
+func TestChatWhoseReaderGoesAwayAbortsTheRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds relay; skipped with -short")
+	}
+	bin, cfg, db := workerSetup(t, slowFixtures, "")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := exec.Command(bin, "chat", "--config", cfg, "--user", "ann@example.com", "--agent", "worker", "slow job")
+	stderr := &syncBuffer{}
+	chat.Stdout, chat.Stderr = w, stderr
+	chat.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := chat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// The reader takes the first piece of the answer and goes.
+	if _, err := r.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	r.Close()
+	err = chat.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 141 {
+		t.Fatalf("relay chat ended with %v; want exit status 141\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), ": cancelled (standard output was closed; the answer so far is kept)") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	raw := openRaw(t, db)
+	var status, text string
+	if err := raw.QueryRow(`SELECT r.status, m.text FROM runs r JOIN messages m ON m.id = r.response_message_id`).Scan(&status, &text); err != nil {
+		t.Fatal(err)
+	}
+	const full = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+	if status != "cancelled" || text == "" || !strings.HasPrefix(full, text) {
+		t.Errorf("the run: %s, answer %q; want cancelled with the start of the answer", status, text)
 	}
 }
 
