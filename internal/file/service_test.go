@@ -192,6 +192,31 @@ func TestIngestPDFAndDOCX(t *testing.T) {
 	}
 }
 
+// A question answered only by a DOCX's footnote finds the passage that cites
+// it, note and sentence together, and the header's identifier with it.
+func TestDOCXFootnoteSearchable(t *testing.T) {
+	b := setup(t, file.Options{})
+	const ns = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
+	doc := `<w:document ` + ns + `><w:body><w:p><w:r><w:t>Article 3 applies to every credit institution.</w:t></w:r>` +
+		`<w:r><w:footnoteReference w:id="1"/></w:r></w:p><w:p><w:r><w:t>` + long("Article 4. Reporting is due each quarter.") + `</w:t></w:r></w:p></w:body></w:document>`
+	f := b.wait(t, b.upload(t, "guidelines.docx", extracttest.DOCXWithParts(doc, map[string]string{
+		"footnotes.xml": `<w:footnotes ` + ns + `><w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>` +
+			`<w:footnote w:id="1"><w:p><w:r><w:t>Branches of third-country undertakings are excluded.</w:t></w:r></w:p></w:footnote></w:footnotes>`,
+		"header1.xml": `<w:hdr ` + ns + `><w:p><w:r><w:t>EBA/GL/2024/17</w:t></w:r></w:p></w:hdr>`,
+	})).ID)
+	if f.Status != file.Ready {
+		t.Fatalf("file %+v, want ready", f)
+	}
+	hits, err := b.svc.Search(t.Context(), file.Query{FileIDs: []string{f.ID}, Text: "are third-country branches excluded?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[header: EBA/GL/2024/17]\nArticle 3 applies to every credit institution.[footnote 1: Branches of third-country undertakings are excluded.]"
+	if len(hits) == 0 || !strings.HasPrefix(hits[0].Text, want) {
+		t.Fatalf("hits %q, want the first to start %q", texts(hits), want)
+	}
+}
+
 // The passages of the paraphrase test: the answer words its question
 // differently, and a distractor shares the question's words.
 var (

@@ -3,6 +3,7 @@ package extract_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,8 @@ func TestBombsFail(t *testing.T) {
 		{"2,001 pages", extract.PDF, func() []byte { return extracttest.PDF(make([]string, 2001)...) },
 			extract.LimitPages, "the PDF has more than 2000 pages"},
 		{"document.xml over a gigabyte", extract.DOCX, docxBomb,
+			extract.LimitDecoded, "the DOCX decodes to more than 256 MB"},
+		{"footnotes.xml over a gigabyte", extract.DOCX, func() []byte { return extracttest.DOCXNotesBomb(0, 1<<30+1<<20) },
 			extract.LimitDecoded, "the DOCX decodes to more than 256 MB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +151,42 @@ func TestTextLimits(t *testing.T) {
 		_, err := extract.TextWithin(ctx, extract.DOCX, extracttest.DOCXBomb(65<<20, false), lim, nil)
 		if err == nil || err.Error() != "the DOCX decodes to more than 64 MB, the limit of decoded data per file" {
 			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("decoded by the parts together", func(t *testing.T) {
+		// Each part is under the limit, the two together are over it.
+		_, err := extract.TextWithin(ctx, extract.DOCX, extracttest.DOCXNotesBomb(40<<20, 40<<20), lim, nil)
+		if err == nil || err.Error() != "the DOCX decodes to more than 64 MB, the limit of decoded data per file" {
+			t.Fatalf("got %v", err)
+		}
+		doc, err := extract.TextWithin(ctx, extract.DOCX, extracttest.DOCXNotesBomb(20<<20, 20<<20), lim, nil)
+		if err != nil || !strings.Contains(doc.Pages[0].Text, "The body cites a note.[footnote 1: A zip bomb repeats") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("DOCX notes cut", func(t *testing.T) {
+		var body, notes strings.Builder
+		for i := range 20 {
+			fmt.Fprintf(&body, `<w:p><w:r><w:t>Paragraph %d.</w:t></w:r><w:r><w:footnoteReference w:id="%d"/></w:r></w:p>`, i, i+1)
+			fmt.Fprintf(&notes, `<w:footnote w:id="%d"><w:p><w:r><w:t>%s</w:t></w:r></w:p></w:footnote>`, i+1, strings.Repeat("Lorem ipsum dolor sit amet. ", 4000))
+		}
+		const ns = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
+		data := extracttest.Zip(map[string]string{
+			"[Content_Types].xml": `<Types/>`,
+			"word/document.xml":   `<w:document ` + ns + `><w:body>` + body.String() + `</w:body></w:document>`,
+			"word/footnotes.xml":  `<w:footnotes ` + ns + `>` + notes.String() + `</w:footnotes>`,
+			"word/_rels/document.xml.rels": `<Relationships><Relationship Id="rId1" Target="footnotes.xml"` +
+				` Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"/></Relationships>`,
+		})
+		doc, err := extract.TextWithin(ctx, extract.DOCX, data, lim, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := textBytes(doc); n > 1<<20 || n < 1<<19 {
+			t.Errorf("%d bytes of text, want at most 1 MB", n)
+		}
+		if !doc.Cut || !strings.Contains(doc.Note, "the text was cut at 1 MB") {
+			t.Errorf("cut %v, note %q", doc.Cut, doc.Note)
 		}
 	})
 }

@@ -12,8 +12,9 @@ import (
 // the fileConfig keys that set them. A zero field takes its default.
 type Limits struct {
 	// MaxDecodedBytes bounds the bytes a file decodes to in all: every
-	// stream of a PDF (forms count each time they are drawn), the main part
-	// of a DOCX once inflated. Over it, extraction fails.
+	// stream of a PDF (forms count each time they are drawn), the parts of a
+	// DOCX read (body, notes, headers and footers) once inflated. Over it,
+	// extraction fails.
 	MaxDecodedBytes int64
 	// MaxTextBytes bounds the extracted text. Over it, the text is cut
 	// there and the Document's Note says so.

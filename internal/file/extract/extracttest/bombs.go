@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -72,42 +74,76 @@ func StreamBombPDF(pages, size int) []byte {
 // With lie, the zip's headers declare a document of a few kilobytes, as a
 // hand-made bomb would, instead of its real size.
 func DOCXBomb(size int64, lie bool) []byte {
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.BestSpeed) })
-	for _, f := range []struct{ name, body string }{{"[Content_Types].xml", contentTypes}, {"_rels/.rels", packageRels}} {
-		fw, _ := zw.Create(f.name)
-		io.WriteString(fw, f.body)
-	}
 	head := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` + "\n" +
 		`<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`
 	para := "<w:p><w:r><w:t>A zip bomb repeats this paragraph until it is over a gigabyte.</w:t></w:r></w:p>"
-	tail := "</w:body></w:document>"
-	write := func(w io.Writer) (n int64, crc uint32) {
-		h := crc32.NewIEEE()
-		mw := io.MultiWriter(w, h)
-		k, _ := io.WriteString(mw, head)
-		n += int64(k)
-		// A paragraph, then white space between elements, which
-		// compresses best.
-		block := []byte(para + strings.Repeat(" ", 1<<16))
-		for n < size {
-			k, _ := mw.Write(block)
-			n += int64(k)
-		}
-		k, _ = io.WriteString(mw, tail)
-		n += int64(k)
-		return n, h.Sum32()
+	return docxBomb(nil, bombPart{"word/document.xml", head, para, "</w:body></w:document>", size, lie})
+}
+
+// DOCXNotesBomb writes a DOCX whose word/document.xml inflates to at least
+// bodySize bytes, as DOCXBomb's does, and whose word/footnotes.xml holds one
+// footnote, referenced from the body, that inflates to at least notesSize
+// bytes of paragraphs and white space.
+func DOCXNotesBomb(bodySize, notesSize int64) []byte {
+	const ns = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
+	head := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` + "\n" + `<w:document ` + ns + `><w:body>` +
+		`<w:p><w:r><w:t>The body cites a note.</w:t></w:r><w:r><w:footnoteReference w:id="1"/></w:r></w:p>`
+	para := "<w:p><w:r><w:t>A zip bomb repeats this paragraph until it is over its size.</w:t></w:r></w:p>"
+	notesHead := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` + "\n" + `<w:footnotes ` + ns + `><w:footnote w:id="1">`
+	rels := map[string]string{"word/_rels/document.xml.rels": `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
+		`<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes" Target="footnotes.xml"/></Relationships>`}
+	return docxBomb(rels,
+		bombPart{"word/document.xml", head, para, "</w:body></w:document>", bodySize, false},
+		bombPart{"word/footnotes.xml", notesHead, para, "</w:footnote></w:footnotes>", notesSize, false})
+}
+
+// bombPart is a part of a DOCX bomb: head, then para and white space until
+// size bytes, then tail; lie declares it a few kilobytes in the zip.
+type bombPart struct {
+	name, head, para, tail string
+	size                   int64
+	lie                    bool
+}
+
+func docxBomb(small map[string]string, parts ...bombPart) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.BestSpeed) })
+	files := []struct{ name, body string }{{"[Content_Types].xml", contentTypes}, {"_rels/.rels", packageRels}}
+	for _, n := range slices.Sorted(maps.Keys(small)) {
+		files = append(files, struct{ name, body string }{n, small[n]})
 	}
-	if !lie {
-		fw, _ := zw.CreateHeader(&zip.FileHeader{Name: "word/document.xml", Method: zip.Deflate})
-		write(fw)
-	} else {
+	for _, f := range files {
+		fw, _ := zw.Create(f.name)
+		io.WriteString(fw, f.body)
+	}
+	for _, p := range parts {
+		write := func(w io.Writer) (n int64, crc uint32) {
+			h := crc32.NewIEEE()
+			mw := io.MultiWriter(w, h)
+			k, _ := io.WriteString(mw, p.head)
+			n += int64(k)
+			// A paragraph, then white space between elements, which
+			// compresses best.
+			block := []byte(p.para + strings.Repeat(" ", 1<<16))
+			for n < p.size {
+				k, _ := mw.Write(block)
+				n += int64(k)
+			}
+			k, _ = io.WriteString(mw, p.tail)
+			n += int64(k)
+			return n, h.Sum32()
+		}
+		if !p.lie {
+			fw, _ := zw.CreateHeader(&zip.FileHeader{Name: p.name, Method: zip.Deflate})
+			write(fw)
+			continue
+		}
 		var comp bytes.Buffer
 		fl, _ := flate.NewWriter(&comp, flate.BestSpeed)
 		_, crc := write(fl)
 		fl.Close()
-		fw, _ := zw.CreateRaw(&zip.FileHeader{Name: "word/document.xml", Method: zip.Deflate,
+		fw, _ := zw.CreateRaw(&zip.FileHeader{Name: p.name, Method: zip.Deflate,
 			CRC32: crc, CompressedSize64: uint64(comp.Len()), UncompressedSize64: 4096})
 		fw.Write(comp.Bytes())
 	}

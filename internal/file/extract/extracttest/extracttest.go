@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -465,6 +466,30 @@ func DOCXWithDocument(doc string) []byte {
 		"_rels/.rels":         packageRels,
 		"word/document.xml":   doc,
 	})
+}
+
+// DOCXWithParts writes a DOCX whose word/document.xml is exactly doc, with
+// the parts given (by their name under word/, e.g. "footnotes.xml",
+// "header2.xml") related to it by word/_rels/document.xml.rels, each by the
+// relationship type its name starts with (footnotes, header, …).
+func DOCXWithParts(doc string, parts map[string]string) []byte {
+	const relNS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+	files := map[string]string{
+		"[Content_Types].xml": contentTypes,
+		"_rels/.rels":         packageRels,
+		"word/document.xml":   doc,
+	}
+	var rels strings.Builder
+	rels.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?>` + "\n" +
+		`<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">`)
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		id := strings.TrimSuffix(name, ".xml")
+		fmt.Fprintf(&rels, `<Relationship Id="%s" Type="%s%s" Target="%s"/>`, id, relNS, strings.TrimRight(id, "0123456789"), name)
+		files["word/"+name] = parts[name]
+	}
+	rels.WriteString(`</Relationships>`)
+	files["word/_rels/document.xml.rels"] = rels.String()
+	return Zip(files)
 }
 
 // Zip writes a zip archive of the named files, in name order except that
