@@ -39,8 +39,8 @@ const maxToken = 4 << 20
 // "[footer: text]" at the start of the first page, since they often carry the
 // document's identifier but repeat on every page and section. The cached
 // values of page-number fields (PAGE, NUMPAGES, SECTIONPAGES) are dropped:
-// they are the numbers of whichever page Word laid out last. Comments and
-// deleted text (tracked changes) are not read. A notes, header or footer
+// they are the numbers of whichever page Word laid out last. Comments, deleted
+// text and the sources of moves (tracked changes) are not read. A notes, header or footer
 // part that is not well-formed is left out, and the Note says so.
 //
 // Every part is read through a limit on its inflated bytes, shared by all
@@ -447,8 +447,11 @@ func (w *docxWriter) read(ctx context.Context, dec *xml.Decoder) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			name := t.Name.Local
-			if name == "Fallback" {
-				// mc:AlternateContent repeats its content for older readers.
+			if name == "Fallback" || name == "moveFrom" {
+				// mc:AlternateContent repeats its content for older
+				// readers; a tracked move keeps the text moved, in w:t,
+				// where it was (w:moveFrom) as well as where it went
+				// (w:moveTo), and the second is the document's.
 				if err := dec.Skip(); err != nil {
 					return err
 				}

@@ -73,6 +73,12 @@ func TestDOCXMarkup(t *testing.T) {
 				// Fields begun and never ended, past how many are held.
 				`<w:p>` + strings.Repeat(`<w:r><w:fldChar w:fldCharType="begin"/></w:r>`, 100) + `<w:r><w:t>still read</w:t></w:r></w:p>`,
 			[]extract.Page{{1, "Page of , see Annex I\nstill read"}}},
+		{"tracked changes as accepted",
+			`<w:p><w:r><w:t xml:space="preserve">Kept </w:t></w:r><w:del w:id="1" w:author="A"><w:r><w:delText>deleted </w:delText></w:r></w:del>` +
+				`<w:ins w:id="2" w:author="A"><w:r><w:t xml:space="preserve">inserted </w:t></w:r></w:ins><w:moveTo w:id="3" w:author="A"><w:r><w:t>moved</w:t></w:r></w:moveTo></w:p>` +
+				`<w:p><w:pPr><w:rPr><w:moveFrom w:id="5" w:author="A"/></w:rPr></w:pPr><w:moveFromRangeStart w:id="4" w:name="move1"/><w:moveFrom w:id="6" w:author="A"><w:r><w:t>moved</w:t></w:r></w:moveFrom><w:moveFromRangeEnd w:id="4"/></w:p>` +
+				`<w:p><w:r><w:t>end</w:t></w:r></w:p>`,
+			[]extract.Page{{1, "Kept inserted moved\n\nend"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := docxPages(t, extracttest.DOCXWithDocument(head+tc.body+tail))
