@@ -563,6 +563,15 @@ func TestChatBranchesStopAndErrors(t *testing.T) {
 	waitText(t, ctx, `[data-testid=message][data-role=assistant]`, "You stopped this answer.")
 	// A screen reader hears that it was stopped, not that it is complete.
 	waitText(t, ctx, `p.sr-only[role=status]`, "You stopped the answer.")
+	// Read again, the stopped answer still says so: a reload does not pass it
+	// off as a whole one.
+	written := strings.Count(answerText(t, ctx), "A long answer")
+	run(t, ctx, "reloading after the stop", chromedp.Reload(), chromedp.WaitVisible(`[data-testid=message][data-role=assistant]`, chromedp.ByQuery))
+	waitAnswered(t, ctx, "A long answer")
+	waitText(t, ctx, `[data-testid=message][data-role=assistant] [data-testid=answer-stopped]`, "You stopped this answer.")
+	if n := strings.Count(answerText(t, ctx), "A long answer"); n != written {
+		t.Errorf("the stopped answer holds %d sentences after a reload, %d before", n, written)
+	}
 
 	// A provider's failure is said on the answer.
 	sendChat(t, ctx, "fail please")

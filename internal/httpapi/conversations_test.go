@@ -1,14 +1,27 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/relay-ai/relay/internal/agent"
+	"github.com/relay-ai/relay/internal/llm"
+	"github.com/relay-ai/relay/internal/llm/llmtest"
+	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/run"
+	"github.com/relay-ai/relay/internal/run/runtest"
 )
 
 type conversationPage struct {
@@ -116,5 +129,102 @@ func TestConversationsPaged(t *testing.T) {
 		if code != 400 || e.Error.Code != "invalid" || !strings.Contains(e.Error.Message, name) {
 			t.Errorf("%s: %d %s, want 400 invalid naming %s", q, code, body, name)
 		}
+	}
+}
+
+// stallingModel streams a first piece of the answer to the agent's "stop
+// me", then waits for its run to be stopped; it passes the rest to Model.
+type stallingModel struct{ llm.Model }
+
+func (m stallingModel) Stream(ctx context.Context, req *llm.Request, emit func(llm.Event)) (*llm.Turn, error) {
+	if runtest.Asker(req) != "a" || req.Messages[len(req.Messages)-1].Content != "stop me" {
+		return m.Model.Stream(ctx, req, emit)
+	}
+	emit(llm.Event{Kind: llm.EventText, Text: "The first half"})
+	<-ctx.Done()
+	return &llm.Turn{Text: "The first half"}, context.Cause(ctx)
+}
+
+// An answer stopped by its user, or cut by a failure, says how it ended
+// (run_status) when its conversation is read again, as its run.finished event
+// said it live: a reload must not pass a cut-off answer for a whole one. A
+// whole answer and the user's messages say nothing.
+func TestConversationAnswersSayHowTheirRunEnded(t *testing.T) {
+	rt := runtest.NewTeam(t, map[string]agent.Spec{"a": {}}, func(_ string, req *llm.Request) llmtest.Turn {
+		if req.Messages[len(req.Messages)-1].Content == "fail me" {
+			return llmtest.Turn{Text: []string{"Half of it"}, Err: errors.New("the provider hung up")}
+		}
+		return llmtest.Turn{Text: []string{"A whole answer."}}
+	})
+	scripted := rt.Runs.Models
+	rt.Runs.Models = func(ctx context.Context, userID, provider, model string) (llm.Model, mcp.Family, error) {
+		m, f, err := scripted(ctx, userID, provider, model)
+		return stallingModel{m}, f, err
+	}
+	tm := serveTeam(t, rt)
+
+	code, out := tm.post(t, "/api/chat", `{"agent_id":"a","text":"answer me"}`)
+	conv := regexp.MustCompile(`"conversation_id":"(conv_[^"]+)"`).FindStringSubmatch(out)
+	if code != 200 || conv == nil {
+		t.Fatalf("chat: %d %s", code, out)
+	}
+	if code, out := tm.post(t, "/api/chat", `{"agent_id":"a","text":"fail me","conversation_id":"`+conv[1]+`"}`); code != 200 ||
+		!strings.Contains(out, `"run_status":"failed"`) {
+		t.Errorf("the failed run's stream: %d %s; want its answer in run.finished with run_status failed", code, out)
+	}
+
+	// Stopped once the first piece is streamed.
+	req, _ := http.NewRequest("POST", tm.srv.URL+"/api/chat", strings.NewReader(`{"agent_id":"a","text":"stop me","conversation_id":"`+conv[1]+`"}`))
+	req.Header.Set("Authorization", "Bearer "+tm.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	stream := bufio.NewReader(resp.Body)
+	for {
+		line, err := stream.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the first piece: %v", err)
+		}
+		if strings.HasPrefix(line, "event: message.delta") {
+			break
+		}
+	}
+	if code, out := tm.post(t, "/api/runs/"+resp.Header.Get("Relay-Run-Id")+"/abort", ""); code != 200 || !strings.Contains(out, `"status":"cancelled"`) {
+		t.Fatalf("abort: %d %s", code, out)
+	}
+	if rest, _ := io.ReadAll(stream); !strings.Contains(string(rest), `"run_status":"cancelled"`) {
+		t.Errorf("the stopped run's stream ends:\n%s\nwant its answer in run.finished with run_status cancelled", rest)
+	}
+
+	code, out = tm.post(t, "/api/chat", `{"agent_id":"a","text":"answer me again","conversation_id":"`+conv[1]+`"}`)
+	if code != 200 {
+		t.Fatalf("chat after the stop: %d %s", code, out)
+	}
+	code, _, out = tm.send(t, "GET", "/api/conversations/"+conv[1], nil)
+	var thread struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(out), &thread); code != 200 || err != nil {
+		t.Fatalf("GET the conversation: %d %s (%v)", code, out, err)
+	}
+	type said struct{ Role, Text, RunStatus string }
+	var got []said
+	for _, m := range thread.Messages {
+		s := said{Role: m["role"].(string), Text: m["text"].(string)}
+		if v, ok := m["run_status"]; ok {
+			s.RunStatus = fmt.Sprint(v)
+		}
+		got = append(got, s)
+	}
+	want := []said{
+		{"user", "answer me", ""}, {"assistant", "A whole answer.", ""},
+		{"user", "fail me", ""}, {"assistant", "Half of it", "failed"},
+		{"user", "stop me", ""}, {"assistant", "The first half", "cancelled"},
+		{"user", "answer me again", ""}, {"assistant", "A whole answer.", ""},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the conversation's messages (-want +got):\n%s", d)
 	}
 }

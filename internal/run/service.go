@@ -430,6 +430,9 @@ func (s *Service) execute(ctx context.Context, u *auth.User, a *agent.Agent, r *
 		answer.Parts = append(answer.Parts, Part{Type: PartError, AgentID: failedAgent(err, a.ID), Text: r.Error})
 	}
 	measured.End(string(r.Status))
+	if r.Status != StatusSucceeded {
+		answer.RunStatus = r.Status // as the answer is read from now on
+	}
 	answer.CreatedAt = finished
 	r.ResponseMessageID = answer.ID
 	end := &ending{lr: lr, run: r, answer: answer, requests: requests}

@@ -70,6 +70,13 @@ type Message struct {
 	// Sources are what the answer's tool calls cited (file passages, web
 	// pages), in order; they are kept in Parts and listed here for display.
 	Sources []tool.Source `json:"sources,omitempty"`
+	// RunStatus is how the run that wrote an answer ended when it did not
+	// succeed: StatusCancelled (stopped by its user) or StatusFailed (an
+	// error, or its process gone). It is empty for a whole answer and for a
+	// user's message, so that a cut-off answer read again is never taken for
+	// a whole one (docs/api.md "Runs and conversations"). It is read with the
+	// message, from its run; it is not stored with the message.
+	RunStatus Status `json:"run_status,omitempty"`
 }
 
 // Status is where a run stands.

@@ -497,6 +497,7 @@ func (e *ending) answerLost(err error) {
 		reason += ": " + fe.Message
 	}
 	e.run.Status, e.run.Error, e.run.ResponseMessageID = StatusFailed, reason, ""
+	e.answer.RunStatus = StatusFailed
 	e.lr.mu.Lock()
 	defer e.lr.mu.Unlock()
 	// run.finished is the last event a run numbers: it is numbered again.

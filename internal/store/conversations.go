@@ -244,15 +244,27 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 
 const messageColumns = `id, conversation_id, parent_id, role, agent_id, text, parts, run_id, created_at`
 
+// messageSelect reads messages (m) as scanMessage takes them: with the status
+// of the run that wrote each (r), joined rather than asked for message by
+// message, for run.Message.RunStatus.
+const messageSelect = `SELECT m.id, m.conversation_id, m.parent_id, m.role, m.agent_id, m.text, m.parts, m.run_id,
+	m.created_at, r.status FROM messages m LEFT JOIN runs r ON r.id = m.run_id`
+
 func scanMessage(r rowScanner) (*run.Message, error) {
 	var (
-		m     run.Message
-		parts []byte
+		m         run.Message
+		parts     []byte
+		runStatus string
 	)
 	err := r.Scan(&m.ID, &m.ConversationID, nullStringDest{&m.ParentID}, &m.Role, nullStringDest{&m.AgentID},
-		&m.Text, &parts, nullStringDest{&m.RunID}, timeDest{&m.CreatedAt})
+		&m.Text, &parts, nullStringDest{&m.RunID}, timeDest{&m.CreatedAt}, nullStringDest{&runStatus})
 	if err != nil {
 		return nil, err
+	}
+	// A run that succeeded, or one still going (failRuns reads the answer of
+	// a run it is about to fail), says nothing about its answer.
+	if s := run.Status(runStatus); s == run.StatusCancelled || s == run.StatusFailed {
+		m.RunStatus = s
 	}
 	if parts != nil {
 		var stored []storedPart
@@ -347,7 +359,7 @@ func (db *DB) addMessage(ctx context.Context, tx *sql.Tx, m *run.Message) error 
 
 // GetMessage returns the message with that id.
 func (db *DB) GetMessage(ctx context.Context, id string) (*run.Message, error) {
-	m, err := scanMessage(db.queryRow(ctx, db.read, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	m, err := scanMessage(db.queryRow(ctx, db.read, messageSelect+` WHERE m.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(fault.NotFound, "message %q not found", id)
 	}
@@ -361,7 +373,7 @@ func (db *DB) GetMessage(ctx context.Context, id string) (*run.Message, error) {
 // tree, oldest first and then by id; none for an unknown conversation.
 func (db *DB) ListMessages(ctx context.Context, conversationID string) ([]*run.Message, error) {
 	rows, err := db.query(ctx, db.read,
-		`SELECT `+messageColumns+` FROM messages WHERE conversation_id = ? ORDER BY created_at, id`, conversationID)
+		messageSelect+` WHERE m.conversation_id = ? ORDER BY m.created_at, m.id`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("listing messages of conversation %q: %w", conversationID, err)
 	}

@@ -261,7 +261,7 @@ func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any
 		r.Status, r.Error, r.FinishedAt = run.StatusFailed, reason, &finished
 		var answer *run.Message
 		if r.ResponseMessageID != "" {
-			answer, err = scanMessage(db.queryRow(ctx, tx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, r.ResponseMessageID))
+			answer, err = scanMessage(db.queryRow(ctx, tx, messageSelect+` WHERE m.id = ?`, r.ResponseMessageID))
 			switch {
 			case errors.Is(err, sql.ErrNoRows): // run.finished then names no answer
 			case err != nil:
@@ -278,6 +278,9 @@ func (db *DB) failRuns(ctx context.Context, tx *sql.Tx, where string, args []any
 				return 0, fmt.Errorf("failing run %q: answering it: %w", r.ID, err)
 			}
 			r.ResponseMessageID = answer.ID
+		}
+		if answer != nil {
+			answer.RunStatus = r.Status // as the answer is read from now on
 		}
 		if err := db.updateRun(ctx, tx, r); err != nil {
 			return 0, fmt.Errorf("failing run %q: %w", r.ID, err)

@@ -589,7 +589,8 @@ var runTests = []test{
 		nonZeroFields(t, "the tool record", *tool, "Contexts")
 		m := &run.Message{
 			ID: newID("msg_"), ConversationID: c.conv.ID, ParentID: c.msg.ID, Role: run.RoleAssistant,
-			AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>", RunID: c.run.ID, CreatedAt: at(9), Sources: tool.Sources,
+			AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>", RunID: c.run.ID, RunStatus: run.StatusCancelled,
+			CreatedAt: at(9), Sources: tool.Sources,
 			Parts: []run.Part{
 				{Type: run.PartToolCall, AgentID: "agent_writer", Tool: tool},
 				{Type: run.PartText, AgentID: "agent_writer", Text: "Here «you» go 🚀\n<b>&</b>"},
@@ -601,6 +602,10 @@ var runTests = []test{
 		if m.CreatedAt != stored(at(9)) {
 			t.Errorf("AddMessage left CreatedAt %v, want %v", m.CreatedAt, stored(at(9)))
 		}
+		// RunStatus is its run's, as the run ended.
+		end := at(10)
+		c.run.Status, c.run.Error, c.run.ResponseMessageID, c.run.FinishedAt = run.StatusCancelled, "aborted by the user", m.ID, &end
+		must(t, s.UpdateRun(ctx, c.run), "UpdateRun to cancelled")
 		got, err := s.GetMessage(ctx, m.ID)
 		must(t, err, "GetMessage")
 		if d := cmp.Diff(m, got); d != "" {
@@ -612,6 +617,45 @@ var runTests = []test{
 		must(t, err, "GetMessage")
 		if d := cmp.Diff(c.msg, plain, equal); d != "" {
 			t.Errorf("GetMessage of a message without parent, agent, parts or run (-want +got):\n%s", d)
+		}
+	}},
+	{"MessageRunStatus", func(t *testing.T, s store.Store) {
+		// An answer says how its run ended when the run did not succeed, read
+		// one by one or listed; a whole answer, one of a run still going, one
+		// whose run is gone and a user's message say nothing.
+		ctx := t.Context()
+		c := newChat(t, s, "status@example.com")
+		want := map[string]run.Status{c.msg.ID: ""}
+		for i, st := range []run.Status{run.StatusSucceeded, run.StatusFailed, run.StatusCancelled, run.StatusRunning, run.StatusQueued} {
+			r := createRun(t, s, newRun(c.user.ID, c.conv.ID, c.msg.ID, 4+i))
+			m := newMessage(c.conv.ID, c.msg.ID, run.RoleAssistant, "answer of a run "+string(st), 10+i)
+			m.RunID = r.ID
+			addMessage(t, s, m)
+			r.Status, r.ResponseMessageID = st, m.ID
+			must(t, s.UpdateRun(ctx, r), "UpdateRun to "+string(st))
+			want[m.ID] = ""
+			if st == run.StatusFailed || st == run.StatusCancelled {
+				want[m.ID] = st
+			}
+		}
+		orphan := newMessage(c.conv.ID, c.msg.ID, run.RoleAssistant, "answer of a run that is not stored", 20)
+		orphan.RunID = "run_missing"
+		addMessage(t, s, orphan)
+		want[orphan.ID] = ""
+
+		listed, err := s.ListMessages(ctx, c.conv.ID)
+		must(t, err, "ListMessages")
+		got := map[string]run.Status{}
+		for _, m := range listed {
+			got[m.ID] = m.RunStatus
+			one, err := s.GetMessage(ctx, m.ID)
+			must(t, err, "GetMessage")
+			if one.RunStatus != m.RunStatus {
+				t.Errorf("message %q: GetMessage says RunStatus %q, ListMessages %q", m.Text, one.RunStatus, m.RunStatus)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("RunStatus of the listed messages, by id (-want +got):\n%s", d)
 		}
 	}},
 	{"MessageZeroTimeIsNow", func(t *testing.T, s store.Store) {

@@ -76,6 +76,8 @@ export interface Message {
   run_id?: string;
   created_at: string;
   sources?: Source[];
+  /** How the run that wrote this answer ended when it did not succeed (docs/api.md). */
+  run_status?: 'cancelled' | 'failed';
 }
 
 export interface Thread extends Conversation {
