@@ -235,17 +235,22 @@ func (p *Preparer) Prepare(ctx context.Context, u *auth.User, req Request) (*Pre
 	if req.Client != nil {
 		req.Client.apply(out.Request)
 	}
-	// Calls of tools this agent does not have (another agent's, in a handoff
-	// or an earlier turn) are sent as text, which every provider can read.
-	out.Request.Messages = prompt.ForeignCalls(out.Request.Messages, func(name string) bool {
-		return slices.ContainsFunc(out.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
-	})
 	if p.Window != nil {
 		uid := ""
 		if u != nil {
 			uid = u.ID
 		}
 		out.Fitter = p.Window.Fitter(uid, a, req.Client)
+		// Results are cut while they are still tool messages: those of the
+		// calls rewritten as text below are tool results sent again too.
+		out.Fitter.CutResults(out.Request)
+	}
+	// Calls of tools this agent does not have (another agent's, in a handoff
+	// or an earlier turn) are sent as text, which every provider can read.
+	out.Request.Messages = prompt.ForeignCalls(out.Request.Messages, func(name string) bool {
+		return slices.ContainsFunc(out.Request.Tools, func(t llm.FunctionTool) bool { return t.Function.Name == name })
+	})
+	if out.Fitter != nil {
 		if err := out.Fitter.Fit(ctx, out.Request); err != nil {
 			return nil, err
 		}

@@ -447,3 +447,50 @@ func TestAgentCallsOnlyItsOwnTools(t *testing.T) {
 		t.Errorf("the helper was sent %+v after its call, want the call and its refusal as text", result)
 	}
 }
+
+// A tool result another agent's call got is cut to maxToolResultChars when
+// the agent handed the conversation reads it, as every result sent again is
+// (docs/config.md): it reaches that agent as text, the call being of a tool
+// it lacks, and is cut before it becomes text.
+func TestHandoffTargetReadsResultsCut(t *testing.T) {
+	url := mcptest.Start(t, mcptest.TransportStreamableHTTP, mcptest.Options{})
+	m := mcp.NewManager([]mcp.ServerConfig{{Name: "test", Transport: mcp.TransportStreamableHTTP, URL: url, Scope: mcp.ScopeApp,
+		Timeout: 5 * time.Second, InitTimeout: 5 * time.Second}}, mcp.Options{})
+	t.Cleanup(func() { m.Close() })
+	long := strings.Repeat("lorem ", 200)
+	tm := runtest.NewTeam(t, map[string]agent.Spec{
+		"router": {Tools: []string{"echo__mcp__test"},
+			Edges: []agent.Edge{{From: agent.One("router"), To: agent.One("helper"), EdgeType: agent.EdgeHandoff}}},
+		"helper": {},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		if who == "router" { // one step: no fit of the router's sees the result
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{
+				{ID: "e1", Function: llm.FunctionCall{Name: "echo__mcp__test", Arguments: `{"message":"` + long + `"}`}},
+				{ID: "h1", Function: llm.FunctionCall{Name: "lc_transfer_to_helper", Arguments: `{}`}}}}
+		}
+		return llmtest.Turn{Text: []string{"Done."}}
+	})
+	tm.Runs.MCP, tm.Runs.Prep.MCP = m, m
+	tm.Runs.Prep.Window = &run.Window{Counters: token.NewCounters(0), MaxToolResultChars: 100}
+	b := &bundle{svc: tm.Runs, user: tm.User}
+	d := b.chat(t, run.ChatRequest{AgentID: "router", Text: "Echo it, then pass it on."})
+	if d.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d.Run)
+	}
+	helper := requestsOf(tm.Model, "helper")
+	if len(helper) != 1 {
+		t.Fatalf("%d requests of the helper, want 1", len(helper))
+	}
+	var read string
+	for _, msg := range helper[0].Messages {
+		if msg.Role == llm.RoleAssistant && strings.Contains(msg.Content, "[Result of echo__mcp__test]") {
+			read = msg.Content
+		}
+	}
+	_, result, _ := strings.Cut(read, "[Result of echo__mcp__test]\n")
+	result, _, _ = strings.Cut(result, "\n\n[Called the tool lc_transfer_to_helper")
+	result, _, _ = strings.Cut(result, "\n\n[Result of lc_transfer_to_helper]")
+	if !strings.Contains(result, "truncated by Relay") || strings.Contains(result, strings.Repeat("lorem ", 20)) {
+		t.Errorf("the helper read the router's echo result as %q, want it cut to 100 characters", result)
+	}
+}

@@ -129,13 +129,7 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 		return fault.New(fault.Invalid, ErrorPrefix+" the reply's maximum of %d tokens (max_tokens) leaves no room in the %d-token context window of model %q", f.opts.Budget.Reply, f.opts.Budget.Context, req.Model)
 	}
 	msgs := req.Messages
-	if limit := f.opts.MaxToolResultChars; limit > 0 {
-		for i := range msgs {
-			if msgs[i].Role == llm.RoleTool && cutResult(&msgs[i], limit) {
-				f.report.TruncatedToolResults++
-			}
-		}
-	}
+	f.cutResults(msgs)
 	// Each message is counted once (from the cache when it was before).
 	total := c.Tools(req.Tools) + token.ReplyPriming
 	f.counts = f.counts[:0]
@@ -244,6 +238,32 @@ func (f *Fitter) Fit(ctx context.Context, req *llm.Request) error {
 	f.report.DroppedMessages += dropped
 	f.report.DroppedTurns += turns
 	return nil
+}
+
+// CutResults cuts the tool results of req longer than the limit, as Fit
+// does, and counts them in the report. It is for a request whose tool
+// messages are about to be rewritten as text (prompt.ForeignCalls: another
+// agent's calls in a handoff, an earlier turn's calls of a tool the agent no
+// longer has), which Fit would no longer see as tool results: every result
+// sent to a model is cut (docs/config.md "maxToolResultChars").
+func (f *Fitter) CutResults(req *llm.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cutResults(req.Messages)
+}
+
+// cutResults cuts the tool messages of msgs to the limit, in place; f.mu is
+// held. A result cut already is left as it is and not counted again.
+func (f *Fitter) cutResults(msgs []llm.Message) {
+	limit := f.opts.MaxToolResultChars
+	if limit <= 0 {
+		return
+	}
+	for i := range msgs {
+		if msgs[i].Role == llm.RoleTool && cutResult(&msgs[i], limit) {
+			f.report.TruncatedToolResults++
+		}
+	}
 }
 
 // newestTurn is where the newest turn of msgs begins, the system message
