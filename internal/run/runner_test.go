@@ -494,3 +494,34 @@ func TestHandoffTargetReadsResultsCut(t *testing.T) {
 		t.Errorf("the helper read the router's echo result as %q, want it cut to 100 characters", result)
 	}
 }
+
+// A conversation is the agent's its latest message was sent to: continued
+// with another agent, it names that one, as the web UI picks it when the
+// chat is opened again (docs/api.md "Runs and conversations").
+func TestConversationFollowsItsLatestAgent(t *testing.T) {
+	b, _ := team(t, map[string]agent.Spec{"first": {}, "second": {}}, func(string, *llm.Request) llmtest.Turn {
+		return llmtest.Turn{Text: []string{"Answered."}}
+	})
+	d1 := b.chat(t, run.ChatRequest{AgentID: "first", Text: "Q1"})
+	d2 := b.chat(t, run.ChatRequest{AgentID: "second", Text: "Q2", ConversationID: d1.ConversationID})
+	if d2.Status != run.StatusSucceeded {
+		t.Fatalf("run %+v", d2.Run)
+	}
+	th, err := b.svc.Conversation(context.Background(), b.user, d1.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.AgentID != "second" {
+		t.Errorf("the conversation's agent is %q after a message to %q", th.AgentID, "second")
+	}
+	page, err := b.svc.Conversations(context.Background(), b.user, run.ConversationQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Conversations) != 1 || page.Conversations[0].AgentID != "second" {
+		t.Errorf("listed %d conversations, want one of agent %q", len(page.Conversations), "second")
+		for _, c := range page.Conversations {
+			t.Logf("%s of agent %q", c.ID, c.AgentID)
+		}
+	}
+}

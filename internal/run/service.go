@@ -331,11 +331,11 @@ func (s *Service) Start(ctx context.Context, u *auth.User, req ChatRequest) (*Ru
 }
 
 // conversation returns the conversation of req, a new one (not yet stored, and
-// isNew set) when it names none, with UpdatedAt now; and the messages on the
-// branch that ends at req.ParentMessageID, with the ids of their files. A
-// request naming a conversation but no parent continues from the conversation's
-// latest message, the leaf of the branch written last, and req.ParentMessageID
-// is set to it (docs/api.md "Conversations").
+// isNew set) when it names none, with agent a and UpdatedAt now; and the
+// messages on the branch that ends at req.ParentMessageID, with the ids of
+// their files. A request naming a conversation but no parent continues from
+// the conversation's latest message, the leaf of the branch written last, and
+// req.ParentMessageID is set to it (docs/api.md "Conversations").
 func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent, req *ChatRequest, now time.Time) (c *Conversation, isNew bool, branch []llm.Message, files []string, err error) {
 	// NoParent asks for a new first message: a branch from the start.
 	newRoot := req.ParentMessageID == NoParent
@@ -388,7 +388,9 @@ func (s *Service) conversation(ctx context.Context, u *auth.User, a *agent.Agent
 	for _, m := range slices.Backward(path) {
 		branch = append(branch, Replay(m)...)
 	}
-	c.UpdatedAt = now
+	// The conversation is now the agent's: the one its next message goes to
+	// unless the client names another (docs/api.md "Runs and conversations").
+	c.AgentID, c.UpdatedAt = a.ID, now
 	return c, false, branch, files, nil
 }
 
