@@ -3,15 +3,18 @@ package app
 import (
 	"context"
 
+	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
+	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/mcp"
 	"github.com/relay-ai/relay/internal/prompt"
 	"github.com/relay-ai/relay/internal/run"
 )
 
 // preparer builds the run.Preparer over the MCP manager m. mods makes the
-// summaries of summarization; nil (a preview) means none are made.
+// summaries of summarization; nil (a preview) means none are made, the
+// turns a run would summarise being dropped without one.
 func (a *App) preparer(m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
 	cfg := a.Config
 	loc, err := cfg.Location()
@@ -23,9 +26,16 @@ func (a *App) preparer(m *mcp.Manager, mods run.Models) (*run.Preparer, error) {
 		ContextWindow:      cfg.Endpoints.ContextWindow,
 		MaxToolResultChars: cfg.Endpoints.Agents.MaxToolResultChars,
 	}
-	if sm := cfg.Summarization; sm.Enabled && mods != nil {
+	if sm := cfg.Summarization; sm.Enabled {
 		win.SummaryTokens = sm.MaxSummaryTokens
-		win.Summarize = run.Summarizer(mods, run.Summary{Provider: sm.Provider, Model: sm.Model, Params: sm.Parameters, Prompt: sm.Prompt, MaxTokens: sm.MaxSummaryTokens})
+		if mods != nil {
+			win.Summarize = run.Summarizer(mods, run.Summary{Provider: sm.Provider, Model: sm.Model, Params: sm.Parameters, Prompt: sm.Prompt, MaxTokens: sm.MaxSummaryTokens})
+		} else {
+			// A preview asks no model for the summary, but keeps its room
+			// free as a run does, so that it drops the turns the run drops
+			// (docs/config.md "summarization").
+			win.Summarize = func(context.Context, string, *agent.Agent, []llm.Message) (string, error) { return "", nil }
+		}
 	}
 	return &run.Preparer{
 		Agents:         a.Agents.Cached(),

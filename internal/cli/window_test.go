@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/token"
@@ -306,8 +307,27 @@ agents:
 		msg, _ := last.Data["message"].(map[string]any)
 		parent, _ = msg["id"].(string)
 	}
+	// The preview of the next message drops the turns its run drops: the
+	// summary's room is kept free in both, the preview showing no summary.
+	next := fmt.Sprintf("Question %d: %s", turns+1, strings.Repeat("how does the cooling loop behave? ", 8))
+	body, _ := json.Marshal(map[string]any{"text": next, "conversation_id": convID})
+	resp := s.post(t, "/api/agents/brief/prompt", string(body), nil)
+	var preview struct{ Messages []llm.Message }
+	err := json.NewDecoder(resp.Body).Decode(&preview)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(preview.Messages) == 0 {
+		t.Fatalf("preview: %d %v", resp.StatusCode, err)
+	}
+	body, _ = json.Marshal(map[string]any{"agent_id": "brief", "text": next, "conversation_id": convID})
+	resp = s.post(t, "/api/chat", string(body), nil)
+	readSSE(t, resp, nil)
+	resp.Body.Close()
 	mu.Lock()
 	defer mu.Unlock()
+	sent := chats[len(chats)-1].Messages
+	if diff := cmp.Diff(preview.Messages[1:], sent[1:]); diff != "" {
+		t.Errorf("the preview's messages after the system message differ from those the run sent (-preview +sent):\n%s", diff)
+	}
 	if len(summaries) == 0 {
 		t.Fatalf("no summary was asked for in %d requests; the last counts %d tokens", len(chats), token.NewCounters(0).For("gpt-4o").Request(&chats[len(chats)-1]))
 	}
