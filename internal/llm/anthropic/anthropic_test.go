@@ -568,3 +568,45 @@ func TestClientChoices(t *testing.T) {
 		t.Errorf("strict: true must be refused, false accepted")
 	}
 }
+
+// Calls made through another provider may have ids Anthropic refuses (it takes
+// ^[a-zA-Z0-9_-]+$ only): a conversation continued with an Anthropic agent
+// sends them with every other character as "_", the call and its result alike.
+func TestForeignToolCallIDs(t *testing.T) {
+	c := New(Options{APIKey: testKey})
+	body, err := c.Body(&llm.Request{Model: "claude-sonnet-4-5", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "What is the weather?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "functions.get_weather:0", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{}`}}}},
+		{Role: llm.RoleTool, ToolCallID: "functions.get_weather:0", Content: "Sunny."},
+		{Role: llm.RoleUser, Content: "And tomorrow?"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ID        string `json:"id"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range sent.Messages {
+		for _, b := range m.Content {
+			switch b.Type {
+			case "tool_use":
+				ids = append(ids, "use "+b.ID)
+			case "tool_result":
+				ids = append(ids, "result "+b.ToolUseID)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"use functions_get_weather_0", "result functions_get_weather_0"}, ids); diff != "" {
+		t.Errorf("tool ids sent (-want +got):\n%s\n%s", diff, body)
+	}
+}

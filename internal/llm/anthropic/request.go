@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/relay-ai/relay/internal/llm"
 	"github.com/relay-ai/relay/internal/llm/wire"
@@ -228,16 +229,32 @@ func (c *Client) messages(msgs []llm.Message) []message {
 			blocks := c.thinking(m)
 			blocks = append(blocks, content(m)...)
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: wire.Arguments(tc, c.ep.Log)})
+				blocks = append(blocks, block{Type: "tool_use", ID: toolUseID(tc.ID), Name: tc.Function.Name, Input: wire.Arguments(tc, c.ep.Log)})
 			}
 			add("assistant", blocks...)
 		case llm.RoleTool:
-			add("user", block{Type: "tool_result", ToolUseID: m.ToolCallID, Content: content(m), IsError: wire.ToolFailed(m)})
+			add("user", block{Type: "tool_result", ToolUseID: toolUseID(m.ToolCallID), Content: content(m), IsError: wire.ToolFailed(m)})
 		default:
 			add("user", content(m)...)
 		}
 	}
 	return out
+}
+
+// toolUseID is id as Anthropic takes a tool_use block's id, which must match
+// ^[a-zA-Z0-9_-]+$: every other character becomes "_". The calls of a
+// conversation may come from other providers, whose ids need not (some
+// OpenAI-compatible servers write "functions.get_weather:0"), and a request
+// holding one is refused, so that the conversation could not go on with an
+// Anthropic agent. The same id always gives the same result, so that a call
+// and the result answering it stay paired.
+func toolUseID(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, id)
 }
 
 // thinking is the thinking blocks an assistant message keeps from the turn
