@@ -2,6 +2,8 @@ package openai
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +20,7 @@ func (c *Client) Body(req *llm.Request) ([]byte, error) { return c.body(req) }
 // and DropParams removed.
 func (c *Client) body(req *llm.Request) ([]byte, error) {
 	r := *req
-	r.Messages = splitToolImages(req.Messages)
+	r.Messages = shortIDs(splitToolImages(req.Messages))
 	base, err := r.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("writing the request body: %w", err)
@@ -59,6 +61,48 @@ func splitToolImages(msgs []llm.Message) []llm.Message {
 		if lastOfRun && len(images) > 0 {
 			out = append(out, llm.Message{Role: llm.RoleUser, Parts: images})
 			images = nil
+		}
+	}
+	return out
+}
+
+// maxToolCallID is the longest tool call id OpenAI takes; a request with a
+// longer one is refused ("string too long. Expected a string with maximum
+// length 40").
+const maxToolCallID = 40
+
+// shortIDs returns msgs with each tool call id longer than maxToolCallID, and
+// each tool message's id of such a call, replaced by "call_" and 32 hex
+// digits of its SHA-256: the calls of a conversation may come from other
+// providers, whose ids can be longer (vLLM writes "chatcmpl-tool-" and 32 hex
+// digits), and a request holding one is refused, so that the conversation
+// could not go on with this provider. The same id always gives the same
+// result, so that a call and its result stay paired. msgs itself is not
+// changed; when no id is too long it is returned as is.
+func shortIDs(msgs []llm.Message) []llm.Message {
+	long := func(m llm.Message) bool {
+		return len(m.ToolCallID) > maxToolCallID || slices.ContainsFunc(m.ToolCalls, func(c llm.ToolCall) bool { return len(c.ID) > maxToolCallID })
+	}
+	if !slices.ContainsFunc(msgs, long) {
+		return msgs
+	}
+	short := func(id string) string {
+		if len(id) <= maxToolCallID {
+			return id
+		}
+		sum := sha256.Sum256([]byte(id))
+		return "call_" + hex.EncodeToString(sum[:16])
+	}
+	out := slices.Clone(msgs)
+	for i := range out {
+		m := &out[i]
+		if !long(*m) {
+			continue
+		}
+		m.ToolCallID = short(m.ToolCallID)
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].ID = short(m.ToolCalls[j].ID)
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -139,5 +140,44 @@ func TestClientChoices(t *testing.T) {
 	}
 	if c.CheckStrict(true) != nil || c.CheckStrict(false) != nil {
 		t.Errorf("a function's strict is sent as it is: CheckStrict must accept it")
+	}
+}
+
+// Calls made through another provider may have ids longer than OpenAI takes
+// (40 characters; vLLM writes 46): a conversation continued with an OpenAI
+// agent sends them shortened, the call and its result alike, and the
+// request's own messages are left as they were.
+func TestLongToolCallIDs(t *testing.T) {
+	const vllm = "chatcmpl-tool-0123456789abcdef0123456789abcdef"
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: "What is the weather?"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{ID: vllm, Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{}`}},
+			{ID: "call_short", Type: "function", Function: llm.FunctionCall{Name: "get_time", Arguments: `{}`}}}},
+		{Role: llm.RoleTool, ToolCallID: vllm, Content: "Sunny."},
+		{Role: llm.RoleTool, ToolCallID: "call_short", Content: "Noon."},
+		{Role: llm.RoleUser, Content: "And tomorrow?"},
+	}
+	body, err := New(Options{}).Body(&llm.Request{Model: "gpt-4o", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	calls, results := sent.Messages[1].ToolCalls, []string{sent.Messages[2].ToolCallID, sent.Messages[3].ToolCallID}
+	if len(calls) != 2 || len(calls[0].ID) > 40 || calls[0].ID != results[0] || calls[1].ID != "call_short" || results[1] != "call_short" {
+		t.Errorf("ids sent: calls %+v, results %q\n%s", calls, results, body)
+	}
+	if msgs[1].ToolCalls[0].ID != vllm || msgs[2].ToolCallID != vllm {
+		t.Errorf("the request's messages were changed: %+v", msgs[1:3])
 	}
 }
