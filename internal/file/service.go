@@ -233,11 +233,18 @@ func (s *Service) storeParts(ctx context.Context, id string, r io.Reader, limit 
 		if size > limit {
 			return 0, nil, TooLarge(limit)
 		}
-		var tooBig *http.MaxBytesError
+		var (
+			tooBig *http.MaxBytesError
+			fe     *fault.Error
+		)
 		switch {
 		case err == nil, errors.Is(err, io.EOF):
 		case errors.As(err, &tooBig):
 			return 0, nil, TooLarge(limit)
+		case errors.As(err, &fe):
+			// The reader's own refusal (the HTTP API's of a second file in
+			// one request) says what was wrong already.
+			return 0, nil, err
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			// A form without its closing boundary, a body shorter than its
 			// Content-Length: what came is not the whole file.

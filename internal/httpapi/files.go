@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 
 	"github.com/relay-ai/relay/internal/auth"
@@ -77,6 +78,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.New(fault.Invalid, "send the file as multipart/form-data in the field \"file\""))
 		return
 	}
+	otherFile := false
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -88,14 +90,23 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if part.FormName() != "file" {
-			// Other fields (LibreChat sends a few) are read past, not kept.
+			// Other fields (LibreChat sends a few) are read past, not kept;
+			// a file among them would be lost if the field "file" follows.
+			otherFile = otherFile || isFile(part)
 			if _, err := io.Copy(io.Discard, part); err != nil {
 				s.writeError(w, r, s.uploadErr(err))
 				return
 			}
 			continue
 		}
-		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), part, limit)
+		if otherFile {
+			s.writeError(w, r, errMoreFiles)
+			return
+		}
+		// The rest of the form is read before the file is recorded, so that a
+		// second file refuses the upload with nothing stored.
+		body := &soleFile{part: part, form: mr}
+		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), body, limit)
 		switch {
 		case fault.Is(err, fault.TooLarge) && quotaBound:
 			err = s.opts.Quota.BytesExceeded()
@@ -108,6 +119,48 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusCreated, f)
 		return
+	}
+}
+
+// errMoreFiles refuses an upload that carries more than one file: only one
+// would be stored, and the client would not learn that the others were lost.
+var errMoreFiles = fault.New(fault.Invalid, "the request carries more than one file: send one file, in the field \"file\", per request")
+
+// isFile reports whether part is a file: the field "file", or any field
+// with a filename.
+func isFile(part *multipart.Part) bool {
+	return part.FormName() == "file" || rawFileName(part.Header.Get("Content-Disposition")) != ""
+}
+
+// soleFile reads the form's file part, and at its end the rest of the form:
+// instead of that end it returns errMoreFiles when another file follows, or
+// the error that cut the form off.
+type soleFile struct {
+	part *multipart.Part
+	form *multipart.Reader
+	done bool
+}
+
+func (f *soleFile) Read(p []byte) (int, error) {
+	n, err := f.part.Read(p)
+	if !errors.Is(err, io.EOF) || f.done {
+		return n, err
+	}
+	f.done = true
+	for {
+		next, nerr := f.form.NextPart()
+		if errors.Is(nerr, io.EOF) {
+			return n, io.EOF
+		}
+		if nerr == nil && isFile(next) {
+			nerr = errMoreFiles
+		}
+		if nerr == nil {
+			_, nerr = io.Copy(io.Discard, next)
+		}
+		if nerr != nil {
+			return n, nerr
+		}
 	}
 }
 

@@ -319,6 +319,85 @@ func TestTruncatedUploadIsRefused(t *testing.T) {
 	}
 }
 
+// TestUploadOfMoreFilesIsRefused: a form that carries a second file (in the
+// field "file" again, or under another name, before or after the file) is
+// refused with 400 saying so, and nothing of it is stored; it was once
+// answered 201 with only the first file kept. Plain fields still pass.
+func TestUploadOfMoreFilesIsRefused(t *testing.T) {
+	b := setupFiles(t)
+	type part struct{ field, name, body string }
+	post := func(parts []part) (int, apiError, file.File) {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for _, p := range parts {
+			if p.name == "" {
+				if err := mw.WriteField(p.field, p.body); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			w, err := mw.CreateFormFile(p.field, p.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = w.Write([]byte(p.body))
+		}
+		if err := mw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest("POST", b.srv.URL+"/api/files", &body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+b.annKey)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var (
+			e apiError
+			f file.File
+		)
+		_ = json.Unmarshal(raw, &e)
+		_ = json.Unmarshal(raw, &f)
+		return resp.StatusCode, e, f
+	}
+	for _, tc := range []struct {
+		name  string
+		parts []part
+	}{
+		{"the field file twice", []part{{"file", "a.txt", "first notes"}, {"file", "b.txt", "second notes"}}},
+		{"another file after", []part{{"file", "a.txt", "first notes"}, {"attachment", "b.txt", "second notes"}}},
+		{"another file before", []part{{"attachment", "b.txt", "second notes"}, {"file", "a.txt", "first notes"}}},
+		{"a field, then the file twice", []part{{"endpoint", "", "agents"}, {"file", "a.txt", "first"}, {"file_id", "", "x"}, {"file", "b.txt", "second"}}},
+	} {
+		code, e, _ := post(tc.parts)
+		if code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "more than one file") {
+			t.Errorf("%s: status %d, error %+v; want 400 saying the request carries more than one file", tc.name, code, e.Error)
+		}
+	}
+	var list struct {
+		Data []file.File `json:"data"`
+	}
+	b.do(t, b.annKey, "GET", "/api/files", nil, &list)
+	if len(list.Data) != 0 {
+		t.Errorf("ann has %+v; want no file from a refused upload", list.Data)
+	}
+	if n := fileParts(t, b.dbPath); n != 0 {
+		t.Errorf("refused uploads left %d parts of contents", n)
+	}
+
+	// Plain fields around the one file are read past, as before.
+	code, e, f := post([]part{{"endpoint", "", "agents"}, {"file", "a.txt", "first notes"}, {"file_id", "", "x"}, {"width", "", "10"}})
+	if code != http.StatusCreated || f.Name != "a.txt" || f.Size != int64(len("first notes")) {
+		t.Errorf("one file among plain fields: status %d, file %+v, error %+v; want 201 and a.txt", code, f, e.Error)
+	}
+}
+
 func TestFilesOwnership(t *testing.T) {
 	b := setupFiles(t)
 	var f file.File
