@@ -61,7 +61,8 @@ type embeddingResponse struct {
 
 var defaultClient = &http.Client{Timeout: 60 * time.Second}
 
-// Retries of an embeddings request: an ingestion sends one request per 64
+// Retries of a request an ingestion makes (to the embeddings endpoint, or
+// the RAG API's /embed): an ingestion sends one embeddings request per 64
 // chunks, so a large file sends many, and a provider's rate limit (429) or a
 // passing 5xx on any of them would otherwise fail the whole file for good.
 const (
@@ -71,6 +72,52 @@ const (
 	// longer is not waited for: the file fails, saying why.
 	embedMaxWait = time.Minute
 )
+
+// patiently calls send up to tries times, until it succeeds, ctx ends, or
+// send says not to try again: send's wait is below 0 for never, 0 for after
+// the backoff (1 s, then 2 s, …), above 0 for after that long (Retry-After).
+// sleep waits between tries (nil: a timer); it returns send's last error.
+func patiently(ctx context.Context, tries int, sleep func(context.Context, time.Duration) error, send func() (time.Duration, error)) error {
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	for try := 1; ; try++ {
+		wait, err := send()
+		if err == nil || wait < 0 || try >= tries || ctx.Err() != nil {
+			return err
+		}
+		if wait == 0 {
+			wait = embedBase << (try - 1)
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return err
+		}
+	}
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryWait is, for patiently, when a request answered status with the
+// Retry-After header h may be sent again: after a rate limit (429), a
+// timeout (408) or a passing 5xx, and never after any other refusal.
+func retryWait(status int, h string) time.Duration {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusRequestTimeout, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return retryAfter(h)
+	}
+	return -1
+}
 
 // Embed asks the endpoint for the vectors of texts, once: a search, which
 // someone waits for, falls back to full text at once should it fail.
@@ -95,32 +142,16 @@ func (e *OpenAIEmbedder) embedTries(ctx context.Context, texts []string, tries i
 	if err != nil {
 		return nil, fmt.Errorf("embeddings request: %w", err)
 	}
-	for try := 1; ; try++ {
-		vecs, wait, err := e.embed(ctx, body, len(texts))
-		if err == nil || wait < 0 || try >= tries || ctx.Err() != nil {
-			return vecs, err
-		}
-		if wait == 0 {
-			wait = embedBase << (try - 1)
-		}
-		if serr := e.sleep(ctx, wait); serr != nil {
-			return nil, err
-		}
+	var vecs [][]float32
+	err = patiently(ctx, tries, e.Sleep, func() (time.Duration, error) {
+		v, wait, err := e.embed(ctx, body, len(texts))
+		vecs = v
+		return wait, err
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (e *OpenAIEmbedder) sleep(ctx context.Context, d time.Duration) error {
-	if e.Sleep != nil {
-		return e.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return vecs, nil
 }
 
 // embed sends one request. On failure wait says whether to try again: below
@@ -149,12 +180,7 @@ func (e *OpenAIEmbedder) embed(ctx context.Context, body []byte, n int) ([][]flo
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("embeddings endpoint %s: %s: %s", url, resp.Status, snippet(resp.Body, e.APIKey))
-		switch resp.StatusCode {
-		case http.StatusTooManyRequests, http.StatusRequestTimeout, http.StatusInternalServerError,
-			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return nil, retryAfter(resp.Header.Get("Retry-After")), err
-		}
-		return nil, -1, err
+		return nil, retryWait(resp.StatusCode, resp.Header.Get("Retry-After")), err
 	}
 	var out embeddingResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/relay-ai/relay/internal/redact"
 )
@@ -28,6 +29,9 @@ type RAGAPI struct {
 	Token string
 	// Client is the HTTP client; nil means one with a 60-second timeout.
 	Client *http.Client
+	// Sleep waits for d or until ctx ends, between the tries of an /embed;
+	// nil means a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (a *RAGAPI) client() *http.Client {
@@ -37,12 +41,20 @@ func (a *RAGAPI) client() *http.Client {
 	return defaultClient
 }
 
+// do sends one request and decodes its answer into out (unless nil).
 func (a *RAGAPI) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	_, err := a.send(ctx, method, path, contentType, body, out)
+	return err
+}
+
+// send is do that also says, on failure, whether to try again (the wait of
+// patiently): after a failed connection, a rate limit or a passing 5xx.
+func (a *RAGAPI) send(ctx context.Context, method, path, contentType string, body []byte, out any) (time.Duration, error) {
 	endpoint := strings.TrimRight(a.URL, "/") + path
 	url := redact.URL(endpoint, true) // for errors: no user info or query
 	req, err := http.NewRequestWithContext(ctx, method, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("RAG API %s: %w", path, err)
+		return -1, fmt.Errorf("RAG API %s: %w", path, err)
 	}
 	req.Header.Set("Content-Type", contentType)
 	if a.Token != "" {
@@ -50,22 +62,28 @@ func (a *RAGAPI) do(ctx context.Context, method, path, contentType string, body 
 	}
 	resp, err := a.client().Do(req)
 	if err != nil {
-		return fmt.Errorf("RAG API %s: %w", url, withoutURL(err))
+		return 0, fmt.Errorf("RAG API %s: %w", url, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("RAG API %s: %s: %s", url, resp.Status, snippet(resp.Body, a.Token))
+		err := fmt.Errorf("RAG API %s: %s: %s", url, resp.Status, snippet(resp.Body, a.Token))
+		return retryWait(resp.StatusCode, resp.Header.Get("Retry-After")), err
 	}
 	if out == nil {
-		return nil
+		return 0, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("RAG API %s: reading the answer: %w", url, err)
+		return -1, fmt.Errorf("RAG API %s: reading the answer: %w", url, err)
 	}
-	return nil
+	return 0, nil
 }
 
-// Embed sends a file's contents to be chunked and embedded under its id.
+// Embed sends a file's contents to be chunked and embedded under its id. It
+// is part of an ingestion, a long job that one passing refusal should not
+// fail, and tries as OpenAIEmbedder.EmbedPatiently does: up to three times in
+// all, again after a rate limit (429), a 5xx or a failed connection, after
+// the wait the API asks for (Retry-After, at most a minute), else after 1 s,
+// then 2 s; never after another refusal, nor once ctx has ended.
 func (a *RAGAPI) Embed(ctx context.Context, id, name, mimeType string, data []byte) error {
 	var body bytes.Buffer
 	body.Grow(len(data) + 1024)
@@ -90,7 +108,11 @@ func (a *RAGAPI) Embed(ctx context.Context, id, name, mimeType string, data []by
 		Status  bool   `json:"status"`
 		Message string `json:"message"`
 	}
-	if err := a.do(ctx, http.MethodPost, "/embed", w.FormDataContentType(), body.Bytes(), &out); err != nil {
+	err = patiently(ctx, embedTries, a.Sleep, func() (time.Duration, error) {
+		out.Status, out.Message = false, ""
+		return a.send(ctx, http.MethodPost, "/embed", w.FormDataContentType(), body.Bytes(), &out)
+	})
+	if err != nil {
 		return err
 	}
 	if !out.Status {

@@ -764,8 +764,8 @@ func TestEndpointCredentialsNotInFileErrors(t *testing.T) {
 	}{
 		{"embeddings answer 500", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(down.URL), Model: "m", Sleep: noWait}}},
 		{"embeddings unreachable", file.Options{Embedder: &file.OpenAIEmbedder{BaseURL: withSecrets(gone.URL), Model: "m", Sleep: noWait}}},
-		{"RAG API answers 500", file.Options{RAG: &file.RAGAPI{URL: withSecrets(down.URL)}}},
-		{"RAG API unreachable", file.Options{RAG: &file.RAGAPI{URL: withSecrets(gone.URL)}}},
+		{"RAG API answers 500", file.Options{RAG: &file.RAGAPI{URL: withSecrets(down.URL), Sleep: noWait}}},
+		{"RAG API unreachable", file.Options{RAG: &file.RAGAPI{URL: withSecrets(gone.URL), Sleep: noWait}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t, tc.opts)
@@ -835,6 +835,105 @@ func TestEmbedderRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The RAG API's /embed, part of an ingestion, is tried as the embeddings
+// endpoint is (TestEmbedderRetries): again after a rate limit or a passing
+// 5xx, up to three tries, after the Retry-After asked for or a backoff; not
+// after a 400, nor once the ingestion has stopped. A /query, which someone
+// waits for, is sent once.
+func TestRAGAPIEmbedRetries(t *testing.T) {
+	type rag struct {
+		srv            *httptest.Server
+		embeds, querys atomic.Int32
+	}
+	start := func(t *testing.T, answers []int, after string) *rag {
+		r := &rag{}
+		r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.URL.Path == "/query" {
+				r.querys.Add(1)
+				http.Error(w, "not now", http.StatusServiceUnavailable)
+				return
+			}
+			n := int(r.embeds.Add(1)) - 1
+			if _, _, err := req.FormFile("file"); err != nil || req.FormValue("file_id") == "" {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
+			if n < len(answers) && answers[n] != 0 {
+				if after != "" {
+					w.Header().Set("Retry-After", after)
+				}
+				http.Error(w, "not now", answers[n])
+				return
+			}
+			fmt.Fprint(w, `{"status": true, "known_type": true}`)
+		}))
+		t.Cleanup(r.srv.Close)
+		return r
+	}
+	for _, tc := range []struct {
+		name      string
+		answers   []int // statuses before the API embeds, 0 meaning it does
+		after     string
+		wantTries int
+		wantWaits []time.Duration
+		wantErr   string
+	}{
+		{name: "503 twice", answers: []int{503, 503, 0}, wantTries: 3, wantWaits: []time.Duration{time.Second, 2 * time.Second}},
+		{name: "rate limited once", answers: []int{429, 0}, after: "2", wantTries: 2, wantWaits: []time.Duration{2 * time.Second}},
+		{name: "5xx three times", answers: []int{502, 500, 503, 0}, wantTries: 3, wantWaits: []time.Duration{time.Second, 2 * time.Second}, wantErr: "503"},
+		{name: "refused", answers: []int{400, 0}, wantTries: 1, wantErr: "400"},
+		{name: "asked to wait an hour", answers: []int{503, 0}, after: "3600", wantTries: 1, wantErr: "503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := start(t, tc.answers, tc.after)
+			var waits []time.Duration
+			a := &file.RAGAPI{URL: r.srv.URL, Sleep: func(_ context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return nil
+			}}
+			err := a.Embed(t.Context(), "file_1", "a.txt", "text/plain", []byte("Article 6(1) applies."))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Embed = %v; want error %q", err, tc.wantErr)
+			}
+			if n := int(r.embeds.Load()); n != tc.wantTries {
+				t.Errorf("%d tries, want %d", n, tc.wantTries)
+			}
+			if diff := cmp.Diff(tc.wantWaits, waits); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			waits = nil
+			if _, err := a.Query(t.Context(), file.Query{FileIDs: []string{"file_1"}, Text: "q", Limit: 5}); err == nil || r.querys.Load() != 1 || len(waits) != 0 {
+				t.Errorf("Query: %d tries, waits %v, err %v; want one try, no wait, the 503", r.querys.Load(), waits, err)
+			}
+		})
+	}
+
+	t.Run("ingestion stopped while waiting", func(t *testing.T) {
+		r := start(t, []int{503, 503, 0}, "")
+		ctx, cancel := context.WithCancel(t.Context())
+		a := &file.RAGAPI{URL: r.srv.URL, Sleep: func(ctx context.Context, _ time.Duration) error {
+			cancel()
+			return ctx.Err()
+		}}
+		if err := a.Embed(ctx, "file_1", "a.txt", "text/plain", []byte("x")); err == nil {
+			t.Error("Embed succeeded; want the 503 it stopped at")
+		}
+		if n := r.embeds.Load(); n != 1 {
+			t.Errorf("%d tries; want none after the ingestion stopped", n)
+		}
+	})
+
+	t.Run("a file ingested through two 503s", func(t *testing.T) {
+		r := start(t, []int{503, 503, 0}, "")
+		noWait := func(context.Context, time.Duration) error { return nil }
+		b := setup(t, file.Options{RAG: &file.RAGAPI{URL: r.srv.URL, Sleep: noWait}})
+		f := b.wait(t, b.upload(t, "a.txt", []byte("Article 6(1) applies.")).ID)
+		if f.Status != file.Ready || r.embeds.Load() != 3 {
+			t.Errorf("file = %s (%q) after %d tries; want ready after 3", f.Status, f.Error, r.embeds.Load())
+		}
+	})
 }
 
 // A file deleted while the RAG API embeds it: Delete removes its vectors
