@@ -53,6 +53,13 @@ func (s *Service) ingest(ctx context.Context, c *Claim) {
 	p.stop()
 	var ie *ingestError
 	switch {
+	case ctx.Err() == nil && fault.Is(err, fault.Conflict):
+		// Storing the chunks found the claim lost (the file deleted, or
+		// taken by another process): not a failure of the ingestion, and
+		// nothing is left to finish.
+		log.Warn("ingestion abandoned", slog.Any("err", err))
+		s.forgetDeleted(ctx, c)
+		return
 	case ctx.Err() != nil:
 		if cause := context.Cause(ctx); fault.Is(cause, fault.Conflict) {
 			log.Warn("ingestion abandoned", slog.Any("err", cause))

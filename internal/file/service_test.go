@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -644,6 +646,78 @@ func (s *fullOnce) AddFileChunks(ctx context.Context, c *file.Claim, chunks []fi
 		return fault.New(fault.Unavailable, "the database's disk is full: nothing can be stored until space is freed on it")
 	}
 	return s.Storage.AddFileChunks(ctx, c, chunks)
+}
+
+// deletedMidway is a store where the file is deleted just before its
+// ingestion stores its chunks.
+type deletedMidway struct {
+	file.Storage
+	once atomic.Bool
+}
+
+func (s *deletedMidway) AddFileChunks(ctx context.Context, c *file.Claim, chunks []file.Chunk) error {
+	if s.once.CompareAndSwap(false, true) {
+		if err := s.Storage.DeleteFile(ctx, c.File.ID); err != nil {
+			return err
+		}
+	}
+	return s.Storage.AddFileChunks(ctx, c, chunks)
+}
+
+// warnLog keeps the records logged at level Warn and above.
+type warnLog struct {
+	mu   sync.Mutex
+	recs []string // "LEVEL message"
+}
+
+func (h *warnLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *warnLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *warnLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *warnLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		h.recs = append(h.recs, r.Level.String()+" "+r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *warnLog) records() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
+}
+
+// A file deleted while it is ingested is no error of the server's: the
+// ingestion, finding its claim gone as it stores the chunks, stops with a
+// warning, and nothing of the file stays. It was once logged as an internal
+// error ("ingesting a file") and then written as failed.
+func TestFileDeletedWhileIngestedIsNoError(t *testing.T) {
+	st, u := storeWithUser(t)
+	mid := &deletedMidway{Storage: st}
+	logs := &warnLog{}
+	svc := file.NewService(file.Options{Store: mid, Poll: 20 * time.Millisecond, Logger: slog.New(logs)})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	f, err := svc.Upload(t.Context(), u.ID, "notes.md", strings.NewReader("# Notes\n\nDeleted midway."), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the ingestion's word on the deleted file", func() bool {
+		return len(logs.records()) > 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := svc.Get(t.Context(), u.ID, f.ID); !fault.Is(err, fault.NotFound) {
+		t.Errorf("Get after the deletion: %v; want not found", err)
+	}
+	if got, want := logs.records(), []string{"WARN ingestion abandoned"}; !slices.Equal(got, want) {
+		t.Errorf("logged %q; want %q", got, want)
+	}
 }
 
 // A file whose ingestion finds the database unavailable (its disk full) is
