@@ -182,6 +182,15 @@ func CleanName(name string) string {
 // the file's record appears, pending, once all of it has. An empty file is
 // ready at once, with a note.
 func (s *Service) Upload(ctx context.Context, owner, name string, r io.Reader, limit int64) (*File, error) {
+	return s.UploadWithin(ctx, owner, name, r, limit, Bound{})
+}
+
+// UploadWithin is Upload for an owner whose files b bounds. The bound is
+// checked as the file is recorded, together with the files recorded
+// meanwhile: uploads of one owner at once cannot pass it together, as each
+// would if they were checked only before they stream. Past it the error is
+// an *OverBound, and nothing is stored.
+func (s *Service) UploadWithin(ctx context.Context, owner, name string, r io.Reader, limit int64, b Bound) (*File, error) {
 	if limit <= 0 {
 		limit = DefaultMaxSize
 	}
@@ -205,7 +214,11 @@ func (s *Service) Upload(ctx context.Context, owner, name string, r io.Reader, l
 	if size == 0 {
 		f.Status, f.Progress, f.Note = Ready, 100, "the file is empty"
 	}
-	if err := s.opts.Store.CreateFile(ctx, f); err != nil {
+	create := s.opts.Store.CreateFile
+	if b != (Bound{}) {
+		create = func(ctx context.Context, f *File) error { return s.opts.Store.CreateFileWithin(ctx, f, b) }
+	}
+	if err := create(ctx, f); err != nil {
 		s.dropParts(ctx, f.ID)
 		return nil, err
 	}

@@ -54,6 +54,11 @@ type Storage interface {
 	// FileUsage returns how many files owner has and the sum of their sizes:
 	// what the per-user storage quotas count.
 	FileUsage(ctx context.Context, owner string) (files int, bytes int64, err error)
+	// CreateFileWithin is CreateFile for an owner whose files b bounds: it
+	// counts the owner's files and inserts f as one step, which no other
+	// upload of the owner's comes between, and returns an *OverBound, storing
+	// nothing, when f would take them past b.
+	CreateFileWithin(ctx context.Context, f *File, b Bound) error
 	// DeleteFile deletes the file with its contents and chunks, or returns
 	// fault.NotFound.
 	DeleteFile(ctx context.Context, id string) error
@@ -110,4 +115,24 @@ type Storage interface {
 	// ReadChunks returns the chunks with the given row ids, in no particular
 	// order, leaving out ids no longer stored.
 	ReadChunks(ctx context.Context, ids []int64) ([]StoredChunk, error)
+}
+
+// Bound is how many files, and bytes in all, an owner's files may hold (0:
+// any): the per-user quotas (docs/config.md "limits").
+type Bound struct {
+	Files int
+	Bytes int64
+}
+
+// OverBound is the refusal of a file that would take its owner's files past a
+// Bound: past its Files, or else its Bytes.
+type OverBound struct {
+	Files bool
+}
+
+func (e *OverBound) Error() string {
+	if e.Files {
+		return "the owner's files would be more than their quota allows"
+	}
+	return "the owner's files would hold more bytes than their quota allows"
 }

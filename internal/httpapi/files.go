@@ -106,8 +106,18 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		// The rest of the form is read before the file is recorded, so that a
 		// second file refuses the upload with nothing stored.
 		body := &soleFile{part: part, form: mr}
-		f, err := svc.Upload(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), body, limit)
+		var (
+			bound file.Bound
+			over  *file.OverBound
+		)
+		bound.Files, bound.Bytes = s.opts.Quota.FileLimits(userFrom(r.Context()))
+		f, err := svc.UploadWithin(r.Context(), userFrom(r.Context()).ID, rawFileName(part.Header.Get("Content-Disposition")), body, limit, bound)
 		switch {
+		case errors.As(err, &over) && over.Files:
+			// Other uploads of the user's, at once, were recorded first.
+			err = s.opts.Quota.FilesExceeded()
+		case errors.As(err, &over):
+			err = s.opts.Quota.BytesExceeded()
 		case fault.Is(err, fault.TooLarge) && quotaBound:
 			err = s.opts.Quota.BytesExceeded()
 		case fault.Is(err, fault.TooLarge):

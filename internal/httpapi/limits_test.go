@@ -301,6 +301,115 @@ func TestQuotaFiles(t *testing.T) {
 	}
 }
 
+// usageSeen is a quota store that says when a user's usage is first read:
+// an upload has found its room then, before it streams.
+type usageSeen struct {
+	quota.Store
+	seen chan struct{}
+}
+
+func (u *usageSeen) FileUsage(ctx context.Context, owner string) (int, int64, error) {
+	select {
+	case u.seen <- struct{}{}:
+	default:
+	}
+	return u.Store.FileUsage(ctx, owner)
+}
+
+// Uploads of one user at once do not pass the storage quota together: each
+// found room for itself before it streamed, so the quota is checked again as
+// the file is recorded. Uploads that raced once each fit in the room left at
+// their start, and were all stored.
+func TestQuotaFilesAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits quota.Limits
+		sizes  [2]int // of the slow upload, then of the quick one
+		names  string
+	}{
+		{"bytes", quota.Limits{Bytes: 100}, [2]int{60, 60}, "bytes stored (100 bytes"},
+		{"files", quota.Limits{Files: 1}, [2]int{5, 5}, "files stored (1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "relay.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			as := auth.NewService(st, nil)
+			u, err := as.CreateUser(ctx, auth.NewUser{Email: "ann@example.com", Role: auth.RoleUser})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, key, err := as.CreateKey(ctx, u.ID, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			usage := &usageSeen{Store: st, seen: make(chan struct{}, 1)}
+			srv := httptest.NewServer(newAPI(t, httpapi.Options{Auth: as, Files: file.NewService(file.Options{Store: st}),
+				Quota: quota.New(tc.limits, usage, nil), MaxBodyBytes: 64 << 10}))
+			t.Cleanup(srv.Close)
+			post := func(body io.Reader, contentType string) answer {
+				req, err := http.NewRequest("POST", srv.URL+"/api/files", body)
+				if err != nil {
+					t.Error(err)
+					return answer{}
+				}
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", contentType)
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return answer{}
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				return answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(raw)}
+			}
+			form := func(size int) (*bytes.Buffer, string) {
+				var buf bytes.Buffer
+				mw := multipart.NewWriter(&buf)
+				fw, _ := mw.CreateFormFile("file", "notes.txt")
+				fw.Write(bytes.Repeat([]byte("a"), size))
+				mw.Close()
+				return &buf, mw.FormDataContentType()
+			}
+
+			// The slow upload starts, finds room, and waits half sent.
+			slow, contentType := form(tc.sizes[0])
+			pr, pw := io.Pipe()
+			slowDone := make(chan answer, 1)
+			go func() { slowDone <- post(pr, contentType) }()
+			half := slow.Len() / 2
+			if _, err := pw.Write(slow.Next(half)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-usage.seen:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the slow upload never read the quota")
+			}
+			// Another upload of the same user's is stored meanwhile.
+			quick, quickType := form(tc.sizes[1])
+			wantOK(t, "the quick upload", post(quick, quickType))
+			// The slow one ends: together they would pass the quota.
+			if _, err := pw.Write(slow.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			pw.Close()
+			want429(t, "the slow upload", <-slowDone, "quota_exceeded", tc.names, "86400")
+			n, size, err := st.FileUsage(ctx, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 || size != int64(tc.sizes[1]) {
+				t.Errorf("ann has %d files of %d bytes; want the quick one alone", n, size)
+			}
+		})
+	}
+}
+
 // One schedule over scheduler.max_per_user is a 429 naming the quota.
 func TestQuotaSchedules(t *testing.T) {
 	b := setupLimits(t, quota.Limits{}, 2)

@@ -178,7 +178,7 @@ func (s *Service) FileRoom(ctx context.Context, u *auth.User) (int64, error) {
 	// Stored files only go when their owner deletes them: a day is as good a
 	// guess as any, and says that waiting alone will not help.
 	if s.limits.Files > 0 && n >= s.limits.Files {
-		return 0, fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: files stored (%d); delete some of your files first", s.limits.Files)
+		return 0, s.FilesExceeded()
 	}
 	if s.limits.Bytes <= 0 {
 		return Unlimited, nil
@@ -187,6 +187,22 @@ func (s *Service) FileRoom(ctx context.Context, u *auth.User) (int64, error) {
 		return 0, s.BytesExceeded()
 	}
 	return s.limits.Bytes - size, nil
+}
+
+// FileLimits are how many files, and bytes in all, u may store (0: any):
+// what an upload is checked against again as it is recorded, since the
+// uploads u streams at once each found room before any was stored.
+func (s *Service) FileLimits(u *auth.User) (files int, bytes int64) {
+	if s.exempt(u) {
+		return 0, 0
+	}
+	return s.limits.Files, s.limits.Bytes
+}
+
+// FilesExceeded is the error of an upload by a user who has as many files as
+// the quota allows.
+func (s *Service) FilesExceeded() error {
+	return fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: files stored (%d); delete some of your files first", s.limits.Files)
 }
 
 // BytesExceeded is the error of an upload that does not fit in the storage quota.

@@ -62,6 +62,11 @@ type Dialect struct {
 	// that setups with different tokens at once make one admin. Engines whose
 	// write transactions are already serialized leave it empty.
 	SetupLock string
+	// OwnerLock, when set, is run first, with a user's id, in the
+	// transaction of CreateFileWithin, so that the uploads of one user at
+	// once count each other's files. Engines whose write transactions are
+	// already serialized leave it empty.
+	OwnerLock string
 	// KeyShare, when set, ends a SELECT of rows that the transaction then
 	// holds against deletion until it ends (Postgres' FOR KEY SHARE), as a
 	// write of a process holds its node's row (DB.checkNode). Engines whose

@@ -31,29 +31,83 @@ func checkFileStatus(id string, s file.Status) error {
 	return fault.New(fault.Invalid, "file %q: unknown status %q", id, s)
 }
 
-// CreateFile inserts f and writes back its stored form: CreatedAt (the current
-// time when zero), UpdatedAt (CreatedAt when zero) and Status (Pending when
-// empty). A taken id is fault.Conflict; a missing owner fault.NotFound.
-func (db *DB) CreateFile(ctx context.Context, f *file.File) error {
+// newFileStatus checks f, a file to create, and returns its status (Pending
+// when empty).
+func newFileStatus(f *file.File) (file.Status, error) {
 	if f.ID == "" {
-		return fault.New(fault.Invalid, "file id is required")
+		return "", fault.New(fault.Invalid, "file id is required")
 	}
 	status := f.Status
 	if status == "" {
 		status = file.Pending
 	}
 	if err := checkFileStatus(f.ID, status); err != nil {
-		return err
+		return "", err
 	}
 	if f.Size < 0 || f.Progress < 0 || f.Progress > 100 || f.Chunks < 0 {
-		return fault.New(fault.Invalid, "file %q: size, progress (0–100) and chunk count must not be negative", f.ID)
+		return "", fault.New(fault.Invalid, "file %q: size, progress (0–100) and chunk count must not be negative", f.ID)
 	}
+	return status, nil
+}
+
+// CreateFile inserts f and writes back its stored form: CreatedAt (the current
+// time when zero), UpdatedAt (CreatedAt when zero) and Status (Pending when
+// empty). A taken id is fault.Conflict; a missing owner fault.NotFound.
+func (db *DB) CreateFile(ctx context.Context, f *file.File) error {
+	status, err := newFileStatus(f)
+	if err != nil {
+		return err
+	}
+	return db.insertFile(ctx, db.write, f, status)
+}
+
+// CreateFileWithin is CreateFile refusing, with a *file.OverBound, a file
+// that would take its owner's files past b. The count and the insert are one
+// transaction, which the owner's other uploads wait for (writes take turns on
+// SQLite; Postgres takes the dialect's OwnerLock).
+func (db *DB) CreateFileWithin(ctx context.Context, f *file.File, b file.Bound) error {
+	status, err := newFileStatus(f)
+	if err != nil {
+		return err
+	}
+	stored := *f
+	err = db.inTx(ctx, "CreateFileWithin", func(tx *sql.Tx) error {
+		if db.d.OwnerLock != "" {
+			if _, err := db.exec(ctx, tx, db.d.OwnerLock, f.Owner); err != nil {
+				return fmt.Errorf("waiting for the other uploads of %q: %w", f.Owner, err)
+			}
+		}
+		var (
+			n    int
+			size int64
+		)
+		if err := db.queryRow(ctx, tx, `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE owner = ?`, f.Owner).Scan(&n, &size); err != nil {
+			return fmt.Errorf("counting the files of %q: %w", f.Owner, err)
+		}
+		switch {
+		case b.Files > 0 && n >= b.Files:
+			return &file.OverBound{Files: true}
+		case b.Bytes > 0 && size+f.Size > b.Bytes:
+			return &file.OverBound{}
+		}
+		stored = *f
+		return db.insertFile(ctx, tx, &stored, status)
+	})
+	if err != nil {
+		return err
+	}
+	*f = stored
+	return nil
+}
+
+// insertFile inserts f with status through q and writes back its stored form.
+func (db *DB) insertFile(ctx context.Context, q querier, f *file.File, status file.Status) error {
 	created := db.stamp(f.CreatedAt)
 	updated := created
 	if !f.UpdatedAt.IsZero() {
 		updated = utc(f.UpdatedAt)
 	}
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		f.ID, f.Owner, f.Name, f.MIMEType, f.Size, string(status), f.Progress, f.Error, f.Note, f.Chunks,
 		db.timeArg(created), db.timeArg(updated))

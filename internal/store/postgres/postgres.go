@@ -48,12 +48,14 @@ const (
 )
 
 // Advisory lock keys ("RELAY" and a number): one for migrations, one for syncing
-// managed agents, one for the first start's setup. Every Relay process using the
-// database agrees on them.
+// managed agents, one for the first start's setup, and the seed of the per-user
+// locks of uploads (OwnerLock). Every Relay process using the database agrees on
+// them.
 const (
 	migrationLockKey int64 = 0x52454c41590001
 	syncLockKey      int64 = 0x52454c41590002
 	setupLockKey     int64 = 0x52454c41590003
+	ownerLockSeed    int64 = 0x52454c41590004
 )
 
 // Open connects to the Postgres database at connString (a postgres:// URL or
@@ -233,6 +235,8 @@ func dialect() store.Dialect {
 		LockMigrations: lockMigrations,
 		SyncLock:       fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, syncLockKey),
 		SetupLock:      fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, setupLockKey),
+		// One lock per user: the key is the hash of their id.
+		OwnerLock: fmt.Sprintf(`SELECT pg_advisory_xact_lock(hashtextextended(?, %d))`, ownerLockSeed),
 		// A key-share lock does not wait for heartbeats (they change no key),
 		// only for the reap that deletes the node.
 		KeyShare: ` FOR KEY SHARE`,

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -257,6 +258,58 @@ var fileContentTests = []test{
 			if n != c.files || size != c.bytes {
 				t.Errorf("FileUsage(%s) = %d files, %d bytes; want %d, %d", c.owner, n, size, c.files, c.bytes)
 			}
+		}
+	}},
+	{"CreateWithin", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		alice := createUser(t, s, "alice@example.com")
+		bob := createUser(t, s, "bob@example.com")
+		createFile(t, s, bob.ID, "bobs.pdf") // another owner's files do not count
+		// Uploads of one owner at once: of 24 files of 30 bytes within 100,
+		// three are recorded, whatever the order.
+		bound := file.Bound{Files: 5, Bytes: 100}
+		var (
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			stored int
+			errs   []error
+		)
+		start := make(chan struct{})
+		for i := range 24 {
+			wg.Go(func() {
+				<-start
+				f := newFile(alice.ID, fmt.Sprintf("%d.pdf", i), 10+i)
+				f.Size = 30
+				err := s.CreateFileWithin(ctx, f, bound)
+				var over *file.OverBound
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					stored++
+				case !errors.As(err, &over) || over.Files:
+					errs = append(errs, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if stored != 3 || len(errs) != 0 {
+			t.Errorf("of 24 files of 30 bytes within 100: %d recorded, unexpected errors %v; want 3, none", stored, errs)
+		}
+		// Past the number of files; a zero bound is no bound.
+		for i := range 2 {
+			must(t, s.CreateFileWithin(ctx, newFile(alice.ID, fmt.Sprintf("empty%d.pdf", i), 20+i), bound), "CreateFileWithin")
+		}
+		var over *file.OverBound
+		if err := s.CreateFileWithin(ctx, newFile(alice.ID, "sixth.pdf", 30), bound); !errors.As(err, &over) || !over.Files {
+			t.Errorf("a sixth file within 5: %v; want an OverBound of files", err)
+		}
+		must(t, s.CreateFileWithin(ctx, newFile(alice.ID, "free.pdf", 31), file.Bound{}), "CreateFileWithin without a bound")
+		n, size, err := s.FileUsage(ctx, alice.ID)
+		must(t, err, "FileUsage")
+		if n != 6 || size != 90 {
+			t.Errorf("alice has %d files, %d bytes; want 6, 90", n, size)
 		}
 	}},
 	{"ContentsInParts", func(t *testing.T, s store.Store) {
