@@ -42,7 +42,7 @@ func chatCommand() *command {
 				if *agentID == "" {
 					return usageErr("--agent is required")
 				}
-				text := strings.Join(args, " ")
+				text := strings.TrimSpace(strings.Join(args, " "))
 				stdin := bufio.NewReader(e.Stdin)
 				if text == "" {
 					b, err := io.ReadAll(stdin)

@@ -124,3 +124,22 @@ agents:
 		t.Errorf("ragas export: exit %d, %q, %v", code, out, err)
 	}
 }
+
+// A message of nothing but spaces is no message, whether it is given as an
+// argument or on standard input: a usage error, before any run.
+func TestChatWithoutMessageIsAUsageError(t *testing.T) {
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"argument", "", []string{"  \t "}},
+		{"standard input", " \n\t\n", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, nil, c.stdin, append([]string{"chat", "--agent", "calc"}, c.args...)...)
+			if code != 2 || !strings.Contains(stderr, "no message: give one as an argument or on standard input") {
+				t.Errorf("exit %d, stderr:\n%s", code, stderr)
+			}
+		})
+	}
+}
