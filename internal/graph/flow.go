@@ -50,11 +50,9 @@ type Turn struct {
 
 // Input is what a flow starts from.
 type Input struct {
-	// History is the conversation before the message the flow answers.
-	History []llm.Message
-	// Messages are what the start agents are given: History and the message,
-	// or History alone when it ends with what the agents answer (the results
-	// of an OpenAI-compatible client's tool calls).
+	// Messages are what the start agents are given: the conversation and the
+	// message, or the conversation alone when it ends with what the agents
+	// answer (the results of an OpenAI-compatible client's tool calls).
 	Messages []llm.Message
 	// DefaultSteps is the recursion_limit of a primary agent that sets none
 	// (0 means 50); StepLimit, when above 0, caps it.
@@ -311,12 +309,12 @@ func (f *flow) inputFor(id string) []llm.Message {
 			prompts = append(prompts, p)
 		}
 	}
+	// Excluded results leave the conversation as the run began, the user's
+	// message of this run included: the target answers that message, with its
+	// edge's prompt after it (docs/agents.md "Edges").
 	var msgs []llm.Message
 	if exclude {
-		msgs = slices.Clone(f.in.History)
-		if len(prompts) == 0 {
-			msgs = slices.Clone(f.in.Messages)
-		}
+		msgs = slices.Clone(f.in.Messages)
 	} else {
 		msgs = append(slices.Clone(f.in.Messages), f.runMsgs...)
 	}

@@ -742,3 +742,28 @@ func TestHiddenOutputsOfAHandoffBack(t *testing.T) {
 		t.Errorf("parts (-want +got):\n%s", diff)
 	}
 }
+
+// With excludeResults a direct target sees the conversation as the run began,
+// the user's message of this run the last of it, and its edge's prompt: none
+// of what the agents of the run said (docs/agents.md "Edges").
+func TestExcludeResultsKeepsTheUserMessage(t *testing.T) {
+	tm := newTeam(t, "a", map[string]agent.Spec{
+		"a": {Edges: []agent.Edge{{From: agent.One("a"), To: agent.One("b"), EdgeType: agent.EdgeDirect, ExcludeResults: true, Prompt: "Review: {results}"}}},
+		"b": {},
+	}, func(who string, req *llm.Request) llmtest.Turn {
+		return llmtest.Turn{Text: []string{who + " says"}}
+	})
+	history := []llm.Message{{Role: llm.RoleUser, Content: "Hi"}, {Role: llm.RoleAssistant, Content: "Hello"}}
+	in := graph.Input{Messages: append(slices.Clone(history), llm.Message{Role: llm.RoleUser, Content: "Write it"})}
+	if _, err := graph.Execute(t.Context(), tm.g, tm, in); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range tm.requestsOf("b")[0].Messages[1:] {
+		got = append(got, string(m.Role)+": "+m.Content)
+	}
+	want := []string{"user: Hi", "assistant: Hello", "user: Write it", "user: Review: AI: a says"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("b's messages (-want +got):\n%s", diff)
+	}
+}

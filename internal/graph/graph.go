@@ -93,8 +93,9 @@ type Edge struct {
 	// parameter; for a direct edge, a user message for the target in which
 	// {results} and {convo} are replaced by message buffers.
 	Prompt string `json:"prompt,omitempty"`
-	// ExcludeResults makes a direct target see the conversation before the run
-	// and the prompt, without this run's messages.
+	// ExcludeResults makes a direct target see the conversation as the run
+	// began (the user's message of this run the last of it) and the prompt,
+	// without what the agents of this run said.
 	ExcludeResults bool `json:"excludeResults,omitempty"`
 	// PromptKey names the handoff tool's parameter; empty means the default.
 	PromptKey   string `json:"promptKey,omitempty"`

@@ -74,7 +74,7 @@ func (rn *runner) flow(ctx context.Context, primary *agent.Agent, history []llm.
 	}
 	question := userMessage(rn.req.Text, imageParts(rn.req.Images))
 	question.Question = true
-	in := graph.Input{History: history, Messages: append(slices.Clone(history), question),
+	in := graph.Input{Messages: append(slices.Clone(history), question),
 		DefaultSteps: rn.s.DefaultSteps, StepLimit: rn.s.StepLimit}
 	if rn.req.Client.continues() { // the model answers the client's tool results
 		in.Messages = slices.Clone(history)
