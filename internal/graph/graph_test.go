@@ -168,6 +168,20 @@ func TestResolve(t *testing.T) {
 			]`,
 		},
 		{
+			// b is named only by edges that are dropped: it takes no part,
+			// neither starting the run nor bringing in c through its own edge.
+			name:    "named_by_dropped_edges_only",
+			primary: "a",
+			agents: `[
+				{"id": "a", "edges": [
+					{"from": "ghost", "to": "b", "edgeType": "direct"},
+					{"from": "b", "to": "phantom", "edgeType": "handoff"}
+				]},
+				{"id": "b", "edges": [{"from": "b", "to": "c", "edgeType": "direct"}]},
+				{"id": "c"}
+			]`,
+		},
+		{
 			name:    "not_allowed",
 			primary: "a",
 			agents: `[

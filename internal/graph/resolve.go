@@ -16,6 +16,8 @@ import (
 // and targets) counts once, and the first one wins. An agent that lookup
 // reports as not found or not allowed is left out of the edges naming it; an
 // edge left without a source or a target is dropped; both with a warning.
+// Only the agents of kept edges join the graph: one named only by dropped
+// edges would otherwise start the run on its own.
 //
 // The primary's deprecated agent_ids become direct edges primary →
 // agent_ids[0] → agent_ids[1] … with ExcludeResults: with chain_type
@@ -38,6 +40,7 @@ func Resolve(primary string, lookup Lookup) (*Graph, error) {
 		lookup: lookup,
 		g:      &Graph{Primary: primary, Agents: map[string]*agent.Agent{}, Edges: []Edge{}},
 		usable: map[string]bool{},
+		loaded: map[string]*agent.Agent{},
 		seen:   map[string]bool{},
 	}
 	r.found(primary, a)
@@ -58,6 +61,9 @@ type resolver struct {
 	g      *Graph
 	// usable records every id looked up: true when the agent may be used.
 	usable map[string]bool
+	// loaded holds the usable agents looked up, whether or not a kept edge
+	// names them yet: only those that one names join the graph.
+	loaded map[string]*agent.Agent
 	// queue holds the agents whose edges are still to be collected.
 	queue []string
 	// seen holds the keys of the edges met so far, as written and as resolved.
@@ -76,7 +82,9 @@ func (r *resolver) found(id string, a *agent.Agent) {
 }
 
 // load reports whether the agent id may take part, looking it up the first
-// time it is named.
+// time it is named. The agent joins the graph only when an edge naming it is
+// kept (join): one named only by dropped edges takes no part in the run, nor
+// do the agents its own edges name.
 func (r *resolver) load(id string) (bool, error) {
 	if ok, done := r.usable[id]; done {
 		return ok, nil
@@ -84,7 +92,8 @@ func (r *resolver) load(id string) (bool, error) {
 	a, err := r.lookup(id)
 	switch {
 	case err == nil && a != nil:
-		r.found(id, a)
+		r.usable[id] = true
+		r.loaded[id] = a
 		return true, nil
 	case err == nil, fault.Is(err, fault.NotFound), fault.Is(err, fault.Forbidden):
 		r.usable[id] = false
@@ -205,8 +214,20 @@ func (r *resolver) add(e Edge) error {
 		}
 		r.seen[resolved] = true
 	}
+	r.join(e.From)
+	r.join(e.To)
 	r.g.Edges = append(r.g.Edges, e)
 	return nil
+}
+
+// join adds the agents of a kept edge to the graph, those not in it yet, in
+// the order the edge names them.
+func (r *resolver) join(ids []string) {
+	for _, id := range ids {
+		if _, in := r.g.Agents[id]; !in {
+			r.found(id, r.loaded[id])
+		}
+	}
 }
 
 // key identifies an edge by its type and the sets of its sources and targets.
