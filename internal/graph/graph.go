@@ -26,7 +26,9 @@
 //     off.
 //
 // If that leaves nobody (the primary waits for an agent that only a handoff
-// reaches), the primary starts anyway and a warning says so.
+// reaches), the primary starts anyway and a warning says so. An agent that no
+// run can reach (it waits for an agent that only it hands off to, or for one
+// that never runs) is named in a warning too.
 //
 // Groups layers the direct edges from Start: Groups[0] is Start, and an agent
 // joins the first group after all of its direct sources have run. A source with

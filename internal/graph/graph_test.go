@@ -308,6 +308,23 @@ func TestResolve(t *testing.T) {
 				{"id": "x"}
 			]`,
 		},
+		{
+			// c waits for h, and only c hands off to h: neither ever runs, and
+			// the warnings say so; d, after c, never runs either.
+			name:    "never_run",
+			primary: "a",
+			agents: `[
+				{"id": "a", "edges": [
+					{"from": "a", "to": "c", "edgeType": "direct"},
+					{"from": "h", "to": "c", "edgeType": "direct"},
+					{"from": "c", "to": "h", "edgeType": "handoff"},
+					{"from": "c", "to": "d", "edgeType": "direct"}
+				]},
+				{"id": "c"},
+				{"id": "h"},
+				{"id": "d"}
+			]`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -111,6 +111,8 @@ func (r *resolver) schedule() {
 		g.Start = []string{g.Primary}
 	}
 
+	r.neverRun(sources)
+
 	placed := map[string]bool{}
 	for _, id := range g.Start {
 		placed[id] = true
@@ -130,5 +132,54 @@ func (r *resolver) schedule() {
 			placed[id] = true
 		}
 		g.Groups = append(g.Groups, group)
+	}
+}
+
+// neverRun warns of each agent that no run can reach (docs/api.md, the
+// run.warning event): a run starts the Start agents, then each handoff target
+// of an agent that runs, and each direct target once all of its direct
+// sources have run. An agent that waits for one that can only come after it
+// (a direct source that it alone hands off to) would otherwise be left out of
+// every run without a word. sources holds the direct sources of each agent.
+func (r *resolver) neverRun(sources map[string][]string) {
+	g := r.g
+	can := map[string]bool{}
+	for _, id := range g.Start {
+		can[id] = true
+	}
+	for grown := true; grown; {
+		grown = false
+		for _, id := range g.Order {
+			if can[id] {
+				continue
+			}
+			handed := slices.ContainsFunc(g.Edges, func(e Edge) bool {
+				return e.Type == agent.EdgeHandoff && slices.Contains(e.To, id) &&
+					slices.ContainsFunc(e.From, func(f string) bool { return can[f] && f != id })
+			})
+			waits := len(sources[id]) > 0 && !slices.ContainsFunc(sources[id], func(s string) bool { return !can[s] })
+			if handed || waits {
+				can[id], grown = true, true
+			}
+		}
+	}
+	for _, id := range g.Order {
+		if can[id] {
+			continue
+		}
+		var blocked []string
+		for _, s := range sources[id] {
+			if !can[s] {
+				blocked = append(blocked, s)
+			}
+		}
+		switch len(blocked) {
+		case 0:
+			r.warn("agent %q will never run: only agents that never run hand off to it", id)
+		case 1:
+			r.warn("agent %q will never run: it waits for %s, which never runs", id, quote(blocked[0]))
+		default:
+			r.warn("agent %q will never run: it waits for %s, which never run", id, strings.Join(quoteAll(blocked), ", "))
+		}
 	}
 }
