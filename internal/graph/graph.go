@@ -23,7 +23,7 @@
 //   - every other agent that no edge of any kind leads to (docs/agents.md
 //     "Edges", parallel). Such an agent can only ever run at the start: one
 //     named only as the source of handoff edges starts too, and may then hand
-//     off.
+//     off. Its handoff to itself, which gives no transfer tool, leads nowhere.
 //
 // If that leaves nobody (the primary waits for an agent that only a handoff
 // reaches), the primary starts anyway and a warning says so. An agent that no

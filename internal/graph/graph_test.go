@@ -309,6 +309,17 @@ func TestResolve(t *testing.T) {
 			]`,
 		},
 		{
+			// z's edge to itself gives it no transfer tool and leads nowhere:
+			// z only hands off, to b, so it starts with the primary.
+			name:    "self_handoff",
+			primary: "a",
+			agents: `[
+				{"id": "a", "edges": [{"from": "z", "to": ["z", "b"], "edgeType": "handoff"}]},
+				{"id": "z"},
+				{"id": "b"}
+			]`,
+		},
+		{
 			// c waits for h, and only c hands off to h: neither ever runs, and
 			// the warnings say so; d, after c, never runs either.
 			name:    "never_run",

@@ -84,10 +84,15 @@ func (r *resolver) schedule() {
 	reached := map[string]bool{}     // agents some edge leads to
 	for _, e := range g.Edges {
 		for _, t := range e.To {
-			reached[t] = true
 			if e.Type != agent.EdgeDirect {
+				// A handoff from an agent to itself gives no transfer tool
+				// (Handoffs), so it leads nowhere: only another source's does.
+				if slices.ContainsFunc(e.From, func(f string) bool { return f != t }) {
+					reached[t] = true
+				}
 				continue
 			}
+			reached[t] = true
 			for _, f := range e.From {
 				if !slices.Contains(sources[t], f) {
 					sources[t] = append(sources[t], f)
