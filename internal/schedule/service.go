@@ -775,8 +775,9 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 	fireAt := *sc.NextRunAt
 	log := s.Log.With(slog.String("schedule_id", sc.ID))
 	var next *time.Time
-	skippedToo := 0   // missed firings between this one and next, not recorded one by one
-	laterDue := false // a later firing, within the grace window, is due too: it runs instead
+	skippedToo := 0          // missed firings between this one and next, not recorded one by one
+	var lastMissed time.Time // the latest of them, when none is within the grace window
+	laterDue := false        // a later firing, within the grace window, is due too: it runs instead
 	if sc.Type == Recurring {
 		c, err := ParseCron(sc.Cron)
 		loc, lerr := time.LoadLocation(sc.Timezone)
@@ -794,6 +795,11 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 				// firing is skipped, and the latest one since that is still
 				// within the window runs next, at once.
 				next, skippedToo = &t, missed
+			case now.Sub(fireAt) > s.Opts.Grace:
+				// Missed by more than the window, and so was every firing
+				// since (a daily schedule after days down): they are counted
+				// in this one's error all the same.
+				skippedToo, lastMissed = missedUpTo(c, loc, fireAt, now)
 			case t.After(fireAt):
 				// Missed within the window, but later firings are due too: as
 				// after a longer outage, the latest runs, once, and the others
@@ -812,7 +818,10 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 		return lost
 	case now.Sub(fireAt) > s.Opts.Grace:
 		f.Status, f.Error = FiringSkipped, fmt.Sprintf("missed by %s, more than the grace window of %s", now.Sub(fireAt).Round(time.Second), s.Opts.Grace)
-		if skippedToo > 0 {
+		switch {
+		case skippedToo > 0 && !lastMissed.IsZero():
+			f.Error += fmt.Sprintf("; so were the %d firings after it, the last at %s", skippedToo, lastMissed.Format(time.RFC3339))
+		case skippedToo > 0:
 			f.Error += fmt.Sprintf("; so were the %d firings after it, up to %s", skippedToo, next.In(time.UTC).Format(time.RFC3339))
 		}
 	case laterDue:
@@ -875,6 +884,16 @@ func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.D
 		missed++
 	}
 	return latest, missed
+}
+
+// missedUpTo counts the firings of c after from and at or before now (at most
+// maxMissed), and returns the latest of them.
+func missedUpTo(c *Cron, loc *time.Location, from, now time.Time) (int, time.Time) {
+	missed, last := 0, time.Time{}
+	for t, ok := c.Next(from, loc); ok && !t.After(now) && missed < maxMissed; t, ok = c.Next(t, loc) {
+		missed, last = missed+1, t
+	}
+	return missed, last
 }
 
 // execute runs a claimed firing through the chat path and records the

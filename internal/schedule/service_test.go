@@ -777,3 +777,32 @@ func TestScheduleOfADeletedAgentIsPaused(t *testing.T) {
 		t.Errorf("%d firings after the pause, want the one", len(fs))
 	}
 }
+
+// After an outage of days, a daily schedule has no firing within the grace
+// window: the firing missed first is recorded as skipped, saying how many more
+// were missed (docs/config.md, scheduler.grace), and the next one is the next
+// day's.
+func TestMissedForDays(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Down from 06:00 on 1 May to 10:00 on 4 May: 07:00 on the 1st, 2nd, 3rd
+	// and 4th are missed, all by more than the hour of grace.
+	f.clock.Set(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+	for range 3 {
+		if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := f.waitFinished(t, sc.ID, 1)
+	if fs[0].Status != FiringSkipped || !strings.Contains(fs[0].Error, "so were the 3 firings after it, the last at 2026-05-04T07:00:00Z") {
+		t.Errorf("the firing missed first: %+v", fs[0])
+	}
+	got, _ := f.a.Get(ctx, f.user, sc.ID)
+	if want := time.Date(2026, 5, 5, 7, 0, 0, 0, time.UTC); !got.NextRunAt.Equal(want) {
+		t.Errorf("next run %v, want %v", got.NextRunAt, want)
+	}
+}
