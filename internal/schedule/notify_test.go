@@ -225,3 +225,31 @@ func TestNotifyFailureLogRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A firing the scheduler records as skipped (missed while Relay was down) is
+// one of the schedule's firings too: its webhook is told, as after any other
+// (docs/api.md "Schedules", notify_url).
+func TestNotifySkippedFiring(t *testing.T) {
+	ctx := context.Background()
+	hook, received := receiver(t)
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	f.a.Guard = guard(t, "127.0.0.1")
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("p"), Cron: str("0 7 * * *"), NotifyURL: str(hook.URL + "/hook")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC)) // 07:00 missed by more than the hour of grace
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFinished(t, sc.ID, 1)
+	select {
+	case body := <-received:
+		firing, _ := body["firing"].(map[string]any)
+		if body["schedule_id"] != sc.ID || firing["status"] != string(FiringSkipped) || !strings.Contains(firing["error"].(string), "grace window") {
+			t.Errorf("webhook body %v", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook for the skipped firing")
+	}
+}

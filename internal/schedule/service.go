@@ -854,6 +854,9 @@ func (s *Service) fire(ctx context.Context, sc *Schedule, now time.Time) outcome
 	}
 	if f.Status == FiringSkipped {
 		log.Warn("firing skipped", slog.String("reason", f.Error))
+		// A skipped firing is one of the schedule's firings: its webhook
+		// hears of it as of any other (docs/api.md "Schedules").
+		s.notify(ctx, sc, f, log)
 		return fired
 	}
 	s.goExecute(ctx, sc, f, true)
