@@ -621,10 +621,15 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	if err != nil {
 		return nil, err
 	}
-	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Status: FiringQueued, ClaimedBy: s.Process}
-	if loc, err := time.LoadLocation(sc.Timezone); err == nil {
-		// The prompt as it will be sent, as execute makes it.
-		f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, u.DisplayName)
+	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
+	// The prompt as it will be sent, as execute makes it: for the schedule's
+	// owner, whose run it is, also when an admin runs it.
+	owner := u
+	if sc.UserID != u.ID {
+		owner, err = s.Users.GetUser(ctx, sc.UserID)
+	}
+	if loc, lerr := time.LoadLocation(sc.Timezone); lerr == nil && err == nil {
+		f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, owner.DisplayName)
 	}
 	err = s.Store.CreateFiring(ctx, f)
 	if running := (*RunningError)(nil); errors.As(err, &running) && s.Live != nil && s.Live.Suspect(ctx, running.Firing.ClaimedBy) {

@@ -289,6 +289,29 @@ func TestRunNowAnswersTheQueuedFiring(t *testing.T) {
 	}
 }
 
+// An admin who runs another user's schedule by hand gets the firing's prompt
+// as it is sent: the run is the owner's, and so are its placeholders.
+func TestRunNowByAnAdminHasTheOwnersPrompt(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	admin, err := auth.NewService(f.a.Store.(*store.DB), nil).CreateUser(ctx, auth.NewUser{Email: "root@example.com", DisplayName: "Root", Role: auth.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Now"), Prompt: str("Hello {{current_user}}"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.a.RunNow(ctx, admin, sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := f.waitFinished(t, sc.ID, 1)
+	if got.Prompt != "Hello Ann" || fs[0].Prompt != "Hello Ann" {
+		t.Errorf("RunNow answered the prompt %q and sent %q, want %q", got.Prompt, fs[0].Prompt, "Hello Ann")
+	}
+}
+
 func TestValidation(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
