@@ -61,6 +61,7 @@ func (a *App) Runner(ctx context.Context) (*Runner, error) {
 		runs.Store = db.OnNode(live.ID())
 	}
 	live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
+	live.Failed = a.scheduleService(runs).NotifyFailed
 	// As a starting server does: the work of processes that died (a killed
 	// relay chat whose conversation still seems to be answering) is failed
 	// now, not only once a server runs.

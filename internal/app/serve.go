@@ -242,15 +242,16 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	// Taken for dead by another process (this one stalled), it gives up its
 	// runs, which that process failed, before it registers again.
 	live.Abandon, runs.TakenForDead = runs.Abandon, live.Lost
+	// Every process runs the scheduler; the database makes each firing happen once.
+	// The firings of dead processes failed here reach their webhooks through it.
+	sched := a.scheduleService(runs)
+	sched.Live, live.Failed = live, sched.NotifyFailed
 	if _, err := live.Reap(ctx); err != nil {
 		log.Warn("failing the work of stopped processes", slog.Any("err", err))
 	}
 	// The quotas count the runs of this process, scheduled ones included.
 	quotas := quotaService(cfg, a.Store)
 	runs.Admit = quotas.StartRun
-	// Every process runs the scheduler; the database makes each firing happen once.
-	sched := a.scheduleService(runs)
-	sched.Live = live
 	sched.Lag = tel.ObserveSchedulerLag
 	for _, p := range backgroundParts(a, live, sched, ingest) {
 		start(p)

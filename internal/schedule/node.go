@@ -34,6 +34,8 @@ type Reaped struct {
 	Firings int `json:"firings"`
 	// Files counts the files it was ingesting, given back to be ingested again.
 	Files int `json:"files"`
+	// FiringIDs are the firings failed, for their schedules' webhooks.
+	FiringIDs []string `json:"-"`
 }
 
 // NodeStore is what process liveness needs from storage. Missing rows are
@@ -88,6 +90,9 @@ type Liveness struct {
 	// returns how many runs it gave up, once nothing of them can be stored
 	// any more. Only then does the node register again.
 	Abandon func() int
+	// Failed, when set, is told the firings Reap failed, so that their
+	// schedules' webhooks hear of them (Service.NotifyFailed).
+	Failed func(ctx context.Context, firingIDs []string)
 
 	once sync.Once
 	self Node          // ID, Host and PID, fixed once set
@@ -324,6 +329,10 @@ func (l *Liveness) Reap(ctx context.Context) (Reaped, error) {
 		total.Runs += r.Runs
 		total.Firings += r.Firings
 		total.Files += r.Files
+		total.FiringIDs = append(total.FiringIDs, r.FiringIDs...)
+		if l.Failed != nil && len(r.FiringIDs) > 0 {
+			l.Failed(ctx, r.FiringIDs)
+		}
 		l.Log.Warn("a Relay process stopped heartbeating: its runs and firings marked failed, its files to ingest again",
 			slog.String("node_id", n.ID), slog.String("host", n.Host), slog.Int("pid", n.PID),
 			slog.Time("last_heartbeat", n.HeartbeatAt), slog.Int("runs", r.Runs), slog.Int("firings", r.Firings), slog.Int("files", r.Files))

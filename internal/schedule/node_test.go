@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/relay-ai/relay/internal/auth"
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/llm"
@@ -116,6 +119,9 @@ func (c *cluster) waitFiring(t *testing.T, id string, n int, ok func(*Firing) bo
 	return fs[n-1]
 }
 
+// ignoreIDs compares what a reap failed by its counts only.
+var ignoreIDs = cmpopts.IgnoreFields(Reaped{}, "FiringIDs")
+
 func running(f *Firing) bool { return f.Status == FiringRunning && f.RunID != "" }
 
 // startOnA creates an every-minute schedule and has a fire it at 10:01; the
@@ -150,6 +156,13 @@ func TestDeadProcessWorkFailedAndNextFiringRuns(t *testing.T) {
 	ctx := context.Background()
 	c := setupCluster(t, time.Date(2026, 5, 1, 10, 0, 30, 0, time.UTC))
 	sc, first := c.startOnA(t)
+	// Its webhook hears of the firing b fails for a, as of any firing's end.
+	hook, received := receiver(t)
+	c.a.Guard, c.b.Guard = guard(t, "127.0.0.1"), guard(t, "127.0.0.1")
+	c.liveB.Failed = c.b.NotifyFailed
+	if _, err := c.a.Update(ctx, c.user, sc.ID, Input{NotifyURL: str(hook.URL + "/hook")}); err != nil {
+		t.Fatal(err)
+	}
 
 	// a stops heartbeating at 10:01 (it was killed). b heartbeats on; before
 	// DeadAfter nothing happens.
@@ -157,13 +170,22 @@ func TestDeadProcessWorkFailedAndNextFiringRuns(t *testing.T) {
 	if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{}) {
+	if r, err := c.liveB.Reap(ctx); err != nil || !cmp.Equal(r, Reaped{}) {
 		t.Fatalf("reap before dead_after = %+v, %v; want nothing", r, err)
 	}
 	c.clock.Set(time.Date(2026, 5, 1, 10, 1, 21, 0, time.UTC))
 	r, err := c.liveB.Reap(ctx)
-	if err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+	if err != nil || !cmp.Equal(r, Reaped{Runs: 1, Firings: 1, FiringIDs: []string{first.ID}}) {
 		t.Fatalf("reap after dead_after = %+v, %v; want a's run and firing", r, err)
+	}
+	select {
+	case body := <-received:
+		firing, _ := body["firing"].(map[string]any)
+		if firing["id"] != first.ID || firing["status"] != string(FiringFailed) || firing["error"] != ReasonDead {
+			t.Errorf("webhook body %v", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook for the firing failed with its process")
 	}
 	got, err := c.st.GetRun(ctx, first.RunID)
 	if err != nil || got.Status != run.StatusFailed || got.Error != ReasonDead {
@@ -175,7 +197,7 @@ func TestDeadProcessWorkFailedAndNextFiringRuns(t *testing.T) {
 	if _, err := c.st.GetNode(ctx, c.liveA.ID()); !fault.Is(err, fault.NotFound) {
 		t.Errorf("a's node after the reap: %v; want it gone", err)
 	}
-	if r, err := c.liveA.Reap(ctx); err != nil || r != (Reaped{}) {
+	if r, err := c.liveA.Reap(ctx); err != nil || !cmp.Equal(r, Reaped{}) {
 		t.Errorf("a second reap = %+v, %v; want nothing", r, err)
 	}
 
@@ -352,7 +374,7 @@ func TestTakenForDeadGivesItsWorkUp(t *testing.T) {
 			if err := c.st.HeartbeatNode(ctx, c.liveB.ID(), c.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+			if r, err := c.liveB.Reap(ctx); err != nil || !cmp.Equal(r, Reaped{Runs: 1, Firings: 1}, ignoreIDs) {
 				t.Fatalf("reap = %+v, %v; want a's run and firing", r, err)
 			}
 			failed, err := c.st.GetRun(ctx, first.RunID)
@@ -495,7 +517,7 @@ func TestDatabaseOutageTakesNobodyForDead(t *testing.T) {
 		n, err := c.st.GetNode(ctx, c.liveB.ID())
 		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
 	})
-	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{}) {
+	if r, err := c.liveB.Reap(ctx); err != nil || !cmp.Equal(r, Reaped{}) {
 		t.Fatalf("b's reap as the database came back = %+v, %v; want nothing: a's heartbeat is late only by the outage", r, err)
 	}
 	if got, err := c.st.GetRun(ctx, first.RunID); err != nil || got.Status != run.StatusRunning {
@@ -508,7 +530,7 @@ func TestDatabaseOutageTakesNobodyForDead(t *testing.T) {
 		n, err := c.st.GetNode(ctx, c.liveB.ID())
 		return err == nil && n.HeartbeatAt.Equal(c.clock.Now())
 	})
-	if r, err := c.liveB.Reap(ctx); err != nil || r != (Reaped{Runs: 1, Firings: 1}) {
+	if r, err := c.liveB.Reap(ctx); err != nil || !cmp.Equal(r, Reaped{Runs: 1, Firings: 1}, ignoreIDs) {
 		t.Errorf("b's reap dead_after later = %+v, %v; want a's run and firing", r, err)
 	}
 	cancel()

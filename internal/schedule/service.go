@@ -1006,6 +1006,24 @@ func (s *Service) pause(ctx context.Context, id string) bool {
 	return true
 }
 
+// NotifyFailed posts the firings with those ids, failed by another process
+// (theirs stopped heartbeating), to their schedules' webhooks, as the end of
+// any other firing is (docs/api.md "Schedules"). Liveness.Failed calls it.
+func (s *Service) NotifyFailed(ctx context.Context, firingIDs []string) {
+	s.init()
+	for _, id := range firingIDs {
+		f, err := s.Store.GetFiring(ctx, id)
+		if err != nil {
+			continue
+		}
+		sc, err := s.Store.GetSchedule(ctx, f.ScheduleID)
+		if err != nil {
+			continue
+		}
+		s.notify(ctx, sc, f, s.Log.With(slog.String("schedule_id", sc.ID), slog.String("firing_id", f.ID)))
+	}
+}
+
 // notify posts a firing's outcome to the schedule's webhook, retrying a few
 // times in the background; it never holds up the run. The URL is logged only
 // redacted (its path, query and user info may hold a token), and an address

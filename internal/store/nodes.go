@@ -168,6 +168,11 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 			return fmt.Errorf("failing the runs of node %q: %w", id, err)
 		}
 		r.Runs = n
+		// The firings about to fail, for their schedules' webhooks.
+		r.FiringIDs, err = db.firingIDs(ctx, tx, id)
+		if err != nil {
+			return fmt.Errorf("failing the firings of node %q: %w", id, err)
+		}
 		res, err = db.exec(ctx, tx,
 			`UPDATE schedule_firings SET status = ?, error = ?, finished_at = ? WHERE claimed_by = ? AND status IN (?, ?)`,
 			string(schedule.FiringFailed), reason, now, id, string(schedule.FiringQueued), string(schedule.FiringRunning))
@@ -199,6 +204,26 @@ func (db *DB) ReapNode(ctx context.Context, id string, seen time.Time, reason st
 		return schedule.Reaped{}, false, err
 	}
 	return r, true, nil
+}
+
+// firingIDs lists the firings the node claimed that are still queued or
+// running.
+func (db *DB) firingIDs(ctx context.Context, q querier, node string) ([]string, error) {
+	rows, err := db.query(ctx, q, `SELECT id FROM schedule_firings WHERE claimed_by = ? AND status IN (?, ?) ORDER BY id`,
+		node, string(schedule.FiringQueued), string(schedule.FiringRunning))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // errReaped ends a ReapNode transaction that found nothing to reap.

@@ -220,7 +220,7 @@ var nodeTests = []test{
 
 		// A heartbeat after what the reaper saw keeps the node.
 		must(t, s.HeartbeatNode(t.Context(), dead.ID, at(2)), "HeartbeatNode")
-		if r, ok := reap(t, s, dead.ID, at(1)); ok || r != (schedule.Reaped{}) {
+		if r, ok := reap(t, s, dead.ID, at(1)); ok || !cmp.Equal(r, schedule.Reaped{}) {
 			t.Fatalf("reaping a node that heartbeated since = %+v, %v; want nothing", r, ok)
 		}
 		if got := getRun(t, s, running.ID); got.Status != run.StatusRunning {
@@ -228,8 +228,8 @@ var nodeTests = []test{
 		}
 
 		r, ok := reap(t, s, dead.ID, at(2))
-		if !ok || r != (schedule.Reaped{Runs: 2, Firings: 1, Files: 1}) {
-			t.Errorf("ReapNode = %+v, %v; want 2 runs, 1 firing and 1 file", r, ok)
+		if want := (schedule.Reaped{Runs: 2, Firings: 1, Files: 1, FiringIDs: []string{deadFiring.ID}}); !ok || !cmp.Equal(r, want) {
+			t.Errorf("ReapNode = %+v, %v; want 2 runs, 1 firing (%s) and 1 file", r, ok, deadFiring.ID)
 		}
 		// The dead node's file is pending again, at once (its lease has an hour
 		// to go), and its old claim is void; the live node's is untouched.
@@ -292,7 +292,7 @@ var nodeTests = []test{
 		_, err := s.GetNode(t.Context(), dead.ID)
 		wantKind(t, err, fault.NotFound, "GetNode of a reaped node")
 		wantKind(t, s.HeartbeatNode(t.Context(), dead.ID, at(9)), fault.NotFound, "HeartbeatNode of a reaped node")
-		if r, ok := reap(t, s, dead.ID, at(9)); ok || r != (schedule.Reaped{}) {
+		if r, ok := reap(t, s, dead.ID, at(9)); ok || !cmp.Equal(r, schedule.Reaped{}) {
 			t.Errorf("reaping again = %+v, %v; want nothing", r, ok)
 		}
 		if _, err := s.GetNode(t.Context(), alive.ID); err != nil {
@@ -341,7 +341,7 @@ func ReapRace(t *testing.T, stores []store.Store, reapers, rounds int) {
 				t.Errorf("round %d, %s: ReapNode: %v", round, who, errs[i])
 			case won[i]:
 				winners = append(winners, who)
-				if got[i] != (schedule.Reaped{Runs: 1}) {
+				if !cmp.Equal(got[i], schedule.Reaped{Runs: 1}) {
 					t.Errorf("round %d, %s reaped %+v, want the one run", round, who, got[i])
 				}
 			}
