@@ -688,3 +688,54 @@ func BenchmarkParseCron(b *testing.B) {
 		}
 	}
 }
+
+// The examples docs/agents.md "Schedules" gives of the cron syntax.
+func TestCronDocumentedExamples(t *testing.T) {
+	from := mustTime(t, "2026-06-01T00:00:00Z") // a Monday
+	firings := func(expr string, n int) []string {
+		t.Helper()
+		c, err := ParseCron(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for at := from; len(out) < n; {
+			next, ok := c.Next(at, time.UTC)
+			if !ok {
+				break
+			}
+			out = append(out, next.Format("Mon 02 15:04"))
+			at = next
+		}
+		return out
+	}
+	tests := []struct {
+		expr string
+		n    int
+		want []string
+	}{
+		{"0 7 1-7 * MON", 9, []string{"Mon 01 07:00", "Tue 02 07:00", "Wed 03 07:00", "Thu 04 07:00", "Fri 05 07:00",
+			"Sat 06 07:00", "Sun 07 07:00", "Mon 08 07:00", "Mon 15 07:00"}},
+		{"0 7 */1 * MON", 2, []string{"Mon 01 07:00", "Mon 08 07:00"}},
+		{"10/20 1 * * *", 3, []string{"Mon 01 01:10", "Mon 01 01:30", "Mon 01 01:50"}},
+		{"@weekly", 2, []string{"Sun 07 00:00", "Sun 14 00:00"}},
+		{"0 0 * * 7", 1, []string{"Sun 07 00:00"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, firings(tt.expr, tt.n)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.expr, diff)
+		}
+	}
+	if _, ok := mustCron(t, "0 7 30 2 *").Next(from, time.UTC); ok {
+		t.Error("0 7 30 2 * fires")
+	}
+}
+
+func mustCron(t *testing.T, expr string) *Cron {
+	t.Helper()
+	c, err := ParseCron(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
