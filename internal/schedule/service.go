@@ -928,6 +928,12 @@ func (s *Service) execute(ctx context.Context, sc *Schedule, f *Firing, schedule
 		finish(FiringFailed, "the schedule's user: "+err.Error())
 		return
 	}
+	if u.Disabled {
+		// A disabled user's keys and sessions stop at once (docs/api.md
+		// "Users"); the runs made in their name stop with them.
+		finish(FiringFailed, "the schedule's user is disabled: its firings run again once the user is enabled")
+		return
+	}
 	loc, err := time.LoadLocation(sc.Timezone)
 	if err != nil {
 		finish(FiringFailed, err.Error())

@@ -312,6 +312,44 @@ func TestRunNowByAnAdminHasTheOwnersPrompt(t *testing.T) {
 	}
 }
 
+// A disabled user's schedules run nothing: their keys and sessions stopped,
+// and so do the runs made in their name (docs/api.md "Users"). Enabled
+// again, the user's schedule fires as before.
+func TestDisabledUsersScheduleRunsNothing(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := auth.NewService(f.a.Store.(*store.DB), nil)
+	if _, err := users.SetDisabled(ctx, f.user.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 1, 7, 0, 5, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.waitFinished(t, sc.ID, 1)
+	if fs[0].Status != FiringFailed || fs[0].RunID != "" || !strings.Contains(fs[0].Error, "disabled") {
+		t.Errorf("the firing of a disabled user's schedule: %+v", fs[0])
+	}
+	if n := len(f.model.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times for a disabled user", n)
+	}
+	if _, err := users.SetDisabled(ctx, f.user.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(time.Date(2026, 5, 2, 7, 0, 5, 0, time.UTC))
+	if err := f.a.Tick(ctx, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fs = f.waitFinished(t, sc.ID, 2)
+	if fs[0].Status != FiringSucceeded {
+		t.Errorf("the firing once the user is enabled again: %+v", fs[0])
+	}
+}
+
 func TestValidation(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
