@@ -274,10 +274,23 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	if sc.AgentID == "" {
 		fs.Add("agent_id", "required")
 	} else if sc.Enabled || in.AgentID != nil {
-		a, err := s.Agents.Get(ctx, u, sc.AgentID)
+		// The schedule runs as its owner, who must be able to use the agent,
+		// also when an admin makes the change.
+		owner := u
+		if sc.UserID != "" && sc.UserID != u.ID {
+			var err error
+			if owner, err = s.Users.GetUser(ctx, sc.UserID); err != nil {
+				return err
+			}
+		}
+		a, err := s.Agents.Get(ctx, owner, sc.AgentID)
 		switch {
 		case fault.Is(err, fault.NotFound):
-			fs.Add("agent_id", "no agent %q that you may use", sc.AgentID)
+			who := "you"
+			if owner != u {
+				who = "the schedule's owner"
+			}
+			fs.Add("agent_id", "no agent %q that %s may use", sc.AgentID, who)
 		case err != nil:
 			return err
 		default:

@@ -350,6 +350,33 @@ func TestDisabledUsersScheduleRunsNothing(t *testing.T) {
 	}
 }
 
+// An admin who changes another user's schedule may give it only an agent
+// its owner may use: the schedule runs as its owner (docs/api.md
+// "Schedules"), and would otherwise fail and pause at its next firing.
+func TestAdminEditChecksTheOwnersAgent(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
+	admin, err := auth.NewService(f.a.Store.(*store.DB), nil).CreateUser(ctx, auth.NewUser{Email: "root@example.com", DisplayName: "Root", Role: auth.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := f.a.Agents.(*agent.Service)
+	if _, err := agents.Create(ctx, admin, "private", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Mine."}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.a.Update(ctx, admin, sc.ID, Input{AgentID: str("private")})
+	if !fault.Is(err, fault.Invalid) || !strings.Contains(err.Error(), "the schedule's owner may use") {
+		t.Errorf("an admin giving Ann's schedule an agent Ann may not use: %v, want agent_id refused", err)
+	}
+	if got, err := f.a.Update(ctx, admin, sc.ID, Input{Name: str("Renamed")}); err != nil || got.AgentID != "digest" {
+		t.Errorf("an admin renaming Ann's schedule: %+v, %v", got, err)
+	}
+}
+
 func TestValidation(t *testing.T) {
 	ctx := context.Background()
 	f := setup(t, time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC))
