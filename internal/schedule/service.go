@@ -547,7 +547,15 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, 
 		return nil, fault.New(fault.NotFound, "schedule %q not found", id)
 	}
 	s.lastStatus(ctx, sc)
-	s.nameAgents(ctx, u, sc)
+	// agent_name says whether the owner may use the agent (docs/api.md
+	// "Schedules"), also to an admin looking at another user's schedule.
+	owner := u
+	if sc.UserID != u.ID {
+		if owner, err = s.Users.GetUser(ctx, sc.UserID); err != nil {
+			return nil, err
+		}
+	}
+	s.nameAgents(ctx, owner, sc)
 	return sc, nil
 }
 

@@ -361,7 +361,7 @@ func TestAdminEditChecksTheOwnersAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	agents := f.a.Agents.(*agent.Service)
-	if _, err := agents.Create(ctx, admin, "private", agent.Spec{Provider: "openAI", Model: "m", Instructions: "Mine."}); err != nil {
+	if _, err := agents.Create(ctx, admin, "private", agent.Spec{Name: "Private", Provider: "openAI", Model: "m", Instructions: "Mine."}); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := f.a.Create(ctx, f.user, Input{AgentID: str("digest"), Name: str("Daily"), Prompt: str("Go"), Cron: str("0 7 * * *")})
@@ -374,6 +374,21 @@ func TestAdminEditChecksTheOwnersAgent(t *testing.T) {
 	}
 	if got, err := f.a.Update(ctx, admin, sc.ID, Input{Name: str("Renamed")}); err != nil || got.AgentID != "digest" {
 		t.Errorf("an admin renaming Ann's schedule: %+v, %v", got, err)
+	}
+
+	// agent_name is there while the owner may use the agent, whoever looks.
+	paused, err := f.a.Update(ctx, f.user, sc.ID, Input{Enabled: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused.AgentID = "private" // as if Ann's schedule named an agent she may not use
+	if err := f.a.Store.UpdateSchedule(ctx, paused); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []*auth.User{f.user, admin} {
+		if got, err := f.a.Get(ctx, who, sc.ID); err != nil || got.AgentName != "" {
+			t.Errorf("as %s: agent_name %q, %v; want none, as Ann may not use the agent", who.DisplayName, got.AgentName, err)
+		}
 	}
 }
 
