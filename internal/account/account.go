@@ -253,7 +253,14 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 	if cfg.OAuth == nil {
 		return "", fault.New(fault.Invalid, "MCP server %q does not use OAuth (it has no requiresOAuth or oauth in the config)", server)
 	}
-	resolved := cfg.ResolveVars(u, nil, s.Getenv)
+	// The flow is for the address this user's connection uses: its
+	// discovery and the token's resource are that server's, with the
+	// user's values in its url, not the url as written.
+	vars, err := s.urlVars(ctx, cfg, u.ID)
+	if err != nil {
+		return "", err
+	}
+	resolved := cfg.ResolveVars(u, vars, s.Getenv)
 	req := mcp.BeginRequest{ServerURL: resolved.URL, OAuth: cfg.OAuth, RedirectURI: s.RedirectURI(cfg)}
 	if _, prev, err := s.grant(ctx, u.ID, server); err == nil {
 		// The registration is kept, and with it the scopes granted before.
@@ -273,6 +280,29 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 		return "", err
 	}
 	return p.AuthURL, nil
+}
+
+// urlVars returns userID's values of a server's customUserVars, and an
+// error naming those its url uses that they have not set.
+func (s *Service) urlVars(ctx context.Context, cfg mcp.ServerConfig, userID string) (map[string]string, error) {
+	if len(cfg.UserVars) == 0 {
+		return nil, nil
+	}
+	vars, err := s.Vars(ctx, cfg.Name, userID)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, uv := range cfg.UserVars {
+		if _, ok := vars[uv.Name]; !ok && strings.Contains(cfg.URL, "{{"+uv.Name+"}}") {
+			missing = append(missing, uv.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fault.New(fault.Invalid, "MCP server %q needs your settings before you connect your account: set %s for it",
+			cfg.Name, strings.Join(missing, ", "))
+	}
+	return vars, nil
 }
 
 // Finish completes the authorization the callback's state names and keeps

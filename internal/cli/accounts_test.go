@@ -589,3 +589,60 @@ func userID(t *testing.T, s *server, email string) string {
 	t.Fatalf("no user %s", email)
 	return ""
 }
+
+// TestMCPOAuthURLWithUserVar: an OAuth server whose url holds one of its
+// customUserVars (a tenant's path, say) is authorized at the address the
+// user's connection uses, their value in it: the flow's discovery and the
+// token's resource are that server's, not the url as written. A user who has
+// not set the variable is told to set it first.
+func TestMCPOAuthURLWithUserVar(t *testing.T) {
+	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
+	base := strings.TrimSuffix(as.MCPURL, mcptest.StreamablePath)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  public_url: http://relay.example
+  data_dir: %s
+secrets:
+  key: %q
+mcpServers:
+  tickets:
+    type: streamable-http
+    url: %s/{{TENANT}}
+    requiresOAuth: true
+    customUserVars:
+      TENANT:
+        title: Your tenant
+`, filepath.Join(dir, "data"), secret.GenerateKey(), base))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey})
+	ann := newUserKey(t, s, "ann@example.com")
+
+	var refused struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if code := s.call(t, ann, "POST", "/api/mcp/servers/tickets/oauth", "", &refused); code != 400 || !strings.Contains(refused.Error.Message, "TENANT") {
+		t.Errorf("starting the authorization without TENANT: %d %q; want 400 naming TENANT", code, refused.Error.Message)
+	}
+
+	if code := s.call(t, ann, "PUT", "/api/mcp/servers/tickets/vars", `{"values":{"TENANT":"mcp"}}`, nil); code != 200 {
+		t.Fatalf("setting TENANT: %d", code)
+	}
+	var started struct {
+		AuthURL string `json:"auth_url"`
+	}
+	if code := s.call(t, ann, "POST", "/api/mcp/servers/tickets/oauth", "", &started); code != 200 {
+		t.Fatalf("starting the authorization: %d", code)
+	}
+	u, err := url.Parse(started.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Query().Get("resource"); got != as.MCPURL {
+		t.Fatalf("the authorization asks for a token for %q; want the user's server %q", got, as.MCPURL)
+	}
+	finishAt(t, as, s, started.AuthURL, "ann")
+	if res := callTool(t, s, ann, mcp.Key("subject", "tickets")); res.IsError || res.Text != "ann" {
+		t.Errorf("after connecting: %+v", res)
+	}
+}
