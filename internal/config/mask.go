@@ -26,8 +26,8 @@ var (
 
 // WriteMasked writes the effective configuration (defaults, file and
 // environment applied) as YAML, with every secret replaced by ****: API keys,
-// secret-looking headers, MCP env values, arguments and URL parameters, and the
-// database password. A value that is only a reference such as ${OPENAI_API_KEY}
+// secret-looking headers, MCP env values, arguments and URL parameters, MCP
+// OAuth client secrets, and the database password. A value that is only a reference such as ${OPENAI_API_KEY}
 // or "Bearer ${TOKEN}" holds no secret and is shown as written.
 func (c *Config) WriteMasked(w io.Writer) error {
 	if c.Path != "" {
@@ -81,6 +81,12 @@ func (c *Config) masked() *Config {
 			s.Headers = maskMap(s.Headers, secretHeader)
 			s.Args = maskArgs(s.Args)
 			s.URL = maskURL(s.URL)
+			if s.OAuth != nil {
+				o := *s.OAuth
+				o.ClientSecret = maskValue(o.ClientSecret)
+				o.AuthorizationURL, o.TokenURL, o.RevocationEndpoint = maskURL(o.AuthorizationURL), maskURL(o.TokenURL), maskURL(o.RevocationEndpoint)
+				s.OAuth = &o
+			}
 			m.MCPServers[name] = s
 		}
 	}

@@ -15,8 +15,8 @@ const UserProvided = "user_provided"
 // (docs/config.md, "Secrets in logs and errors"): the API keys of every
 // provider, web search and embeddings, the values of secret-looking provider
 // headers and of every MCP header, the secret-looking MCP env values and
-// arguments, the passwords and secret-looking query values of the database,
-// MCP and provider URLs, the keys of per-user secrets (secrets.key,
+// arguments, the client secrets of MCP oauth blocks, the passwords and
+// secret-looking query values of the database, MCP and provider URLs, the keys of per-user secrets (secrets.key,
 // secrets.previousKeys), and metrics.token. A value that names environment
 // variables (${VAR}, as mcpServers keep them until connecting) contributes
 // their values from getenv instead; {{user}} variables are filled per user and are not known here, and
@@ -104,6 +104,12 @@ func (c *Config) Secrets(getenv func(string) (string, bool)) []string {
 			add(v)
 		}
 		addURL(s.URL)
+		if o := s.OAuth; o != nil {
+			add(o.ClientSecret)
+			addURL(o.AuthorizationURL)
+			addURL(o.TokenURL)
+			addURL(o.RevocationEndpoint)
+		}
 	}
 	ws := c.WebSearch
 	for _, k := range []string{ws.SearxngAPIKey, ws.BraveAPIKey, ws.TavilyAPIKey, ws.SerperAPIKey} {

@@ -102,3 +102,55 @@ func TestPublicURLDefault(t *testing.T) {
 		}
 	}
 }
+
+// An MCP server's oauth.client_secret is masked in the dump and is a known
+// secret of the logs, its client id is not; ${VAR} in it contributes the
+// variable's value.
+func TestMCPOAuthClientSecretMasked(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "relay.yaml")
+	body := `mcpServers:
+  lit:
+    type: streamable-http
+    url: https://mcp.example.com/mcp
+    oauth:
+      client_id: relay-client
+      client_secret: mcp-oauth-literal-secret-8
+  ref:
+    type: streamable-http
+    url: https://mcp2.example.com/mcp
+    oauth:
+      client_id: relay-client-2
+      client_secret: ${MCP_CLIENT_SECRET}
+`
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) (string, bool) {
+		if k == "MCP_CLIENT_SECRET" {
+			return "mcp-oauth-env-secret-9", true
+		}
+		return "", false
+	}
+	c, err := Load(p, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteMasked(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "mcp-oauth-literal-secret-8") || !strings.Contains(out, "client_secret: '****'") ||
+		!strings.Contains(out, "client_secret: ${MCP_CLIENT_SECRET}") || !strings.Contains(out, "client_id: relay-client") {
+		t.Errorf("dump:\n%s", out)
+	}
+	if c.MCPServers["lit"].OAuth.ClientSecret != "mcp-oauth-literal-secret-8" {
+		t.Errorf("masking changed the config itself")
+	}
+	got := c.Secrets(getenv)
+	for _, s := range []string{"mcp-oauth-literal-secret-8", "mcp-oauth-env-secret-9"} {
+		if !slices.Contains(got, s) {
+			t.Errorf("Secrets() lacks %q: %q", s, got)
+		}
+	}
+}
