@@ -261,7 +261,7 @@ func (s *Service) Start(ctx context.Context, u *mcp.User, server string) (string
 		return "", err
 	}
 	resolved := cfg.ResolveVars(u, vars, s.Getenv)
-	req := mcp.BeginRequest{ServerURL: resolved.URL, OAuth: cfg.OAuth, RedirectURI: s.RedirectURI(cfg)}
+	req := mcp.BeginRequest{ServerURL: resolved.URL, OAuth: resolved.OAuth, RedirectURI: s.RedirectURI(resolved)}
 	if _, prev, err := s.grant(ctx, u.ID, server); err == nil {
 		// The registration is kept, and with it the scopes granted before.
 		// So is the challenge of a server that asked for more scope.

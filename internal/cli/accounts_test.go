@@ -646,3 +646,32 @@ mcpServers:
 		t.Errorf("after connecting: %+v", res)
 	}
 }
+
+// TestMCPOAuthClientSecretFromEnvironment: an oauth block's client_secret
+// written as ${VAR}, as librechat.yaml files keep it out of the file, is the
+// variable's value at the authorization server, not the text "${VAR}".
+func TestMCPOAuthClientSecretFromEnvironment(t *testing.T) {
+	const clientSecret = "tickets-client-secret-5Rk2"
+	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour, ClientID: "relay-tickets", ClientSecret: clientSecret})
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`server:
+  public_url: http://relay.example
+  data_dir: %s
+secrets:
+  key: %q
+mcpServers:
+  tickets:
+    type: streamable-http
+    url: %s
+    oauth:
+      client_id: ${TICKETS_CLIENT_ID}
+      client_secret: ${TICKETS_CLIENT_SECRET}
+`, filepath.Join(dir, "data"), secret.GenerateKey(), as.MCPURL))
+	s := startServer(t, cfg, map[string]string{"RELAY_BOOTSTRAP_API_KEY": testKey,
+		"TICKETS_CLIENT_ID": "relay-tickets", "TICKETS_CLIENT_SECRET": clientSecret})
+	ann := newUserKey(t, s, "ann@example.com")
+	connectAccount(t, as, s, s, ann, "ann")
+	if res := callTool(t, s, ann, mcp.Key("subject", "tickets")); res.IsError || res.Text != "ann" {
+		t.Errorf("after connecting: %+v", res)
+	}
+}

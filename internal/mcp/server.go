@@ -299,6 +299,15 @@ func (c ServerConfig) resolve(u *User, vars map[string]string, getenv func(strin
 	for k, v := range out.Headers {
 		out.Headers[k] = sub(v, headerSafe)
 	}
+	if c.OAuth != nil {
+		// The operator's, like the rest of the config: ${VAR} only, so that
+		// a client secret can stay out of the file (docs/config.md).
+		o := *c.OAuth
+		for _, f := range []*string{&o.AuthorizationURL, &o.TokenURL, &o.ClientID, &o.ClientSecret, &o.Scope, &o.RedirectURI, &o.RevocationURL} {
+			*f = expandEnv(*f, lookup)
+		}
+		out.OAuth = &o
+	}
 	return out, used
 }
 

@@ -31,6 +31,10 @@ type OAuthOptions struct {
 	// login parameter signs in as: a real browser sent to /authorize (the web
 	// UI's tests) cannot add one.
 	DefaultLogin string
+	// ClientID and ClientSecret, when set, are a pre-registered confidential
+	// client: it may use any redirect URI, and its token requests must carry
+	// the secret (client_secret_basic or client_secret_post).
+	ClientID, ClientSecret string
 }
 
 // OAuthServer is an MCP server (the test server's tools, plus "subject",
@@ -50,6 +54,8 @@ type OAuthServer struct {
 	ttl          time.Duration
 	now          func() time.Time
 	defaultLogin string
+	clientID     string // the pre-registered client, if any
+	clientSecret string
 
 	mu        sync.Mutex
 	clients   map[string][]string // client id → redirect URIs
@@ -78,6 +84,7 @@ func StartOAuth(t testing.TB, opts OAuthOptions) *OAuthServer {
 	t.Helper()
 	s := &OAuthServer{
 		ttl: opts.TokenTTL, now: opts.Now, defaultLogin: opts.DefaultLogin,
+		clientID: opts.ClientID, clientSecret: opts.ClientSecret,
 		clients: map[string][]string{}, codes: map[string]codeGrant{},
 		access: map[string]issued{}, refresh: map[string]issued{},
 	}
@@ -299,11 +306,12 @@ func (s *OAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	redirects, ok := s.clients[q.Get("client_id")]
 	s.mu.Unlock()
+	pre := s.clientID != "" && q.Get("client_id") == s.clientID
 	switch {
-	case !ok:
+	case !ok && !pre:
 		http.Error(w, "unknown client", http.StatusBadRequest)
 		return
-	case !slices.Contains(redirects, q.Get("redirect_uri")):
+	case !pre && !slices.Contains(redirects, q.Get("redirect_uri")):
 		http.Error(w, "redirect_uri not registered", http.StatusBadRequest)
 		return
 	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
@@ -331,6 +339,17 @@ func (s *OAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	if id, secret, ok := r.BasicAuth(); ok {
+		// client_secret_basic: the form may lack client_id.
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+		r.PostForm.Set("client_id", id)
+		r.PostForm.Set("client_secret", secret)
+	}
+	if s.clientID != "" && r.PostForm.Get("client_id") == s.clientID && r.PostForm.Get("client_secret") != s.clientSecret {
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "wrong client secret")
 		return
 	}
 	s.mu.Lock()
