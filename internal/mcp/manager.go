@@ -374,6 +374,14 @@ func (m *Manager) conn(server string, u *User) (*conn, error) {
 		return nil, ErrClosed
 	}
 	c, ok := m.conns[key]
+	if ok && key.user != "" && !s.fillsAlike(c.user, u, m.opts.Getenv) {
+		// The user's details the config names have changed (a new name):
+		// the connection is made afresh with them, as after new
+		// customUserVars. The old one ends once its calls have.
+		delete(m.conns, key)
+		c.retire()
+		ok = false
+	}
 	if !ok {
 		c = newConn(m, s, u)
 		m.conns[key] = c
@@ -565,7 +573,12 @@ func (m *Manager) Call(ctx context.Context, u *User, key string, args json.RawMe
 		return nil, err
 	}
 	c.inflight.Add(1)
-	defer func() { c.inflight.Add(-1); c.touch() }()
+	defer func() {
+		c.touch()
+		if c.inflight.Add(-1) == 0 && c.retired.Load() {
+			c.close()
+		}
+	}()
 	ctx, measured := m.opts.Telemetry.StartTool(ctx, server, tool)
 	res, err := m.call(ctx, c, server, tool, args)
 	if _, ok := errors.AsType[*noToolError](err); ok {
@@ -691,6 +704,7 @@ type conn struct {
 	varsRead atomic.Int64 // unix nanoseconds: when vars were last read from Users
 
 	inflight atomic.Int64
+	retired  atomic.Bool  // replaced in the manager; closed when no call is in flight
 	lastUsed atomic.Int64 // unix nanoseconds
 	tokens   sync.Map     // progress token → func() that restarts the call's timer
 	nextTok  atomic.Int64
@@ -999,6 +1013,15 @@ func transportFailure(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &netErr)
+}
+
+// retire closes c, which the manager no longer hands out, now or when its
+// last call in flight ends.
+func (c *conn) retire() {
+	c.retired.Store(true)
+	if c.inflight.Load() == 0 {
+		go c.close()
+	}
 }
 
 func (c *conn) close() {

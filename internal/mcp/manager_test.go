@@ -307,3 +307,43 @@ func TestUserScopedConnections(t *testing.T) {
 	go m.Run(ctx)
 	poll.Until(t, 5*time.Second, "close of the idle user connections", func() bool { return m.Status(nil)[0].Connections == 0 })
 }
+
+// TestUserDetailsChanged: a user-scoped connection whose placeholders name
+// the user (here their name, in X-User) is made afresh when the user's
+// details change, so that the server sees the new name from the next call,
+// not the one the connection was made with; a change of details the config
+// does not use keeps the connection.
+func TestUserDetailsChanged(t *testing.T) {
+	url := mcptest.Start(t, "streamable-http", mcptest.Options{})
+	s := server("per-user", mcp.TransportStreamableHTTP, url)
+	s.Scope = mcp.ScopeUser
+	s.Headers = map[string]string{"X-User": "{{LIBRECHAT_USER_NAME}}"}
+	m := newManager(t, mcp.Options{}, s)
+	header := func(u *mcp.User) string {
+		t.Helper()
+		res, err := call(t, m, u, "whoami__mcp__per-user", `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var who struct {
+			Header string `json:"header"`
+		}
+		if err := json.Unmarshal([]byte(text(res)), &who); err != nil {
+			t.Fatalf("whoami: %q: %v", text(res), err)
+		}
+		return who.Header
+	}
+	if got := header(&mcp.User{ID: "user_ann", Name: "Ann", Email: "ann@example.com"}); got != "Ann" {
+		t.Fatalf("X-User %q, want Ann", got)
+	}
+	since := m.Status(nil)[0].ConnectedSince
+	if got := header(&mcp.User{ID: "user_ann", Name: "Ann", Email: "ann@example.org"}); got != "Ann" || m.Status(nil)[0].ConnectedSince == nil || !m.Status(nil)[0].ConnectedSince.Equal(*since) {
+		t.Errorf("after a change the config does not use: X-User %q, connected since %v (was %v); want the same connection", got, m.Status(nil)[0].ConnectedSince, since)
+	}
+	if got := header(&mcp.User{ID: "user_ann", Name: "Annette", Email: "ann@example.org"}); got != "Annette" {
+		t.Errorf("after the user's name changed the server saw X-User %q, want Annette", got)
+	}
+	if n := m.Status(nil)[0].Connections; n != 1 {
+		t.Errorf("%d connections for one user, want 1", n)
+	}
+}

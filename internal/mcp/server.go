@@ -353,6 +353,21 @@ func (c ServerConfig) MissingVars(vars map[string]string) []string {
 	return out
 }
 
+// fillsAlike reports whether users a and b fill the config's
+// {{LIBRECHAT_USER_*}} placeholders alike, so that a connection made for
+// one is right for the other.
+func (c ServerConfig) fillsAlike(a, b *User, getenv func(string) (string, bool)) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if *a == *b {
+		return true
+	}
+	ra, _ := c.resolve(a, nil, getenv)
+	rb, _ := c.resolve(b, nil, getenv)
+	return ra.URL == rb.URL && slices.Equal(ra.Args, rb.Args) && maps.Equal(ra.Env, rb.Env) && maps.Equal(ra.Headers, rb.Headers)
+}
+
 // ResolveVars is Resolve with the user's customUserVars values.
 func (c ServerConfig) ResolveVars(u *User, vars map[string]string, getenv func(string) (string, bool)) ServerConfig {
 	out, _ := c.resolve(u, vars, getenv)
