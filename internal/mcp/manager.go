@@ -1171,6 +1171,20 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, prog
 		}
 		if transportFailure(err) {
 			c.lost(sess, err)
+			if sess.cmd != nil {
+				// A stdio server that died in the call: its exit status and
+				// last words on stderr say why, where a bare EOF would not.
+				// Close waits for the child, which has ended or is killed.
+				// Its env values are masked there, as when it fails to start.
+				_ = sess.Close()
+				var env []string
+				for _, kv := range sess.cmd.Env {
+					if k, v, _ := strings.Cut(kv, "="); c.cfg.Env[k] != "" {
+						env = append(env, v)
+					}
+				}
+				err = newRedactor(ServerConfig{}, env).err(childEnded(sess.cmd, err))
+			}
 		}
 		return nil, c.clean(err)
 	}

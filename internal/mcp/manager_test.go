@@ -347,3 +347,32 @@ func TestUserDetailsChanged(t *testing.T) {
 		t.Errorf("%d connections for one user, want 1", n)
 	}
 }
+
+// crashScript is a stdio MCP server in sh with one tool, "crash", whose call
+// makes it say why on stderr (quoting its TOKEN) and exit with status 3.
+const crashScript = `while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+  *'"server/discover"'*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}\n' "$id" ;;
+  *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"crash","version":"1"}}}\n' "$id" ;;
+  *'"tools/list"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"crash","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+  *'"tools/call"'*) echo "out of memory with token $TOKEN" >&2; exit 3 ;;
+  esac
+done`
+
+// TestStdioServerDiesInCall: a stdio server that exits in the middle of a
+// call gives the model an error that says it exited, with its status and
+// its last words on stderr, not a bare EOF; the next call starts it again.
+func TestStdioServerDiesInCall(t *testing.T) {
+	s := server("crash", mcp.TransportStdio, "")
+	s.Command, s.Args = "sh", []string{"-c", crashScript}
+	s.Env = map[string]string{"TOKEN": "tok-4Hq9-secret"}
+	m := newManager(t, mcp.Options{}, s)
+	for range 2 {
+		_, err := call(t, m, nil, "crash__mcp__crash", `{}`)
+		if err == nil || !strings.Contains(err.Error(), "exited with status 3") || !strings.Contains(err.Error(), "out of memory") ||
+			strings.Contains(err.Error(), "tok-4Hq9-secret") {
+			t.Errorf("call of a tool whose server dies: %v; want its exit status and last words, its env masked", err)
+		}
+	}
+}
