@@ -594,7 +594,8 @@ func userID(t *testing.T, s *server, email string) string {
 // customUserVars (a tenant's path, say) is authorized at the address the
 // user's connection uses, their value in it: the flow's discovery and the
 // token's resource are that server's, not the url as written. A user who has
-// not set the variable is told to set it first.
+// set neither is told to set the variable first, by a call and by the start
+// of an authorization.
 func TestMCPOAuthURLWithUserVar(t *testing.T) {
 	as := mcptest.StartOAuth(t, mcptest.OAuthOptions{TokenTTL: time.Hour})
 	base := strings.TrimSuffix(as.MCPURL, mcptest.StreamablePath)
@@ -625,6 +626,9 @@ mcpServers:
 		t.Errorf("starting the authorization without TENANT: %d %q; want 400 naming TENANT", code, refused.Error.Message)
 	}
 
+	if res := callTool(t, s, ann, mcp.Key("subject", "tickets")); !res.IsError || !strings.Contains(res.Text, "set TENANT") {
+		t.Errorf("a call before TENANT is set: %+v; want to be told to set it first", res)
+	}
 	if code := s.call(t, ann, "PUT", "/api/mcp/servers/tickets/vars", `{"values":{"TENANT":"mcp"}}`, nil); code != 200 {
 		t.Fatalf("setting TENANT: %d", code)
 	}

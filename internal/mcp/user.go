@@ -70,6 +70,21 @@ func (c userConfig) resolve(u *User, vars map[string]string, getenv func(string)
 // authorization, which must have a token to send.
 func (c *conn) userConfig(ctx context.Context, uid string) (userConfig, error) {
 	out := userConfig{ServerConfig: c.cfg}
+	// The variables first: an OAuth server's authorization is for its url
+	// with the user's values in it (docs/mcp.md "Per-user variables"), so a
+	// user who has set neither is told to set them before connecting.
+	if c.cfg.Scope == ScopeUser && len(c.cfg.UserVars) > 0 {
+		if c.m.opts.Users != nil && uid != "" {
+			vars, err := c.m.opts.Users.Vars(ctx, c.cfg.Name, uid)
+			if err != nil {
+				return out, fmt.Errorf("reading your settings for %q: %w", c.cfg.Name, err)
+			}
+			out.vars = vars
+		}
+		if missing := c.cfg.MissingVars(out.vars); len(missing) > 0 {
+			return out, &VarsRequiredError{Server: c.cfg.Name, Missing: missing}
+		}
+	}
 	if c.cfg.OAuth != nil {
 		if c.m.opts.Users == nil || uid == "" {
 			return out, &AuthRequiredError{Server: c.cfg.Name, Reason: "it acts for a signed-in user only"}
@@ -78,24 +93,11 @@ func (c *conn) userConfig(ctx context.Context, uid string) (userConfig, error) {
 		if out.auth == nil {
 			return out, &AuthRequiredError{Server: c.cfg.Name, Reason: "no account of yours is known here"}
 		}
-		// Asked first, so that a user who has not connected is told at once,
-		// without the server being asked.
+		// Asked before the server, so that a user who has not connected is
+		// told at once, without the server being asked.
 		if _, err := out.auth.Token(ctx); err != nil {
 			return out, err
 		}
-	}
-	if c.cfg.Scope != ScopeUser || len(c.cfg.UserVars) == 0 {
-		return out, nil
-	}
-	if c.m.opts.Users != nil && uid != "" {
-		vars, err := c.m.opts.Users.Vars(ctx, c.cfg.Name, uid)
-		if err != nil {
-			return out, fmt.Errorf("reading your settings for %q: %w", c.cfg.Name, err)
-		}
-		out.vars = vars
-	}
-	if missing := c.cfg.MissingVars(out.vars); len(missing) > 0 {
-		return out, &VarsRequiredError{Server: c.cfg.Name, Missing: missing}
 	}
 	return out, nil
 }
