@@ -552,3 +552,37 @@ func drawerShot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLongNamesFitWhereTheyAreShown: at a phone's width the builder's
+// graph, whose "Show an agent…" list names an agent with a long name, stays
+// within the screen.
+func TestLongNamesFitWhereTheyAreShown(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	createAgent(t, r, adminKey, map[string]any{"name": "Quarterly report writer for the finance department", "instructions": "Write."})
+	const email = "ann.marie.longname@finance-department.example.com"
+	const password = "correct horse battery staple"
+	id := r.addUser(t, email, "Ann", password, "user")
+	writer := createAgent(t, r, r.keyFor(t, id), map[string]any{"name": "Writer", "instructions": "Write."})
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, email, password)
+
+	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
+	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
+	sel := `select[aria-label^="Show another agent"]`
+	run(t, ctx, "opening the builder",
+		chromedp.Navigate(r.Base+"/agents/"+writer),
+		chromedp.WaitVisible(sel, chromedp.ByQuery),
+		chromedp.ScrollIntoView(sel, chromedp.ByQuery),
+		settle(),
+	)
+	drawerShot(t, ctx, "builder-graph-phone")
+	if !isTrue(t, ctx, fitsSideways) {
+		var w []int
+		run(t, ctx, "measuring", chromedp.Evaluate(`[document.documentElement.scrollWidth, innerWidth]`, &w))
+		t.Errorf("the builder is %d px wide in a %d px screen", w[0], w[1])
+	}
+	if !isTrue(t, ctx, `(() => { const b = document.querySelector(`+"`"+sel+"`"+`).getBoundingClientRect(); return b.left >= 0 && b.right <= innerWidth; })()`) {
+		t.Errorf("the graph's Show an agent list reaches past the screen")
+	}
+}
