@@ -553,9 +553,11 @@ func drawerShot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// TestLongNamesFitWhereTheyAreShown: at a phone's width the builder's
-// graph, whose "Show an agent…" list names an agent with a long name, stays
-// within the screen.
+// TestLongNamesFitWhereTheyAreShown: a person whose email is long and has a
+// hyphen sees it whole in the menu's foot, on one line that ends in "…" when
+// it is cut (the whole address in its tooltip), not cut in its middle and
+// wrapped; and at a phone's width the builder's graph, whose "Show an
+// agent…" list names an agent with a long name, stays within the screen.
 func TestLongNamesFitWhereTheyAreShown(t *testing.T) {
 	browser := newBrowser(t)
 	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
@@ -566,6 +568,14 @@ func TestLongNamesFitWhereTheyAreShown(t *testing.T) {
 	writer := createAgent(t, r, r.keyFor(t, id), map[string]any{"name": "Writer", "instructions": "Write."})
 	ctx := newPerson(t, browser)
 	signIn(t, ctx, r.Base, email, password)
+
+	run(t, ctx, "settling", chromedp.WaitVisible(`.who-mail`, chromedp.ByQuery), settle())
+	if !isTrue(t, ctx, `(() => { const m = document.querySelector('.who-mail'); return m.getBoundingClientRect().height < 1.5 * parseFloat(getComputedStyle(m).lineHeight || '16') && m.title === m.textContent; })()`) {
+		var lines []string
+		run(t, ctx, "reading the email's lines", chromedp.Evaluate(`(() => { const m = document.querySelector('.who-mail'); const r = document.createRange(); r.selectNodeContents(m); return [...r.getClientRects()].map(c => Math.round(c.top) + ':' + Math.round(c.width)).concat(['title=' + m.title]); })()`, &lines))
+		t.Errorf("the email in the menu is not one line with the whole address as its tooltip: %q", lines)
+	}
+	drawerShot(t, ctx, "long-email-desktop")
 
 	run(t, ctx, "a phone's screen", chromedp.EmulateViewport(390, 844))
 	t.Cleanup(func() { _ = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)) })
