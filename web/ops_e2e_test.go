@@ -381,7 +381,8 @@ func TestCrossSiteFormPostRefused(t *testing.T) {
 }
 
 // TestFilesPageUploadsAndShowsReady: a file chosen with the picker is
-// uploaded, becomes ready, and is deleted after a confirmation.
+// uploaded, becomes ready, and is deleted after a confirmation, focus
+// staying in the page.
 func TestFilesPageUploadsAndShowsReady(t *testing.T) {
 	browser := newBrowser(t)
 	r := startRelay(t, "server:\n  data_dir: %DATA%\n  log_level: warn\n", map[string]string{"RELAY_BOOTSTRAP_API_KEY": adminKey})
@@ -406,9 +407,16 @@ func TestFilesPageUploadsAndShowsReady(t *testing.T) {
 		chromedp.WaitVisible(`dialog [data-testid=confirm]`, chromedp.ByQuery),
 		chromedp.Click(`dialog [data-testid=confirm]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.empty`, chromedp.ByQuery),
-		chromedp.Reload(),
-		chromedp.WaitVisible(`.empty`, chromedp.ByQuery),
+		settle(),
 	)
+	// The Delete button that had focus went with its row: focus stays in the
+	// page, not at the top of the document.
+	if !isTrue(t, ctx, `document.getElementById('main').contains(document.activeElement)`) {
+		var at string
+		run(t, ctx, "reading the focus", chromedp.Evaluate(`document.activeElement ? document.activeElement.tagName : 'nothing'`, &at))
+		t.Errorf("after deleting the file, focus is on %s, not in the page", at)
+	}
+	run(t, ctx, "reloading", chromedp.Reload(), chromedp.WaitVisible(`.empty`, chromedp.ByQuery))
 }
 
 // TestAdminCreatesUserAndDisables: an admin adds a user with a password on
