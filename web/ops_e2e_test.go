@@ -21,6 +21,7 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -805,5 +806,52 @@ func TestScheduleHistoryPagesToOlderFirings(t *testing.T) {
 	waitJSWithin(t, ctx, "a refresh shows the new firing moving on", `(() => { const f = document.querySelector('[data-testid=firing]'); return !/^fire_\d{3}$/.test(f.dataset.firingId) && f.dataset.status !== 'queued'; })()`, 60*time.Second)
 	if count := 0; !isTrue(t, ctx, oldest) || chromedp.Run(ctx, chromedp.Evaluate(rows, &count)) != nil || count != 121 {
 		t.Errorf("after a refresh %d firings are shown (the oldest among them: %t); want all 121", count, isTrue(t, ctx, oldest))
+	}
+}
+
+// TestListPagesSayTheyAreLoading: while the list of the files, schedules,
+// runs or users page is on its way (held back here, as on a slow
+// connection), the page says it is loading, not a blank space under its
+// heading; once it comes, the note goes.
+func TestListPagesSayTheyAreLoading(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	r.addUser(t, "ann@example.com", "Ann", "ann's long password", "admin")
+	ctx := newPerson(t, browser)
+	signIn(t, ctx, r.Base, "ann@example.com", "ann's long password")
+
+	held := make(chan fetch.RequestID, 16)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			held <- e.RequestID
+		}
+	})
+	for _, p := range []struct{ path, api, note string }{
+		{"/files", "/api/files", "Loading files…"},
+		{"/schedules", "/api/schedules", "Loading schedules…"},
+		{"/runs", "/api/runs", "Loading runs…"},
+		{"/admin/users", "/api/users", "Loading users…"},
+	} {
+		run(t, ctx, "holding back "+p.api,
+			fetch.Enable().WithPatterns([]*fetch.RequestPattern{{URLPattern: "*" + p.api + "*"}}),
+			chromedp.Navigate(r.Base+p.path),
+		)
+		var id fetch.RequestID
+		select {
+		case id = <-held:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s asked nothing of %s", p.path, p.api)
+		}
+		if !isTrue(t, ctx, fmt.Sprintf(`(() => { const b = document.querySelector('main [aria-busy=true]'); return !!b && b.innerText.includes(%q); })()`, p.note)) {
+			var text string
+			run(t, ctx, "reading the page", chromedp.Text("main", &text, chromedp.ByQuery))
+			t.Errorf("%s while its list loads says %q; want %q", p.path, text, p.note)
+		}
+		drawerShot(t, ctx, "loading"+strings.ReplaceAll(p.path, "/", "-"))
+		run(t, ctx, "letting "+p.api+" through", fetch.ContinueRequest(id), fetch.Disable())
+		for len(held) > 0 {
+			run(t, ctx, "letting the rest through", fetch.ContinueRequest(<-held))
+		}
+		waitJS(t, ctx, "the loading note goes on "+p.path, `!document.querySelector('main [aria-busy=true]')`)
 	}
 }
