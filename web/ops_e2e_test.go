@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/relay-ai/relay/internal/llm/llmtest"
 	"github.com/relay-ai/relay/internal/mcp/mcptest"
@@ -853,5 +854,34 @@ func TestListPagesSayTheyAreLoading(t *testing.T) {
 			run(t, ctx, "letting the rest through", fetch.ContinueRequest(<-held))
 		}
 		waitJS(t, ctx, "the loading note goes on "+p.path, `!document.querySelector('main [aria-busy=true]')`)
+	}
+}
+
+// TestFollowingALinkKeepsFocusInThePage: a person who opens a schedule from
+// the list with the keyboard finds focus in the schedule's page, not back at
+// the top of the document (the link they followed went with the list).
+func TestFollowingALinkKeepsFocusInThePage(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	agentID := createAgent(t, r, adminKey, map[string]any{"name": "Digest", "instructions": "Summarise."})
+	ann := newChatter(t, r, browser, "ann@example.com")
+	if code := r.call(t, ann.key, "POST", "/api/schedules", map[string]any{"agent_id": agentID, "name": "Morning digest",
+		"prompt": "What is new?", "cron": "0 7 * * *", "timezone": "UTC", "enabled": false}, nil); code != http.StatusCreated {
+		t.Fatalf("creating the schedule: HTTP %d", code)
+	}
+	ctx := ann.ctx
+	link := `[data-testid=schedule-row] a.sched-name`
+	run(t, ctx, "opening the schedule from the list with the keyboard",
+		chromedp.Navigate(r.Base+"/schedules"),
+		chromedp.WaitVisible(link, chromedp.ByQuery),
+		chromedp.Focus(link, chromedp.ByQuery),
+		chromedp.KeyEvent(kb.Enter),
+	)
+	waitText(t, ctx, "h1", "Morning digest")
+	run(t, ctx, "settling", settle())
+	if !isTrue(t, ctx, `document.getElementById('main').contains(document.activeElement)`) {
+		var at string
+		run(t, ctx, "reading the focus", chromedp.Evaluate(`document.activeElement ? document.activeElement.tagName : 'nothing'`, &at))
+		t.Errorf("after following the link, focus is on %s, not in the page", at)
 	}
 }
