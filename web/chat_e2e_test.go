@@ -230,6 +230,10 @@ func TestChatStreamsToolCallAndResumesAfterReload(t *testing.T) {
 	openChat(t, ctx, r.Base)
 	pickAgent(t, ctx, "Calculator")
 	waitText(t, ctx, `[data-testid=chat-empty]`, "Adds numbers with the get-sum tool.")
+	// An agent is picked: the page does not ask to pick one.
+	if isTrue(t, ctx, `document.querySelector('[data-testid=chat-empty]').innerText.includes('Pick an agent and')`) {
+		t.Errorf("the empty chat of Calculator asks to pick an agent")
+	}
 	run(t, ctx, "marking the page", chromedp.Evaluate(`window.__page = document.querySelector('.chat-page'); true`, nil))
 	sendChat(t, ctx, "2+3")
 
