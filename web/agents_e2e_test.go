@@ -408,3 +408,27 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 	run(t, ctx, "reading "+sel, chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).innerText`, sel), &s))
 	return s
 }
+
+// TestShareDialogOfAgentSharedWithEveryone: the Share dialog of an agent that
+// every user may already use says so, and does not also say that only its
+// owner can use it.
+func TestShareDialogOfAgentSharedWithEveryone(t *testing.T) {
+	browser := newBrowser(t)
+	r := startRelay(t, mockEndpointConfig("http://127.0.0.1:9", ""), adminEnv())
+	ann := newChatter(t, r, browser, "ann@example.com")
+	id := createAgent(t, r, ann.key, map[string]any{"name": "Permit checker", "instructions": "Check permits.", "shared": true})
+	run(t, ann.ctx, "opening the Share dialog",
+		chromedp.Navigate(r.Base+"/agents/"+id),
+		chromedp.WaitVisible(`[data-testid=open-share]`, chromedp.ByQuery),
+		chromedp.Click(`[data-testid=open-share]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`dialog[open] .ok-note`, chromedp.ByQuery),
+	)
+	waitText(t, ann.ctx, `dialog[open] .ok-note`, "Everyone can already use this agent")
+	waitJS(t, ann.ctx, "the shares are loaded", `!document.querySelector('dialog[open] [aria-busy=true]')`)
+	drawerShot(t, ann.ctx, "share-shared-agent")
+	var text string
+	run(t, ann.ctx, "reading the dialog", chromedp.Text(`dialog[open]`, &text, chromedp.ByQuery))
+	if strings.Contains(text, "Only you") {
+		t.Errorf("the Share dialog of an agent shared with everyone says only its owner can use it:\n%s", text)
+	}
+}
