@@ -8,6 +8,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -92,9 +93,17 @@ type FiringPage struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// ErrTooMany is CreateScheduleWithin's refusal: the user has as many
+// schedules as allowed.
+var ErrTooMany = errors.New("the user has as many schedules as allowed")
+
 // Store is what schedules need from storage. Missing rows are fault.NotFound.
 type Store interface {
 	CreateSchedule(ctx context.Context, s *Schedule) error
+	// CreateScheduleWithin is CreateSchedule refusing, with ErrTooMany, a
+	// schedule that would give its user more than max; requests at once
+	// count each other.
+	CreateScheduleWithin(ctx context.Context, s *Schedule, max int) error
 	GetSchedule(ctx context.Context, id string) (*Schedule, error)
 	// ListSchedules lists a user's schedules (every user's for ""), oldest first.
 	ListSchedules(ctx context.Context, userID string) ([]*Schedule, error)

@@ -516,21 +516,37 @@ func (s *Service) Preview(in PreviewInput) ([]time.Time, error) {
 // Create validates and stores a new schedule of u's.
 func (s *Service) Create(ctx context.Context, u *auth.User, in Input) (*Schedule, error) {
 	s.init()
-	if !u.IsAdmin() || s.Opts.AdminsLimited {
+	limited := !u.IsAdmin() || s.Opts.AdminsLimited
+	// Schedules only go when their owner deletes them: waiting alone will not help.
+	tooMany := func() error {
+		return fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: schedules (%d); delete one of your schedules first", s.Opts.MaxPerUser)
+	}
+	if limited {
+		// Checked first, so that a user at the quota hears of it whatever
+		// the request holds; and again as the schedule is stored, for
+		// requests at once.
 		n, err := s.Store.CountSchedules(ctx, u.ID)
 		if err != nil {
 			return nil, err
 		}
 		if n >= s.Opts.MaxPerUser {
-			// Schedules only go when their owner deletes them: waiting alone will not help.
-			return nil, fault.Limited(fault.QuotaExceeded, 24*time.Hour, "quota exceeded: schedules (%d); delete one of your schedules first", s.Opts.MaxPerUser)
+			return nil, tooMany()
 		}
 	}
 	sc := &Schedule{ID: ident.New("sched_"), UserID: u.ID, Enabled: true}
 	if err := s.apply(ctx, u, sc, in); err != nil {
 		return nil, err
 	}
-	if err := s.Store.CreateSchedule(ctx, sc); err != nil {
+	var err error
+	if limited {
+		err = s.Store.CreateScheduleWithin(ctx, sc, s.Opts.MaxPerUser)
+	} else {
+		err = s.Store.CreateSchedule(ctx, sc)
+	}
+	if errors.Is(err, ErrTooMany) {
+		return nil, tooMany()
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.poke()

@@ -909,3 +909,44 @@ func TestMissedForDays(t *testing.T) {
 		t.Errorf("next run %v, want %v", got.NextRunAt, want)
 	}
 }
+
+// racingStore is the real store, with another request of the same user
+// storing a schedule right after each count of the user's schedules: the
+// moment two requests at once both find room under the quota.
+type racingStore struct {
+	Store
+	other func(ctx context.Context) error
+}
+
+func (s racingStore) CountSchedules(ctx context.Context, userID string) (int, error) {
+	n, err := s.Store.CountSchedules(ctx, userID)
+	if err == nil {
+		err = s.other(ctx)
+	}
+	return n, err
+}
+
+// Two requests at once cannot pass the quota of schedules together: the one
+// stored second is refused as any request over it is, and nothing more is
+// stored.
+func TestScheduleQuotaHoldsForRequestsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, time.Date(2026, 3, 10, 17, 0, 0, 0, time.UTC))
+	in := Input{AgentID: str("digest"), Name: str("Morning digest"), Prompt: str("Digest"), Cron: str("0 7 * * *")}
+	if _, err := f.a.Create(ctx, f.user, in); err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{Agents: f.a.Agents, Users: f.a.Users, Runner: f.a.Runner, Now: f.a.Now, Process: "a", Log: f.a.Log,
+		Opts: Options{MaxPerUser: 2},
+		Store: racingStore{Store: f.a.Store, other: func(ctx context.Context) error {
+			_, err := f.b.Create(ctx, f.user, in) // the other request
+			return err
+		}}}
+	_, err := s.Create(ctx, f.user, in)
+	if fault.KindOf(err) != fault.QuotaExceeded || !strings.Contains(err.Error(), "quota exceeded: schedules (2)") {
+		t.Errorf("the request stored second: %v; want the quota's refusal", err)
+	}
+	if n, err := f.a.Store.CountSchedules(ctx, f.user.ID); err != nil || n != 2 {
+		t.Errorf("%d schedules stored (%v); want 2", n, err)
+	}
+}

@@ -63,8 +63,9 @@ type Dialect struct {
 	// write transactions are already serialized leave it empty.
 	SetupLock string
 	// OwnerLock, when set, is run first, with a user's id, in the
-	// transaction of CreateFileWithin, so that the uploads of one user at
-	// once count each other's files. Engines whose write transactions are
+	// transactions that count a user's rows against a quota before adding
+	// one (CreateFileWithin, CreateScheduleWithin), so that the requests of
+	// one user at once count each other's. Engines whose write transactions are
 	// already serialized leave it empty.
 	OwnerLock string
 	// KeyShare, when set, ends a SELECT of rows that the transaction then

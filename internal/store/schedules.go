@@ -44,13 +44,51 @@ func (db *DB) CreateSchedule(ctx context.Context, s *schedule.Schedule) error {
 	if err := checkSchedule(s); err != nil {
 		return err
 	}
+	return db.insertSchedule(ctx, db.write, s)
+}
+
+// CreateScheduleWithin is CreateSchedule refusing, with schedule.ErrTooMany,
+// a schedule that would give its user more than max. The count and the insert
+// are one transaction, which the user's other creations wait for (writes take
+// turns on SQLite; Postgres takes the dialect's OwnerLock), so that requests
+// at once cannot pass max together.
+func (db *DB) CreateScheduleWithin(ctx context.Context, s *schedule.Schedule, max int) error {
+	if err := checkSchedule(s); err != nil {
+		return err
+	}
+	stored := *s
+	err := db.inTx(ctx, "CreateScheduleWithin", func(tx *sql.Tx) error {
+		if db.d.OwnerLock != "" {
+			if _, err := db.exec(ctx, tx, db.d.OwnerLock, s.UserID); err != nil {
+				return fmt.Errorf("waiting for the other requests of %q: %w", s.UserID, err)
+			}
+		}
+		var n int
+		if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM schedules WHERE user_id = ?`, s.UserID).Scan(&n); err != nil {
+			return fmt.Errorf("counting schedules: %w", err)
+		}
+		if n >= max {
+			return schedule.ErrTooMany
+		}
+		stored = *s
+		return db.insertSchedule(ctx, tx, &stored)
+	})
+	if err != nil {
+		return err
+	}
+	*s = stored
+	return nil
+}
+
+// insertSchedule inserts s through q and writes its stored times back to s.
+func (db *DB) insertSchedule(ctx context.Context, q querier, s *schedule.Schedule) error {
 	created := db.stamp(s.CreatedAt)
 	updated := created
 	if !s.UpdatedAt.IsZero() {
 		updated = utc(s.UpdatedAt)
 	}
 	runAt, next, last := storedPtr(s.RunAt), storedPtr(s.NextRunAt), storedPtr(s.LastRunAt)
-	_, err := db.exec(ctx, db.write,
+	_, err := db.exec(ctx, q,
 		`INSERT INTO schedules (`+scheduleColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.UserID, s.AgentID, s.Name, s.Prompt, string(s.Type), s.Cron, db.nullTimeArg(runAt),
 		s.Timezone, s.Enabled, s.NotifyURL, db.nullTimeArg(next), db.nullTimeArg(last),

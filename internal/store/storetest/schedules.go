@@ -263,6 +263,51 @@ var scheduleTests = []test{
 			t.Errorf("listed schedule differs from GetSchedule (-want +got):\n%s", d)
 		}
 	}},
+	{"CreateWithin", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		alice := createUser(t, s, "alice@example.com")
+		bob := createUser(t, s, "bob@example.com")
+		createSchedule(t, s, newSchedule(bob.ID, 0)) // another user's do not count
+		createSchedule(t, s, newSchedule(alice.ID, 1))
+		// Requests of one user at once: of 24, two more are stored within 3.
+		var (
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			stored int
+			errs   []error
+		)
+		start := make(chan struct{})
+		for i := range 24 {
+			wg.Go(func() {
+				<-start
+				err := s.CreateScheduleWithin(ctx, newSchedule(alice.ID, 2+i), 3)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					stored++
+				case !errors.Is(err, schedule.ErrTooMany):
+					errs = append(errs, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if stored != 2 || len(errs) != 0 {
+			t.Errorf("of 24 schedules within 3 (one there): %d stored, unexpected errors %v; want 2, none", stored, errs)
+		}
+		n, err := s.CountSchedules(ctx, alice.ID)
+		must(t, err, "CountSchedules")
+		if n != 3 {
+			t.Errorf("alice has %d schedules; want 3", n)
+		}
+		// What is stored is what CreateSchedule stores.
+		sc := newSchedule(bob.ID, 40)
+		must(t, s.CreateScheduleWithin(ctx, sc, 3), "CreateScheduleWithin")
+		if got := getSchedule(t, s, sc.ID); got.Name != sc.Name || !got.CreatedAt.Equal(sc.CreatedAt) || got.NextRunAt == nil || !got.NextRunAt.Equal(*sc.NextRunAt) {
+			t.Errorf("stored %+v; want %+v", got, sc)
+		}
+	}},
 	{"DeleteTakesFirings", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		u := createUser(t, s, "sched@example.com")
