@@ -268,32 +268,14 @@ var fileContentTests = []test{
 		// Uploads of one owner at once: of 24 files of 30 bytes within 100,
 		// three are recorded, whatever the order.
 		bound := file.Bound{Files: 5, Bytes: 100}
-		var (
-			wg     sync.WaitGroup
-			mu     sync.Mutex
-			stored int
-			errs   []error
-		)
-		start := make(chan struct{})
-		for i := range 24 {
-			wg.Go(func() {
-				<-start
-				f := newFile(alice.ID, fmt.Sprintf("%d.pdf", i), 10+i)
-				f.Size = 30
-				err := s.CreateFileWithin(ctx, f, bound)
-				var over *file.OverBound
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					stored++
-				case !errors.As(err, &over) || over.Files:
-					errs = append(errs, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		stored, errs := atOnce(24, func(i int) error {
+			f := newFile(alice.ID, fmt.Sprintf("%d.pdf", i), 10+i)
+			f.Size = 30
+			return s.CreateFileWithin(ctx, f, bound)
+		}, func(err error) bool {
+			var over *file.OverBound
+			return errors.As(err, &over) && !over.Files
+		})
 		if stored != 3 || len(errs) != 0 {
 			t.Errorf("of 24 files of 30 bytes within 100: %d recorded, unexpected errors %v; want 3, none", stored, errs)
 		}

@@ -270,29 +270,9 @@ var scheduleTests = []test{
 		createSchedule(t, s, newSchedule(bob.ID, 0)) // another user's do not count
 		createSchedule(t, s, newSchedule(alice.ID, 1))
 		// Requests of one user at once: of 24, two more are stored within 3.
-		var (
-			wg     sync.WaitGroup
-			mu     sync.Mutex
-			stored int
-			errs   []error
-		)
-		start := make(chan struct{})
-		for i := range 24 {
-			wg.Go(func() {
-				<-start
-				err := s.CreateScheduleWithin(ctx, newSchedule(alice.ID, 2+i), 3)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					stored++
-				case !errors.Is(err, schedule.ErrTooMany):
-					errs = append(errs, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		stored, errs := atOnce(24, func(i int) error {
+			return s.CreateScheduleWithin(ctx, newSchedule(alice.ID, 2+i), 3)
+		}, func(err error) bool { return errors.Is(err, schedule.ErrTooMany) })
 		if stored != 2 || len(errs) != 0 {
 			t.Errorf("of 24 schedules within 3 (one there): %d stored, unexpected errors %v; want 2, none", stored, errs)
 		}

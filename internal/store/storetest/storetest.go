@@ -1033,3 +1033,31 @@ var concurrencyTests = []test{
 		}
 	}},
 }
+
+// atOnce makes n calls of do at once, each with its number, and returns how
+// many succeeded and the errors that refused does not take for an expected
+// refusal.
+func atOnce(n int, do func(i int) error, refused func(error) bool) (ok int, unexpected []error) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		start = make(chan struct{})
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			err := do(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case !refused(err):
+				unexpected = append(unexpected, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return ok, unexpected
+}
