@@ -276,12 +276,9 @@ func (s *Service) apply(ctx context.Context, u *auth.User, sc *Schedule, in Inpu
 	} else if sc.Enabled || in.AgentID != nil {
 		// The schedule runs as its owner, who must be able to use the agent,
 		// also when an admin makes the change.
-		owner := u
-		if sc.UserID != "" && sc.UserID != u.ID {
-			var err error
-			if owner, err = s.Users.GetUser(ctx, sc.UserID); err != nil {
-				return err
-			}
+		owner, err := s.ownerOf(ctx, u, sc)
+		if err != nil {
+			return err
 		}
 		a, err := s.Agents.Get(ctx, owner, sc.AgentID)
 		switch {
@@ -565,11 +562,9 @@ func (s *Service) Get(ctx context.Context, u *auth.User, id string) (*Schedule, 
 	s.lastStatus(ctx, sc)
 	// agent_name says whether the owner may use the agent (docs/api.md
 	// "Schedules"), also to an admin looking at another user's schedule.
-	owner := u
-	if sc.UserID != u.ID {
-		if owner, err = s.Users.GetUser(ctx, sc.UserID); err != nil {
-			return nil, err
-		}
+	owner, err := s.ownerOf(ctx, u, sc)
+	if err != nil {
+		return nil, err
 	}
 	s.nameAgents(ctx, owner, sc)
 	return sc, nil
@@ -661,10 +656,7 @@ func (s *Service) RunNow(ctx context.Context, u *auth.User, id string) (*Firing,
 	f := &Firing{ID: ident.New("fire_"), ScheduleID: sc.ID, FireAt: s.Now().UTC().Truncate(time.Microsecond), Prompt: sc.Prompt, Status: FiringQueued, ClaimedBy: s.Process}
 	// The prompt as it will be sent, as execute makes it: for the schedule's
 	// owner, whose run it is, also when an admin runs it.
-	owner := u
-	if sc.UserID != u.ID {
-		owner, err = s.Users.GetUser(ctx, sc.UserID)
-	}
+	owner, err := s.ownerOf(ctx, u, sc)
 	if loc, lerr := time.LoadLocation(sc.Timezone); lerr == nil && err == nil {
 		f.Prompt = prompt.ReplacePlaceholders(sc.Prompt, f.FireAt, loc, owner.DisplayName)
 	}
@@ -929,6 +921,14 @@ func latestWithin(c *Cron, loc *time.Location, from, now time.Time, grace time.D
 		missed++
 	}
 	return latest, missed
+}
+
+// ownerOf returns the user sc belongs to: u, or the owner u (an admin) acts for.
+func (s *Service) ownerOf(ctx context.Context, u *auth.User, sc *Schedule) (*auth.User, error) {
+	if sc.UserID == "" || sc.UserID == u.ID {
+		return u, nil
+	}
+	return s.Users.GetUser(ctx, sc.UserID)
 }
 
 // missedUpTo counts the firings of c after from and at or before now (at most

@@ -72,10 +72,8 @@ func (db *DB) CreateFileWithin(ctx context.Context, f *file.File, b file.Bound) 
 	}
 	stored := *f
 	err = db.inTx(ctx, "CreateFileWithin", func(tx *sql.Tx) error {
-		if db.d.OwnerLock != "" {
-			if _, err := db.exec(ctx, tx, db.d.OwnerLock, f.Owner); err != nil {
-				return fmt.Errorf("waiting for the other uploads of %q: %w", f.Owner, err)
-			}
+		if err := db.lockOwner(ctx, tx, f.Owner); err != nil {
+			return err
 		}
 		var (
 			n    int

@@ -58,10 +58,8 @@ func (db *DB) CreateScheduleWithin(ctx context.Context, s *schedule.Schedule, ma
 	}
 	stored := *s
 	err := db.inTx(ctx, "CreateScheduleWithin", func(tx *sql.Tx) error {
-		if db.d.OwnerLock != "" {
-			if _, err := db.exec(ctx, tx, db.d.OwnerLock, s.UserID); err != nil {
-				return fmt.Errorf("waiting for the other requests of %q: %w", s.UserID, err)
-			}
+		if err := db.lockOwner(ctx, tx, s.UserID); err != nil {
+			return err
 		}
 		var n int
 		if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM schedules WHERE user_id = ?`, s.UserID).Scan(&n); err != nil {
@@ -77,6 +75,19 @@ func (db *DB) CreateScheduleWithin(ctx context.Context, s *schedule.Schedule, ma
 		return err
 	}
 	*s = stored
+	return nil
+}
+
+// lockOwner makes tx wait for, and hold off, the other transactions of
+// userID's that count its rows against a quota (the dialect's OwnerLock);
+// engines whose writes take turns need no lock.
+func (db *DB) lockOwner(ctx context.Context, tx *sql.Tx, userID string) error {
+	if db.d.OwnerLock == "" {
+		return nil
+	}
+	if _, err := db.exec(ctx, tx, db.d.OwnerLock, userID); err != nil {
+		return fmt.Errorf("waiting for the other requests of %q: %w", userID, err)
+	}
 	return nil
 }
 
