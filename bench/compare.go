@@ -121,6 +121,10 @@ type compareEnv struct {
 	node             *nodeSide
 }
 
+// compareWriteBehind is database.write_behind on the side that sets it
+// (docs/config.md, "Writing behind").
+const compareWriteBehind = 100 * time.Millisecond
+
 // compareSides are the sides, in the table's order.
 var compareSides = []compareSide{
 	{short: "floor", name: "floor: Go HTTP client, no engine", in: everyScenario,
@@ -129,11 +133,15 @@ var compareSides = []compareSide{
 		}},
 	{short: "v1", name: "Relay, POST /v1/chat/completions", relay: true, in: everyScenario,
 		start: func(e compareEnv) (side, error) {
-			return startRelaySide(e.bin, e.tmp, apiV1, e.modelURL, e.mcpURL)
+			return startRelaySide(e.bin, e.tmp, apiV1, e.modelURL, e.mcpURL, 0)
 		}, profile: "relay-%s-v1.pprof"},
+	{short: "behind", name: "Relay, POST /v1/chat/completions, write_behind " + compareWriteBehind.String(), relay: true, in: everyScenario,
+		start: func(e compareEnv) (side, error) {
+			return startRelaySide(e.bin, e.tmp, apiV1, e.modelURL, e.mcpURL, compareWriteBehind)
+		}, profile: "relay-%s-behind.pprof"},
 	{short: "sse", name: "Relay, POST /api/chat (SSE)", relay: true, in: func(sc scenario) bool { return sc.name == "S1" },
 		start: func(e compareEnv) (side, error) {
-			return startRelaySide(e.bin, e.tmp, apiChat, e.modelURL, e.mcpURL)
+			return startRelaySide(e.bin, e.tmp, apiChat, e.modelURL, e.mcpURL, 0)
 		}},
 	{short: "inprocess", name: "Relay, run service in-process", relay: true, in: everyScenario,
 		start: func(e compareEnv) (side, error) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // The Relay side of `bench compare`: `relay serve`, built from the tree, in a
@@ -36,9 +37,12 @@ const (
 // limits (the load comes from one key), the scenarios' agents, and a metrics
 // listener on metricsAddr serving Go's profiles (idle but when -cpuprofile
 // asks for one).
-func relayConfig(addr, metricsAddr, dataDir, modelURL, mcpURL string) string {
+func relayConfig(addr, metricsAddr, dataDir, modelURL, mcpURL string, writeBehind time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  addr: %s\n  data_dir: %q\n  log_level: warn\n", addr, dataDir)
+	if writeBehind > 0 {
+		fmt.Fprintf(&b, "database:\n  write_behind: %s\n", writeBehind)
+	}
 	fmt.Fprintf(&b, "metrics:\n  addr: %s\n  pprof: true\n", metricsAddr)
 	fmt.Fprintf(&b, "endpoints:\n  custom:\n    - name: %s\n      baseURL: %q\n      apiKey: sk-bench\n", compareProvider, modelURL)
 	fmt.Fprintf(&b, "mcpServers:\n  %s:\n    type: streamable-http\n    url: %q\n", compareMCPServer, mcpURL)
@@ -69,7 +73,7 @@ type relaySide struct {
 
 // startRelaySide starts bin as `relay serve` on a new data directory under
 // tmp and waits until it is ready.
-func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*relaySide, error) {
+func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string, writeBehind time.Duration) (*relaySide, error) {
 	dir, err := os.MkdirTemp(tmp, "relay-")
 	if err != nil {
 		return nil, err
@@ -83,7 +87,7 @@ func startRelaySide(bin, tmp string, api relayAPI, modelURL, mcpURL string) (*re
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "relay.yaml")
-	cfg := relayConfig(fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", metricsPort), filepath.Join(dir, "data"), modelURL, mcpURL)
+	cfg := relayConfig(fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", metricsPort), filepath.Join(dir, "data"), modelURL, mcpURL, writeBehind)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}

@@ -251,6 +251,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	switch engine {
 	case "sqlite":
 		db, err = sqlite.Open(ctx, dsn)
+		if wb := cfg.Database.WriteBehind.Duration; err == nil && wb > 0 {
+			if err = db.WriteBehind(wb, log); err != nil {
+				db.Close()
+			}
+		}
 	case "postgres":
 		db, err = postgres.Open(ctx, dsn, postgres.Options{ConnectTimeout: cfg.Database.ConnectTimeout.Duration, Logger: log})
 	default:

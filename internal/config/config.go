@@ -313,6 +313,10 @@ type Database struct {
 	URL string `yaml:"url"`
 	// ConnectTimeout bounds how long start-up waits for the database.
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// WriteBehind, when more than 0 (SQLite only), lets the records of runs
+	// wait up to that long to be committed with others', after their run
+	// has gone on (docs/config.md, "Writing behind").
+	WriteBehind Duration `yaml:"write_behind"`
 }
 
 // The built-in provider names, as librechat.yaml spells them.

@@ -752,6 +752,12 @@ func TestValidation(t *testing.T) {
 			`relay.yaml:2:8: database.url: unsupported scheme "mysql" (use a SQLite file path, sqlite://PATH or postgres://…)`,
 			`relay.yaml:3:20: database.connect_timeout: must be greater than 0`,
 		}},
+		{"write behind too long", "database:\n  write_behind: 2s\n", []string{
+			`relay.yaml:2:17: database.write_behind: must be between 0 and 1s`,
+		}},
+		{"write behind on postgres", "database:\n  url: postgres://relay@db/relay\n  write_behind: 100ms\n", []string{
+			`relay.yaml:3:17: database.write_behind: is for SQLite only: with postgres, other processes read what this one writes`,
+		}},
 		{"custom endpoints", `endpoints:
   openAI:
     baseURL: api.openai.com/v1

@@ -220,12 +220,24 @@ func (v *validator) server() {
 	}
 }
 
+// maxWriteBehind bounds database.write_behind, as the store's WriteBehind
+// does: the most of a process's writes that its crash may lose.
+const maxWriteBehind = time.Second
+
 func (v *validator) database() {
 	if _, _, err := v.c.DB(); err != nil {
 		v.add("database.url", "%s", strings.TrimPrefix(err.Error(), "database.url: "))
 	}
 	if v.c.Database.ConnectTimeout.Duration <= 0 {
 		v.add("database.connect_timeout", "must be greater than 0")
+	}
+	switch wb := v.c.Database.WriteBehind.Duration; {
+	case wb < 0 || wb > maxWriteBehind:
+		v.add("database.write_behind", "must be between 0 and %s", maxWriteBehind)
+	case wb > 0:
+		if engine, _, err := v.c.DB(); err == nil && engine != "sqlite" {
+			v.add("database.write_behind", "is for SQLite only: with %s, other processes read what this one writes", engine)
+		}
 	}
 }
 

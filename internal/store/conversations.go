@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/relay-ai/relay/internal/fault"
 	"github.com/relay-ai/relay/internal/run"
@@ -32,15 +33,22 @@ func (db *DB) CreateConversation(ctx context.Context, c *run.Conversation) error
 	return db.createConversation(ctx, db.write, c)
 }
 
+// conversationTimes are the times createConversation stores for c and
+// writes back: its UpdatedAt is its CreatedAt unless set.
+func (db *DB) conversationTimes(c *run.Conversation) (created, updated time.Time) {
+	created = db.stamp(c.CreatedAt)
+	updated = created
+	if !c.UpdatedAt.IsZero() {
+		updated = utc(c.UpdatedAt)
+	}
+	return created, updated
+}
+
 func (db *DB) createConversation(ctx context.Context, q querier, c *run.Conversation) error {
 	if c.ID == "" {
 		return fault.New(fault.Invalid, "conversation id is required")
 	}
-	created := db.stamp(c.CreatedAt)
-	updated := created
-	if !c.UpdatedAt.IsZero() {
-		updated = utc(c.UpdatedAt)
-	}
+	created, updated := db.conversationTimes(c)
 	_, err := db.exec(ctx, q,
 		`INSERT INTO conversations (`+conversationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.AgentID, c.Title, db.timeArg(created), db.timeArg(updated))

@@ -27,6 +27,7 @@ type DB struct {
 	turns       *writeTurns          // orders write transactions (Dialect.SingleWriter); nil for none
 	commits     *groupCommit         // commits the write transactions waiting together at once (with turns); nil for none
 	afterCommit func()               // see AfterCommit; nil for nothing
+	behind      *writeBehind         // the transactions committed later (WriteBehind); nil for none
 }
 
 // Instrument has db trace each write transaction (a span named by the
@@ -192,6 +193,7 @@ func (db *DB) Close() error {
 	if db == nil {
 		return nil
 	}
+	db.catchUp(context.Background())
 	var errs []error
 	for _, f := range db.onClose {
 		errs = append(errs, f())
@@ -226,6 +228,7 @@ type querier interface {
 // becomes what every engine keeps alike. exec and query classify the values
 // the database refuses (refused).
 func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	db.catchUpFor(ctx, q)
 	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
@@ -237,6 +240,7 @@ func (db *DB) exec(ctx context.Context, q querier, query string, args ...any) (s
 }
 
 func (db *DB) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
+	db.catchUpFor(ctx, q)
 	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
@@ -268,12 +272,22 @@ func (db *DB) execStmt(ctx context.Context, st *sql.Stmt, args ...any) (sql.Resu
 }
 
 func (db *DB) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
+	db.catchUpFor(ctx, q)
 	ctx = db.uninterrupted(ctx, q)
 	query, args = db.d.bind(query), storable(args)
 	if st := db.stmt(ctx, q, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return q.QueryRowContext(ctx, query, args...)
+}
+
+// catchUpFor commits the transactions that wait (DB.later) before a
+// statement sent to one of the pools, so that it sees them. A statement of a
+// transaction needs nothing: the transaction began after them.
+func (db *DB) catchUpFor(ctx context.Context, q querier) {
+	if _, pool := q.(*sql.DB); pool {
+		db.catchUp(ctx)
+	}
 }
 
 // uninterrupted returns ctx without its end for a statement of a write
@@ -292,8 +306,15 @@ func (db *DB) uninterrupted(ctx context.Context, q querier) context.Context {
 // inTx runs fn in a transaction on the write pool, committing if fn returns
 // nil. op names the transaction in traces: the method that runs it. On an
 // engine with a single writer, the transactions waiting for it together
-// are committed together (groupCommit).
-func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
+// are committed together (groupCommit), after those that wait to be
+// committed later (WriteBehind).
+func (db *DB) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	db.catchUp(ctx)
+	return db.runTx(ctx, op, fn)
+}
+
+// runTx is inTx without catching up first: the catch-up's own transaction.
+func (db *DB) runTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
 	ctx, end := db.tel.StartDB(ctx, db.system(), op)
 	defer func() { end(err) }()
 	if db.commits != nil {

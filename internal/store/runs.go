@@ -52,6 +52,16 @@ func storedPtr(t *time.Time) *time.Time {
 	return &s
 }
 
+// runStamps are the status and times createRun stores for r and writes
+// back: an empty status is queued.
+func (db *DB) runStamps(r *run.Run) (status run.Status, created time.Time, started, finished *time.Time) {
+	status = r.Status
+	if status == "" {
+		status = run.StatusQueued
+	}
+	return status, db.stamp(r.CreatedAt), storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
+}
+
 // CreateRun inserts r. An empty status is queued. Its timestamps are written
 // back to r in stored form; a zero CreatedAt is the current time. The run names
 // the DB's node (OnNode), if any, as the process that runs it. A missing user
@@ -64,14 +74,10 @@ func (db *DB) createRun(ctx context.Context, q querier, r *run.Run) error {
 	if r.ID == "" {
 		return fault.New(fault.Invalid, "run id is required")
 	}
-	status := r.Status
-	if status == "" {
-		status = run.StatusQueued
-	}
+	status, created, started, finished := db.runStamps(r)
 	if err := checkStatus(r.ID, status); err != nil {
 		return err
 	}
-	created, started, finished := db.stamp(r.CreatedAt), storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
 	_, err := db.exec(ctx, q,
 		`INSERT INTO runs (`+runColumns+`, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.UserID, r.AgentID, r.ConversationID, r.UserMessageID, nullString(r.ResponseMessageID),
@@ -82,7 +88,7 @@ func (db *DB) createRun(ctx context.Context, q querier, r *run.Run) error {
 	case db.d.IsUniqueViolation(err):
 		return fault.Wrap(fault.Conflict, err, "run %q already exists", r.ID)
 	case db.d.IsForeignKeyViolation(err):
-		return db.runParentMissing(ctx, r, err)
+		return db.runParentMissing(ctx, q, r, err)
 	default:
 		return fmt.Errorf("creating run %q: %w", r.ID, err)
 	}
@@ -92,9 +98,9 @@ func (db *DB) createRun(ctx context.Context, q querier, r *run.Run) error {
 
 // runParentMissing says which row a run referred to is missing: its
 // conversation or its user.
-func (db *DB) runParentMissing(ctx context.Context, r *run.Run, cause error) error {
+func (db *DB) runParentMissing(ctx context.Context, q querier, r *run.Run, cause error) error {
 	var n int
-	err := db.queryRow(ctx, db.read, `SELECT COUNT(*) FROM conversations WHERE id = ?`, r.ConversationID).Scan(&n)
+	err := db.queryRow(ctx, q, `SELECT COUNT(*) FROM conversations WHERE id = ?`, r.ConversationID).Scan(&n)
 	if err == nil && n == 0 {
 		return fault.Wrap(fault.NotFound, cause, "conversation of run %q: conversation %q not found", r.ID, r.ConversationID)
 	}
@@ -377,7 +383,26 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 	if s.Conversation == nil || s.Message == nil || s.Run == nil {
 		return fault.New(fault.Invalid, "starting a run needs its conversation, message and run")
 	}
-	return db.inTx(ctx, "StartRun", func(tx *sql.Tx) error {
+	if db.behind != nil && s.NewConversation {
+		return db.later(ctx, "StartRun", db.startRun(context.WithoutCancel(ctx), db.startBehind(s)))
+	}
+	return db.inTx(ctx, "StartRun", db.startRun(ctx, s))
+}
+
+// startBehind writes back to s now what StartRun writes back, for a start
+// written behind (WriteBehind), and returns a copy to store later.
+func (db *DB) startBehind(s *run.RunStart) *run.RunStart {
+	c, m, r := s.Conversation, s.Message, s.Run
+	c.CreatedAt, c.UpdatedAt = db.conversationTimes(c)
+	m.CreatedAt = db.stamp(m.CreatedAt)
+	r.Status, r.CreatedAt, r.StartedAt, r.FinishedAt = db.runStamps(r)
+	cc, mc, rc := *c, *m, *r
+	return &run.RunStart{Conversation: &cc, NewConversation: s.NewConversation, Message: &mc, Run: &rc}
+}
+
+// startRun is StartRun's transaction.
+func (db *DB) startRun(ctx context.Context, s *run.RunStart) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
 		if err := db.checkNode(ctx, tx); err != nil {
 			return err
 		}
@@ -397,7 +422,7 @@ func (db *DB) StartRun(ctx context.Context, s *run.RunStart) error {
 			return err
 		}
 		return db.createRun(ctx, tx, s.Run)
-	})
+	}
 }
 
 // refuseGoing is fault.Conflict, naming the run, when a run of conversation
@@ -436,7 +461,46 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 	if err := checkEvents(b.Events); err != nil {
 		return err
 	}
-	return db.inTx(ctx, "WriteBatch", func(tx *sql.Tx) error {
+	if db.behind != nil {
+		return db.later(ctx, "WriteBatch", db.writeBatch(context.WithoutCancel(ctx), db.batchBehind(b)))
+	}
+	return db.inTx(ctx, "WriteBatch", db.writeBatch(ctx, b))
+}
+
+// batchBehind writes back to b now what WriteBatch writes back, for a batch
+// written behind (WriteBehind), and returns a copy to store later.
+func (db *DB) batchBehind(b *run.Batch) *run.Batch {
+	c := &run.Batch{Events: slices.Clone(b.Events)}
+	for i := range b.Events {
+		b.Events[i].CreatedAt = db.stamp(b.Events[i].CreatedAt)
+		c.Events[i].CreatedAt = b.Events[i].CreatedAt
+	}
+	for _, t := range b.ToolCalls {
+		t.CreatedAt, t.Duration = db.stamp(t.CreatedAt), storedDuration(t.Duration)
+		tc := *t
+		c.ToolCalls = append(c.ToolCalls, &tc)
+	}
+	for _, r := range b.Requests {
+		r.SentAt, r.FinishedAt = db.stamp(r.SentAt), storedPtr(r.FinishedAt)
+		rc := *r
+		c.Requests = append(c.Requests, &rc)
+	}
+	for _, m := range b.Messages {
+		m.CreatedAt = db.stamp(m.CreatedAt)
+		mc := *m
+		c.Messages = append(c.Messages, &mc)
+	}
+	for _, r := range b.Runs {
+		r.StartedAt, r.FinishedAt = storedPtr(r.StartedAt), storedPtr(r.FinishedAt)
+		rc := *r
+		c.Runs = append(c.Runs, &rc)
+	}
+	return c
+}
+
+// writeBatch is WriteBatch's transaction.
+func (db *DB) writeBatch(ctx context.Context, b *run.Batch) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
 		if err := db.checkNode(ctx, tx); err != nil {
 			return err
 		}
@@ -464,7 +528,7 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // ListEvents returns a run's events with Seq > after, in Seq order; none for an
@@ -992,8 +1056,13 @@ func (db *DB) addToolCall(ctx context.Context, q querier, c *run.ToolCall) error
 	default:
 		return fmt.Errorf("storing tool call %q of run %q: %w", c.ID, c.RunID, err)
 	}
-	c.Duration, c.CreatedAt = time.Duration(us)*time.Microsecond, created
+	c.Duration, c.CreatedAt = storedDuration(c.Duration), created
 	return nil
+}
+
+// storedDuration is d as stored: in whole microseconds.
+func storedDuration(d time.Duration) time.Duration {
+	return d.Truncate(time.Microsecond)
 }
 
 // ListToolCalls returns a run's tool calls, oldest first, then by step and id;

@@ -42,7 +42,7 @@ func (db *DB) insertUser(ctx context.Context, q querier, u *auth.User) error {
 		db.timeArg(created), db.timeArg(updated), u.Disabled)
 	if err != nil {
 		if db.d.IsUniqueViolation(err) {
-			return db.userConflict(ctx, u.ID, u.Email, err)
+			return db.userConflict(ctx, q, u.ID, u.Email, err)
 		}
 		return fmt.Errorf("creating user %q: %w", u.ID, err)
 	}
@@ -59,9 +59,9 @@ func (db *DB) stamp(t time.Time) time.Time {
 }
 
 // userConflict says which unique column of users a failed write collided on.
-func (db *DB) userConflict(ctx context.Context, id, email string, cause error) error {
+func (db *DB) userConflict(ctx context.Context, q querier, id, email string, cause error) error {
 	var other string
-	err := db.queryRow(ctx, db.read, `SELECT id FROM users WHERE email = ?`, email).Scan(&other)
+	err := db.queryRow(ctx, q, `SELECT id FROM users WHERE email = ?`, email).Scan(&other)
 	if err == nil && other != id {
 		return fault.Wrap(fault.Conflict, cause, "a user with email %q already exists", email)
 	}
@@ -123,7 +123,7 @@ func (db *DB) UpdateUser(ctx context.Context, u *auth.User) error {
 		u.Email, u.DisplayName, string(u.Role), nullString(u.PasswordHash), u.Disabled, db.timeArg(updated), u.ID)
 	if err != nil {
 		if db.d.IsUniqueViolation(err) {
-			return db.userConflict(ctx, u.ID, u.Email, err)
+			return db.userConflict(ctx, db.read, u.ID, u.Email, err)
 		}
 		return fmt.Errorf("updating user %q: %w", u.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -376,4 +377,16 @@ func TestNewDatabaseIsPrivate(t *testing.T) {
 			t.Errorf("%s has mode %v; want no access for group and others", filepath.Base(p), perm)
 		}
 	}
+}
+
+// The store's contract holds for a database that writes runs' records
+// behind (WriteBehind), but where a refusal comes too late for the caller.
+func TestStoreWritingBehind(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		db := open(t, filepath.Join(t.TempDir(), "relay.db"))
+		if err := db.WriteBehind(time.Second, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
 }

@@ -82,6 +82,27 @@ func wantKind(t *testing.T, err error, kind fault.Kind, doing string) {
 	}
 }
 
+// wantRefused is wantKind for a write of runs' records (StartRun of a new
+// conversation, WriteBatch), unless s writes them behind
+// (store.DB.WriteBehind): then a refusal that needs the database comes after
+// the call returned, which returns nil, and wantRefused reports true. Either
+// way the refused records must not be stored, which the caller checks next.
+func wantRefused(t *testing.T, s store.Store, err error, kind fault.Kind, doing string) (behind bool) {
+	t.Helper()
+	if writesBehind(s) && err == nil {
+		return true
+	}
+	wantKind(t, err, kind, doing)
+	return false
+}
+
+// writesBehind reports whether s writes runs' records behind
+// (store.DB.WriteBehind).
+func writesBehind(s store.Store) bool {
+	wb, ok := s.(interface{ WritesBehind() bool })
+	return ok && wb.WritesBehind()
+}
+
 func must(t *testing.T, err error, doing string) {
 	t.Helper()
 	if err != nil {

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// writeBehind holds the write transactions whose callers did not wait for
+// their commit (DB.later) until they are committed together, in one
+// transaction: delay after the first of them was queued, at once when a read
+// or another write of the process comes (DB.catchUp), or when the DB closes.
+// Runs that follow one another then share a commit, as runs at once do
+// (groupCommit), instead of each waiting for its own: the commit's writes of
+// the log's pages, more than half of what storing a run costs, are made once
+// for all of them. What the process reads and writes is unchanged by it: it
+// sees everything it wrote, in the order it wrote it. What a crash of the
+// process loses is: the transactions still queued, at most delay's worth
+// (docs/config.md, database.write_behind).
+type writeBehind struct {
+	delay time.Duration
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	queued []laterTx
+	timer  *time.Timer // commits the queue at delay after its first; nil while it is empty
+
+	// pending counts the transactions queued or being committed: a read
+	// with none pending goes on at once, without a lock.
+	pending atomic.Int64
+	// committing is held while a queue is committed, so that a read
+	// waiting for it sees its end.
+	committing sync.Mutex
+}
+
+// laterTx is a write transaction waiting in a writeBehind.
+type laterTx struct {
+	op string // the store's method, as inTx names it
+	fn func(*sql.Tx) error
+}
+
+// maxBehind is the most transactions that wait: the one that fills the
+// queue commits it at once, in its caller's time.
+const maxBehind = 256
+
+// MaxWriteBehind bounds database.write_behind: the most a crash may lose.
+const MaxWriteBehind = time.Second
+
+// WriteBehind has db commit the records of runs (StartRun of a new
+// conversation, WriteBatch) up to delay after they are handed over rather
+// than before their call returns, with the others that come meanwhile (see
+// writeBehind). Failures then come too late for the caller: they are
+// logged to log. Only an engine with a single writer, whose one process
+// reads and writes the database (SQLite), can do so: a reader in another
+// process would not see what waits. Call it before using db.
+func (db *DB) WriteBehind(delay time.Duration, log *slog.Logger) error {
+	switch {
+	case db.turns == nil:
+		return fmt.Errorf("write-behind needs an engine with a single writer (SQLite), not %s", db.d.Engine)
+	case delay <= 0 || delay > MaxWriteBehind:
+		return fmt.Errorf("write-behind delay %s: must be more than 0 and at most %s", delay, MaxWriteBehind)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	db.behind = &writeBehind{delay: delay, log: log}
+	return nil
+}
+
+// WritesBehind reports whether db writes runs' records behind (WriteBehind).
+func (db *DB) WritesBehind() bool { return db.behind != nil }
+
+// later runs fn as a write transaction: committed before it returns, as
+// inTx does, unless db writes behind (WriteBehind). Then fn is queued and
+// later returns nil: fn runs later, on another goroutine, in a savepoint of
+// its own, and its error is logged. fn must therefore hold copies of what
+// its caller may change after later returns.
+func (db *DB) later(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	b := db.behind
+	if b == nil {
+		return db.inTx(ctx, op, fn)
+	}
+	b.pending.Add(1)
+	b.mu.Lock()
+	b.queued = append(b.queued, laterTx{op: op, fn: fn})
+	full := len(b.queued) >= maxBehind
+	if b.timer == nil && !full {
+		b.timer = time.AfterFunc(b.delay, func() { db.catchUp(context.Background()) })
+	}
+	b.mu.Unlock()
+	if full {
+		db.catchUp(ctx)
+	}
+	return nil
+}
+
+// catchUp commits the transactions that wait (later) before the caller
+// reads or writes, so that it sees them; it returns at once when none wait.
+// It must not be called by a write transaction's work, which holds the
+// writer the commit needs.
+func (db *DB) catchUp(ctx context.Context) {
+	b := db.behind
+	if b == nil || b.pending.Load() == 0 {
+		return
+	}
+	b.committing.Lock()
+	defer b.committing.Unlock()
+	b.mu.Lock()
+	queued := b.queued
+	b.queued = nil
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	b.mu.Unlock()
+	if len(queued) == 0 {
+		return // committed by the catch-up this one waited for
+	}
+	defer b.pending.Add(-int64(len(queued)))
+	// Its own deadline: the queue is others' records too, and a caller's
+	// cancelled request must not lose them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	failed := 0
+	err := db.runTx(ctx, "WriteBehind", func(tx *sql.Tx) error {
+		for _, t := range queued {
+			if _, err := db.exec(ctx, tx, "SAVEPOINT behind"); err != nil {
+				return err
+			}
+			res := runGuarded(tx, t.fn)
+			if res.err == nil && res.panicked == nil {
+				if _, err := db.exec(ctx, tx, "RELEASE behind"); err != nil {
+					return err
+				}
+				continue
+			}
+			failed++
+			err := res.err
+			if res.panicked != nil {
+				err = fmt.Errorf("panic: %v", res.panicked)
+			}
+			b.log.Error("a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", err))
+			if _, err := db.exec(ctx, tx, "ROLLBACK TO behind"); err != nil {
+				return err
+			}
+			if _, err := db.exec(ctx, tx, "RELEASE behind"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.log.Error("writes whose callers went on could not be committed; they are lost",
+			slog.Int("transactions", len(queued)-failed), slog.Any("err", err))
+	}
+}
