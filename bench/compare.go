@@ -176,7 +176,7 @@ func benchCompare() error {
 	only := flag.String("scenarios", "S1,S2,S3", "the scenarios to run, comma-separated")
 	runs := flag.Int("runs", 0, "measured runs of S1 and S2 (default 1000, -quick 60)")
 	batches := flag.Int("batches", 0, "measured batches of 100 runs at once in S3 (default 10, -quick 2)")
-	sidesList := flag.String("sides", "floor,v1,sse,inprocess,librechat", "the sides to run, comma-separated: floor, v1 (Relay over /v1/chat/completions), sse (Relay over /api/chat, S1 only), inprocess (Relay's run service in-process), librechat")
+	sidesList := flag.String("sides", "floor,v1,behind,sse,inprocess,librechat", "the sides to run, comma-separated: floor, v1 (Relay over /v1/chat/completions), behind (the same with database.write_behind), sse (Relay over /api/chat, S1 only), inprocess (Relay's run service in-process), librechat")
 	lasts := flag.Duration("for", 0, "with -scenarios S3 alone: in place of -batches, S3's measured batches go on until each side's have lasted `DURATION` (e.g. 5m)")
 	flag.Parse()
 	aimockBin := os.Getenv("PEER_AIMOCK")

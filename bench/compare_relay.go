@@ -40,6 +40,9 @@ const (
 func relayConfig(addr, metricsAddr, dataDir, modelURL, mcpURL string, writeBehind time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  addr: %s\n  data_dir: %q\n  log_level: warn\n", addr, dataDir)
+	if x := os.Getenv("XPROCS"); x != "" && writeBehind > 0 {
+		fmt.Fprintf(&b, "  procs: %s\n", x)
+	}
 	if writeBehind > 0 {
 		fmt.Fprintf(&b, "database:\n  write_behind: %s\n", writeBehind)
 	}
