@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -125,8 +126,27 @@ func (db *DB) catchUp(ctx context.Context) {
 	// cancelled request must not lose them.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	failed := 0
+	// All of them at once first: a savepoint each would cost two
+	// statements more a transaction, for a refusal that seldom comes.
 	err := db.runTx(ctx, "WriteBehind", func(tx *sql.Tx) error {
+		for _, t := range queued {
+			if res := runGuarded(tx, t.fn); res.err != nil || res.panicked != nil {
+				return errBehindRefused
+			}
+		}
+		return nil
+	})
+	if err != errBehindRefused {
+		if err != nil {
+			b.log.Error("writes whose callers went on could not be committed; they are lost",
+				slog.Int("transactions", len(queued)), slog.Any("err", err))
+		}
+		return
+	}
+	// One was refused, and all undone: again, each in a savepoint, so that
+	// the refused ones alone are lost.
+	failed := 0
+	err = db.runTx(ctx, "WriteBehind", func(tx *sql.Tx) error {
 		for _, t := range queued {
 			if _, err := db.exec(ctx, tx, "SAVEPOINT behind"); err != nil {
 				return err
@@ -158,3 +178,7 @@ func (db *DB) catchUp(ctx context.Context) {
 			slog.Int("transactions", len(queued)-failed), slog.Any("err", err))
 	}
 }
+
+// errBehindRefused ends catchUp's first try, which one of the transactions
+// failed: the try is undone, whole.
+var errBehindRefused = errors.New("a transaction written behind was refused")
