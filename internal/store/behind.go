@@ -77,9 +77,10 @@ func (db *DB) WritesBehind() bool { return db.behind != nil }
 
 // later runs fn as a write transaction: committed before it returns, as
 // inTx does, unless db writes behind (WriteBehind). Then fn is queued and
-// later returns nil: fn runs later, on another goroutine, in a savepoint of
-// its own, and its error is logged. fn must therefore hold copies of what
-// its caller may change after later returns.
+// later returns nil: fn runs later, maybe on another goroutine, in one
+// transaction with the others queued, and its error is logged (catchUp). fn
+// must therefore hold copies of what its caller may change after later
+// returns.
 func (db *DB) later(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	b := db.behind
 	if b == nil {
