@@ -143,6 +143,11 @@ type Options struct {
 	// Telemetry measures and traces what the services do
 	// (docs/observability.md); nil measures nothing.
 	Telemetry *telemetry.Telemetry
+	// WriteBehind has the store write runs' records behind as
+	// database.write_behind says. relay serve alone sets it: a command
+	// that ends without closing the store (a broken pipe, a signal) would
+	// lose what waits.
+	WriteBehind bool
 }
 
 // logger returns the logger of o for cfg.
@@ -185,7 +190,7 @@ type App struct {
 // services on it and syncs the config's agents into it.
 func Open(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	log := opts.logger(cfg)
-	st, err := openStore(ctx, cfg, log)
+	st, err := openStore(ctx, cfg, opts.WriteBehind, log)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +246,9 @@ func (a *App) Conversations() *run.Service {
 	return &run.Service{Store: a.Store, Log: a.Log}
 }
 
-// openStore opens the database the config names and applies migrations.
-func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
+// openStore opens the database the config names and applies migrations;
+// with behind, as database.write_behind says.
+func openStore(ctx context.Context, cfg *config.Config, behind bool, log *slog.Logger) (store.Store, error) {
 	engine, dsn, err := cfg.DB()
 	if err != nil {
 		return nil, err
@@ -251,7 +257,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	switch engine {
 	case "sqlite":
 		db, err = sqlite.Open(ctx, dsn)
-		if wb := cfg.Database.WriteBehind.Duration; err == nil && wb > 0 {
+		if wb := cfg.Database.WriteBehind.Duration; err == nil && behind && wb > 0 {
 			if err = db.WriteBehind(wb, log); err != nil {
 				db.Close()
 			}

@@ -158,7 +158,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", slog.String("addr", ln.Addr().String()))
 
-	a, err := Open(ctx, cfg, Options{Logger: log, Telemetry: tel})
+	a, err := Open(ctx, cfg, Options{Logger: log, Telemetry: tel, WriteBehind: true})
 	var setupURL string
 	if err == nil {
 		err = a.bootstrap(ctx)
