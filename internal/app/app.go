@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 
 	"github.com/relay-ai/relay/internal/agent"
 	"github.com/relay-ai/relay/internal/auth"
@@ -244,6 +245,17 @@ func (a *App) Close() error { return a.Store.Close() }
 // conversations and answers the questions of runs; it runs no agent.
 func (a *App) Conversations() *run.Service {
 	return &run.Service{Store: a.Store, Log: a.Log}
+}
+
+// encodings are the token encodings of the configured agents' models.
+func (a *App) encodings() []token.Encoding {
+	var encs []token.Encoding
+	for _, ag := range a.Config.Agents {
+		if e, _ := token.EncodingFor(ag.Model); !slices.Contains(encs, e) {
+			encs = append(encs, e)
+		}
+	}
+	return encs
 }
 
 // openStore opens the database the config names and applies migrations;

@@ -257,7 +257,15 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		start(p)
 	}
 	if threads != nil {
-		start(supervise.Part{Name: "threads", Rule: supervise.Restart, Run: threads.Run})
+		encodings := a.encodings()
+		start(supervise.Part{Name: "threads", Rule: supervise.Restart, Run: func(ctx context.Context) error {
+			// The encodings of the configured agents' models are read
+			// first: the tens of milliseconds of CPU each takes would
+			// otherwise come with the first run, where the governor would
+			// take them for load and keep two threads for seconds.
+			a.tokens.Load(encodings...)
+			return threads.Run(ctx)
+		}})
 	}
 	if hooks != nil {
 		for _, p := range hooks.Parts {

@@ -35,3 +35,15 @@ func TestCacheByEncoding(t *testing.T) {
 		t.Errorf("%s after its cache started over: %d tokens, want %d", o.Encoding(), got, wantO)
 	}
 }
+
+// Load reads the encodings it is given, and those alone.
+func TestLoad(t *testing.T) {
+	cs := NewCounters(0)
+	cs.Load(O200k)
+	if cs.enc[encIndex(O200k)] == nil || cs.enc[encIndex(Cl100k)] != nil {
+		t.Fatalf("after Load(O200k): o200k read %v, cl100k read %v", cs.enc[encIndex(O200k)] != nil, cs.enc[encIndex(Cl100k)] != nil)
+	}
+	if n := cs.For("gpt-4o").Text("hello world"); n != 2 {
+		t.Errorf("counted %d tokens in \"hello world\", want 2", n)
+	}
+}
