@@ -47,6 +47,11 @@ func compareRelay() error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := config.Default()
 	app.TuneMemory(cfg.Server, os.LookupEnv, log)
+	// As relay serve does: the model's encoding read before the threads
+	// follow the load.
+	tokens := token.NewCounters(0)
+	enc, _ := token.EncodingFor(compareModel)
+	tokens.Load(enc)
 	defer followLoad(ctx, cfg.Server, log)()
 	u, err := auth.NewService(st, nil).CreateUser(ctx, auth.NewUser{Email: "bench@example.com", Role: auth.RoleAdmin})
 	if err != nil {
@@ -67,7 +72,7 @@ func compareRelay() error {
 	defer m.Close()
 	model := openai.New(openai.Options{BaseURL: *modelURL, APIKey: "sk-bench", Logger: log})
 	svc := &run.Service{Store: st, MCP: m, Log: log,
-		Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC, Window: &run.Window{Counters: token.NewCounters(0)}},
+		Prep: &run.Preparer{Agents: agents.Cached(), MCP: m, Location: time.UTC, Window: &run.Window{Counters: tokens}},
 		Models: func(context.Context, string, string, string) (llm.Model, mcp.Family, error) {
 			return model, mcp.FamilyOpenAI, nil
 		},
