@@ -8,21 +8,36 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// behindDB is groupDB writing behind by delay, its log in the returned
-// buffer.
-func behindDB(t *testing.T, delay time.Duration) (*DB, *int, *bytes.Buffer) {
+// behindDB is groupDB writing behind by delay, with a count of its commits
+// (made on other goroutines too) and its log in the returned buffer.
+func behindDB(t *testing.T, delay time.Duration) (*DB, *commitCount, *bytes.Buffer) {
 	t.Helper()
-	db, commits := groupDB(t)
+	db, _ := groupDB(t)
+	commits := &commitCount{}
+	db.AfterCommit(func() { commits.Add(1) })
 	var log bytes.Buffer
 	if err := db.WriteBehind(delay, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
 	return db, commits, &log
+}
+
+// commitCount counts commits; the timer's are made on a goroutine of its own.
+type commitCount struct{ atomic.Int64 }
+
+// settled waits for a commit of db's queue under way, so that what it did
+// (the count of commits, the timer) is seen by the caller.
+func settled(db *DB) {
+	synctest.Wait()
+	db.behind.committing.Lock()
+	//lint:ignore SA2001 the lock is taken for the order it gives, not to guard anything
+	db.behind.committing.Unlock()
 }
 
 // count is how many rows of t hold v, read as the store reads.
@@ -48,17 +63,20 @@ func TestWriteBehindCommitsAfterTheDelay(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 		}
 		time.Sleep(39 * time.Millisecond)
-		synctest.Wait()
-		if got := stored(t, db); len(got) != 0 || *commits != 0 {
-			t.Fatalf("before the delay: stored %v in %d commits, want nothing", got, *commits)
+		settled(db)
+		if got := stored(t, db); len(got) != 0 || commits.Load() != 0 {
+			t.Fatalf("before the delay: stored %v in %d commits, want nothing", got, commits.Load())
 		}
 		time.Sleep(2 * time.Millisecond)
-		synctest.Wait()
-		if got := stored(t, db); !got["a"] || !got["b"] || *commits != 1 {
-			t.Fatalf("after the delay: stored %v in %d commits, want a and b in 1", got, *commits)
+		settled(db)
+		if got := stored(t, db); !got["a"] || !got["b"] || commits.Load() != 1 {
+			t.Fatalf("after the delay: stored %v in %d commits, want a and b in 1", got, commits.Load())
 		}
-		if db.behind.pending.Load() != 0 || db.behind.timer != nil {
-			t.Errorf("after the commit: %d pending, timer %v", db.behind.pending.Load(), db.behind.timer)
+		db.behind.mu.Lock()
+		timer := db.behind.timer
+		db.behind.mu.Unlock()
+		if db.behind.pending.Load() != 0 || timer != nil {
+			t.Errorf("after the commit: %d pending, timer %v", db.behind.pending.Load(), timer)
 		}
 
 		// The next one waits its own delay.
@@ -66,14 +84,14 @@ func TestWriteBehindCommitsAfterTheDelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(99 * time.Millisecond)
-		synctest.Wait()
+		settled(db)
 		if stored(t, db)["c"] {
 			t.Fatal("c stored before its delay")
 		}
 		time.Sleep(2 * time.Millisecond)
-		synctest.Wait()
-		if !stored(t, db)["c"] || *commits != 2 {
-			t.Fatalf("c after its delay: stored %v in %d commits", stored(t, db), *commits)
+		settled(db)
+		if !stored(t, db)["c"] || commits.Load() != 2 {
+			t.Fatalf("c after its delay: stored %v in %d commits", stored(t, db), commits.Load())
 		}
 		if log.Len() != 0 {
 			t.Errorf("logged: %s", log)
@@ -89,8 +107,8 @@ func TestWriteBehindCaughtUp(t *testing.T) {
 	if err := db.later(ctx, "test", insert("read")); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, db, "read"); n != 1 || *commits != 1 {
-		t.Fatalf("a read after a write behind: %d rows, %d commits; want 1 and 1", n, *commits)
+	if n := count(t, db, "read"); n != 1 || commits.Load() != 1 {
+		t.Fatalf("a read after a write behind: %d rows, %d commits; want 1 and 1", n, commits.Load())
 	}
 
 	// A write transaction runs after what waits.
@@ -167,8 +185,8 @@ func TestWriteBehindRefusal(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if count(t, db, "x") != 1 || count(t, db, "y") != 1 || count(t, db, "z") != 0 || *commits != 1 {
-		t.Fatalf("stored %v in %d commits; want x and y in 1", stored(t, db), *commits)
+	if count(t, db, "x") != 1 || count(t, db, "y") != 1 || count(t, db, "z") != 0 || commits.Load() != 1 {
+		t.Fatalf("stored %v in %d commits; want x and y in 1", stored(t, db), commits.Load())
 	}
 	out := log.String()
 	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "op=AddThing") || !strings.Contains(out, "UNIQUE") ||
@@ -186,8 +204,8 @@ func TestWriteBehindFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := stored(t, db); len(got) != maxBehind || *commits != 1 {
-		t.Fatalf("a full queue: %d stored in %d commits, want %d in 1", len(got), *commits, maxBehind)
+	if got := stored(t, db); len(got) != maxBehind || commits.Load() != 1 {
+		t.Fatalf("a full queue: %d stored in %d commits, want %d in 1", len(got), commits.Load(), maxBehind)
 	}
 	if db.behind.timer != nil {
 		t.Error("a timer left for an empty queue")
