@@ -36,12 +36,51 @@ type writeBehind struct {
 	// committing is held while a queue is committed, so that a read
 	// waiting for it sees its end.
 	committing sync.Mutex
+	// failingSince is when commits of the queue began to fail for a reason
+	// that may pass (keep); zero while they do not. Held by committing.
+	failingSince time.Time
+}
+
+// How long and how often a queue whose commit fails for a reason that may
+// pass (the database busy with another process's writes, unreachable) is
+// tried again, as the run package's writer tries the records the store
+// refuses for such a reason, before it is given up.
+const (
+	behindRetryFor   = 5 * time.Minute
+	behindRetryEvery = time.Second
+)
+
+// keep puts queued back at the head of the queue, to be tried again in
+// behindRetryEvery or at the next catch-up, when its commit failed with err
+// for less than behindRetryFor; it reports whether it did. committing is
+// held.
+func (b *writeBehind) keep(queued []laterTx, err error, retry func()) bool {
+	if b.failingSince.IsZero() {
+		b.failingSince = time.Now()
+	}
+	if time.Since(b.failingSince) >= behindRetryFor {
+		return false
+	}
+	b.log.Warn("writes whose callers went on could not be committed yet; trying again",
+		slog.Int("transactions", len(queued)), slog.Any("err", err))
+	b.mu.Lock()
+	b.queued = append(queued, b.queued...)
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timer = time.AfterFunc(behindRetryEvery, retry)
+	b.mu.Unlock()
+	return true
 }
 
 // laterTx is a write transaction waiting in a writeBehind.
 type laterTx struct {
 	op string // the store's method, as inTx names it
 	fn func(*sql.Tx) error
+	// pieces, when not nil, splits fn's work into parts that stand alone,
+	// each tried on its own when fn is refused: a batch of many runs'
+	// records then loses the refused part alone.
+	pieces func() []func(*sql.Tx) error
 }
 
 // maxBehind is the most transactions that wait: the one that fills the
@@ -82,13 +121,19 @@ func (db *DB) WritesBehind() bool { return db.behind != nil }
 // must therefore hold copies of what its caller may change after later
 // returns.
 func (db *DB) later(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	return db.laterInPieces(ctx, op, fn, nil)
+}
+
+// laterInPieces is later for work that pieces splits into parts that stand
+// alone (laterTx.pieces).
+func (db *DB) laterInPieces(ctx context.Context, op string, fn func(*sql.Tx) error, pieces func() []func(*sql.Tx) error) error {
 	b := db.behind
 	if b == nil {
 		return db.inTx(ctx, op, fn)
 	}
 	b.pending.Add(1)
 	b.mu.Lock()
-	b.queued = append(b.queued, laterTx{op: op, fn: fn})
+	b.queued = append(b.queued, laterTx{op: op, fn: fn, pieces: pieces})
 	full := len(b.queued) >= maxBehind
 	if b.timer == nil && !full {
 		b.timer = time.AfterFunc(b.delay, func() { db.catchUp(context.Background()) })
@@ -122,7 +167,6 @@ func (db *DB) catchUp(ctx context.Context) {
 	if len(queued) == 0 {
 		return // committed by the catch-up this one waited for
 	}
-	defer b.pending.Add(-int64(len(queued)))
 	// Its own deadline: the queue is others' records too, and a caller's
 	// cancelled request must not lose them.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -138,38 +182,44 @@ func (db *DB) catchUp(ctx context.Context) {
 		return nil
 	})
 	if err != errBehindRefused {
+		if err != nil && b.keep(queued, err, func() { db.catchUp(context.Background()) }) {
+			return
+		}
+		b.failingSince = time.Time{}
+		b.pending.Add(-int64(len(queued)))
 		if err != nil {
 			b.log.Error("writes whose callers went on could not be committed; they are lost",
 				slog.Int("transactions", len(queued)), slog.Any("err", err))
 		}
 		return
 	}
+	b.failingSince = time.Time{}
+	defer b.pending.Add(-int64(len(queued)))
 	// One was refused, and all undone: again, each in a savepoint, so that
 	// the refused ones alone are lost.
 	failed := 0
 	err = db.runTx(ctx, "WriteBehind", func(tx *sql.Tx) error {
 		for _, t := range queued {
-			if _, err := db.exec(ctx, tx, "SAVEPOINT behind"); err != nil {
+			err, refusal := db.savepoint(ctx, tx, t.fn)
+			if err != nil {
 				return err
 			}
-			res := runGuarded(tx, t.fn)
-			if res.err == nil && res.panicked == nil {
-				if _, err := db.exec(ctx, tx, "RELEASE behind"); err != nil {
-					return err
-				}
+			if refusal == nil {
 				continue
 			}
-			failed++
-			err := res.err
-			if res.panicked != nil {
-				err = fmt.Errorf("panic: %v", res.panicked)
+			if t.pieces == nil {
+				failed++
+				b.log.Error("a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", refusal))
+				continue
 			}
-			b.log.Error("a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", err))
-			if _, err := db.exec(ctx, tx, "ROLLBACK TO behind"); err != nil {
-				return err
-			}
-			if _, err := db.exec(ctx, tx, "RELEASE behind"); err != nil {
-				return err
+			for _, piece := range t.pieces() {
+				err, refusal := db.savepoint(ctx, tx, piece)
+				if err != nil {
+					return err
+				}
+				if refusal != nil {
+					b.log.Error("a part of a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", refusal))
+				}
 			}
 		}
 		return nil
@@ -178,6 +228,29 @@ func (db *DB) catchUp(ctx context.Context) {
 		b.log.Error("writes whose callers went on could not be committed; they are lost",
 			slog.Int("transactions", len(queued)-failed), slog.Any("err", err))
 	}
+}
+
+// savepoint runs fn in a savepoint of tx, undoing its writes when it fails
+// (or panics): refusal is then why. err is the savepoint's own failure,
+// which ends tx.
+func (db *DB) savepoint(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) (err, refusal error) {
+	if _, err := db.exec(ctx, tx, "SAVEPOINT behind"); err != nil {
+		return err, nil
+	}
+	res := runGuarded(tx, fn)
+	if res.err == nil && res.panicked == nil {
+		_, err := db.exec(ctx, tx, "RELEASE behind")
+		return err, nil
+	}
+	refusal = res.err
+	if res.panicked != nil {
+		refusal = fmt.Errorf("panic: %v", res.panicked)
+	}
+	if _, err := db.exec(ctx, tx, "ROLLBACK TO behind"); err != nil {
+		return err, refusal
+	}
+	_, err = db.exec(ctx, tx, "RELEASE behind")
+	return err, refusal
 }
 
 // errBehindRefused ends catchUp's first try, which one of the transactions

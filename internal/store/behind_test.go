@@ -229,3 +229,52 @@ func TestWriteBehindRefused(t *testing.T) {
 		t.Errorf("later without writing behind: %v, stored %v", err, stored(t, db))
 	}
 }
+
+// A queue whose commit fails for a reason that may pass (another process
+// holds the write lock) is kept and tried again, not lost.
+func TestWriteBehindKeptWhileBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	w, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetMaxOpenConns(1)
+	db := New(w, w, Dialect{Engine: "sqlite", SingleWriter: true})
+	t.Cleanup(func() { db.Close() })
+	if _, err := w.Exec(`CREATE TABLE t (v TEXT NOT NULL UNIQUE)`); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := db.WriteBehind(time.Second, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(`INSERT INTO t (v) VALUES ('other')`); err != nil { // the write lock, held
+		t.Fatal(err)
+	}
+	if err := db.later(ctx, "test", insert("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, "kept"); n != 0 || db.behind.pending.Load() != 1 {
+		t.Fatalf("while busy: %d rows, %d pending; want 0 and 1", n, db.behind.pending.Load())
+	}
+	if out := log.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "trying again") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("log while busy:\n%s", out)
+	}
+	if err := lock.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, "kept"); n != 1 || db.behind.pending.Load() != 0 {
+		t.Fatalf("once free: %d rows, %d pending; want 1 and 0", n, db.behind.pending.Load())
+	}
+}

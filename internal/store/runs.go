@@ -462,7 +462,14 @@ func (db *DB) WriteBatch(ctx context.Context, b *run.Batch) error {
 		return err
 	}
 	if db.behind != nil {
-		return db.later(ctx, "WriteBatch", db.writeBatch(context.WithoutCancel(ctx), db.batchBehind(b)))
+		c, wctx := db.batchBehind(b), context.WithoutCancel(ctx)
+		return db.laterInPieces(ctx, "WriteBatch", db.writeBatch(wctx, c), func() []func(*sql.Tx) error {
+			var fns []func(*sql.Tx) error
+			for _, p := range batchPieces(c) {
+				fns = append(fns, db.writeBatch(wctx, p))
+			}
+			return fns
+		})
 	}
 	return db.inTx(ctx, "WriteBatch", db.writeBatch(ctx, b))
 }
@@ -496,6 +503,51 @@ func (db *DB) batchBehind(b *run.Batch) *run.Batch {
 		c.Runs = append(c.Runs, &rc)
 	}
 	return c
+}
+
+// batchPieces splits a batch of many runs' records into parts that stand
+// alone, as the run package's writer stores a batch the store refused: each
+// run's events, each tool call, each model request, and each run's end with
+// its answer. A batch written behind is tried again in them when refused, so
+// that one refused record loses its own part alone (the others' runs ending
+// as they should).
+func batchPieces(b *run.Batch) []*run.Batch {
+	var pieces []*run.Batch
+	events := map[string]*run.Batch{}
+	for _, e := range b.Events {
+		p := events[e.RunID]
+		if p == nil {
+			p = &run.Batch{}
+			events[e.RunID] = p
+			pieces = append(pieces, p)
+		}
+		p.Events = append(p.Events, e)
+	}
+	for _, c := range b.ToolCalls {
+		pieces = append(pieces, &run.Batch{ToolCalls: []*run.ToolCall{c}})
+	}
+	for _, r := range b.Requests {
+		pieces = append(pieces, &run.Batch{Requests: []*run.ModelRequest{r}})
+	}
+	ends := map[string]*run.Batch{}
+	end := func(runID string) *run.Batch {
+		p := ends[runID]
+		if p == nil {
+			p = &run.Batch{}
+			ends[runID] = p
+			pieces = append(pieces, p)
+		}
+		return p
+	}
+	for _, m := range b.Messages {
+		p := end(m.RunID)
+		p.Messages = append(p.Messages, m)
+	}
+	for _, r := range b.Runs {
+		p := end(r.ID)
+		p.Runs = append(p.Runs, r)
+	}
+	return pieces
 }
 
 // writeBatch is WriteBatch's transaction.

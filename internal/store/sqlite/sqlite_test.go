@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -21,6 +22,7 @@ import (
 	"github.com/relay-ai/relay/internal/store"
 	"github.com/relay-ai/relay/internal/store/sqlite"
 	"github.com/relay-ai/relay/internal/store/storetest"
+	"github.com/relay-ai/relay/internal/turn"
 )
 
 func open(t *testing.T, path string) *store.DB {
@@ -389,4 +391,64 @@ func TestStoreWritingBehind(t *testing.T) {
 		}
 		return db
 	})
+}
+
+// A batch written behind that the database refuses in part is stored in
+// parts: the refused one is lost, logged, and the other runs' records of the
+// batch are kept, their runs ending as they should.
+func TestWriteBehindBatchRefusedInPart(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, filepath.Join(t.TempDir(), "relay.db"))
+	var log bytes.Buffer
+	if err := db.WriteBehind(time.Second, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	u := &auth.User{ID: "user_1", Email: "a@example.com", Role: auth.RoleUser}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	start := func(conv, msg, id string) *run.Run {
+		r := &run.Run{ID: id, UserID: u.ID, AgentID: "a", ConversationID: conv, UserMessageID: msg, Status: run.StatusRunning, StartedAt: &now}
+		err := db.StartRun(ctx, &run.RunStart{Conversation: &run.Conversation{ID: conv, UserID: u.ID, AgentID: "a"}, NewConversation: true,
+			Message: &run.Message{ID: msg, ConversationID: conv, Role: run.RoleUser, Text: "hi"}, Run: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := start("conv_a", "msg_a", "run_a")
+	start("conv_b", "msg_b", "run_b")
+	call := func() *run.ToolCall {
+		return &run.ToolCall{RunID: "run_b", ToolRecord: turn.ToolRecord{ID: "call_0", Name: "x"}}
+	}
+	if err := db.WriteBatch(ctx, &run.Batch{ToolCalls: []*run.ToolCall{call()}}); err != nil {
+		t.Fatal(err)
+	}
+	// Run a's end, and run b's tool call again: its id is taken.
+	done := time.Now()
+	a.Status, a.FinishedAt, a.ResponseMessageID = run.StatusSucceeded, &done, "msg_answer"
+	err := db.WriteBatch(ctx, &run.Batch{
+		Events:    []run.Event{{RunID: "run_a", Seq: 1, Type: run.EventMessageDelta, Data: []byte(`{"text":"answer"}`)}},
+		ToolCalls: []*run.ToolCall{call()},
+		Messages:  []*run.Message{{ID: "msg_answer", ConversationID: "conv_a", ParentID: "msg_a", Role: run.RoleAssistant, RunID: "run_a", Text: "answer"}},
+		Runs:      []*run.Run{a},
+	})
+	if err != nil {
+		t.Fatalf("WriteBatch written behind: %v", err)
+	}
+	got, err := db.GetRun(ctx, "run_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := db.ListEvents(ctx, "run_a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != run.StatusSucceeded || got.ResponseMessageID != "msg_answer" || len(evs) != 1 {
+		t.Errorf("run a after a batch refused in part: %s, answer %q, %d events; want succeeded, msg_answer, 1", got.Status, got.ResponseMessageID, len(evs))
+	}
+	if out := log.String(); strings.Count(out, "level=ERROR") != 1 || !strings.Contains(out, "call_0") {
+		t.Errorf("log:\n%s", out)
+	}
 }
