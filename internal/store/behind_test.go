@@ -138,15 +138,7 @@ func TestWriteBehindCaughtUp(t *testing.T) {
 
 	// Close commits what waits before closing.
 	path := filepath.Join(t.TempDir(), "closed.db")
-	w, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetMaxOpenConns(1)
-	closing := New(w, w, Dialect{Engine: "sqlite", SingleWriter: true})
-	if _, err := w.Exec(`CREATE TABLE t (v TEXT NOT NULL UNIQUE)`); err != nil {
-		t.Fatal(err)
-	}
+	closing := tableDB(t, path, "")
 	if err := closing.WriteBehind(time.Second, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
@@ -235,16 +227,7 @@ func TestWriteBehindRefused(t *testing.T) {
 func TestWriteBehindKeptWhileBusy(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	w, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetMaxOpenConns(1)
-	db := New(w, w, Dialect{Engine: "sqlite", SingleWriter: true})
-	t.Cleanup(func() { db.Close() })
-	if _, err := w.Exec(`CREATE TABLE t (v TEXT NOT NULL UNIQUE)`); err != nil {
-		t.Fatal(err)
-	}
+	db := tableDB(t, path, "?_txlock=immediate")
 	var log bytes.Buffer
 	if err := db.WriteBehind(time.Second, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)

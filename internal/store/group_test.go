@@ -18,7 +18,18 @@ import (
 // of its commits.
 func groupDB(t *testing.T) (*DB, *int) {
 	t.Helper()
-	w, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "relay.db"))
+	db := tableDB(t, filepath.Join(t.TempDir(), "relay.db"), "")
+	commits := 0
+	db.AfterCommit(func() { commits++ })
+	return db, &commits
+}
+
+// tableDB returns a DB with a single writer on the SQLite file at path,
+// opened with the query params, which it creates with one table, t. It is
+// closed when the test ends.
+func tableDB(t *testing.T, path, params string) *DB {
+	t.Helper()
+	w, err := sql.Open("sqlite", "file:"+path+params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +39,7 @@ func groupDB(t *testing.T) (*DB, *int) {
 	if _, err := w.Exec(`CREATE TABLE t (v TEXT NOT NULL UNIQUE)`); err != nil {
 		t.Fatal(err)
 	}
-	commits := 0
-	db.AfterCommit(func() { commits++ })
-	return db, &commits
+	return db
 }
 
 // insert is a transaction adding v to t.
