@@ -96,6 +96,16 @@ func wantRefused(t *testing.T, s store.Store, err error, kind fault.Kind, doing 
 	return false
 }
 
+// partsKept is what a refused WriteBatch leaves of a run's events: none, or,
+// when s writes behind (which then stores the batch in parts, each refused
+// part alone lost), the seqs of the events of the run's own part.
+func partsKept(s store.Store, own ...int64) []int64 {
+	if writesBehind(s) {
+		return own
+	}
+	return []int64{}
+}
+
 // writesBehind reports whether s writes runs' records behind
 // (store.DB.WriteBehind).
 func writesBehind(s store.Store) bool {
