@@ -200,25 +200,25 @@ func (db *DB) catchUp(ctx context.Context) {
 	failed := 0
 	err = db.runTx(ctx, "WriteBehind", func(tx *sql.Tx) error {
 		for _, t := range queued {
-			err, refusal := db.savepoint(ctx, tx, t.fn)
+			res, err := db.savepoint(ctx, tx, t.fn)
 			if err != nil {
 				return err
 			}
-			if refusal == nil {
+			if refusal(res) == nil {
 				continue
 			}
 			if t.pieces == nil {
 				failed++
-				b.log.Error("a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", refusal))
+				b.log.Error("a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", refusal(res)))
 				continue
 			}
 			for _, piece := range t.pieces() {
-				err, refusal := db.savepoint(ctx, tx, piece)
+				res, err := db.savepoint(ctx, tx, piece)
 				if err != nil {
 					return err
 				}
-				if refusal != nil {
-					b.log.Error("a part of a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", refusal))
+				if why := refusal(res); why != nil {
+					b.log.Error("a part of a write the database refused after its caller went on; it is lost", slog.String("op", t.op), slog.Any("err", why))
 				}
 			}
 		}
@@ -230,27 +230,13 @@ func (db *DB) catchUp(ctx context.Context) {
 	}
 }
 
-// savepoint runs fn in a savepoint of tx, undoing its writes when it fails
-// (or panics): refusal is then why. err is the savepoint's own failure,
-// which ends tx.
-func (db *DB) savepoint(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) (err, refusal error) {
-	if _, err := db.exec(ctx, tx, "SAVEPOINT behind"); err != nil {
-		return err, nil
-	}
-	res := runGuarded(tx, fn)
-	if res.err == nil && res.panicked == nil {
-		_, err := db.exec(ctx, tx, "RELEASE behind")
-		return err, nil
-	}
-	refusal = res.err
+// refusal is why a transaction run in a savepoint was undone; nil when it
+// was not.
+func refusal(res groupedResult) error {
 	if res.panicked != nil {
-		refusal = fmt.Errorf("panic: %v", res.panicked)
+		return fmt.Errorf("panic: %v", res.panicked)
 	}
-	if _, err := db.exec(ctx, tx, "ROLLBACK TO behind"); err != nil {
-		return err, refusal
-	}
-	_, err = db.exec(ctx, tx, "RELEASE behind")
-	return err, refusal
+	return res.err
 }
 
 // errBehindRefused ends catchUp's first try, which one of the transactions

@@ -196,29 +196,13 @@ func (db *DB) runGroup(group []*groupedTx) {
 				results[i].err = err
 				continue
 			}
-			if _, err := db.exec(ctx, tx, "SAVEPOINT grouped"); err != nil {
-				failAll(fmt.Errorf("begin transaction: %w", err))
+			var err error
+			if results[i], err = db.savepoint(ctx, tx, t.fn); err != nil {
+				failAll(err)
 				return
 			}
-			results[i] = runGuarded(tx, t.fn)
 			if results[i].err == nil && results[i].panicked == nil {
-				if _, err := db.exec(ctx, tx, "RELEASE grouped"); err != nil {
-					failAll(fmt.Errorf("commit: %w", db.refused(err)))
-					return
-				}
 				ok++
-				continue
-			}
-			// Its writes undone, the others' kept. Should the engine have
-			// rolled back the whole transaction (out of disk, say), no
-			// savepoint is left, and every caller gets that error.
-			_, err := db.exec(ctx, tx, "ROLLBACK TO grouped")
-			if err == nil {
-				_, err = db.exec(ctx, tx, "RELEASE grouped")
-			}
-			if err != nil {
-				failAll(fmt.Errorf("transaction of a group failed, the group with it: %w", db.refused(err)))
-				return
 			}
 		}
 	}
@@ -233,6 +217,31 @@ func (db *DB) runGroup(group []*groupedTx) {
 	if db.afterCommit != nil {
 		db.afterCommit()
 	}
+}
+
+// savepoint runs fn in a savepoint of tx: fn's writes are kept when it
+// returns nil, undone when it fails or panics (res says how). err is the
+// savepoint's own failure, which ends tx: should the engine have rolled back
+// the whole transaction (out of disk, say), no savepoint is left.
+func (db *DB) savepoint(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) (res groupedResult, err error) {
+	if _, err := db.exec(ctx, tx, "SAVEPOINT grouped"); err != nil {
+		return res, fmt.Errorf("begin transaction: %w", err)
+	}
+	res = runGuarded(tx, fn)
+	if res.err == nil && res.panicked == nil {
+		if _, err := db.exec(ctx, tx, "RELEASE grouped"); err != nil {
+			return res, fmt.Errorf("commit: %w", db.refused(err))
+		}
+		return res, nil
+	}
+	_, err = db.exec(ctx, tx, "ROLLBACK TO grouped")
+	if err == nil {
+		_, err = db.exec(ctx, tx, "RELEASE grouped")
+	}
+	if err != nil {
+		return res, fmt.Errorf("transaction of a group failed, the group with it: %w", db.refused(err))
+	}
+	return res, nil
 }
 
 // errGroupUnfinished is the error of the grouped transactions whose group
